@@ -1,0 +1,107 @@
+//! The event stream a run emits, and where it goes.
+//!
+//! Every consumer (the TUI, `--mode json`, print mode, the session recorder, tests) reads the
+//! same [`AgentEvent`]s. Their JSON names and fields follow the `pi` JSON mode
+//! (`agent_start`, `message_update`, `tool_execution_end`, ...). `message_update` carries only
+//! the provider event (a delta); fold it into a `MessageBuilder` to see the partial message.
+//! Arguments are shared through `Arc` so progress updates never copy them.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::stream::StreamEvent;
+use super::summary::{RunCoverage, RunSummary};
+use super::tool::ToolOutput;
+use super::types::{AgentMessage, ToolResultMessage};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum AgentEvent {
+    AgentStart,
+    AgentEnd {
+        /// Every message this run added, in insertion order.
+        messages: Vec<AgentMessage>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        telemetry: Option<RunSummary>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        coverage: Option<RunCoverage>,
+    },
+    TurnStart,
+    TurnEnd {
+        message: AgentMessage,
+        tool_results: Vec<ToolResultMessage>,
+    },
+    MessageStart {
+        message: AgentMessage,
+    },
+    MessageUpdate {
+        assistant_message_event: StreamEvent,
+    },
+    MessageEnd {
+        message: AgentMessage,
+    },
+    ToolExecutionStart {
+        tool_call_id: String,
+        tool_name: String,
+        args: Arc<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        intent: Option<String>,
+    },
+    ToolExecutionUpdate {
+        tool_call_id: String,
+        tool_name: String,
+        args: Arc<Value>,
+        partial_result: ToolOutput,
+    },
+    ToolExecutionEnd {
+        tool_call_id: String,
+        tool_name: String,
+        result: ToolOutput,
+        is_error: bool,
+    },
+    /// The queued steering and follow-up messages changed (emitted by the `Agent` facade).
+    QueueUpdate {
+        steering: Vec<String>,
+        follow_up: Vec<String>,
+    },
+}
+
+impl AgentEvent {
+    /// The event's `type` name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentEvent::AgentStart => "agent_start",
+            AgentEvent::AgentEnd { .. } => "agent_end",
+            AgentEvent::TurnStart => "turn_start",
+            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::MessageStart { .. } => "message_start",
+            AgentEvent::MessageUpdate { .. } => "message_update",
+            AgentEvent::MessageEnd { .. } => "message_end",
+            AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentEvent::QueueUpdate { .. } => "queue_update",
+        }
+    }
+}
+
+/// Receives events in order. Must not block: the loop calls it inline.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: AgentEvent);
+}
+
+impl EventSink for mpsc::UnboundedSender<AgentEvent> {
+    fn emit(&self, event: AgentEvent) {
+        // A closed receiver means nobody is listening any more; the run goes on.
+        let _ = self.send(event);
+    }
+}
+
+impl<F: Fn(AgentEvent) + Send + Sync> EventSink for F {
+    fn emit(&self, event: AgentEvent) {
+        self(event)
+    }
+}

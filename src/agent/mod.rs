@@ -1,0 +1,18 @@
+//! The agent loop and everything it owns: messages, events, tool scheduling, steering, abort.
+//!
+//! This module knows nothing of the terminal, HTTP or files. It talks to model backends through
+//! the [`stream::Provider`] trait and to tools through [`tool::AgentTool`]; everything it does is
+//! reported as [`events::AgentEvent`]s.
+
+pub mod abort;
+pub mod append_only;
+pub mod coerce;
+pub mod events;
+pub mod hooks;
+pub mod normalize;
+pub mod stream;
+pub mod summary;
+pub mod thinking;
+pub mod tool;
+pub mod types;
+pub mod validate;
