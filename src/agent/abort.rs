@@ -41,7 +41,9 @@ impl AbortReason {
         match self {
             AbortReason::Message(m) if !m.trim().is_empty() => m.clone(),
             AbortReason::Deadline => DEADLINE_TEXT.to_string(),
-            AbortReason::ToolScoped { message, .. } if !message.trim().is_empty() => message.clone(),
+            AbortReason::ToolScoped { message, .. } if !message.trim().is_empty() => {
+                message.clone()
+            }
             _ => DEFAULT_ABORT_TEXT.to_string(),
         }
     }
@@ -146,9 +148,7 @@ impl AbortSignal {
 
     /// The reason's text, or the default text if it has not fired.
     pub fn reason_text(&self) -> String {
-        self.reason()
-            .unwrap_or(AbortReason::Requested)
-            .text()
+        self.reason().unwrap_or(AbortReason::Requested).text()
     }
 
     pub fn token(&self) -> &CancellationToken {

@@ -1,5 +1,7 @@
 //! Append-only provider context (prompt-cache stabiliser). (stub: to be completed)
 
+use std::sync::Arc;
+
 use super::normalize::ToolNormalizeOptions;
 use super::stream::LlmContext;
 use super::tool::ToolSet;
@@ -19,7 +21,7 @@ impl AppendOnlyContext {
         system_prompt: &[String],
         tools: &ToolSet,
         options: ToolNormalizeOptions,
-        messages: Vec<Message>,
+        messages: Vec<Arc<Message>>,
     ) -> LlmContext {
         LlmContext {
             system_prompt: system_prompt.to_vec(),

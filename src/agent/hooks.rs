@@ -12,7 +12,6 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::abort::AbortSignal;
-use super::normalize::default_convert_to_llm;
 use super::stream::{LlmContext, Model, Provider, StreamEvent, ToolChoice};
 use super::thinking::Effort;
 use super::tool::{AgentTool, ToolCallContext, ToolOutput, ToolSet};
@@ -59,6 +58,8 @@ pub struct AsideHooks {
 pub struct Injected {
     pub message: AgentMessage,
     pub hooks: AsideHooks,
+    /// Came from the aside provider (discarded, not inserted, if the deadline cuts the run).
+    pub aside: bool,
 }
 
 impl Injected {
@@ -66,6 +67,16 @@ impl Injected {
         Injected {
             message,
             hooks: AsideHooks::default(),
+            aside: false,
+        }
+    }
+
+    /// A message with aside callbacks.
+    pub fn with_hooks(message: AgentMessage, hooks: AsideHooks) -> Self {
+        Injected {
+            message,
+            hooks,
+            aside: false,
         }
     }
 
@@ -187,9 +198,11 @@ pub trait LoopHooks: Send + Sync {
         None
     }
 
-    /// Map the transcript to provider messages.
-    fn convert_to_llm(&self, messages: &[AgentMessage]) -> Vec<Message> {
-        default_convert_to_llm(messages)
+    /// Map the transcript to provider messages. `None` applies the default rule (keep user,
+    /// tool results and assistant messages except provider refusals; drop everything else),
+    /// which the loop applies incrementally so long conversations stay cheap.
+    fn convert_to_llm(&self, _messages: &[AgentMessage]) -> Option<Vec<Message>> {
+        None
     }
 
     /// Last change to the provider context before it is sent.

@@ -6,10 +6,16 @@
 
 pub mod abort;
 pub mod append_only;
+pub mod batch;
 pub mod coerce;
 pub mod events;
+pub mod facade;
 pub mod hooks;
 pub mod normalize;
+pub mod placeholder;
+pub mod run;
+pub mod scripted;
+pub mod soft;
 pub mod stream;
 pub mod summary;
 pub mod thinking;

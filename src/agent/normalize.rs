@@ -21,7 +21,10 @@ pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
 }
 
 /// Provider-specific message fixes (identity for most providers).
-pub fn normalize_messages_for_provider(messages: Vec<Message>, _model: &Model) -> Vec<Message> {
+pub fn normalize_messages_for_provider(
+    messages: Vec<std::sync::Arc<Message>>,
+    _model: &Model,
+) -> Vec<std::sync::Arc<Message>> {
     messages
 }
 

@@ -9,6 +9,8 @@
 //! the events into a [`MessageBuilder`]. That keeps a 20,000-delta stream O(n) for the loop and
 //! for every subscriber. Cancelling the token (or dropping the stream) must close the connection.
 
+use std::sync::Arc;
+
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -68,11 +70,14 @@ pub enum ToolChoice {
 }
 
 /// Everything a provider sends: system prompt, conversation and tools.
+///
+/// Messages are shared (`Arc`) so building a request for a long conversation costs a
+/// reference count per message, not a copy.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmContext {
     pub system_prompt: Vec<String>,
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     pub tools: Vec<ToolSpec>,
 }
 
@@ -118,7 +123,11 @@ impl std::error::Error for ProviderError {}
 
 /// One event of a provider response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum StreamEvent {
     /// The response opened. `partial` holds metadata (api, provider, model) and no content yet.
     Start {
@@ -265,7 +274,8 @@ impl MessageBuilder {
                 content_index,
                 delta,
             } => {
-                if let ContentBlock::Text(t) = self.slot(*content_index, || ContentBlock::text("")) {
+                if let ContentBlock::Text(t) = self.slot(*content_index, || ContentBlock::text(""))
+                {
                     t.text.push_str(delta);
                 }
             }
@@ -296,11 +306,12 @@ impl MessageBuilder {
                 content,
                 signature,
             } => {
-                *self.slot(*content_index, thinking_block) = ContentBlock::Thinking(ThinkingContent {
-                    thinking: content.clone(),
-                    thinking_signature: signature.clone(),
-                    item_id: None,
-                });
+                *self.slot(*content_index, thinking_block) =
+                    ContentBlock::Thinking(ThinkingContent {
+                        thinking: content.clone(),
+                        thinking_signature: signature.clone(),
+                        item_id: None,
+                    });
             }
             StreamEvent::RedactedThinking {
                 content_index,
@@ -329,7 +340,8 @@ impl MessageBuilder {
                 content_index,
                 delta,
             } => {
-                if let Some((_, buf)) = self.tool_json.iter_mut().find(|(i, _)| i == content_index) {
+                if let Some((_, buf)) = self.tool_json.iter_mut().find(|(i, _)| i == content_index)
+                {
                     buf.push_str(delta);
                 }
             }
@@ -407,7 +419,10 @@ mod tests {
         let m = b.message();
         assert!(matches!(&m.content[0], ContentBlock::Thinking(t) if t.thinking == "hmm"));
         assert_eq!(m.content[1].as_text(), Some("Hello"));
-        assert_eq!(m.tool_calls().next().map(|c| c.arguments.clone()), Some(json!({"path": "."})));
+        assert_eq!(
+            m.tool_calls().next().map(|c| c.arguments.clone()),
+            Some(json!({"path": "."}))
+        );
         assert_eq!(b.partial_arguments(2), None);
     }
 
@@ -418,7 +433,10 @@ mod tests {
             delta: "x".into(),
         })
         .unwrap();
-        assert_eq!(v, json!({"type": "toolcall_delta", "contentIndex": 3, "delta": "x"}));
+        assert_eq!(
+            v,
+            json!({"type": "toolcall_delta", "contentIndex": 3, "delta": "x"})
+        );
         let v = serde_json::to_value(StreamEvent::TextDelta {
             content_index: 0,
             delta: "y".into(),

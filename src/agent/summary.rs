@@ -48,7 +48,13 @@ impl RunCollector {
     ) {
         self.steps += 1;
     }
-    pub fn fail_chat(&mut self, _model: &str, _provider: &str, _latency_ms: u64, _error_type: &str) {
+    pub fn fail_chat(
+        &mut self,
+        _model: &str,
+        _provider: &str,
+        _latency_ms: u64,
+        _error_type: &str,
+    ) {
         self.steps += 1;
     }
     pub fn record_tool(

@@ -149,14 +149,23 @@ mod tests {
 
     #[test]
     fn levels_parse_and_map_to_requests() {
-        assert_eq!("off".parse::<ThinkingLevel>().unwrap().to_request(), (None, true));
+        assert_eq!(
+            "off".parse::<ThinkingLevel>().unwrap().to_request(),
+            (None, true)
+        );
         assert_eq!(
             "High".parse::<ThinkingLevel>().unwrap().to_request(),
             (Some(Effort::High), false)
         );
         assert!("loud".parse::<ThinkingLevel>().is_err());
-        assert_eq!(ThinkingLevel::Inherit.resolve(ThinkingLevel::Low), ThinkingLevel::Low);
-        assert_eq!(ThinkingLevel::Off.resolve(ThinkingLevel::Low), ThinkingLevel::Off);
+        assert_eq!(
+            ThinkingLevel::Inherit.resolve(ThinkingLevel::Low),
+            ThinkingLevel::Low
+        );
+        assert_eq!(
+            ThinkingLevel::Off.resolve(ThinkingLevel::Low),
+            ThinkingLevel::Off
+        );
     }
 
     #[test]

@@ -263,7 +263,10 @@ impl ToolSet {
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.tool.name().to_string()).collect()
+        self.tools
+            .iter()
+            .map(|t| t.tool.name().to_string())
+            .collect()
     }
 
     pub fn contains(&self, name: &str) -> bool {

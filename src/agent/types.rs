@@ -182,7 +182,9 @@ pub struct DeveloperMessage {
     pub timestamp: i64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
     #[default]
@@ -583,7 +585,8 @@ mod tests {
 
     #[test]
     fn user_content_accepts_string_and_blocks() {
-        let a: UserMessage = serde_json::from_value(json!({"content": "hi", "timestamp": 1})).unwrap();
+        let a: UserMessage =
+            serde_json::from_value(json!({"content": "hi", "timestamp": 1})).unwrap();
         assert_eq!(a.content.joined_text(), "hi");
         let b: UserMessage = serde_json::from_value(
             json!({"content": [{"type":"text","text":"a"},{"type":"image","data":"AA==","mimeType":"image/png"}], "timestamp": 1}),
@@ -595,7 +598,10 @@ mod tests {
     #[test]
     fn missing_role_is_an_error_not_a_panic() {
         assert!(serde_json::from_value::<AgentMessage>(json!({"content": "x"})).is_err());
-        assert!(serde_json::from_value::<AgentMessage>(json!({"role": "assistant", "content": 3})).is_err());
+        assert!(
+            serde_json::from_value::<AgentMessage>(json!({"role": "assistant", "content": 3}))
+                .is_err()
+        );
     }
 
     #[test]

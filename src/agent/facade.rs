@@ -1,0 +1,899 @@
+//! The `Agent`: a long-lived conversation that runs the loop on a background task.
+//!
+//! It owns the transcript, the steering and follow-up queues, and the current run. `prompt` and
+//! `continue_run` start a run (one at a time: a second is refused with [`AgentError::Busy`]);
+//! `steer` and `follow_up` queue messages the running loop picks up at its boundaries; `abort`
+//! stops the run and keeps the queues for a later `continue_run`. Every event the loop emits
+//! first updates [`AgentState`] and is then sent to each subscriber, so a UI, a JSON printer and
+//! a session recorder all see the same stream. A run that fails is closed with an error turn
+//! here, so subscribers always see balanced `turn_start`/`turn_end` and one `agent_end`.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::abort::{AbortReason, AbortSignal};
+use super::events::{AgentEvent, EventSink};
+use super::hooks::{
+    AfterToolCallInfo, AsideEntry, BeforeToolCall, ContextRefresh, GateDecision, Injected,
+    InterruptMode, LoopConfig, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource,
+    ToolDirective, TurnEndInfo,
+};
+use super::placeholder::{PlaceholderReason, placeholder_result};
+use super::run::{RunFailure, check_continuable, run_continue, run_prompt};
+use super::soft::SoftState;
+use super::stream::{LlmContext, MessageBuilder, Model, Provider, StreamEvent, ToolChoice};
+use super::thinking::ThinkingLevel;
+use super::tool::{AgentTool, ToolSet};
+use super::types::{
+    AgentMessage, AssistantMessage, Attribution, ContentBlock, Message, StopReason, ToolCall,
+    UserMessage,
+};
+
+/// How many queued messages one boundary takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueMode {
+    /// The whole queue at once.
+    All,
+    /// Only the oldest message; the rest wait for later boundaries.
+    #[default]
+    OneAtATime,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentError {
+    /// A run is in progress; queue with `steer`/`follow_up` or wait for it.
+    Busy,
+    /// Nothing to continue from.
+    CannotContinue(String),
+}
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentError::Busy => f.write_str(
+                "The agent is still working. Queue a message with steer or follow-up, or wait until it finishes.",
+            ),
+            AgentError::CannotContinue(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// What a UI reads: the transcript and what is happening now.
+#[derive(Clone, Debug, Default)]
+pub struct AgentState {
+    pub messages: Vec<AgentMessage>,
+    pub is_streaming: bool,
+    /// The assistant message being streamed, if any.
+    pub stream_message: Option<AssistantMessage>,
+    pub pending_tool_calls: BTreeSet<String>,
+    pub error: Option<String>,
+}
+
+/// Settings used for the next run (and re-read between provider calls).
+#[derive(Clone)]
+pub struct AgentSettings {
+    pub provider: Arc<dyn Provider>,
+    pub model: Model,
+    pub system_prompt: Vec<String>,
+    pub tools: Arc<ToolSet>,
+    pub thinking: ThinkingLevel,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
+    pub interrupt_mode: InterruptMode,
+    /// Offered on every turn while its tool is active.
+    pub tool_choice: Option<ToolChoice>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub session_id: Option<String>,
+    pub intent_tracing: bool,
+    pub prune_tool_descriptions: bool,
+    pub telemetry: bool,
+    pub deadline: Option<std::time::Instant>,
+    /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
+    pub hooks: Arc<dyn LoopHooks>,
+}
+
+impl AgentSettings {
+    pub fn new(provider: Arc<dyn Provider>, model: Model) -> Self {
+        AgentSettings {
+            provider,
+            model,
+            system_prompt: Vec::new(),
+            tools: Arc::new(ToolSet::default()),
+            thinking: ThinkingLevel::Off,
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
+            interrupt_mode: InterruptMode::Immediate,
+            tool_choice: None,
+            temperature: None,
+            max_tokens: None,
+            session_id: None,
+            intent_tracing: false,
+            prune_tool_descriptions: false,
+            telemetry: false,
+            deadline: None,
+            hooks: Arc::new(NoHooks),
+        }
+    }
+
+    pub fn with_tools(mut self, tools: Vec<Arc<dyn AgentTool>>) -> Self {
+        self.tools = Arc::new(ToolSet::new(tools));
+        self
+    }
+}
+
+#[derive(Default)]
+struct Queues {
+    steering: VecDeque<AgentMessage>,
+    follow_up: VecDeque<AgentMessage>,
+}
+
+/// What the facade tracks of the live run to close it after a failure.
+#[derive(Default)]
+struct Live {
+    turn_open: bool,
+    builder: Option<MessageBuilder>,
+    completed_calls: Vec<String>,
+}
+
+struct RunHandle {
+    id: u64,
+    signal: AbortSignal,
+}
+
+struct Inner {
+    state: Mutex<AgentState>,
+    settings: Mutex<AgentSettings>,
+    queues: Mutex<Queues>,
+    steer_notify: Arc<Notify>,
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<AgentEvent>>>,
+    run: Mutex<Option<RunHandle>>,
+    next_run: Mutex<u64>,
+    idle: watch::Sender<u64>,
+    live: Mutex<Live>,
+    soft: Mutex<SoftState>,
+    suppress_steering_once: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A conversation with a model and tools. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+impl Agent {
+    pub fn new(settings: AgentSettings) -> Self {
+        let (idle, _) = watch::channel(0);
+        Agent {
+            inner: Arc::new(Inner {
+                state: Mutex::new(AgentState::default()),
+                settings: Mutex::new(settings),
+                queues: Mutex::new(Queues::default()),
+                steer_notify: Arc::new(Notify::new()),
+                subscribers: Mutex::new(Vec::new()),
+                run: Mutex::new(None),
+                next_run: Mutex::new(0),
+                idle,
+                live: Mutex::new(Live::default()),
+                soft: Mutex::new(SoftState::default()),
+                suppress_steering_once: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// A copy of the current state.
+    pub fn state(&self) -> AgentState {
+        lock(&self.inner.state).clone()
+    }
+
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        lock(&self.inner.state).messages.clone()
+    }
+
+    pub fn is_streaming(&self) -> bool {
+        lock(&self.inner.state).is_streaming
+    }
+
+    /// Replace the transcript (e.g. a resumed session). Refused while a run is active.
+    pub fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+        let mut st = lock(&self.inner.state);
+        if st.is_streaming {
+            return Err(AgentError::Busy);
+        }
+        st.messages = messages;
+        st.error = None;
+        Ok(())
+    }
+
+    /// Change the settings; a running loop sees model, prompt, tools and thinking on its next call.
+    pub fn update_settings(&self, f: impl FnOnce(&mut AgentSettings)) {
+        f(&mut lock(&self.inner.settings));
+    }
+
+    pub fn settings(&self) -> AgentSettings {
+        lock(&self.inner.settings).clone()
+    }
+
+    /// Receive every event from now on.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.inner.subscribers).push(tx);
+        rx
+    }
+
+    /// Start a run with a user text prompt.
+    pub fn prompt_text(&self, text: impl Into<String>) -> Result<(), AgentError> {
+        self.prompt(vec![AgentMessage::user(text)])
+    }
+
+    /// Start a run with the given messages.
+    pub fn prompt(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+        let (id, signal) = self.claim()?;
+        let prompts = messages.into_iter().map(Injected::plain).collect();
+        self.spawn_run(id, signal, RunKind::Prompt(prompts));
+        Ok(())
+    }
+
+    /// Continue from the transcript: run queued messages if the tail cannot be continued.
+    pub fn continue_run(&self) -> Result<(), AgentError> {
+        let (id, signal) = self.claim()?;
+        let messages = self.messages();
+        let kind = match check_continuable(&messages) {
+            Ok(()) => RunKind::Continue,
+            Err(e) => {
+                let steer = self.take_queue(QueueSide::Steering, &signal);
+                if !steer.is_empty() {
+                    self.inner
+                        .suppress_steering_once
+                        .store(true, Ordering::SeqCst);
+                    RunKind::Prompt(steer.into_iter().map(Injected::plain).collect())
+                } else {
+                    let fups = self.take_queue(QueueSide::FollowUp, &signal);
+                    if fups.is_empty() {
+                        self.release(id);
+                        return Err(AgentError::CannotContinue(e.message));
+                    }
+                    RunKind::Prompt(fups.into_iter().map(Injected::plain).collect())
+                }
+            }
+        };
+        self.spawn_run(id, signal, kind);
+        Ok(())
+    }
+
+    /// Queue a steering message: delivered at the next tool boundary, interrupting the batch.
+    pub fn steer(&self, message: AgentMessage) {
+        lock(&self.inner.queues).steering.push_back(message);
+        self.inner.steer_notify.notify_waiters();
+        self.emit_queue_update();
+    }
+
+    pub fn steer_text(&self, text: impl Into<String>) {
+        self.steer(AgentMessage::user(text));
+    }
+
+    /// Queue a message for when the agent would otherwise stop.
+    pub fn follow_up(&self, message: AgentMessage) {
+        lock(&self.inner.queues).follow_up.push_back(message);
+        self.emit_queue_update();
+    }
+
+    pub fn follow_up_text(&self, text: impl Into<String>) {
+        self.follow_up(AgentMessage::user(text));
+    }
+
+    pub fn peek_steering_queue(&self) -> Vec<AgentMessage> {
+        lock(&self.inner.queues).steering.iter().cloned().collect()
+    }
+
+    pub fn peek_follow_up_queue(&self) -> Vec<AgentMessage> {
+        lock(&self.inner.queues).follow_up.iter().cloned().collect()
+    }
+
+    pub fn has_queued_messages(&self) -> bool {
+        let q = lock(&self.inner.queues);
+        !q.steering.is_empty() || !q.follow_up.is_empty()
+    }
+
+    /// Remove the most recent steering message.
+    pub fn pop_last_steer(&self) -> Option<AgentMessage> {
+        let m = lock(&self.inner.queues).steering.pop_back();
+        self.emit_queue_update();
+        m
+    }
+
+    pub fn pop_last_follow_up(&self) -> Option<AgentMessage> {
+        let m = lock(&self.inner.queues).follow_up.pop_back();
+        self.emit_queue_update();
+        m
+    }
+
+    /// Empty both queues and return what they held (steering first), e.g. to restore an editor.
+    pub fn clear_all_queues(&self) -> Vec<AgentMessage> {
+        let mut q = lock(&self.inner.queues);
+        let mut out: Vec<AgentMessage> = q.steering.drain(..).collect();
+        out.extend(q.follow_up.drain(..));
+        drop(q);
+        lock(&self.inner.soft).clear();
+        self.emit_queue_update();
+        out
+    }
+
+    /// Abort the current run (no-op when idle).
+    pub fn abort(&self, reason: Option<String>) {
+        if let Some(run) = lock(&self.inner.run).as_ref() {
+            run.signal.abort(match reason {
+                Some(r) => AbortReason::Message(r),
+                None => AbortReason::Requested,
+            });
+        }
+    }
+
+    /// Abort with a specific reason (tool-scoped, terminal, ...).
+    pub fn abort_with(&self, reason: AbortReason) {
+        if let Some(run) = lock(&self.inner.run).as_ref() {
+            run.signal.abort(reason);
+        }
+    }
+
+    /// Resolves when no run is active.
+    pub async fn wait_idle(&self) {
+        let mut rx = self.inner.idle.subscribe();
+        loop {
+            if lock(&self.inner.run).is_none() {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Clear transcript, queues, error and soft state. Does not abort a running loop.
+    pub fn reset(&self) {
+        {
+            let mut st = lock(&self.inner.state);
+            st.messages.clear();
+            st.error = None;
+            st.stream_message = None;
+            st.pending_tool_calls.clear();
+        }
+        self.clear_all_queues();
+    }
+
+    fn claim(&self) -> Result<(u64, AbortSignal), AgentError> {
+        let mut run = lock(&self.inner.run);
+        if run.is_some() {
+            return Err(AgentError::Busy);
+        }
+        let id = {
+            let mut n = lock(&self.inner.next_run);
+            *n += 1;
+            *n
+        };
+        let signal = AbortSignal::new();
+        *run = Some(RunHandle {
+            id,
+            signal: signal.clone(),
+        });
+        let mut st = lock(&self.inner.state);
+        st.is_streaming = true;
+        st.error = None;
+        *lock(&self.inner.live) = Live::default();
+        Ok((id, signal))
+    }
+
+    fn release(&self, id: u64) {
+        let mut run = lock(&self.inner.run);
+        if run.as_ref().is_some_and(|r| r.id == id) {
+            *run = None;
+            let mut st = lock(&self.inner.state);
+            st.is_streaming = false;
+            st.stream_message = None;
+            st.pending_tool_calls.clear();
+            drop(st);
+            drop(run);
+            self.inner.idle.send_modify(|v| *v = id);
+        }
+    }
+
+    fn spawn_run(&self, id: u64, signal: AbortSignal, kind: RunKind) {
+        let agent = self.clone();
+        tokio::spawn(async move {
+            agent.run_task(id, signal, kind).await;
+        });
+    }
+
+    async fn run_task(&self, id: u64, signal: AbortSignal, kind: RunKind) {
+        let settings = self.settings();
+        let config = self.loop_config(&settings);
+        let context = self.messages();
+        let soft = lock(&self.inner.soft).clone();
+        let sink: Arc<dyn EventSink> = Arc::new(FacadeSink {
+            agent: self.clone(),
+        });
+        let result = match kind {
+            RunKind::Prompt(prompts) => {
+                run_prompt(prompts, context, config, soft, signal.clone(), sink).await
+            }
+            RunKind::Continue => run_continue(context, config, soft, signal.clone(), sink).await,
+        };
+        match result {
+            Ok(outcome) => *lock(&self.inner.soft) = outcome.soft_state,
+            Err(failure) => self.close_failed_run(failure, &signal, &settings.model),
+        }
+        self.release(id);
+    }
+
+    fn loop_config(&self, s: &AgentSettings) -> LoopConfig {
+        let (reasoning, disable) = s.thinking.to_request();
+        LoopConfig {
+            provider: s.provider.clone(),
+            model: s.model.clone(),
+            system_prompt: s.system_prompt.clone(),
+            tools: s.tools.clone(),
+            reasoning,
+            disable_reasoning: disable,
+            tool_choice: None,
+            temperature: s.temperature,
+            max_tokens: s.max_tokens,
+            session_id: s.session_id.clone(),
+            interrupt_mode: s.interrupt_mode,
+            intent_tracing: s.intent_tracing,
+            prune_tool_descriptions: s.prune_tool_descriptions,
+            deadline: s.deadline,
+            telemetry: s.telemetry,
+            append_only: None,
+            hooks: Arc::new(FacadeHooks {
+                agent: self.clone(),
+                user: s.hooks.clone(),
+            }),
+        }
+    }
+
+    /// Close a run whose loop failed with balanced events (see module docs).
+    fn close_failed_run(&self, failure: RunFailure, signal: &AbortSignal, model: &Model) {
+        let sink = FacadeSink {
+            agent: self.clone(),
+        };
+        let live = std::mem::take(&mut *lock(&self.inner.live));
+        if signal.is_aborted() {
+            let mut m = AssistantMessage::empty(&model.api, &model.provider, &model.id);
+            m.stop_reason = StopReason::Aborted;
+            m.error_message = Some(signal.reason_text());
+            let message: AgentMessage = m.into();
+            {
+                let mut st = lock(&self.inner.state);
+                st.messages.push(message.clone());
+                st.error = Some(signal.reason_text());
+            }
+            sink.emit(AgentEvent::AgentEnd {
+                messages: vec![message],
+                telemetry: None,
+                coverage: None,
+            });
+            return;
+        }
+        let text = failure.error.message;
+        let streaming = live.builder.is_some();
+        let mut message = match live.builder {
+            Some(b) => b.into_message(),
+            None => {
+                let mut m = AssistantMessage::empty(&model.api, &model.provider, &model.id);
+                m.content.push(ContentBlock::text(""));
+                m
+            }
+        };
+        message.content.retain(|b| match b {
+            ContentBlock::ToolCall(c) => live.completed_calls.contains(&c.id),
+            _ => true,
+        });
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some(text.clone());
+        if !live.turn_open {
+            sink.emit(AgentEvent::TurnStart);
+        }
+        let as_agent: AgentMessage = message.clone().into();
+        if !streaming {
+            sink.emit(AgentEvent::MessageStart {
+                message: as_agent.clone(),
+            });
+        }
+        sink.emit(AgentEvent::MessageEnd {
+            message: as_agent.clone(),
+        });
+        let mut results = Vec::new();
+        for call in message.tool_calls() {
+            let r = placeholder_result(call, PlaceholderReason::Error, None, Some(&text));
+            sink.emit(AgentEvent::ToolExecutionStart {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                args: Arc::new(call.arguments.clone()),
+                intent: None,
+            });
+            sink.emit(AgentEvent::ToolExecutionEnd {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                result: super::tool::ToolOutput {
+                    content: r.content.clone(),
+                    details: r.details.clone().unwrap_or_default(),
+                    is_error: true,
+                    useless: false,
+                },
+                is_error: true,
+            });
+            let rm: AgentMessage = r.clone().into();
+            sink.emit(AgentEvent::MessageStart {
+                message: rm.clone(),
+            });
+            sink.emit(AgentEvent::MessageEnd { message: rm });
+            results.push(r);
+        }
+        lock(&self.inner.state).error = Some(text);
+        sink.emit(AgentEvent::TurnEnd {
+            message: as_agent.clone(),
+            tool_results: results.clone(),
+        });
+        let mut all = vec![as_agent];
+        all.extend(results.into_iter().map(AgentMessage::from));
+        sink.emit(AgentEvent::AgentEnd {
+            messages: all,
+            telemetry: None,
+            coverage: None,
+        });
+    }
+
+    fn take_queue(&self, side: QueueSide, signal: &AbortSignal) -> Vec<AgentMessage> {
+        if signal.is_aborted() {
+            return Vec::new();
+        }
+        let mode = {
+            let s = lock(&self.inner.settings);
+            match side {
+                QueueSide::Steering => s.steering_mode,
+                QueueSide::FollowUp => s.follow_up_mode,
+            }
+        };
+        let taken: Vec<AgentMessage> = {
+            let mut q = lock(&self.inner.queues);
+            let queue = match side {
+                QueueSide::Steering => &mut q.steering,
+                QueueSide::FollowUp => &mut q.follow_up,
+            };
+            match mode {
+                QueueMode::All => queue.drain(..).collect(),
+                QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
+            }
+        };
+        if !taken.is_empty() {
+            self.emit_queue_update();
+        }
+        taken
+    }
+
+    fn peek_steering(&self) -> SteeringPeek {
+        let q = lock(&self.inner.queues);
+        if q.steering.is_empty() {
+            return SteeringPeek::Empty;
+        }
+        let mode = lock(&self.inner.settings).steering_mode;
+        let next: Vec<&AgentMessage> = match mode {
+            QueueMode::All => q.steering.iter().collect(),
+            QueueMode::OneAtATime => q.steering.iter().take(1).collect(),
+        };
+        SteeringPeek::Queued(classify_steering(&next))
+    }
+
+    fn emit_queue_update(&self) {
+        let (steering, follow_up) = {
+            let q = lock(&self.inner.queues);
+            (
+                q.steering.iter().map(preview).collect(),
+                q.follow_up.iter().map(preview).collect(),
+            )
+        };
+        self.broadcast(AgentEvent::QueueUpdate {
+            steering,
+            follow_up,
+        });
+    }
+
+    fn broadcast(&self, event: AgentEvent) {
+        let mut subs = lock(&self.inner.subscribers);
+        subs.retain(|tx| !tx.is_closed());
+        if let Some((last, rest)) = subs.split_last() {
+            for tx in rest {
+                let _ = tx.send(event.clone());
+            }
+            let _ = last.send(event);
+        }
+    }
+
+    /// Apply an event to the state (the only way `state.messages` grows during a run).
+    fn apply(&self, event: &AgentEvent) {
+        let mut st = lock(&self.inner.state);
+        let mut live = lock(&self.inner.live);
+        match event {
+            AgentEvent::TurnStart => live.turn_open = true,
+            AgentEvent::TurnEnd { message, .. } => {
+                live.turn_open = false;
+                if let Some(a) = message.as_assistant()
+                    && let Some(e) = &a.error_message
+                {
+                    st.error = Some(e.clone());
+                }
+            }
+            AgentEvent::MessageStart { message } => {
+                if let Some(a) = message.as_assistant() {
+                    live.builder = Some(MessageBuilder::new(a.clone()));
+                    live.completed_calls.clear();
+                    st.stream_message = Some(a.clone());
+                }
+            }
+            AgentEvent::MessageUpdate {
+                assistant_message_event,
+            } => {
+                if let Some(b) = &mut live.builder {
+                    b.apply(assistant_message_event);
+                    if let StreamEvent::ToolCallEnd { tool_call, .. } = assistant_message_event {
+                        live.completed_calls.push(tool_call.id.clone());
+                    }
+                }
+            }
+            AgentEvent::MessageEnd { message } => {
+                if message.role() == "assistant" {
+                    live.builder = None;
+                }
+                st.stream_message = None;
+                st.messages.push(message.clone());
+            }
+            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+                st.pending_tool_calls.insert(tool_call_id.clone());
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                st.pending_tool_calls.remove(tool_call_id);
+            }
+            AgentEvent::AgentEnd { .. } => {
+                st.stream_message = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+// Copying the streaming message into the state on every delta would cost O(n²) for a long
+// reply; the state holds it as of `message_start`, and this folds it on demand.
+impl Agent {
+    /// The message being streamed right now, folded from the deltas seen so far.
+    pub fn streaming_message(&self) -> Option<AssistantMessage> {
+        lock(&self.inner.live)
+            .builder
+            .as_ref()
+            .map(|b| b.message().clone())
+    }
+}
+
+enum RunKind {
+    Prompt(Vec<Injected>),
+    Continue,
+}
+
+#[derive(Clone, Copy)]
+enum QueueSide {
+    Steering,
+    FollowUp,
+}
+
+/// A one-line preview of a queued message for the UI.
+fn preview(m: &AgentMessage) -> String {
+    match m {
+        AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
+        AgentMessage::Custom(c) => c
+            .fields
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or(&c.role)
+            .to_string(),
+        other => other.role().to_string(),
+    }
+}
+
+/// Who queued the next steering message(s): user first, then agent, else system.
+pub fn classify_steering(next: &[&AgentMessage]) -> SteeringSource {
+    let mut agent = false;
+    for m in next {
+        match (m.role(), m.attribution()) {
+            (_, Some(Attribution::User)) => return SteeringSource::User,
+            ("user", Some(Attribution::Agent)) => agent = true,
+            ("user", None) => return SteeringSource::User,
+            (_, Some(Attribution::Agent)) => agent = true,
+            _ => {}
+        }
+    }
+    if agent {
+        SteeringSource::Agent
+    } else {
+        SteeringSource::System
+    }
+}
+
+struct FacadeSink {
+    agent: Agent,
+}
+
+impl EventSink for FacadeSink {
+    fn emit(&self, event: AgentEvent) {
+        self.agent.apply(&event);
+        self.agent.broadcast(event);
+    }
+}
+
+/// The facade's side of the loop: its queues, its live settings, then the host's hooks.
+struct FacadeHooks {
+    agent: Agent,
+    user: Arc<dyn LoopHooks>,
+}
+
+#[async_trait]
+impl LoopHooks for FacadeHooks {
+    async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
+        let user = self.user.sync_before_model_call(signal).await;
+        let s = self.agent.settings();
+        let (reasoning, disable) = s.thinking.to_request();
+        ContextRefresh {
+            system_prompt: Some(user.system_prompt.unwrap_or(s.system_prompt)),
+            tools: Some(user.tools.unwrap_or(s.tools)),
+            model: Some(user.model.unwrap_or(s.model)),
+            reasoning: Some(user.reasoning.unwrap_or(reasoning)),
+            disable_reasoning: Some(user.disable_reasoning.unwrap_or(disable)),
+        }
+    }
+
+    fn tool_directive(&self) -> Option<ToolDirective> {
+        if let Some(d) = self.user.tool_directive() {
+            return Some(d);
+        }
+        let s = self.agent.settings();
+        match s.tool_choice {
+            Some(ToolChoice::Tool(name)) if !s.tools.contains(&name) => None,
+            Some(c) => Some(ToolDirective::Hard(c)),
+            None => None,
+        }
+    }
+
+    fn on_tool_choice_rejected(&self) -> Result<(), String> {
+        self.user.on_tool_choice_rejected()
+    }
+
+    async fn transform_context(
+        &self,
+        messages: &[AgentMessage],
+        signal: &AbortSignal,
+    ) -> Option<Vec<AgentMessage>> {
+        self.user.transform_context(messages, signal).await
+    }
+
+    fn convert_to_llm(&self, messages: &[AgentMessage]) -> Option<Vec<Message>> {
+        self.user.convert_to_llm(messages)
+    }
+
+    fn transform_provider_context(&self, context: &mut LlmContext, model: &Model) {
+        self.user.transform_provider_context(context, model)
+    }
+
+    fn has_model_gate(&self) -> bool {
+        self.user.has_model_gate()
+    }
+
+    async fn before_model_call(
+        &self,
+        context: &LlmContext,
+        signal: &AbortSignal,
+    ) -> Result<GateDecision, String> {
+        self.user.before_model_call(context, signal).await
+    }
+
+    fn on_assistant_event(&self, partial: &AssistantMessage, event: &StreamEvent) {
+        self.user.on_assistant_event(partial, event)
+    }
+
+    async fn transform_assistant_message(
+        &self,
+        message: &mut AssistantMessage,
+        signal: &AbortSignal,
+    ) -> Result<(), String> {
+        self.user.transform_assistant_message(message, signal).await
+    }
+
+    fn resolve_fallback_tool(&self, name: &str) -> Option<Arc<dyn AgentTool>> {
+        self.user.resolve_fallback_tool(name)
+    }
+
+    async fn before_tool_call(
+        &self,
+        assistant: &AssistantMessage,
+        call: &ToolCall,
+        args: &mut Value,
+        signal: &AbortSignal,
+    ) -> Result<BeforeToolCall, String> {
+        self.user
+            .before_tool_call(assistant, call, args, signal)
+            .await
+    }
+
+    fn transform_tool_arguments(&self, args: Value, tool_name: &str) -> Value {
+        self.user.transform_tool_arguments(args, tool_name)
+    }
+
+    async fn after_tool_call(
+        &self,
+        info: AfterToolCallInfo<'_>,
+        signal: &AbortSignal,
+    ) -> Result<Option<ResultOverride>, String> {
+        self.user.after_tool_call(info, signal).await
+    }
+
+    async fn on_turn_end(&self, messages: &[AgentMessage], info: TurnEndInfo<'_>) {
+        self.user.on_turn_end(messages, info).await
+    }
+
+    async fn on_before_yield(&self) {
+        self.user.on_before_yield().await
+    }
+
+    async fn steering_messages(&self, signal: &AbortSignal) -> Vec<AgentMessage> {
+        if self
+            .agent
+            .inner
+            .suppress_steering_once
+            .swap(false, Ordering::SeqCst)
+        {
+            return Vec::new();
+        }
+        let mut out = self.user.steering_messages(signal).await;
+        out.extend(self.agent.take_queue(QueueSide::Steering, signal));
+        out
+    }
+
+    fn peek_steering(&self) -> SteeringPeek {
+        match self.agent.peek_steering() {
+            SteeringPeek::Empty => match self.user.peek_steering() {
+                SteeringPeek::Unsupported => SteeringPeek::Empty,
+                other => other,
+            },
+            queued => queued,
+        }
+    }
+
+    fn steering_notify(&self) -> Option<Arc<Notify>> {
+        Some(self.agent.inner.steer_notify.clone())
+    }
+
+    async fn follow_up_messages(&self, signal: &AbortSignal) -> Vec<AgentMessage> {
+        let mut out = self.user.follow_up_messages(signal).await;
+        out.extend(self.agent.take_queue(QueueSide::FollowUp, signal));
+        out
+    }
+
+    fn aside_messages(&self) -> Vec<AsideEntry> {
+        self.user.aside_messages()
+    }
+}
+
+/// A user message marked as steering, as the TUI sends it.
+pub fn steering_message(text: impl Into<String>) -> AgentMessage {
+    let mut m = UserMessage::new(text);
+    m.steering = true;
+    m.into()
+}
