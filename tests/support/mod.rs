@@ -1,0 +1,253 @@
+//! Shared helpers for the agent-loop tests: an event recorder, configurable test tools and a
+//! one-call way to run the loop against the scripted provider.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pi::agent::abort::AbortSignal;
+use pi::agent::events::{AgentEvent, EventSink};
+use pi::agent::hooks::{Injected, LoopConfig, LoopHooks, NoHooks};
+use pi::agent::run::{RunFailure, RunOutcome, run_prompt};
+use pi::agent::scripted::{Script, ScriptedProvider};
+use pi::agent::soft::SoftState;
+use pi::agent::stream::Model;
+use pi::agent::tool::{
+    AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput, ToolSet,
+};
+use pi::agent::types::AgentMessage;
+use serde_json::{Value, json};
+
+/// Records every event.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub events: Arc<Mutex<Vec<AgentEvent>>>,
+}
+
+impl EventSink for Recorder {
+    fn emit(&self, event: AgentEvent) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+impl Recorder {
+    pub fn all(&self) -> Vec<AgentEvent> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// Event names, with the role for message events (`message_end:user`).
+    pub fn kinds(&self) -> Vec<String> {
+        self.all()
+            .iter()
+            .map(|e| match e {
+                AgentEvent::MessageStart { message } => format!("message_start:{}", message.role()),
+                AgentEvent::MessageEnd { message } => format!("message_end:{}", message.role()),
+                AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+                    format!("tool_start:{tool_call_id}")
+                }
+                AgentEvent::ToolExecutionEnd { tool_call_id, .. } => format!("tool_end:{tool_call_id}"),
+                other => other.kind().to_string(),
+            })
+            .collect()
+    }
+
+    pub fn count(&self, kind: &str) -> usize {
+        self.all().iter().filter(|e| e.kind() == kind).count()
+    }
+
+    /// Tool results in emitted order: (id, text, is_error).
+    pub fn tool_results(&self) -> Vec<(String, String, bool)> {
+        self.all()
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::MessageEnd { message } => message
+                    .as_tool_result()
+                    .map(|r| (r.tool_call_id.clone(), r.text(), r.is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn agent_end_messages(&self) -> Vec<AgentMessage> {
+        self.all()
+            .iter()
+            .find_map(|e| match e {
+                AgentEvent::AgentEnd { messages, .. } => Some(messages.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
+
+type Behaviour = Arc<dyn Fn(ToolInvocation) -> futures::future::BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+
+/// A tool whose behaviour is a closure.
+pub struct TestTool {
+    pub name: String,
+    pub concurrency: Result<Concurrency, String>,
+    pub interruptible: Result<bool, String>,
+    pub schema: Value,
+    pub calls: Arc<AtomicUsize>,
+    pub behaviour: Behaviour,
+}
+
+impl TestTool {
+    pub fn new<F, Fut>(name: &str, f: F) -> Self
+    where
+        F: Fn(ToolInvocation) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        TestTool {
+            name: name.to_string(),
+            concurrency: Ok(Concurrency::Shared),
+            interruptible: Ok(false),
+            schema: json!({"type": "object"}),
+            calls: Arc::new(AtomicUsize::new(0)),
+            behaviour: Arc::new(move |inv| Box::pin(f(inv))),
+        }
+    }
+
+    /// Returns "<name> ok: <args>".
+    pub fn echo(name: &str) -> Self {
+        let n = name.to_string();
+        TestTool::new(name, move |inv| {
+            let n = n.clone();
+            async move { Ok(ToolOutput::text(format!("{n} ok: {}", inv.args))) }
+        })
+    }
+
+    /// Sleeps `ms` (or until cancelled, then fails with "cancelled").
+    pub fn sleeper(name: &str, ms: u64) -> Self {
+        let n = name.to_string();
+        TestTool::new(name, move |inv| {
+            let n = n.clone();
+            async move {
+                tokio::select! {
+                    _ = inv.cancel.cancelled() => Err(ToolError::new("cancelled")),
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(ToolOutput::text(format!("{n} done"))),
+                }
+            }
+        })
+    }
+
+    /// Sleeps `ms` ignoring cancellation.
+    pub fn stubborn(name: &str, ms: u64) -> Self {
+        let n = name.to_string();
+        TestTool::new(name, move |_inv| {
+            let n = n.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(ToolOutput::text(format!("{n} done")))
+            }
+        })
+    }
+
+    pub fn exclusive(mut self) -> Self {
+        self.concurrency = Ok(Concurrency::Exclusive);
+        self
+    }
+
+    pub fn interruptible(mut self) -> Self {
+        self.interruptible = Ok(true);
+        self
+    }
+
+    pub fn schema(mut self, schema: Value) -> Self {
+        self.schema = schema;
+        self
+    }
+
+    pub fn arc(self) -> Arc<dyn AgentTool> {
+        Arc::new(self)
+    }
+}
+
+#[async_trait]
+impl AgentTool for TestTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "a test tool"
+    }
+    fn parameters(&self) -> &Value {
+        &self.schema
+    }
+    fn concurrency(&self, _args: &Value) -> Result<Concurrency, String> {
+        self.concurrency.clone()
+    }
+    fn interruptible(&self, _args: &Value) -> Result<bool, String> {
+        self.interruptible.clone()
+    }
+    async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        (self.behaviour)(call).await
+    }
+}
+
+pub fn model() -> Model {
+    Model::new("scripted", "scripted", "scripted-model")
+}
+
+pub fn config(provider: &ScriptedProvider, tools: Vec<Arc<dyn AgentTool>>) -> LoopConfig {
+    let mut c = LoopConfig::new(Arc::new(provider.clone()), model());
+    c.tools = Arc::new(ToolSet::new(tools));
+    c.hooks = Arc::new(NoHooks);
+    c
+}
+
+pub fn with_hooks(mut c: LoopConfig, hooks: impl LoopHooks + 'static) -> LoopConfig {
+    c.hooks = Arc::new(hooks);
+    c
+}
+
+pub fn prompts(texts: &[&str]) -> Vec<Injected> {
+    texts
+        .iter()
+        .map(|t| Injected::plain(AgentMessage::user(*t)))
+        .collect()
+}
+
+/// Run a prompt to the end with a fresh signal.
+pub async fn run(
+    config: LoopConfig,
+    prompt: &str,
+    context: Vec<AgentMessage>,
+) -> (Recorder, Result<RunOutcome, RunFailure>) {
+    run_with_signal(config, prompt, context, AbortSignal::new()).await
+}
+
+pub async fn run_with_signal(
+    config: LoopConfig,
+    prompt: &str,
+    context: Vec<AgentMessage>,
+    signal: AbortSignal,
+) -> (Recorder, Result<RunOutcome, RunFailure>) {
+    let rec = Recorder::default();
+    let out = run_prompt(
+        prompts(&[prompt]),
+        context,
+        config,
+        SoftState::default(),
+        signal,
+        Arc::new(rec.clone()),
+    )
+    .await;
+    (rec, out)
+}
+
+pub fn scripts(list: Vec<Script>) -> ScriptedProvider {
+    ScriptedProvider::new(list)
+}
+
+/// Roles of the provider-visible messages of request `i`.
+pub fn request_roles(p: &ScriptedProvider, i: usize) -> Vec<String> {
+    p.requests()[i]
+        .context
+        .messages
+        .iter()
+        .map(|m| m.role().to_string())
+        .collect()
+}
