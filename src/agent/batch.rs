@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::abort::{AbortReason, AbortSignal};
 use super::coerce::{coerce_output, sanitize_text};
 use super::events::{AgentEvent, EventSink};
+use super::normalize::INTENT_FIELD;
 use super::hooks::{
     AfterToolCallInfo, BeforeToolCall, InterruptMode, LoopHooks, SteeringPeek, SteeringSource,
 };
@@ -36,9 +37,6 @@ use super::validate::{PARSE_ERROR_KEY, strip_sentinels, validate_arguments};
 
 /// How often a running batch looks at the steering queue when nobody notifies it.
 pub const STEERING_POLL: Duration = Duration::from_millis(250);
-
-/// The name of the optional intent argument added under intent tracing.
-pub const INTENT_FIELD: &str = "i";
 
 /// A call after validation and the `before_tool_call` hook.
 pub struct PreparedCall {
@@ -77,7 +75,7 @@ pub async fn prepare_calls(
         let mut args = call.arguments.clone();
         let mut intent = None;
         if intent_tracing && let Value::Object(map) = &mut args {
-            if let Some(stated) = map.remove(INTENT_FIELD) {
+            if let Some(stated) = map.shift_remove(INTENT_FIELD) {
                 intent = stated
                     .as_str()
                     .map(str::trim)
