@@ -15,7 +15,7 @@ use pi::agent::hooks::{
     Injected, LoopHooks, ResultOverride, SoftToolRequirement, SteeringPeek, SteeringSource,
     ToolDirective, TurnEndInfo,
 };
-use pi::agent::run::{run_continue, MAX_PAUSED_TURN_CONTINUATIONS};
+use pi::agent::run::{MAX_PAUSED_TURN_CONTINUATIONS, run_continue};
 use pi::agent::scripted::{Step, reply};
 use pi::agent::soft::SoftState;
 use pi::agent::stream::{LlmContext, StreamEvent, ToolChoice};
@@ -53,7 +53,11 @@ async fn basic_run_emits_the_canonical_sequence() {
             "agent_end"
         ]
     );
-    let roles: Vec<_> = out.new_messages.iter().map(|m| m.role().to_string()).collect();
+    let roles: Vec<_> = out
+        .new_messages
+        .iter()
+        .map(|m| m.role().to_string())
+        .collect();
     assert_eq!(roles, ["user", "assistant"]);
     assert_eq!(out.new_messages[1].as_assistant().unwrap().text(), "Hello");
     assert_eq!(rec.agent_end_messages(), out.new_messages);
@@ -74,7 +78,10 @@ async fn one_tool_round_orders_results_before_turn_end() {
     assert!(pos("tool_end:c1") < pos("message_end:toolResult"));
     assert!(pos("message_end:toolResult") < pos("turn_end"));
     assert_eq!(rec.count("turn_start"), 2);
-    assert_eq!(rec.tool_results(), [("c1".into(), "echo ok: {\"x\":1}".into(), false)]);
+    assert_eq!(
+        rec.tool_results(),
+        [("c1".into(), "echo ok: {\"x\":1}".into(), false)]
+    );
     assert_eq!(request_roles(&p, 1), ["user", "assistant", "toolResult"]);
     if let Some(AgentEvent::TurnEnd { tool_results, .. }) =
         rec.all().iter().find(|e| e.kind() == "turn_end")
@@ -93,7 +100,12 @@ async fn past_deadline_makes_no_provider_call() {
     assert_eq!(p.request_count(), 0);
     assert_eq!(
         rec.kinds(),
-        ["agent_start", "message_start:user", "message_end:user", "agent_end"]
+        [
+            "agent_start",
+            "message_start:user",
+            "message_end:user",
+            "agent_end"
+        ]
     );
     assert_eq!(out.new_messages.len(), 1);
 }
@@ -113,13 +125,21 @@ async fn deadline_during_request_aborts_it_with_deadline_text() {
 
 #[tokio::test]
 async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
-    let p = scripts(vec![vec![
-        Step::Delay(Duration::from_millis(60)),
-        Step::Event(StreamEvent::Start { partial: reply::base() }),
-    ]
-    .into_iter()
-    .chain(reply::tools(&[reply::call("c1", "echo", json!({}))]).into_iter().skip(1))
-    .collect()]);
+    let p = scripts(vec![
+        vec![
+            Step::Delay(Duration::from_millis(60)),
+            Step::Event(StreamEvent::Start {
+                partial: reply::base(),
+            }),
+        ]
+        .into_iter()
+        .chain(
+            reply::tools(&[reply::call("c1", "echo", json!({}))])
+                .into_iter()
+                .skip(1),
+        )
+        .collect(),
+    ]);
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
     let mut c = config(&p, vec![tool.arc()]);
@@ -155,7 +175,10 @@ async fn pause_turn_resamples_and_is_capped() {
     let p = scripts((0..20).map(|_| paused()).collect());
     let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
     out.unwrap();
-    assert_eq!(p.request_count(), 1 + MAX_PAUSED_TURN_CONTINUATIONS as usize);
+    assert_eq!(
+        p.request_count(),
+        1 + MAX_PAUSED_TURN_CONTINUATIONS as usize
+    );
 }
 
 #[tokio::test]
@@ -172,7 +195,11 @@ async fn abort_before_any_event_gives_an_aborted_message() {
     let a = out.new_messages[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEFAULT_ABORT_TEXT));
-    assert_eq!(p.dropped_early(), 1, "the provider stream is dropped at once");
+    assert_eq!(
+        p.dropped_early(),
+        1,
+        "the provider stream is dropped at once"
+    );
     assert_eq!(rec.count("message_start"), 2);
     assert_eq!(rec.count("turn_end"), 1);
 }
@@ -192,7 +219,11 @@ async fn custom_abort_reason_is_kept_and_partial_survives() {
     let a = out.unwrap().new_messages[1].as_assistant().unwrap().clone();
     assert_eq!(a.error_message.as_deref(), Some("user pressed Esc"));
     assert_eq!(a.text(), "partial text");
-    assert_eq!(rec.count("message_start"), 2, "no second assistant message_start");
+    assert_eq!(
+        rec.count("message_start"),
+        2,
+        "no second assistant message_start"
+    );
 }
 
 #[tokio::test]
@@ -233,7 +264,10 @@ async fn aborted_message_keeps_only_completed_tool_calls() {
 async fn tool_scoped_abort_labels_each_placeholder() {
     let (mut steps, _) = reply::open(
         &[],
-        &[reply::call("a", "echo", json!({})), reply::call("b", "echo", json!({}))],
+        &[
+            reply::call("a", "echo", json!({})),
+            reply::call("b", "echo", json!({})),
+        ],
     );
     steps.push(Step::Stall);
     let p = scripts(vec![steps]);
@@ -247,7 +281,13 @@ async fn tool_scoped_abort_labels_each_placeholder() {
             default_label: "sibling of the trigger".into(),
         });
     });
-    let (rec, _) = run_with_signal(config(&p, vec![TestTool::echo("echo").arc()]), "go", vec![], signal).await;
+    let (rec, _) = run_with_signal(
+        config(&p, vec![TestTool::echo("echo").arc()]),
+        "go",
+        vec![],
+        signal,
+    )
+    .await;
     let r = rec.tool_results();
     assert!(r[0].1.ends_with("a was the trigger"));
     assert!(r[1].1.ends_with("sibling of the trigger"));
@@ -257,7 +297,11 @@ struct CustomConvert;
 
 #[async_trait]
 impl LoopHooks for CustomConvert {
-    async fn transform_context(&self, messages: &[AgentMessage], _s: &AbortSignal) -> Option<Vec<AgentMessage>> {
+    async fn transform_context(
+        &self,
+        messages: &[AgentMessage],
+        _s: &AbortSignal,
+    ) -> Option<Vec<AgentMessage>> {
         // Runs before conversion: add a custom note the converter then maps.
         let mut m = messages.to_vec();
         let mut fields = serde_json::Map::new();
@@ -271,9 +315,11 @@ impl LoopHooks for CustomConvert {
                 .iter()
                 .filter_map(|m| match m {
                     AgentMessage::Llm(Message::User(u)) => Some(Message::User(u.clone())),
-                    AgentMessage::Custom(c) => Some(Message::User(pi::agent::types::UserMessage::new(
-                        c.fields["content"].as_str().unwrap_or_default(),
-                    ))),
+                    AgentMessage::Custom(c) => {
+                        Some(Message::User(pi::agent::types::UserMessage::new(
+                            c.fields["content"].as_str().unwrap_or_default(),
+                        )))
+                    }
                     _ => None,
                 })
                 .collect(),
@@ -288,11 +334,21 @@ async fn custom_messages_reach_the_provider_only_through_convert() {
     let custom = AgentMessage::Custom(CustomMessage::new("advisor", fields));
     // Default conversion drops it.
     let p = scripts(vec![reply::text("ok")]);
-    run(config(&p, vec![]), "hi", vec![custom.clone()]).await.1.unwrap();
+    run(config(&p, vec![]), "hi", vec![custom.clone()])
+        .await
+        .1
+        .unwrap();
     assert_eq!(request_roles(&p, 0), ["user"]);
     // A converter maps it, and transform_context runs first.
     let p = scripts(vec![reply::text("ok")]);
-    run(with_hooks(config(&p, vec![]), CustomConvert), "hi", vec![custom]).await.1.unwrap();
+    run(
+        with_hooks(config(&p, vec![]), CustomConvert),
+        "hi",
+        vec![custom],
+    )
+    .await
+    .1
+    .unwrap();
     let req = &p.requests()[0];
     let texts: Vec<String> = req
         .context
@@ -318,10 +374,16 @@ async fn tool_context_describes_the_batch() {
         }
     });
     let p = scripts(vec![
-        reply::tools(&[reply::call("a", "ctx", json!({})), reply::call("b", "ctx", json!({}))]),
+        reply::tools(&[
+            reply::call("a", "ctx", json!({})),
+            reply::call("b", "ctx", json!({})),
+        ]),
         reply::text("done"),
     ]);
-    run(config(&p, vec![tool.arc()]), "go", vec![]).await.1.unwrap();
+    run(config(&p, vec![tool.arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].batch_id, seen[1].batch_id);
@@ -330,14 +392,20 @@ async fn tool_context_describes_the_batch() {
     let mut idx: Vec<_> = seen.iter().map(|c| c.index).collect();
     idx.sort();
     assert_eq!(idx, [0, 1]);
-    assert_eq!(seen[0].tool_calls, [("a".into(), "ctx".into()), ("b".into(), "ctx".into())]);
+    assert_eq!(
+        seen[0].tool_calls,
+        [("a".into(), "ctx".into()), ("b".into(), "ctx".into())]
+    );
 }
 
 #[tokio::test]
 async fn parse_error_arguments_fail_validation_without_leaking_raw_json() {
     let raw = "{\"path\": \"a".to_string() + &"x".repeat(600);
     let args = json!({"__parseError": "EOF while parsing a string", "__rawJson": raw});
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", args)]), reply::text("ok")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", args)]),
+        reply::text("ok"),
+    ]);
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
     let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
@@ -366,7 +434,10 @@ async fn schema_violations_are_error_results_and_the_tool_does_not_run() {
         "required": ["path"]
     }));
     let calls = tool.calls.clone();
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({"nope": 1}))]), reply::text("ok")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({"nope": 1}))]),
+        reply::text("ok"),
+    ]);
     let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     let r = &rec.tool_results()[0];
@@ -408,7 +479,10 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
     // Ordinary transient error.
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
-    let p = scripts(vec![salvage_script("overloaded_error: try later", &["echo"])]);
+    let p = scripts(vec![salvage_script(
+        "overloaded_error: try later",
+        &["echo"],
+    )]);
     let (rec, out) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
     out.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -418,7 +492,9 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
         .all()
         .iter()
         .find_map(|e| match e {
-            AgentEvent::MessageEnd { message } => message.as_tool_result().and_then(|r| r.details.clone()),
+            AgentEvent::MessageEnd { message } => {
+                message.as_tool_result().and_then(|r| r.details.clone())
+            }
             _ => None,
         })
         .unwrap();
@@ -429,8 +505,14 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
     // Unknown tool name next to a known one.
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
-    let p = scripts(vec![salvage_script("stream_read_error", &["echo", "mystery"])]);
-    run(config(&p, vec![tool.arc()]), "go", vec![]).await.1.unwrap();
+    let p = scripts(vec![salvage_script(
+        "stream_read_error",
+        &["echo", "mystery"],
+    )]);
+    run(config(&p, vec![tool.arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
     // A refusal.
@@ -444,13 +526,22 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
         });
     }
     let p = scripts(vec![steps]);
-    run(config(&p, vec![tool.arc()]), "go", vec![]).await.1.unwrap();
+    run(config(&p, vec![tool.arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
     // Text only: stays an error turn, and the run ends.
     let p = scripts(vec![reply::error(&["half"], &[], "stream_read_error")]);
     let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
-    assert_eq!(out.unwrap().new_messages[1].as_assistant().unwrap().stop_reason, StopReason::Error);
+    assert_eq!(
+        out.unwrap().new_messages[1]
+            .as_assistant()
+            .unwrap()
+            .stop_reason,
+        StopReason::Error
+    );
     assert_eq!(p.request_count(), 1);
 }
 
@@ -465,7 +556,10 @@ impl LoopHooks for Fallback {
 #[tokio::test]
 async fn unadvertised_tool_names_use_the_fallback_resolver() {
     let p = scripts(vec![
-        reply::tools(&[reply::call("c1", "hidden", json!({})), reply::call("c2", "nothing", json!({}))]),
+        reply::tools(&[
+            reply::call("c1", "hidden", json!({})),
+            reply::call("c2", "nothing", json!({})),
+        ]),
         reply::text("ok"),
     ]);
     let (rec, _) = run(with_hooks(config(&p, vec![]), Fallback), "go", vec![]).await;
@@ -488,7 +582,11 @@ async fn intent_tracing_strips_the_intent_and_reports_it() {
     })
     .schema(json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false}));
     let p = scripts(vec![
-        reply::tools(&[reply::call("c1", "probe", json!({"i": "look around", "q": "x"}))]),
+        reply::tools(&[reply::call(
+            "c1",
+            "probe",
+            json!({"i": "look around", "q": "x"}),
+        )]),
         reply::text("ok"),
     ]);
     let mut c = config(&p, vec![tool.arc()]);
@@ -503,20 +601,40 @@ async fn intent_tracing_strips_the_intent_and_reports_it() {
     let a = out.unwrap().new_messages[1].as_assistant().unwrap().clone();
     let call = a.tool_calls().next().unwrap();
     assert_eq!(call.intent.as_deref(), Some("look around"));
-    assert_eq!(call.arguments["i"], "look around", "history keeps the original arguments");
+    assert_eq!(
+        call.arguments["i"], "look around",
+        "history keeps the original arguments"
+    );
     let schema = &p.requests()[0].context.tools[0].parameters;
-    assert_eq!(schema["properties"].as_object().unwrap().keys().next().map(String::as_str), Some("i"));
+    assert_eq!(
+        schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .map(String::as_str),
+        Some("i")
+    );
 }
 
 #[tokio::test]
 async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
     let p = scripts(vec![
-        reply::tools(&[reply::call("slow", "slow", json!({})), reply::call("fast", "fast", json!({}))]),
+        reply::tools(&[
+            reply::call("slow", "slow", json!({})),
+            reply::call("fast", "fast", json!({})),
+        ]),
         reply::text("ok"),
     ]);
     let started = Instant::now();
     let (rec, out) = run(
-        config(&p, vec![TestTool::sleeper("slow", 150).arc(), TestTool::sleeper("fast", 20).arc()]),
+        config(
+            &p,
+            vec![
+                TestTool::sleeper("slow", 150).arc(),
+                TestTool::sleeper("fast", 20).arc(),
+            ],
+        ),
         "go",
         vec![],
     )
@@ -542,13 +660,21 @@ async fn exclusive_calls_are_barriers() {
             let log = log.clone();
             let n = n.clone();
             async move {
-                log.lock().unwrap().push(format!("start {}", inv.tool_call_id));
+                log.lock()
+                    .unwrap()
+                    .push(format!("start {}", inv.tool_call_id));
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                log.lock().unwrap().push(format!("end {}", inv.tool_call_id));
+                log.lock()
+                    .unwrap()
+                    .push(format!("end {}", inv.tool_call_id));
                 Ok(ToolOutput::text(n))
             }
         });
-        if exclusive { t.exclusive().arc() } else { t.arc() }
+        if exclusive {
+            t.exclusive().arc()
+        } else {
+            t.arc()
+        }
     };
     let tools = vec![mk("s", 30, false), mk("e", 10, true)];
     let p = scripts(vec![
@@ -577,7 +703,9 @@ async fn a_failing_concurrency_resolver_means_exclusive() {
     let mut odd = TestTool::new("odd", move |inv| {
         let l = l.clone();
         async move {
-            l.lock().unwrap().push(format!("start {}", inv.tool_call_id));
+            l.lock()
+                .unwrap()
+                .push(format!("start {}", inv.tool_call_id));
             tokio::time::sleep(Duration::from_millis(20)).await;
             l.lock().unwrap().push(format!("end {}", inv.tool_call_id));
             Ok(ToolOutput::text("ok"))
@@ -585,11 +713,20 @@ async fn a_failing_concurrency_resolver_means_exclusive() {
     });
     odd.concurrency = Err("cannot tell".into());
     let p = scripts(vec![
-        reply::tools(&[reply::call("a", "odd", json!({})), reply::call("b", "odd", json!({}))]),
+        reply::tools(&[
+            reply::call("a", "odd", json!({})),
+            reply::call("b", "odd", json!({})),
+        ]),
         reply::text("ok"),
     ]);
-    run(config(&p, vec![odd.arc()]), "go", vec![]).await.1.unwrap();
-    assert_eq!(*log.lock().unwrap(), ["start a", "end a", "start b", "end b"]);
+    run(config(&p, vec![odd.arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["start a", "end a", "start b", "end b"]
+    );
 }
 
 /// Hooks with a steering queue the test controls.
@@ -620,7 +757,11 @@ impl LoopHooks for Queue {
     }
     async fn follow_up_messages(&self, _s: &AbortSignal) -> Vec<AgentMessage> {
         let mut q = self.follow_up.lock().unwrap();
-        if q.is_empty() { vec![] } else { vec![q.remove(0)] }
+        if q.is_empty() {
+            vec![]
+        } else {
+            vec![q.remove(0)]
+        }
     }
     async fn on_before_yield(&self) {
         self.before_yield.fetch_add(1, Ordering::SeqCst);
@@ -648,7 +789,10 @@ fn steerer(q: &Queue, text: &str) -> Arc<dyn AgentTool> {
 
 #[tokio::test]
 async fn queued_steering_skips_the_remaining_tools_and_is_injected_next_turn() {
-    let q = Queue { peek: true, ..Default::default() };
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
     let later = TestTool::echo("echo");
     let later_calls = later.calls.clone();
     let p = scripts(vec![
@@ -659,7 +803,15 @@ async fn queued_steering_skips_the_remaining_tools_and_is_injected_next_turn() {
         ]),
         reply::text("ok"),
     ]);
-    let (rec, out) = run(with_hooks(config(&p, vec![steerer(&q, "change course"), later.arc()]), q.clone()), "go", vec![]).await;
+    let (rec, out) = run(
+        with_hooks(
+            config(&p, vec![steerer(&q, "change course"), later.arc()]),
+            q.clone(),
+        ),
+        "go",
+        vec![],
+    )
+    .await;
     out.unwrap();
     assert_eq!(later_calls.load(Ordering::SeqCst), 0);
     let r = rec.tool_results();
@@ -669,36 +821,70 @@ async fn queued_steering_skips_the_remaining_tools_and_is_injected_next_turn() {
     let k = rec.kinds();
     let second_turn = k.iter().rposition(|x| x == "turn_start").unwrap();
     assert_eq!(k[second_turn + 1], "message_start:user");
-    assert_eq!(request_roles(&p, 1), ["user", "assistant", "toolResult", "toolResult", "toolResult", "user"]);
+    assert_eq!(
+        request_roles(&p, 1),
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "toolResult",
+            "toolResult",
+            "user"
+        ]
+    );
 }
 
 #[tokio::test]
 async fn system_steering_uses_advisory_wording() {
-    let q = Queue { peek: true, source: Some(SteeringSource::System), ..Default::default() };
+    let q = Queue {
+        peek: true,
+        source: Some(SteeringSource::System),
+        ..Default::default()
+    };
     let p = scripts(vec![
-        reply::tools(&[reply::call("c1", "steer", json!({})), reply::call("c2", "steer", json!({}))]),
+        reply::tools(&[
+            reply::call("c1", "steer", json!({})),
+            reply::call("c2", "steer", json!({})),
+        ]),
         reply::text("ok"),
     ]);
-    let (rec, _) = run(with_hooks(config(&p, vec![steerer(&q, "note")]), q.clone()), "go", vec![]).await;
+    let (rec, _) = run(
+        with_hooks(config(&p, vec![steerer(&q, "note")]), q.clone()),
+        "go",
+        vec![],
+    )
+    .await;
     assert!(rec.tool_results()[1].1.contains("system advisory"));
 }
 
 #[tokio::test]
 async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
-    let q = Queue { peek: true, ..Default::default() };
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
     let s = q.steering.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
         s.lock().unwrap().push(AgentMessage::user("stop waiting"));
     });
     let p = scripts(vec![
-        reply::tools(&[reply::call("w", "wait", json!({})), reply::call("b", "bash", json!({}))]),
+        reply::tools(&[
+            reply::call("w", "wait", json!({})),
+            reply::call("b", "bash", json!({})),
+        ]),
         reply::text("ok"),
     ]);
     let started = Instant::now();
     let (rec, _) = run(
         with_hooks(
-            config(&p, vec![TestTool::sleeper("wait", 5_000).interruptible().arc(), TestTool::stubborn("bash", 400).arc()]),
+            config(
+                &p,
+                vec![
+                    TestTool::sleeper("wait", 5_000).interruptible().arc(),
+                    TestTool::stubborn("bash", 400).arc(),
+                ],
+            ),
             q.clone(),
         ),
         "go",
@@ -725,7 +911,10 @@ async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
 
 #[tokio::test]
 async fn a_completed_error_survives_a_steer() {
-    let q = Queue { peek: true, ..Default::default() };
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
     let s = q.steering.clone();
     let tool = TestTool::new("failing", move |_| {
         let s = s.clone();
@@ -735,29 +924,57 @@ async fn a_completed_error_survives_a_steer() {
         }
     })
     .interruptible();
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "failing", json!({}))]), reply::text("ok")]);
-    let (rec, _) = run(with_hooks(config(&p, vec![tool.arc()]), q.clone()), "go", vec![]).await;
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "failing", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(
+        with_hooks(config(&p, vec![tool.arc()]), q.clone()),
+        "go",
+        vec![],
+    )
+    .await;
     assert_eq!(rec.tool_results()[0].1, "real failure with side effects");
 }
 
 #[tokio::test]
 async fn without_peek_steering_waits_for_the_boundary() {
-    let q = Queue { peek: false, ..Default::default() };
+    let q = Queue {
+        peek: false,
+        ..Default::default()
+    };
     let echo = TestTool::echo("echo");
     let calls = echo.calls.clone();
     let p = scripts(vec![
-        reply::tools(&[reply::call("c1", "steer", json!({})), reply::call("c2", "echo", json!({}))]),
+        reply::tools(&[
+            reply::call("c1", "steer", json!({})),
+            reply::call("c2", "echo", json!({})),
+        ]),
         reply::text("ok"),
     ]);
-    let (rec, _) = run(with_hooks(config(&p, vec![steerer(&q, "later"), echo.arc()]), q.clone()), "go", vec![]).await;
+    let (rec, _) = run(
+        with_hooks(
+            config(&p, vec![steerer(&q, "later"), echo.arc()]),
+            q.clone(),
+        ),
+        "go",
+        vec![],
+    )
+    .await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert!(rec.tool_results().iter().all(|r| !r.2));
-    assert_eq!(request_roles(&p, 1).last().map(String::as_str), Some("user"));
+    assert_eq!(
+        request_roles(&p, 1).last().map(String::as_str),
+        Some("user")
+    );
 }
 
 #[tokio::test]
 async fn external_abort_during_tools_never_dequeues_steering() {
-    let q = Queue { peek: true, ..Default::default() };
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
     q.steering.lock().unwrap().clear();
     let signal = AbortSignal::new();
     let s2 = signal.clone();
@@ -766,15 +983,31 @@ async fn external_abort_during_tools_never_dequeues_steering() {
         let s2 = s2.clone();
         let steering = steering.clone();
         async move {
-            steering.lock().unwrap().push(AgentMessage::user("queued while working"));
+            steering
+                .lock()
+                .unwrap()
+                .push(AgentMessage::user("queued while working"));
             s2.abort(AbortReason::Message("Esc".into()));
             Ok(ToolOutput::text("finished anyway"))
         }
     });
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "work", json!({}))]), reply::text("never")]);
-    let (rec, out) = run_with_signal(with_hooks(config(&p, vec![tool.arc()]), q.clone()), "go", vec![], signal).await;
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "work", json!({}))]),
+        reply::text("never"),
+    ]);
+    let (rec, out) = run_with_signal(
+        with_hooks(config(&p, vec![tool.arc()]), q.clone()),
+        "go",
+        vec![],
+        signal,
+    )
+    .await;
     let out = out.unwrap();
-    assert_eq!(q.steering.lock().unwrap().len(), 1, "the queue is kept for a later continue");
+    assert_eq!(
+        q.steering.lock().unwrap().len(),
+        1,
+        "the queue is kept for a later continue"
+    );
     assert_eq!(rec.tool_results()[0].1, "finished anyway");
     let last = out.new_messages.last().unwrap().as_assistant().unwrap();
     assert_eq!(last.stop_reason, StopReason::Aborted);
@@ -786,13 +1019,20 @@ async fn external_abort_during_tools_never_dequeues_steering() {
 #[tokio::test]
 async fn follow_ups_run_after_before_yield() {
     let q = Queue::default();
-    q.follow_up.lock().unwrap().push(AgentMessage::user("and then this"));
+    q.follow_up
+        .lock()
+        .unwrap()
+        .push(AgentMessage::user("and then this"));
     let p = scripts(vec![reply::text("first"), reply::text("second")]);
     let (rec, out) = run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![]).await;
     let out = out.unwrap();
     assert_eq!(q.before_yield.load(Ordering::SeqCst), 2);
     assert_eq!(p.request_count(), 2);
-    let roles: Vec<_> = out.new_messages.iter().map(|m| m.role().to_string()).collect();
+    let roles: Vec<_> = out
+        .new_messages
+        .iter()
+        .map(|m| m.role().to_string())
+        .collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
     assert_eq!(rec.count("agent_end"), 1);
 }
@@ -802,14 +1042,20 @@ async fn a_steer_queued_during_before_yield_is_delivered_in_the_same_run() {
     let q = Queue::default();
     *q.steer_in_before_yield.lock().unwrap() = Some(AgentMessage::user("late steer"));
     let p = scripts(vec![reply::text("first"), reply::text("second")]);
-    run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![]).await.1.unwrap();
+    run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![])
+        .await
+        .1
+        .unwrap();
     assert_eq!(p.request_count(), 2);
 }
 
 #[tokio::test]
 async fn error_turns_skip_follow_ups() {
     let q = Queue::default();
-    q.follow_up.lock().unwrap().push(AgentMessage::user("later"));
+    q.follow_up
+        .lock()
+        .unwrap()
+        .push(AgentMessage::user("later"));
     let p = scripts(vec![reply::error(&[], &[], "500 internal error")]);
     let (rec, _) = run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![]).await;
     assert_eq!(q.before_yield.load(Ordering::SeqCst), 0);
@@ -860,24 +1106,55 @@ impl LoopHooks for Asides {
 async fn asides_join_after_the_batch_and_are_committed() {
     let a = Asides::default();
     a.entries.lock().unwrap().push("ready");
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
-    run(with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), a.clone()), "go", vec![]).await.1.unwrap();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    run(
+        with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), a.clone()),
+        "go",
+        vec![],
+    )
+    .await
+    .1
+    .unwrap();
     assert_eq!(a.committed.load(Ordering::SeqCst), 1);
-    assert_eq!(request_roles(&p, 1), ["user", "assistant", "toolResult", "user"]);
+    assert_eq!(
+        request_roles(&p, 1),
+        ["user", "assistant", "toolResult", "user"]
+    );
 }
 
 #[tokio::test]
 async fn null_asides_add_nothing_and_throwing_ones_fail_the_run() {
     let a = Asides::default();
     a.entries.lock().unwrap().push("null");
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
-    run(with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), a.clone()), "go", vec![]).await.1.unwrap();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    run(
+        with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), a.clone()),
+        "go",
+        vec![],
+    )
+    .await
+    .1
+    .unwrap();
     assert_eq!(request_roles(&p, 1), ["user", "assistant", "toolResult"]);
 
     let a = Asides::default();
     a.entries.lock().unwrap().extend(["deferred", "throw"]);
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
-    let (_, out) = run(with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), a.clone()), "go", vec![]).await;
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (_, out) = run(
+        with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), a.clone()),
+        "go",
+        vec![],
+    )
+    .await;
     let failure = out.unwrap_err();
     assert_eq!(failure.error.message, "aside source failed");
     assert_eq!(a.committed.load(Ordering::SeqCst), 0);
@@ -891,7 +1168,10 @@ async fn a_stop_boundary_holds_asides_for_the_yield_drain() {
     let a = Asides::default();
     a.entries.lock().unwrap().push("ready");
     let p = scripts(vec![reply::text("first"), reply::text("second")]);
-    run(with_hooks(config(&p, vec![]), a.clone()), "go", vec![]).await.1.unwrap();
+    run(with_hooks(config(&p, vec![]), a.clone()), "go", vec![])
+        .await
+        .1
+        .unwrap();
     assert_eq!(p.request_count(), 2);
     assert_eq!(a.committed.load(Ordering::SeqCst), 1);
 }
@@ -914,8 +1194,16 @@ impl LoopHooks for Refresh {
 
 #[tokio::test]
 async fn context_is_refreshed_before_every_call() {
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
-    let c = with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), Refresh { calls: AtomicUsize::new(0) });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let c = with_hooks(
+        config(&p, vec![TestTool::echo("echo").arc()]),
+        Refresh {
+            calls: AtomicUsize::new(0),
+        },
+    );
     run(c, "go", vec![]).await.1.unwrap();
     let reqs = p.requests();
     assert_eq!(reqs[0].context.system_prompt, ["prompt 0"]);
@@ -933,7 +1221,10 @@ async fn a_provider_restart_does_not_duplicate_the_message() {
     assert_eq!(rec.count("message_start"), 2, "user + one assistant");
     let out = out.unwrap();
     assert_eq!(out.new_messages.len(), 2);
-    assert_eq!(out.new_messages[1].as_assistant().unwrap().text(), "second try");
+    assert_eq!(
+        out.new_messages[1].as_assistant().unwrap().text(),
+        "second try"
+    );
 }
 
 struct Gate {
@@ -947,12 +1238,20 @@ impl LoopHooks for Gate {
     fn has_model_gate(&self) -> bool {
         true
     }
-    async fn before_model_call(&self, ctx: &LlmContext, _s: &AbortSignal) -> Result<GateDecision, String> {
+    async fn before_model_call(
+        &self,
+        ctx: &LlmContext,
+        _s: &AbortSignal,
+    ) -> Result<GateDecision, String> {
         *self.seen.lock().unwrap() = Some(ctx.clone());
         if self.fail {
             return Err("gate exploded".into());
         }
-        Ok(if self.stop { GateDecision::Stop(Some("budget".into())) } else { GateDecision::Proceed })
+        Ok(if self.stop {
+            GateDecision::Stop(Some("budget".into()))
+        } else {
+            GateDecision::Proceed
+        })
     }
     fn transform_provider_context(&self, ctx: &mut LlmContext, _m: &pi::agent::stream::Model) {
         ctx.system_prompt.push("added by transform".into());
@@ -963,14 +1262,49 @@ impl LoopHooks for Gate {
 async fn a_gate_sees_the_final_context_and_can_stop_before_any_turn() {
     let seen = Arc::new(Mutex::new(None));
     let p = scripts(vec![reply::text("never")]);
-    let (rec, out) = run(with_hooks(config(&p, vec![]), Gate { stop: true, fail: false, seen: seen.clone() }), "hi", vec![]).await;
+    let (rec, out) = run(
+        with_hooks(
+            config(&p, vec![]),
+            Gate {
+                stop: true,
+                fail: false,
+                seen: seen.clone(),
+            },
+        ),
+        "hi",
+        vec![],
+    )
+    .await;
     out.unwrap();
     assert_eq!(p.request_count(), 0);
-    assert_eq!(rec.kinds(), ["agent_start", "message_start:user", "message_end:user", "agent_end"]);
-    assert_eq!(seen.lock().unwrap().as_ref().unwrap().system_prompt, ["added by transform"]);
+    assert_eq!(
+        rec.kinds(),
+        [
+            "agent_start",
+            "message_start:user",
+            "message_end:user",
+            "agent_end"
+        ]
+    );
+    assert_eq!(
+        seen.lock().unwrap().as_ref().unwrap().system_prompt,
+        ["added by transform"]
+    );
 
     let p = scripts(vec![reply::text("fine")]);
-    let (_, out) = run(with_hooks(config(&p, vec![]), Gate { stop: false, fail: false, seen }), "hi", vec![]).await;
+    let (_, out) = run(
+        with_hooks(
+            config(&p, vec![]),
+            Gate {
+                stop: false,
+                fail: false,
+                seen,
+            },
+        ),
+        "hi",
+        vec![],
+    )
+    .await;
     out.unwrap();
     assert_eq!(p.request_count(), 1);
 }
@@ -979,13 +1313,28 @@ async fn a_gate_sees_the_final_context_and_can_stop_before_any_turn() {
 async fn a_throwing_gate_opens_the_turn_before_failing() {
     let p = scripts(vec![]);
     let (rec, out) = run(
-        with_hooks(config(&p, vec![]), Gate { stop: false, fail: true, seen: Default::default() }),
+        with_hooks(
+            config(&p, vec![]),
+            Gate {
+                stop: false,
+                fail: true,
+                seen: Default::default(),
+            },
+        ),
         "hi",
         vec![],
     )
     .await;
     assert_eq!(out.unwrap_err().error.message, "gate exploded");
-    assert_eq!(rec.kinds(), ["agent_start", "turn_start", "message_start:user", "message_end:user"]);
+    assert_eq!(
+        rec.kinds(),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -1001,12 +1350,19 @@ async fn useless_flag_is_kept_only_on_success() {
         Ok(o)
     });
     let p = scripts(vec![
-        reply::tools(&[reply::call("a", "meh", json!({})), reply::call("b", "bad", json!({}))]),
+        reply::tools(&[
+            reply::call("a", "meh", json!({})),
+            reply::call("b", "bad", json!({})),
+        ]),
         reply::text("ok"),
     ]);
     let (_, out) = run(config(&p, vec![t1.arc(), t2.arc()]), "go", vec![]).await;
     let out = out.unwrap();
-    let results: Vec<_> = out.new_messages.iter().filter_map(|m| m.as_tool_result()).collect();
+    let results: Vec<_> = out
+        .new_messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .collect();
     let a = results.iter().find(|r| r.tool_call_id == "a").unwrap();
     let b = results.iter().find(|r| r.tool_call_id == "b").unwrap();
     assert!(a.useless && !a.is_error);
@@ -1016,23 +1372,59 @@ async fn useless_flag_is_kept_only_on_success() {
 #[tokio::test]
 async fn continue_checks_the_tail_and_emits_no_prompt() {
     let p = scripts(vec![reply::text("continued")]);
-    let r = run_continue(vec![], config(&p, vec![]), SoftState::default(), AbortSignal::new(), Arc::new(Recorder::default())).await;
+    let r = run_continue(
+        vec![],
+        config(&p, vec![]),
+        SoftState::default(),
+        AbortSignal::new(),
+        Arc::new(Recorder::default()),
+    )
+    .await;
     assert!(r.unwrap_err().error.message.contains("empty"));
 
-    let tail = vec![AgentMessage::user("hi"), AgentMessage::from(AssistantMessage::default())];
-    let r = run_continue(tail, config(&p, vec![]), SoftState::default(), AbortSignal::new(), Arc::new(Recorder::default())).await;
+    let tail = vec![
+        AgentMessage::user("hi"),
+        AgentMessage::from(AssistantMessage::default()),
+    ];
+    let r = run_continue(
+        tail,
+        config(&p, vec![]),
+        SoftState::default(),
+        AbortSignal::new(),
+        Arc::new(Recorder::default()),
+    )
+    .await;
     assert!(r.unwrap_err().error.message.contains("assistant"));
 
     let rec = Recorder::default();
     let mut fields = serde_json::Map::new();
     fields.insert("content".into(), json!("x"));
-    let ctx = vec![AgentMessage::user("hi"), AgentMessage::Custom(CustomMessage::new("note", fields))];
-    let out = run_continue(ctx, config(&p, vec![]), SoftState::default(), AbortSignal::new(), Arc::new(rec.clone()))
-        .await
-        .unwrap();
+    let ctx = vec![
+        AgentMessage::user("hi"),
+        AgentMessage::Custom(CustomMessage::new("note", fields)),
+    ];
+    let out = run_continue(
+        ctx,
+        config(&p, vec![]),
+        SoftState::default(),
+        AbortSignal::new(),
+        Arc::new(rec.clone()),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         rec.kinds(),
-        ["agent_start", "turn_start", "message_start:assistant", "message_update", "message_update", "message_update", "message_end:assistant", "turn_end", "agent_end"]
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:assistant",
+            "message_update",
+            "message_update",
+            "message_update",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
+        ]
     );
     assert_eq!(out.new_messages.len(), 1);
 }
@@ -1048,7 +1440,13 @@ struct BeforeHook(Before);
 
 #[async_trait]
 impl LoopHooks for BeforeHook {
-    async fn before_tool_call(&self, _a: &AssistantMessage, _c: &ToolCall, args: &mut Value, _s: &AbortSignal) -> Result<BeforeToolCall, String> {
+    async fn before_tool_call(
+        &self,
+        _a: &AssistantMessage,
+        _c: &ToolCall,
+        args: &mut Value,
+        _s: &AbortSignal,
+    ) -> Result<BeforeToolCall, String> {
         Ok(match &self.0 {
             Before::Block => BeforeToolCall::Block(Some("not in this folder".into())),
             Before::Mutate => {
@@ -1067,29 +1465,74 @@ async fn before_tool_call_blocks_mutates_and_revises() {
 
     let t = mk();
     let calls = t.calls.clone();
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]), reply::text("ok")]);
-    let (rec, _) = run(with_hooks(config(&p, vec![t.arc()]), BeforeHook(Before::Block)), "go", vec![]).await;
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(
+        with_hooks(config(&p, vec![t.arc()]), BeforeHook(Before::Block)),
+        "go",
+        vec![],
+    )
+    .await;
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert_eq!(rec.tool_results()[0].1, "not in this folder");
 
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]), reply::text("ok")]);
-    let (rec, _) = run(with_hooks(config(&p, vec![mk().arc()]), BeforeHook(Before::Mutate)), "go", vec![]).await;
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(
+        with_hooks(config(&p, vec![mk().arc()]), BeforeHook(Before::Mutate)),
+        "go",
+        vec![],
+    )
+    .await;
     assert!(rec.tool_results()[0].1.contains("\"mutated\":true"));
 
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]), reply::text("ok")]);
-    let (rec, out) = run(with_hooks(config(&p, vec![mk().arc()]), BeforeHook(Before::Revise(json!({"n": 7})))), "go", vec![]).await;
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, out) = run(
+        with_hooks(
+            config(&p, vec![mk().arc()]),
+            BeforeHook(Before::Revise(json!({"n": 7}))),
+        ),
+        "go",
+        vec![],
+    )
+    .await;
     assert!(rec.tool_results()[0].1.contains("\"n\":7"));
     let a = out.unwrap().new_messages[1].as_assistant().unwrap().clone();
-    assert_eq!(a.tool_calls().next().unwrap().arguments, json!({"n": 7}), "history shows the revision");
+    assert_eq!(
+        a.tool_calls().next().unwrap().arguments,
+        json!({"n": 7}),
+        "history shows the revision"
+    );
     let start_args = rec.all().iter().find_map(|e| match e {
         AgentEvent::ToolExecutionStart { args, .. } => Some(args.clone()),
         _ => None,
     });
     assert_eq!(*start_args.unwrap(), json!({"n": 7}));
 
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]), reply::text("ok")]);
-    let (rec, _) = run(with_hooks(config(&p, vec![mk().arc()]), BeforeHook(Before::Revise(json!({"n": "seven"})))), "go", vec![]).await;
-    assert!(rec.tool_results()[0].2, "an invalid revision is a validation error");
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({"n": 1}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(
+        with_hooks(
+            config(&p, vec![mk().arc()]),
+            BeforeHook(Before::Revise(json!({"n": "seven"}))),
+        ),
+        "go",
+        vec![],
+    )
+    .await;
+    assert!(
+        rec.tool_results()[0].2,
+        "an invalid revision is a validation error"
+    );
 }
 
 struct After {
@@ -1099,11 +1542,18 @@ struct After {
 
 #[async_trait]
 impl LoopHooks for After {
-    async fn after_tool_call(&self, info: AfterToolCallInfo<'_>, s: &AbortSignal) -> Result<Option<ResultOverride>, String> {
+    async fn after_tool_call(
+        &self,
+        info: AfterToolCallInfo<'_>,
+        s: &AbortSignal,
+    ) -> Result<Option<ResultOverride>, String> {
         self.saw_abort.store(s.is_aborted(), Ordering::SeqCst);
         match self.mode {
             "override" => Ok(Some(ResultOverride {
-                content: Some(vec![ContentBlock::text(format!("reviewed: {}", info.result.content[0].as_text().unwrap_or("")))]),
+                content: Some(vec![ContentBlock::text(format!(
+                    "reviewed: {}",
+                    info.result.content[0].as_text().unwrap_or("")
+                ))]),
                 is_error: Some(true),
                 ..Default::default()
             })),
@@ -1115,13 +1565,47 @@ impl LoopHooks for After {
 
 #[tokio::test]
 async fn after_tool_call_overrides_and_failures() {
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
-    let (rec, _) = run(with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), After { mode: "override", saw_abort: Default::default() }), "go", vec![]).await;
-    assert_eq!(rec.tool_results()[0], ("c1".into(), "reviewed: echo ok: {}".into(), true));
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(
+        with_hooks(
+            config(&p, vec![TestTool::echo("echo").arc()]),
+            After {
+                mode: "override",
+                saw_abort: Default::default(),
+            },
+        ),
+        "go",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        rec.tool_results()[0],
+        ("c1".into(), "reviewed: echo ok: {}".into(), true)
+    );
 
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
-    let (rec, _) = run(with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), After { mode: "throw", saw_abort: Default::default() }), "go", vec![]).await;
-    assert_eq!(rec.tool_results()[0], ("c1".into(), "review failed".into(), true));
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(
+        with_hooks(
+            config(&p, vec![TestTool::echo("echo").arc()]),
+            After {
+                mode: "throw",
+                saw_abort: Default::default(),
+            },
+        ),
+        "go",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        rec.tool_results()[0],
+        ("c1".into(), "review failed".into(), true)
+    );
 }
 
 #[tokio::test]
@@ -1137,7 +1621,21 @@ async fn after_tool_call_runs_for_a_completed_tool_even_if_the_run_was_aborted()
     });
     let saw = Arc::new(AtomicBool::new(false));
     let p = scripts(vec![reply::tools(&[reply::call("c1", "work", json!({}))])]);
-    run_with_signal(with_hooks(config(&p, vec![tool.arc()]), After { mode: "none", saw_abort: saw.clone() }), "go", vec![], signal).await.1.unwrap();
+    run_with_signal(
+        with_hooks(
+            config(&p, vec![tool.arc()]),
+            After {
+                mode: "none",
+                saw_abort: saw.clone(),
+            },
+        ),
+        "go",
+        vec![],
+        signal,
+    )
+    .await
+    .1
+    .unwrap();
     assert!(saw.load(Ordering::SeqCst));
 }
 
@@ -1152,12 +1650,20 @@ async fn a_terminal_tool_result_ends_the_run_after_the_batch() {
             Ok(ToolOutput::text("handing back"))
         }
     });
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "yield", json!({}))]), reply::text("never")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "yield", json!({}))]),
+        reply::text("never"),
+    ]);
     let (rec, out) = run_with_signal(config(&p, vec![tool.arc()]), "go", vec![], signal).await;
     let out = out.unwrap();
     assert_eq!(p.request_count(), 1);
     assert_eq!(out.new_messages.last().unwrap().role(), "toolResult");
-    assert!(out.new_messages.iter().filter_map(|m| m.as_assistant()).all(|a| a.stop_reason != StopReason::Aborted));
+    assert!(
+        out.new_messages
+            .iter()
+            .filter_map(|m| m.as_assistant())
+            .all(|a| a.stop_reason != StopReason::Aborted)
+    );
     assert_eq!(rec.count("agent_end"), 1);
 }
 
@@ -1169,9 +1675,10 @@ async fn external_abort_during_a_stubborn_tool_ends_with_an_aborted_boundary() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         s2.abort(AbortReason::Message("enough".into()));
     });
-    let p = scripts(vec![
-        reply::tools(&[reply::call("c1", "stubborn", json!({})), reply::call("c2", "stubborn", json!({}))]),
-    ]);
+    let p = scripts(vec![reply::tools(&[
+        reply::call("c1", "stubborn", json!({})),
+        reply::call("c2", "stubborn", json!({})),
+    ])]);
     let tool = TestTool::stubborn("stubborn", 80).exclusive();
     let (rec, out) = run_with_signal(config(&p, vec![tool.arc()]), "go", vec![], signal).await;
     let out = out.unwrap();
@@ -1188,7 +1695,12 @@ async fn length_stop_does_not_run_tools_but_continues() {
     let tool = TestTool::echo("write");
     let calls = tool.calls.clone();
     let p = scripts(vec![
-        reply::with_stop(&[], &[reply::call("c1", "write", json!({"content": "cut"}))], StopReason::Length, None),
+        reply::with_stop(
+            &[],
+            &[reply::call("c1", "write", json!({"content": "cut"}))],
+            StopReason::Length,
+            None,
+        ),
         reply::text("smaller pieces now"),
     ]);
     let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
@@ -1198,7 +1710,12 @@ async fn length_stop_does_not_run_tools_but_continues() {
     assert_eq!(p.request_count(), 2);
 
     // Length without tool calls is a plain stop.
-    let p = scripts(vec![reply::with_stop(&["cut"], &[], StopReason::Length, None)]);
+    let p = scripts(vec![reply::with_stop(
+        &["cut"],
+        &[],
+        StopReason::Length,
+        None,
+    )]);
     run(config(&p, vec![]), "go", vec![]).await.1.unwrap();
     assert_eq!(p.request_count(), 1);
 }
@@ -1208,10 +1725,18 @@ async fn stop_with_tool_calls_is_runnable() {
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
     let p = scripts(vec![
-        reply::with_stop(&[], &[reply::call("c1", "echo", json!({}))], StopReason::Stop, None),
+        reply::with_stop(
+            &[],
+            &[reply::call("c1", "echo", json!({}))],
+            StopReason::Stop,
+            None,
+        ),
         reply::text("ok"),
     ]);
-    run(config(&p, vec![tool.arc()]), "go", vec![]).await.1.unwrap();
+    run(config(&p, vec![tool.arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -1228,7 +1753,10 @@ async fn deadline_during_before_yield_leaves_follow_ups_queued() {
         }
     }
     let q = Queue::default();
-    q.follow_up.lock().unwrap().push(AgentMessage::user("later"));
+    q.follow_up
+        .lock()
+        .unwrap()
+        .push(AgentMessage::user("later"));
     let p = scripts(vec![reply::text("first")]);
     let mut c = with_hooks(config(&p, vec![]), SlowYield(q.clone()));
     c.deadline = Some(Instant::now() + Duration::from_millis(40));
@@ -1245,14 +1773,20 @@ async fn message_updates_carry_deltas_not_the_whole_message() {
     let (rec, out) = run(config(&p, vec![]), "go", vec![]).await;
     let mut builder = pi::agent::stream::MessageBuilder::new(reply::base());
     for e in rec.all() {
-        if let AgentEvent::MessageUpdate { assistant_message_event } = e {
+        if let AgentEvent::MessageUpdate {
+            assistant_message_event,
+        } = e
+        {
             if let StreamEvent::TextDelta { delta, .. } = &assistant_message_event {
                 assert!(delta.len() < 8);
             }
             builder.apply(&assistant_message_event);
         }
     }
-    assert_eq!(builder.message().text(), out.unwrap().new_messages[1].as_assistant().unwrap().text());
+    assert_eq!(
+        builder.message().text(),
+        out.unwrap().new_messages[1].as_assistant().unwrap().text()
+    );
 }
 
 #[tokio::test]
@@ -1262,11 +1796,17 @@ async fn on_turn_end_sees_results_and_whether_the_run_continues() {
     #[async_trait]
     impl LoopHooks for Turns {
         async fn on_turn_end(&self, _m: &[AgentMessage], info: TurnEndInfo<'_>) {
-            self.0.lock().unwrap().push((info.tool_results.len(), info.will_continue));
+            self.0
+                .lock()
+                .unwrap()
+                .push((info.tool_results.len(), info.will_continue));
         }
     }
     let hooks = Arc::new(Turns::default());
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
     let mut c = config(&p, vec![TestTool::echo("echo").arc()]);
     c.hooks = hooks.clone();
     run(c, "go", vec![]).await.1.unwrap();
@@ -1278,10 +1818,15 @@ async fn on_turn_end_sees_results_and_whether_the_run_continues() {
 struct Soft {
     id: &'static str,
     reminder: &'static str,
+    /// Cleared by the host once the requirement is met.
+    active: Arc<AtomicBool>,
 }
 
 impl LoopHooks for Soft {
     fn tool_directive(&self) -> Option<ToolDirective> {
+        if !self.active.load(Ordering::SeqCst) {
+            return None;
+        }
         Some(ToolDirective::Soft(SoftToolRequirement {
             id: self.id.into(),
             tool_name: "todo".into(),
@@ -1291,22 +1836,42 @@ impl LoopHooks for Soft {
     }
 }
 
+/// The todo tool satisfies the requirement: the host clears it when the tool runs.
 fn soft_config(p: &pi::agent::scripted::ScriptedProvider) -> pi::agent::hooks::LoopConfig {
+    let active = Arc::new(AtomicBool::new(true));
+    let a = active.clone();
+    let todo = TestTool::new("todo", move |_| {
+        let a = a.clone();
+        async move {
+            a.store(false, Ordering::SeqCst);
+            Ok(ToolOutput::text("list updated"))
+        }
+    });
     with_hooks(
-        config(p, vec![TestTool::echo("todo").arc(), TestTool::echo("bash").arc()]),
-        Soft { id: "plan", reminder: "update the todo list first" },
+        config(p, vec![todo.arc(), TestTool::echo("bash").arc()]),
+        Soft {
+            id: "plan",
+            reminder: "update the todo list first",
+            active,
+        },
     )
 }
 
 #[tokio::test]
 async fn a_compliant_model_never_sees_a_forced_choice() {
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "todo", json!({}))]), reply::text("done")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "todo", json!({}))]),
+        reply::text("done"),
+    ]);
     let (_, out) = run(soft_config(&p), "go", vec![]).await;
     let out = out.unwrap();
     let reminders = out
         .new_messages
         .iter()
-        .filter(|m| m.as_user().is_some_and(|u| u.content.joined_text().contains("todo list")))
+        .filter(|m| {
+            m.as_user()
+                .is_some_and(|u| u.content.joined_text().contains("todo list"))
+        })
         .count();
     assert_eq!(reminders, 1, "the reminder is injected once");
     assert!(p.requests().iter().all(|r| r.options.tool_choice.is_none()));
@@ -1317,13 +1882,20 @@ async fn a_detour_is_skipped_then_the_tool_is_forced_once() {
     let bash = TestTool::echo("bash");
     let bash_calls = bash.calls.clone();
     let p = scripts(vec![
-        reply::tools(&[reply::call("c1", "todo", json!({})), reply::call("c2", "bash", json!({}))]),
+        reply::tools(&[
+            reply::call("c1", "todo", json!({})),
+            reply::call("c2", "bash", json!({})),
+        ]),
         reply::tools(&[reply::call("c3", "todo", json!({}))]),
         reply::text("done"),
     ]);
     let c = with_hooks(
         config(&p, vec![TestTool::echo("todo").arc(), bash.arc()]),
-        Soft { id: "plan", reminder: "todo first" },
+        Soft {
+            id: "plan",
+            reminder: "todo first",
+            active: Arc::new(AtomicBool::new(true)),
+        },
     );
     let (rec, _) = run(c, "go", vec![]).await;
     assert_eq!(bash_calls.load(Ordering::SeqCst), 0);
@@ -1331,8 +1903,14 @@ async fn a_detour_is_skipped_then_the_tool_is_forced_once() {
     assert!(r[0].2 && r[0].1.contains("`todo`"), "{}", r[0].1);
     let reqs = p.requests();
     assert_eq!(reqs[0].options.tool_choice, None);
-    assert_eq!(reqs[1].options.tool_choice, Some(ToolChoice::Tool("todo".into())));
-    assert_eq!(reqs[2].options.tool_choice, None, "only one turn carries the forced choice");
+    assert_eq!(
+        reqs[1].options.tool_choice,
+        Some(ToolChoice::Tool("todo".into()))
+    );
+    assert_eq!(
+        reqs[2].options.tool_choice, None,
+        "only one turn carries the forced choice"
+    );
 }
 
 #[tokio::test]
@@ -1340,7 +1918,11 @@ async fn bare_text_escalates_and_the_run_fails_after_three_forced_turns() {
     let p = scripts((0..6).map(|_| reply::text("I'd rather chat")).collect());
     let (_, out) = run(soft_config(&p), "go", vec![]).await;
     let failure = out.unwrap_err();
-    assert!(failure.error.message.contains("3 forced turns"), "{}", failure.error.message);
+    assert!(
+        failure.error.message.contains("3 forced turns"),
+        "{}",
+        failure.error.message
+    );
     assert_eq!(p.request_count(), 4);
 }
 
@@ -1357,9 +1939,18 @@ async fn a_hard_none_choice_turns_the_soft_gate_off() {
 async fn telemetry_summarises_the_run_only_when_enabled() {
     let p = scripts(vec![reply::text("ok")]);
     let (rec, _) = run(config(&p, vec![]), "go", vec![]).await;
-    assert!(rec.all().iter().all(|e| !matches!(e, AgentEvent::AgentEnd { telemetry: Some(_), .. })));
+    assert!(rec.all().iter().all(|e| !matches!(
+        e,
+        AgentEvent::AgentEnd {
+            telemetry: Some(_),
+            ..
+        }
+    )));
 
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "echo", json!({}))]), reply::text("ok")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
     let mut c = config(&p, vec![TestTool::echo("echo").arc()]);
     c.telemetry = true;
     let (rec, _) = run(c, "go", vec![]).await;
@@ -1375,23 +1966,32 @@ async fn telemetry_summarises_the_run_only_when_enabled() {
 async fn tool_progress_updates_are_streamed() {
     let tool = TestTool::new("prog", |inv| async move {
         inv.progress.update(ToolOutput::text("25%"));
-        inv.progress.update(ToolOutput::text("\u{1b}[31m75%\u{1b}[0m"));
+        inv.progress
+            .update(ToolOutput::text("\u{1b}[31m75%\u{1b}[0m"));
         Ok(ToolOutput::text("100%"))
     });
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "prog", json!({}))]), reply::text("ok")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "prog", json!({}))]),
+        reply::text("ok"),
+    ]);
     let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
     let updates: Vec<String> = rec
         .all()
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolExecutionUpdate { partial_result, .. } => partial_result.content[0].as_text().map(str::to_string),
+            AgentEvent::ToolExecutionUpdate { partial_result, .. } => {
+                partial_result.content[0].as_text().map(str::to_string)
+            }
             _ => None,
         })
         .collect();
     assert_eq!(updates.len(), 2);
     assert_eq!(updates[0], "25%");
     let k = rec.kinds();
-    assert!(k.iter().position(|x| x == "tool_execution_update").unwrap() < k.iter().position(|x| x == "tool_end:c1").unwrap());
+    assert!(
+        k.iter().position(|x| x == "tool_execution_update").unwrap()
+            < k.iter().position(|x| x == "tool_end:c1").unwrap()
+    );
 }
 
 #[tokio::test]
@@ -1408,7 +2008,10 @@ async fn refusals_are_kept_but_not_replayed() {
     let mut refusal = reply::base();
     refusal.stop_reason = StopReason::Error;
     refusal.error_message = Some("refused".into());
-    refusal.stop_details = Some(StopDetails { kind: STOP_REFUSAL.into(), ..Default::default() });
+    refusal.stop_details = Some(StopDetails {
+        kind: STOP_REFUSAL.into(),
+        ..Default::default()
+    });
     let ctx = vec![AgentMessage::user("first"), AgentMessage::from(refusal)];
     let p = scripts(vec![reply::text("ok")]);
     run(config(&p, vec![]), "second", ctx).await.1.unwrap();
@@ -1418,7 +2021,10 @@ async fn refusals_are_kept_but_not_replayed() {
 #[tokio::test]
 async fn whitespace_only_error_results_get_a_fallback_text() {
     let tool = TestTool::new("quiet", |_| async { Ok(ToolOutput::error("   \n")) });
-    let p = scripts(vec![reply::tools(&[reply::call("c1", "quiet", json!({}))]), reply::text("ok")]);
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "quiet", json!({}))]),
+        reply::text("ok"),
+    ]);
     let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
     let r = &rec.tool_results()[0];
     assert!(r.2);
@@ -1441,17 +2047,36 @@ async fn concurrency_is_resolved_from_prepared_arguments() {
             S.get_or_init(|| json!({"type": "object"}))
         }
         fn concurrency(&self, args: &Value) -> Result<Concurrency, String> {
-            Ok(if args["exclusive"] == json!(true) { Concurrency::Exclusive } else { Concurrency::Shared })
+            Ok(if args["exclusive"] == json!(true) {
+                Concurrency::Exclusive
+            } else {
+                Concurrency::Shared
+            })
         }
-        async fn execute(&self, inv: pi::agent::tool::ToolInvocation) -> Result<ToolOutput, pi::agent::tool::ToolError> {
-            tokio::time::sleep(Duration::from_millis(if inv.tool_call_id == "a" { 60 } else { 5 })).await;
+        async fn execute(
+            &self,
+            inv: pi::agent::tool::ToolInvocation,
+        ) -> Result<ToolOutput, pi::agent::tool::ToolError> {
+            tokio::time::sleep(Duration::from_millis(if inv.tool_call_id == "a" {
+                60
+            } else {
+                5
+            }))
+            .await;
             Ok(ToolOutput::text(inv.tool_call_id))
         }
     }
     let p = scripts(vec![
-        reply::tools(&[reply::call("a", "maybe", json!({})), reply::call("b", "maybe", json!({"exclusive": true}))]),
+        reply::tools(&[
+            reply::call("a", "maybe", json!({})),
+            reply::call("b", "maybe", json!({"exclusive": true})),
+        ]),
         reply::text("ok"),
     ]);
     let (rec, _) = run(config(&p, vec![Arc::new(ByArgs)]), "go", vec![]).await;
-    assert_eq!(ids(&rec.tool_results()), ["a", "b"], "b waits for a although a is slower");
+    assert_eq!(
+        ids(&rec.tool_results()),
+        ["a", "b"],
+        "b waits for a although a is slower"
+    );
 }

@@ -710,7 +710,13 @@ mod tests {
             prune_descriptions: false,
         };
         let mut ctx = AppendOnlyContext::new();
-        let out = ctx.sync_and_build_with(&prompt("sys"), &set, options, arcs(vec![user("q", 1)]), true);
+        let out = ctx.sync_and_build_with(
+            &prompt("sys"),
+            &set,
+            options,
+            arcs(vec![user("q", 1)]),
+            true,
+        );
         let props = out.tools[0].parameters["properties"]
             .as_object()
             .map(|m| m.keys().cloned().collect::<Vec<_>>())
@@ -728,7 +734,13 @@ mod tests {
 
         // The environment switch flips the normalised specs, and so the fingerprint.
         let v = ctx.prefix().version();
-        ctx.sync_and_build_with(&prompt("sys"), &set, options, arcs(vec![user("q", 1)]), false);
+        ctx.sync_and_build_with(
+            &prompt("sys"),
+            &set,
+            options,
+            arcs(vec![user("q", 1)]),
+            false,
+        );
         assert_eq!(ctx.prefix().version(), v + 1);
     }
 

@@ -20,10 +20,10 @@ use tokio_util::sync::CancellationToken;
 use super::abort::{AbortReason, AbortSignal};
 use super::coerce::{coerce_output, sanitize_text};
 use super::events::{AgentEvent, EventSink};
-use super::normalize::INTENT_FIELD;
 use super::hooks::{
     AfterToolCallInfo, BeforeToolCall, InterruptMode, LoopHooks, SteeringPeek, SteeringSource,
 };
+use super::normalize::INTENT_FIELD;
 use super::placeholder::{
     BLOCKED_TEXT, interrupt_skip_details, interrupt_skip_text, not_run_aborted_text,
 };

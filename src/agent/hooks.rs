@@ -100,6 +100,9 @@ pub enum AsideEntry {
     Deferred(Box<dyn FnOnce() -> Result<Option<Injected>, String> + Send>),
 }
 
+/// Decides whether a call satisfies a soft tool requirement.
+pub type ToolCallPredicate = Arc<dyn Fn(&ToolCall) -> bool + Send + Sync>;
+
 /// A requirement to call `tool_name` before other tools or yielding, enforced without changing
 /// `tool_choice` unless the model ignores it.
 #[derive(Clone)]
@@ -107,7 +110,7 @@ pub struct SoftToolRequirement {
     pub id: String,
     pub tool_name: String,
     /// Whether a call satisfies the requirement (default: same name).
-    pub satisfies: Option<Arc<dyn Fn(&ToolCall) -> bool + Send + Sync>>,
+    pub satisfies: Option<ToolCallPredicate>,
     /// Injected once when this requirement id becomes active.
     pub reminder: Vec<AgentMessage>,
 }

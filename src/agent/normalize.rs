@@ -63,7 +63,8 @@ pub fn normalize_messages_for_provider(
         return messages;
     }
     let is_thinking = |b: &ContentBlock| matches!(b, ContentBlock::Thinking(_));
-    let has_thinking = |m: &Message| matches!(m, Message::Assistant(a) if a.content.iter().any(is_thinking));
+    let has_thinking =
+        |m: &Message| matches!(m, Message::Assistant(a) if a.content.iter().any(is_thinking));
     if messages.iter().any(|m| has_thinking(m)) {
         for message in &mut messages {
             if has_thinking(message)
@@ -1005,7 +1006,10 @@ to the working directory\n\
             thinking_assistant("cerebras"),
             Message::Assistant(plain.clone()),
         ];
-        let out = unshare(&normalize_messages_for_provider(arcs(msgs.clone()), &Model::new("cerebras", "x", "m")));
+        let out = unshare(&normalize_messages_for_provider(
+            arcs(msgs.clone()),
+            &Model::new("cerebras", "x", "m"),
+        ));
         assert_eq!(out.len(), 3);
         assert_eq!(out[0], msgs[0]);
         match &out[1] {
@@ -1018,11 +1022,16 @@ to the working directory\n\
     #[test]
     fn other_providers_keep_thinking() {
         let msgs = vec![thinking_assistant("anthropic")];
-        let out = unshare(&normalize_messages_for_provider(arcs(msgs.clone()), &Model::new("anthropic", "x", "m")));
+        let out = unshare(&normalize_messages_for_provider(
+            arcs(msgs.clone()),
+            &Model::new("anthropic", "x", "m"),
+        ));
         assert_eq!(out, msgs);
         let no_thinking = vec![Message::User(UserMessage::new("q"))];
-        let out =
-            unshare(&normalize_messages_for_provider(arcs(no_thinking.clone()), &Model::new("cerebras", "x", "m")));
+        let out = unshare(&normalize_messages_for_provider(
+            arcs(no_thinking.clone()),
+            &Model::new("cerebras", "x", "m"),
+        ));
         assert_eq!(out, no_thinking);
     }
 }

@@ -78,7 +78,7 @@ mod tests {
     use crate::agent::types::{ContentBlock, ToolCall, empty_object};
     use std::sync::Arc;
 
-    fn req(satisfies: Option<Arc<dyn Fn(&ToolCall) -> bool + Send + Sync>>) -> SoftToolRequirement {
+    fn req(satisfies: Option<crate::agent::hooks::ToolCallPredicate>) -> SoftToolRequirement {
         SoftToolRequirement {
             id: "r1".into(),
             tool_name: "todo".into(),

@@ -14,9 +14,7 @@ use pi::agent::run::{RunFailure, RunOutcome, run_prompt};
 use pi::agent::scripted::{Script, ScriptedProvider};
 use pi::agent::soft::SoftState;
 use pi::agent::stream::Model;
-use pi::agent::tool::{
-    AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput, ToolSet,
-};
+use pi::agent::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput, ToolSet};
 use pi::agent::types::AgentMessage;
 use serde_json::{Value, json};
 
@@ -47,7 +45,9 @@ impl Recorder {
                 AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
                     format!("tool_start:{tool_call_id}")
                 }
-                AgentEvent::ToolExecutionEnd { tool_call_id, .. } => format!("tool_end:{tool_call_id}"),
+                AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                    format!("tool_end:{tool_call_id}")
+                }
                 other => other.kind().to_string(),
             })
             .collect()
@@ -81,7 +81,11 @@ impl Recorder {
     }
 }
 
-type Behaviour = Arc<dyn Fn(ToolInvocation) -> futures::future::BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+type Behaviour = Arc<
+    dyn Fn(ToolInvocation) -> futures::future::BoxFuture<'static, Result<ToolOutput, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// A tool whose behaviour is a closure.
 pub struct TestTool {
