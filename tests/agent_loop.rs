@@ -54,13 +54,16 @@ async fn basic_run_emits_the_canonical_sequence() {
         ]
     );
     let roles: Vec<_> = out
-        .new_messages
+        .new_messages()
         .iter()
         .map(|m| m.role().to_string())
         .collect();
     assert_eq!(roles, ["user", "assistant"]);
-    assert_eq!(out.new_messages[1].as_assistant().unwrap().text(), "Hello");
-    assert_eq!(rec.agent_end_messages(), out.new_messages);
+    assert_eq!(
+        out.new_messages()[1].as_assistant().unwrap().text(),
+        "Hello"
+    );
+    assert_eq!(rec.agent_end_messages(), out.new_messages().to_vec());
 }
 
 #[tokio::test]
@@ -107,7 +110,7 @@ async fn past_deadline_makes_no_provider_call() {
             "agent_end"
         ]
     );
-    assert_eq!(out.new_messages.len(), 1);
+    assert_eq!(out.new_messages().len(), 1);
 }
 
 #[tokio::test]
@@ -117,7 +120,7 @@ async fn deadline_during_request_aborts_it_with_deadline_text() {
     c.deadline = Some(Instant::now() + Duration::from_millis(50));
     let (_rec, out) = run(c, "hi", vec![]).await;
     let out = out.unwrap();
-    let a = out.new_messages[1].as_assistant().unwrap();
+    let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEADLINE_TEXT));
     assert_eq!(p.dropped_early(), 1);
@@ -149,7 +152,7 @@ async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
     let out = out.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     // Either the stream was aborted by the deadline or the tools were refused; never executed.
-    let last = out.new_messages.last().unwrap();
+    let last = out.new_messages().last().unwrap();
     assert!(last.role() == "assistant" || last.role() == "toolResult");
 }
 
@@ -192,7 +195,7 @@ async fn abort_before_any_event_gives_an_aborted_message() {
     });
     let (rec, out) = run_with_signal(config(&p, vec![]), "hi", vec![], signal).await;
     let out = out.unwrap();
-    let a = out.new_messages[1].as_assistant().unwrap();
+    let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEFAULT_ABORT_TEXT));
     assert_eq!(
@@ -216,7 +219,10 @@ async fn custom_abort_reason_is_kept_and_partial_survives() {
         s2.abort(AbortReason::Message("user pressed Esc".into()));
     });
     let (rec, out) = run_with_signal(config(&p, vec![]), "hi", vec![], signal).await;
-    let a = out.unwrap().new_messages[1].as_assistant().unwrap().clone();
+    let a = out.unwrap().new_messages()[1]
+        .as_assistant()
+        .unwrap()
+        .clone();
     assert_eq!(a.error_message.as_deref(), Some("user pressed Esc"));
     assert_eq!(a.text(), "partial text");
     assert_eq!(
@@ -250,7 +256,7 @@ async fn aborted_message_keeps_only_completed_tool_calls() {
     let calls = tool.calls.clone();
     let (rec, out) = run_with_signal(config(&p, vec![tool.arc()]), "go", vec![], signal).await;
     let out = out.unwrap();
-    let a = out.new_messages[1].as_assistant().unwrap();
+    let a = out.new_messages()[1].as_assistant().unwrap();
     let kept: Vec<_> = a.tool_calls().map(|c| c.id.clone()).collect();
     assert_eq!(kept, ["c1"]);
     assert_eq!(a.stop_detail_kind(), Some(STREAM_INTERRUPTED_AFTER_CONTENT));
@@ -467,7 +473,7 @@ async fn completed_calls_run_after_a_broken_stream() {
         let (_, out) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
         let out = out.unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 1, "salvaged for {err}");
-        let a = out.new_messages[1].as_assistant().unwrap();
+        let a = out.new_messages()[1].as_assistant().unwrap();
         assert_eq!(a.stop_reason, StopReason::ToolUse);
         assert_eq!(a.stop_detail_kind(), Some(STREAM_INTERRUPTED_AFTER_CONTENT));
         assert!(a.error_message.is_none());
@@ -536,7 +542,7 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
     let p = scripts(vec![reply::error(&["half"], &[], "stream_read_error")]);
     let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
     assert_eq!(
-        out.unwrap().new_messages[1]
+        out.unwrap().new_messages()[1]
             .as_assistant()
             .unwrap()
             .stop_reason,
@@ -598,7 +604,10 @@ async fn intent_tracing_strips_the_intent_and_reports_it() {
         _ => None,
     });
     assert_eq!(intent.as_deref(), Some("look around"));
-    let a = out.unwrap().new_messages[1].as_assistant().unwrap().clone();
+    let a = out.unwrap().new_messages()[1]
+        .as_assistant()
+        .unwrap()
+        .clone();
     let call = a.tool_calls().next().unwrap();
     assert_eq!(call.intent.as_deref(), Some("look around"));
     assert_eq!(
@@ -1009,7 +1018,7 @@ async fn external_abort_during_tools_never_dequeues_steering() {
         "the queue is kept for a later continue"
     );
     assert_eq!(rec.tool_results()[0].1, "finished anyway");
-    let last = out.new_messages.last().unwrap().as_assistant().unwrap();
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
     assert_eq!(last.stop_reason, StopReason::Aborted);
     assert_eq!(last.error_message.as_deref(), Some("Esc"));
     assert_eq!(p.request_count(), 1, "no request is sent once aborted");
@@ -1029,7 +1038,7 @@ async fn follow_ups_run_after_before_yield() {
     assert_eq!(q.before_yield.load(Ordering::SeqCst), 2);
     assert_eq!(p.request_count(), 2);
     let roles: Vec<_> = out
-        .new_messages
+        .new_messages()
         .iter()
         .map(|m| m.role().to_string())
         .collect();
@@ -1220,9 +1229,9 @@ async fn a_provider_restart_does_not_duplicate_the_message() {
     let (rec, out) = run(config(&p, vec![]), "go", vec![]).await;
     assert_eq!(rec.count("message_start"), 2, "user + one assistant");
     let out = out.unwrap();
-    assert_eq!(out.new_messages.len(), 2);
+    assert_eq!(out.new_messages().len(), 2);
     assert_eq!(
-        out.new_messages[1].as_assistant().unwrap().text(),
+        out.new_messages()[1].as_assistant().unwrap().text(),
         "second try"
     );
 }
@@ -1359,7 +1368,7 @@ async fn useless_flag_is_kept_only_on_success() {
     let (_, out) = run(config(&p, vec![t1.arc(), t2.arc()]), "go", vec![]).await;
     let out = out.unwrap();
     let results: Vec<_> = out
-        .new_messages
+        .new_messages()
         .iter()
         .filter_map(|m| m.as_tool_result())
         .collect();
@@ -1426,7 +1435,7 @@ async fn continue_checks_the_tail_and_emits_no_prompt() {
             "agent_end"
         ]
     );
-    assert_eq!(out.new_messages.len(), 1);
+    assert_eq!(out.new_messages().len(), 1);
 }
 
 #[derive(Clone)]
@@ -1504,7 +1513,10 @@ async fn before_tool_call_blocks_mutates_and_revises() {
     )
     .await;
     assert!(rec.tool_results()[0].1.contains("\"n\":7"));
-    let a = out.unwrap().new_messages[1].as_assistant().unwrap().clone();
+    let a = out.unwrap().new_messages()[1]
+        .as_assistant()
+        .unwrap()
+        .clone();
     assert_eq!(
         a.tool_calls().next().unwrap().arguments,
         json!({"n": 7}),
@@ -1657,9 +1669,9 @@ async fn a_terminal_tool_result_ends_the_run_after_the_batch() {
     let (rec, out) = run_with_signal(config(&p, vec![tool.arc()]), "go", vec![], signal).await;
     let out = out.unwrap();
     assert_eq!(p.request_count(), 1);
-    assert_eq!(out.new_messages.last().unwrap().role(), "toolResult");
+    assert_eq!(out.new_messages().last().unwrap().role(), "toolResult");
     assert!(
-        out.new_messages
+        out.new_messages()
             .iter()
             .filter_map(|m| m.as_assistant())
             .all(|a| a.stop_reason != StopReason::Aborted)
@@ -1685,7 +1697,7 @@ async fn external_abort_during_a_stubborn_tool_ends_with_an_aborted_boundary() {
     let r = rec.tool_results();
     assert_eq!(r[0].1, "stubborn done");
     assert!(r[1].2 && r[1].1.contains("aborted: enough"), "{}", r[1].1);
-    let last = out.new_messages.last().unwrap().as_assistant().unwrap();
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
     assert_eq!(last.stop_reason, StopReason::Aborted);
     assert_eq!(last.error_message.as_deref(), Some("enough"));
 }
@@ -1785,7 +1797,10 @@ async fn message_updates_carry_deltas_not_the_whole_message() {
     }
     assert_eq!(
         builder.message().text(),
-        out.unwrap().new_messages[1].as_assistant().unwrap().text()
+        out.unwrap().new_messages()[1]
+            .as_assistant()
+            .unwrap()
+            .text()
     );
 }
 
@@ -1866,7 +1881,7 @@ async fn a_compliant_model_never_sees_a_forced_choice() {
     let (_, out) = run(soft_config(&p), "go", vec![]).await;
     let out = out.unwrap();
     let reminders = out
-        .new_messages
+        .new_messages()
         .iter()
         .filter(|m| {
             m.as_user()

@@ -365,7 +365,7 @@ impl AppendOnlyContext {
         LlmContext {
             system_prompt: snapshot.system_prompt.clone(),
             tools: snapshot.tools.clone(),
-            messages: self.log.to_messages(),
+            messages: Arc::new(self.log.to_messages()),
         }
     }
 
@@ -409,7 +409,7 @@ impl AppendOnlyContext {
         self.prefix.snapshot().map(|s| LlmContext {
             system_prompt: s.system_prompt.clone(),
             tools: s.tools.clone(),
-            messages: self.log.to_messages(),
+            messages: Arc::new(self.log.to_messages()),
         })
     }
 

@@ -56,9 +56,9 @@ pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
 /// Cerebras: if any assistant message carries a `thinking` block, every assistant message loses
 /// its `thinking` blocks (other blocks, including redacted thinking, are kept).
 pub fn normalize_messages_for_provider(
-    mut messages: Vec<Arc<Message>>,
+    mut messages: Arc<Vec<Arc<Message>>>,
     model: &Model,
-) -> Vec<Arc<Message>> {
+) -> Arc<Vec<Arc<Message>>> {
     if model.provider != "cerebras" {
         return messages;
     }
@@ -66,7 +66,7 @@ pub fn normalize_messages_for_provider(
     let has_thinking =
         |m: &Message| matches!(m, Message::Assistant(a) if a.content.iter().any(is_thinking));
     if messages.iter().any(|m| has_thinking(m)) {
-        for message in &mut messages {
+        for message in Arc::make_mut(&mut messages).iter_mut() {
             if has_thinking(message)
                 && let Message::Assistant(a) = Arc::make_mut(message)
             {
@@ -476,8 +476,8 @@ fn push_literal(out: &mut String, value: &Value) {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    fn arcs(v: Vec<Message>) -> Vec<Arc<Message>> {
-        v.into_iter().map(Arc::new).collect()
+    fn arcs(v: Vec<Message>) -> Arc<Vec<Arc<Message>>> {
+        Arc::new(v.into_iter().map(Arc::new).collect())
     }
 
     fn unshare(v: &[Arc<Message>]) -> Vec<Message> {

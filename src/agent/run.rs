@@ -73,10 +73,17 @@ impl std::error::Error for LoopError {}
 pub struct RunOutcome {
     /// The whole transcript after the run.
     pub context: Vec<AgentMessage>,
-    /// The messages this run added, in insertion order.
-    pub new_messages: Vec<AgentMessage>,
+    /// Where this run's messages start in `context`.
+    pub first_new: usize,
     /// Soft-requirement state to carry into the next run (kept after a gate stop).
     pub soft_state: SoftState,
+}
+
+impl RunOutcome {
+    /// The messages this run added, in insertion order.
+    pub fn new_messages(&self) -> &[AgentMessage] {
+        &self.context[self.first_new..]
+    }
 }
 
 /// A failed run, with what it had done before failing.
@@ -149,7 +156,8 @@ struct Run {
     sink: Arc<dyn EventSink>,
     signal: AbortSignal,
     context: Vec<AgentMessage>,
-    new_messages: Vec<AgentMessage>,
+    /// Where this run's messages start in `context` (the run only appends).
+    first_new: usize,
     // Per-call state, refreshed by `sync_before_model_call`.
     system_prompt: Vec<String>,
     tools: Arc<ToolSet>,
@@ -157,7 +165,7 @@ struct Run {
     reasoning: Option<Effort>,
     disable_reasoning: bool,
     // Incremental default conversion: provider messages for `context[..converted]`.
-    llm_cache: Vec<Arc<Message>>,
+    llm_cache: Arc<Vec<Arc<Message>>>,
     converted: usize,
     tool_specs: Option<(usize, Vec<ToolSpec>)>,
     // Turn state.
@@ -190,6 +198,7 @@ impl Run {
             })
         });
         let collector = cfg.telemetry.then(|| Mutex::new(RunCollector::new()));
+        let first_new = context.len();
         Run {
             hooks: cfg.hooks.clone(),
             system_prompt: cfg.system_prompt.clone(),
@@ -201,8 +210,8 @@ impl Run {
             sink,
             signal,
             context,
-            new_messages: Vec::new(),
-            llm_cache: Vec::new(),
+            first_new,
+            llm_cache: Arc::new(Vec::new()),
             converted: 0,
             tool_specs: None,
             turn_open: false,
@@ -237,20 +246,20 @@ impl Run {
                     None => (None, None),
                 };
                 self.sink.emit(AgentEvent::AgentEnd {
-                    messages: self.new_messages.clone(),
+                    messages: self.context[self.first_new..].to_vec(),
                     telemetry,
                     coverage,
                 });
                 Ok(RunOutcome {
                     context: self.context,
-                    new_messages: self.new_messages,
+                    first_new: self.first_new,
                     soft_state: self.soft,
                 })
             }
             Err(error) => Err(RunFailure {
                 error,
+                new_messages: self.context[self.first_new..].to_vec(),
                 context: self.context,
-                new_messages: self.new_messages,
             }),
         }
     }
@@ -264,7 +273,6 @@ impl Run {
     }
 
     fn push(&mut self, message: AgentMessage) {
-        self.new_messages.push(message.clone());
         self.context.push(message);
     }
 
@@ -687,19 +695,20 @@ impl Run {
             ),
             None => self.hooks.convert_to_llm(&self.context),
         };
-        let messages: Vec<Arc<Message>> = match custom {
+        let messages: Arc<Vec<Arc<Message>>> = match custom {
             Some(msgs) => {
-                self.llm_cache.clear();
+                self.llm_cache = Arc::new(Vec::new());
                 self.converted = 0;
-                msgs.into_iter().map(Arc::new).collect()
+                Arc::new(msgs.into_iter().map(Arc::new).collect())
             }
             None => {
                 if self.converted > self.context.len() {
-                    self.llm_cache.clear();
+                    self.llm_cache = Arc::new(Vec::new());
                     self.converted = 0;
                 }
                 let fresh = default_convert_to_llm(&self.context[self.converted..]);
-                self.llm_cache.extend(fresh.into_iter().map(Arc::new));
+                // The previous request is gone by now, so this appends in place.
+                Arc::make_mut(&mut self.llm_cache).extend(fresh.into_iter().map(Arc::new));
                 self.converted = self.context.len();
                 self.llm_cache.clone()
             }
@@ -714,7 +723,7 @@ impl Run {
                 &self.system_prompt,
                 &self.tools,
                 options,
-                messages,
+                messages.as_ref().clone(),
             ),
             None => {
                 let key = Arc::as_ptr(&self.tools) as usize;

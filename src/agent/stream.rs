@@ -71,13 +71,13 @@ pub enum ToolChoice {
 
 /// Everything a provider sends: system prompt, conversation and tools.
 ///
-/// Messages are shared (`Arc`) so building a request for a long conversation costs a
-/// reference count per message, not a copy.
+/// Messages are shared (`Arc`): the loop appends to its list in place once the previous
+/// request is gone, so building a request for a long conversation costs no copy at all.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmContext {
     pub system_prompt: Vec<String>,
-    pub messages: Vec<Arc<Message>>,
+    pub messages: Arc<Vec<Arc<Message>>>,
     pub tools: Vec<ToolSpec>,
 }
 
