@@ -109,3 +109,30 @@ impl<F: Fn(AgentEvent) + Send + Sync> EventSink for F {
         self(event)
     }
 }
+
+/// Emit the full event quadruple for a result the loop wrote itself (a call that never ran):
+/// `tool_execution_start`, `tool_execution_end` (error), then the result's `message_start`/`end`.
+pub fn emit_synthetic_result(sink: &dyn EventSink, result: &ToolResultMessage, args: Arc<Value>) {
+    sink.emit(AgentEvent::ToolExecutionStart {
+        tool_call_id: result.tool_call_id.clone(),
+        tool_name: result.tool_name.clone(),
+        args,
+        intent: None,
+    });
+    sink.emit(AgentEvent::ToolExecutionEnd {
+        tool_call_id: result.tool_call_id.clone(),
+        tool_name: result.tool_name.clone(),
+        result: ToolOutput {
+            content: result.content.clone(),
+            details: result.details.clone().unwrap_or_default(),
+            is_error: true,
+            useless: false,
+        },
+        is_error: true,
+    });
+    let message: AgentMessage = result.clone().into();
+    sink.emit(AgentEvent::MessageStart {
+        message: message.clone(),
+    });
+    sink.emit(AgentEvent::MessageEnd { message });
+}

@@ -21,7 +21,7 @@ use futures::StreamExt;
 
 use super::abort::{AbortReason, AbortSignal, DEADLINE_TEXT};
 use super::batch::{BatchEnv, PreparedCall, execute_batch, prepare_calls};
-use super::events::{AgentEvent, EventSink};
+use super::events::{AgentEvent, EventSink, emit_synthetic_result};
 use super::hooks::{
     AsideEntry, GateDecision, Injected, LoopConfig, LoopHooks, SoftToolRequirement, ToolDirective,
     TurnEndInfo,
@@ -574,33 +574,18 @@ impl Run {
 
     /// Emit a placeholder's event quadruple and insert it.
     fn answer(&mut self, result: ToolResultMessage, status: ToolStatus) -> ToolResultMessage {
-        if let Some(c) = &self.collector {
-            c.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .record_orphan_tool(&result.tool_name, status);
-        }
-        let output = super::tool::ToolOutput {
-            content: result.content.clone(),
-            details: result.details.clone().unwrap_or_default(),
-            is_error: true,
-            useless: false,
-        };
-        self.sink.emit(AgentEvent::ToolExecutionStart {
-            tool_call_id: result.tool_call_id.clone(),
-            tool_name: result.tool_name.clone(),
-            args: Arc::new(self.call_args(&result.tool_call_id)),
-            intent: None,
-        });
-        self.sink.emit(AgentEvent::ToolExecutionEnd {
-            tool_call_id: result.tool_call_id.clone(),
-            tool_name: result.tool_name.clone(),
-            result: output,
-            is_error: true,
-        });
-        let message: AgentMessage = result.clone().into();
-        self.emit_message(&message);
-        self.push(message);
+        self.collect(|c| c.record_orphan_tool(&result.tool_name, status));
+        let args = Arc::new(self.call_args(&result.tool_call_id));
+        emit_synthetic_result(self.sink.as_ref(), &result, args);
+        self.push(result.clone().into());
         result
+    }
+
+    /// Feed the run collector, if telemetry is on.
+    fn collect(&self, f: impl FnOnce(&mut RunCollector)) {
+        if let Some(c) = &self.collector {
+            f(&mut c.lock().unwrap_or_else(|p| p.into_inner()));
+        }
     }
 
     fn call_args(&self, id: &str) -> serde_json::Value {
@@ -743,11 +728,7 @@ impl Run {
             }
         };
         self.hooks.transform_provider_context(&mut ctx, &self.model);
-        if let Some(c) = &self.collector {
-            c.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .note_tools_available(ctx.tools.iter().map(|t| t.name.as_str()));
-        }
+        self.collect(|c| c.note_tools_available(ctx.tools.iter().map(|t| t.name.as_str())));
         ctx
     }
 
@@ -851,14 +832,14 @@ impl Run {
     }
 
     fn fail_chat(&self, started: Instant) {
-        if let Some(c) = &self.collector {
-            c.lock().unwrap_or_else(|p| p.into_inner()).fail_chat(
+        self.collect(|c| {
+            c.fail_chat(
                 &self.model.id,
                 &self.model.provider,
                 started.elapsed().as_millis() as u64,
                 "stream_error",
-            );
-        }
+            )
+        });
     }
 
     /// The aborted boundary: the partial (or a fresh message) marked aborted.
@@ -878,15 +859,15 @@ impl Run {
         retain_completed_tool_calls(&mut message, completed);
         message.tool_call_abort_messages =
             reason.tool_labels(message.tool_calls().map(|c| c.id.as_str()));
-        if let Some(c) = &self.collector {
-            c.lock().unwrap_or_else(|p| p.into_inner()).record_chat(
+        self.collect(|c| {
+            c.record_chat(
                 &message.model,
                 &message.provider,
                 StopReason::Aborted,
                 0,
                 &message.usage,
-            );
-        }
+            )
+        });
         let m: AgentMessage = message.clone().into();
         if !had_partial {
             self.sink
@@ -926,15 +907,15 @@ impl Run {
             )
             .await;
         }
-        if let Some(c) = &self.collector {
-            c.lock().unwrap_or_else(|p| p.into_inner()).record_chat(
+        self.collect(|c| {
+            c.record_chat(
                 &message.model,
                 &message.provider,
                 message.stop_reason,
                 started.elapsed().as_millis() as u64,
                 &message.usage,
-            );
-        }
+            )
+        });
         let m: AgentMessage = message.clone().into();
         if !started_emitted {
             self.sink
