@@ -153,7 +153,8 @@ fn bench(c: &mut Criterion) {
     memory_report(&rt);
     let mut group = c.benchmark_group("loop_overhead");
     group.sample_size(20);
-    for turns in [1000usize] {
+    {
+        let turns = 1000usize;
         group.throughput(Throughput::Elements(turns as u64));
         group.bench_with_input(
             BenchmarkId::new("turns_x4_shared_calls", turns),

@@ -74,14 +74,15 @@ pub async fn prepare_calls(
 
         let mut args = call.arguments.clone();
         let mut intent = None;
-        if intent_tracing && let Value::Object(map) = &mut args {
-            if let Some(stated) = map.shift_remove(INTENT_FIELD) {
-                intent = stated
-                    .as_str()
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string);
-            }
+        if intent_tracing
+            && let Value::Object(map) = &mut args
+            && let Some(stated) = map.shift_remove(INTENT_FIELD)
+        {
+            intent = stated
+                .as_str()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string);
         }
         if intent.is_none()
             && let Some(t) = &tool

@@ -261,7 +261,7 @@ impl Agent {
                 } else {
                     let fups = self.take_queue(QueueSide::FollowUp, &signal);
                     if fups.is_empty() {
-                        self.release(id);
+                        self.release(id, None);
                         return Err(AgentError::CannotContinue(e.message));
                     }
                     RunKind::Prompt(fups.into_iter().map(Injected::plain).collect())
@@ -383,6 +383,11 @@ impl Agent {
             *n
         };
         let signal = AbortSignal::new();
+        // One-shot and per run: an earlier run that ended before its first steering poll (e.g.
+        // aborted at once) must not leave it set for this one.
+        self.inner
+            .suppress_steering_once
+            .store(false, Ordering::SeqCst);
         *run = Some(RunHandle {
             id,
             signal: signal.clone(),
@@ -394,7 +399,9 @@ impl Agent {
         Ok((id, signal))
     }
 
-    fn release(&self, id: u64) {
+    /// End run `id`, then send its held `agent_end` (if any): a subscriber reacting to it finds
+    /// the agent idle, and no successor can start (and emit) before it is sent.
+    fn release(&self, id: u64, agent_end: Option<AgentEvent>) {
         let mut run = lock(&self.inner.run);
         if run.as_ref().is_some_and(|r| r.id == id) {
             *run = None;
@@ -403,8 +410,14 @@ impl Agent {
             st.stream_message = None;
             st.pending_tool_calls.clear();
             drop(st);
+            if let Some(e) = agent_end {
+                self.broadcast(e);
+            }
             drop(run);
             self.inner.idle.send_modify(|v| *v = id);
+        } else if let Some(e) = agent_end {
+            drop(run);
+            self.broadcast(e);
         }
     }
 
@@ -420,9 +433,8 @@ impl Agent {
         let config = self.loop_config(&settings);
         let context = self.messages();
         let soft = lock(&self.inner.soft).clone();
-        let sink: Arc<dyn EventSink> = Arc::new(FacadeSink {
-            agent: self.clone(),
-        });
+        let facade_sink = Arc::new(FacadeSink::new(self.clone()));
+        let sink: Arc<dyn EventSink> = facade_sink.clone();
         let result = match kind {
             RunKind::Prompt(prompts) => {
                 run_prompt(prompts, context, config, soft, signal.clone(), sink).await
@@ -431,9 +443,10 @@ impl Agent {
         };
         match result {
             Ok(outcome) => *lock(&self.inner.soft) = outcome.soft_state,
-            Err(failure) => self.close_failed_run(failure, &signal, &settings.model),
+            Err(failure) => self.close_failed_run(failure, &signal, &settings.model, &facade_sink),
         }
-        self.release(id);
+        let agent_end = lock(&facade_sink.held_end).take();
+        self.release(id, agent_end);
     }
 
     fn loop_config(&self, s: &AgentSettings) -> LoopConfig {
@@ -463,10 +476,13 @@ impl Agent {
     }
 
     /// Close a run whose loop failed with balanced events (see module docs).
-    fn close_failed_run(&self, failure: RunFailure, signal: &AbortSignal, model: &Model) {
-        let sink = FacadeSink {
-            agent: self.clone(),
-        };
+    fn close_failed_run(
+        &self,
+        failure: RunFailure,
+        signal: &AbortSignal,
+        model: &Model,
+        sink: &FacadeSink,
+    ) {
         let live = std::mem::take(&mut *lock(&self.inner.live));
         if signal.is_aborted() {
             let mut m = AssistantMessage::empty(&model.api, &model.provider, &model.id);
@@ -728,14 +744,32 @@ pub fn classify_steering(next: &[&AgentMessage]) -> SteeringSource {
     }
 }
 
+/// Applies each event to the state, then sends it; `agent_end` is held until the run is
+/// released (see [`Agent::release`]).
 struct FacadeSink {
     agent: Agent,
+    held_end: Mutex<Option<AgentEvent>>,
+}
+
+impl FacadeSink {
+    fn new(agent: Agent) -> Self {
+        FacadeSink {
+            agent,
+            held_end: Mutex::new(None),
+        }
+    }
 }
 
 impl EventSink for FacadeSink {
     fn emit(&self, event: AgentEvent) {
         self.agent.apply(&event);
-        self.agent.broadcast(event);
+        if matches!(event, AgentEvent::AgentEnd { .. }) {
+            if let Some(previous) = lock(&self.held_end).replace(event) {
+                self.agent.broadcast(previous);
+            }
+        } else {
+            self.agent.broadcast(event);
+        }
     }
 }
 

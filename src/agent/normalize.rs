@@ -203,10 +203,10 @@ pub fn inject_intent_field(schema: &mut Value, required: bool, with_description:
         let list = obj
             .entry("required")
             .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(list) = list {
-            if !list.iter().any(|v| v.as_str() == Some(INTENT_FIELD)) {
-                list.push(Value::String(INTENT_FIELD.into()));
-            }
+        if let Value::Array(list) = list
+            && !list.iter().any(|v| v.as_str() == Some(INTENT_FIELD))
+        {
+            list.push(Value::String(INTENT_FIELD.into()));
         }
     }
 }

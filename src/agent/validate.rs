@@ -196,17 +196,17 @@ fn repair_value(prop: &Value, value: &Value, required: bool) -> Fix {
         return Fix::Keep;
     };
     let t = s.trim();
-    if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
-        if t.len() != s.len() && allowed.iter().any(|e| e.as_str() == Some(t)) {
-            return Fix::Replace(Value::String(t.to_string()));
-        }
+    if let Some(allowed) = prop.get("enum").and_then(Value::as_array)
+        && t.len() != s.len()
+        && allowed.iter().any(|e| e.as_str() == Some(t))
+    {
+        return Fix::Replace(Value::String(t.to_string()));
     }
-    if wants("array") || wants("object") {
-        if let Ok(parsed) = serde_json::from_str::<Value>(t) {
-            if (parsed.is_array() && wants("array")) || (parsed.is_object() && wants("object")) {
-                return Fix::Replace(parsed);
-            }
-        }
+    if (wants("array") || wants("object"))
+        && let Ok(parsed) = serde_json::from_str::<Value>(t)
+        && ((parsed.is_array() && wants("array")) || (parsed.is_object() && wants("object")))
+    {
+        return Fix::Replace(parsed);
     }
     if wants("boolean") {
         if t.eq_ignore_ascii_case("true") {
