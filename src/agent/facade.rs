@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::abort::{AbortReason, AbortSignal};
-use super::events::{AgentEvent, EventSink};
+use super::events::{AgentEvent, EventSink, emit_synthetic_result};
 use super::hooks::{
     AfterToolCallInfo, AsideEntry, BeforeToolCall, ContextRefresh, GateDecision, Injected,
     InterruptMode, LoopConfig, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource,
@@ -532,28 +532,8 @@ impl Agent {
         let mut results = Vec::new();
         for call in message.tool_calls() {
             let r = placeholder_result(call, PlaceholderReason::Error, None, Some(&text));
-            sink.emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: Arc::new(call.arguments.clone()),
-                intent: None,
-            });
-            sink.emit(AgentEvent::ToolExecutionEnd {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                result: super::tool::ToolOutput {
-                    content: r.content.clone(),
-                    details: r.details.clone().unwrap_or_default(),
-                    is_error: true,
-                    useless: false,
-                },
-                is_error: true,
-            });
-            let rm: AgentMessage = r.clone().into();
-            sink.emit(AgentEvent::MessageStart {
-                message: rm.clone(),
-            });
-            sink.emit(AgentEvent::MessageEnd { message: rm });
+            let args = Arc::new(super::validate::strip_sentinels(&call.arguments));
+            emit_synthetic_result(sink, &r, args);
             results.push(r);
         }
         lock(&self.inner.state).error = Some(text);
