@@ -2095,3 +2095,23 @@ async fn concurrency_is_resolved_from_prepared_arguments() {
         "b waits for a although a is slower"
     );
 }
+
+#[tokio::test]
+async fn a_thrown_empty_error_also_gets_the_fallback_text() {
+    let tool = TestTool::new("silent", |_| async {
+        Err(pi::agent::tool::ToolError::new(""))
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "silent", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
+    assert_eq!(
+        rec.tool_results()[0],
+        (
+            "c1".into(),
+            pi::agent::coerce::EMPTY_ERROR_TEXT.into(),
+            true
+        )
+    );
+}

@@ -455,12 +455,8 @@ impl Batch<'_> {
                         (out, err)
                     }
                     Err(e) => {
-                        let output = ToolOutput {
-                            content: vec![ContentBlock::text(sanitize_text(&e.0))],
-                            details: json!({}),
-                            is_error: true,
-                            useless: false,
-                        };
+                        // Same boundary as returned results: sanitised, never empty.
+                        let (output, _) = coerce_output(ToolOutput::error(e.0));
                         (output, true)
                     }
                 }
