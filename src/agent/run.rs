@@ -859,24 +859,35 @@ impl Run {
         retain_completed_tool_calls(&mut message, completed);
         message.tool_call_abort_messages =
             reason.tool_labels(message.tool_calls().map(|c| c.id.as_str()));
+        self.commit_assistant(&message, had_partial, 0);
+        message
+    }
+
+    /// Record, emit (`message_start` unless the partial already had one, then `message_end`)
+    /// and insert the final assistant message.
+    fn commit_assistant(
+        &mut self,
+        message: &AssistantMessage,
+        started_emitted: bool,
+        latency_ms: u64,
+    ) {
         self.collect(|c| {
             c.record_chat(
                 &message.model,
                 &message.provider,
-                StopReason::Aborted,
-                0,
+                message.stop_reason,
+                latency_ms,
                 &message.usage,
             )
         });
         let m: AgentMessage = message.clone().into();
-        if !had_partial {
+        if !started_emitted {
             self.sink
                 .emit(AgentEvent::MessageStart { message: m.clone() });
         }
         self.sink
             .emit(AgentEvent::MessageEnd { message: m.clone() });
         self.push(m);
-        message
     }
 
     async fn finish(
@@ -907,23 +918,11 @@ impl Run {
             )
             .await;
         }
-        self.collect(|c| {
-            c.record_chat(
-                &message.model,
-                &message.provider,
-                message.stop_reason,
-                started.elapsed().as_millis() as u64,
-                &message.usage,
-            )
-        });
-        let m: AgentMessage = message.clone().into();
-        if !started_emitted {
-            self.sink
-                .emit(AgentEvent::MessageStart { message: m.clone() });
-        }
-        self.sink
-            .emit(AgentEvent::MessageEnd { message: m.clone() });
-        self.push(m);
+        self.commit_assistant(
+            &message,
+            started_emitted,
+            started.elapsed().as_millis() as u64,
+        );
         Ok(message)
     }
 }
