@@ -1060,3 +1060,110 @@ async fn replace_messages_is_refused_while_streaming_and_reset_clears_everything
     assert!(agent.peek_follow_up_queue().is_empty());
     assert_eq!(queue_updates(&drain(&mut rx)), [(vec![], vec![])]);
 }
+
+/// A host gate that stops every model call while `stop` is set.
+struct SwitchGate {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl pi::agent::hooks::LoopHooks for SwitchGate {
+    fn has_model_gate(&self) -> bool {
+        true
+    }
+    async fn before_model_call(
+        &self,
+        _c: &pi::agent::stream::LlmContext,
+        _s: &pi::agent::abort::AbortSignal,
+    ) -> Result<pi::agent::hooks::GateDecision, String> {
+        Ok(if self.stop.load(Ordering::SeqCst) {
+            pi::agent::hooks::GateDecision::Stop(Some("held".into()))
+        } else {
+            pi::agent::hooks::GateDecision::Proceed
+        })
+    }
+}
+
+fn gated(p: &ScriptedProvider) -> (Agent, Arc<std::sync::atomic::AtomicBool>) {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let a = agent(
+        p,
+        vec![TestTool::echo("todo").arc(), TestTool::echo("bash").arc()],
+    );
+    let gate = SwitchGate { stop: stop.clone() };
+    a.update_settings(|s| s.hooks = Arc::new(gate));
+    (a, stop)
+}
+
+fn choices(p: &ScriptedProvider) -> Vec<Option<pi::agent::stream::ToolChoice>> {
+    p.requests()
+        .iter()
+        .map(|r| r.options.tool_choice.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_forced_choice_from_a_gate_stopped_run_is_served_on_the_next_prompt() {
+    use pi::agent::stream::ToolChoice;
+    let p = ScriptedProvider::new([
+        reply::tools(&[reply::call("c1", "todo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (a, stop) = gated(&p);
+    a.force_tool_choice(ToolChoice::Tool("todo".into()));
+    a.prompt_text("first").unwrap();
+    a.wait_idle().await;
+    assert_eq!(p.request_count(), 0, "the gate held the call");
+    stop.store(false, Ordering::SeqCst);
+    a.prompt_text("second").unwrap();
+    a.wait_idle().await;
+    assert_eq!(choices(&p), [Some(ToolChoice::Tool("todo".into())), None]);
+}
+
+#[tokio::test]
+async fn a_deferred_choice_is_dropped_when_its_tool_is_gone_or_queues_are_cleared() {
+    use pi::agent::stream::ToolChoice;
+    let p = ScriptedProvider::new([reply::text("ok"), reply::text("ok")]);
+    let (a, stop) = gated(&p);
+    a.force_tool_choice(ToolChoice::Tool("todo".into()));
+    a.prompt_text("first").unwrap();
+    a.wait_idle().await;
+    stop.store(false, Ordering::SeqCst);
+    a.update_settings(|s| {
+        s.tools = Arc::new(pi::agent::tool::ToolSet::new(
+            [TestTool::echo("bash").arc()],
+        ))
+    });
+    a.prompt_text("second").unwrap();
+    a.wait_idle().await;
+    assert_eq!(choices(&p), [None]);
+
+    let p = ScriptedProvider::new([reply::text("ok")]);
+    let (a, stop) = gated(&p);
+    a.force_tool_choice(ToolChoice::Tool("todo".into()));
+    a.prompt_text("first").unwrap();
+    a.wait_idle().await;
+    a.clear_all_queues();
+    stop.store(false, Ordering::SeqCst);
+    a.prompt_text("second").unwrap();
+    a.wait_idle().await;
+    assert_eq!(choices(&p), [None]);
+}
+
+#[tokio::test]
+async fn a_served_choice_is_not_deferred_again_by_a_later_gate_stop() {
+    use pi::agent::stream::ToolChoice;
+    let p = ScriptedProvider::new([reply::text("ok"), reply::text("ok")]);
+    let (a, stop) = gated(&p);
+    stop.store(false, Ordering::SeqCst);
+    a.force_tool_choice(ToolChoice::Tool("todo".into()));
+    a.prompt_text("first").unwrap();
+    a.wait_idle().await;
+    stop.store(true, Ordering::SeqCst);
+    a.prompt_text("second").unwrap();
+    a.wait_idle().await;
+    stop.store(false, Ordering::SeqCst);
+    a.prompt_text("third").unwrap();
+    a.wait_idle().await;
+    assert_eq!(choices(&p), [Some(ToolChoice::Tool("todo".into())), None]);
+}

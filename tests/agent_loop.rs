@@ -2115,3 +2115,153 @@ async fn a_thrown_empty_error_also_gets_the_fallback_text() {
         )
     );
 }
+
+#[tokio::test]
+async fn prompt_asides_are_committed_when_they_enter_the_context() {
+    let committed = Arc::new(AtomicUsize::new(0));
+    let c2 = committed.clone();
+    let prompt = Injected::with_hooks(
+        AgentMessage::user("with a hook"),
+        AsideHooks {
+            on_commit: Some(Box::new(move || {
+                c2.fetch_add(1, Ordering::SeqCst);
+            })),
+            on_discard: None,
+        },
+    );
+    let p = scripts(vec![reply::text("ok")]);
+    let rec = Recorder::default();
+    pi::agent::run::run_prompt(
+        vec![prompt],
+        vec![],
+        config(&p, vec![]),
+        SoftState::default(),
+        AbortSignal::new(),
+        Arc::new(rec.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        committed.load(Ordering::SeqCst),
+        1,
+        "committed exactly once"
+    );
+}
+
+/// Asides whose thunk takes long enough for the deadline to pass before insertion.
+struct SlowAside {
+    discarded: Arc<Mutex<Vec<String>>>,
+    committed: Arc<AtomicUsize>,
+    served: AtomicBool,
+}
+
+impl LoopHooks for SlowAside {
+    fn aside_messages(&self) -> Vec<AsideEntry> {
+        if self.served.swap(true, Ordering::SeqCst) {
+            return vec![];
+        }
+        let d = self.discarded.clone();
+        let c = self.committed.clone();
+        vec![AsideEntry::Deferred(Box::new(move || {
+            std::thread::sleep(Duration::from_millis(80));
+            Ok(Some(Injected::with_hooks(
+                AgentMessage::user("late news"),
+                AsideHooks {
+                    on_commit: Some(Box::new(move || {
+                        c.fetch_add(1, Ordering::SeqCst);
+                    })),
+                    on_discard: Some(Box::new(move |why| d.lock().unwrap().push(why))),
+                },
+            )))
+        }))]
+    }
+}
+
+#[tokio::test]
+async fn an_aside_taken_just_before_the_deadline_is_discarded_not_inserted() {
+    let hooks = SlowAside {
+        discarded: Default::default(),
+        committed: Default::default(),
+        served: AtomicBool::new(false),
+    };
+    let discarded = hooks.discarded.clone();
+    let committed = hooks.committed.clone();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("never"),
+    ]);
+    let mut c = with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), hooks);
+    c.deadline = Some(Instant::now() + Duration::from_millis(40));
+    let (_, out) = run(c, "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(p.request_count(), 1);
+    assert_eq!(committed.load(Ordering::SeqCst), 0);
+    assert_eq!(*discarded.lock().unwrap(), [DEADLINE_TEXT]);
+    assert!(out.new_messages().iter().all(|m| {
+        m.as_user()
+            .is_none_or(|u| u.content.joined_text() != "late news")
+    }));
+}
+
+/// Steering with a wake-up: queued messages are noticed at once, not at the next poll.
+#[derive(Clone, Default)]
+struct Notifying {
+    queue: Queue,
+    notify: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl LoopHooks for Notifying {
+    async fn steering_messages(&self, s: &AbortSignal) -> Vec<AgentMessage> {
+        self.queue.steering_messages(s).await
+    }
+    fn peek_steering(&self) -> SteeringPeek {
+        self.queue.peek_steering()
+    }
+    fn steering_notify(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.notify.clone())
+    }
+}
+
+#[tokio::test]
+async fn a_wake_up_interrupts_before_the_poll_would() {
+    let hooks = Notifying {
+        queue: Queue {
+            peek: true,
+            ..Default::default()
+        },
+        notify: Default::default(),
+    };
+    let h2 = hooks.clone();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("w", "wait", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let c = with_hooks(
+        config(
+            &p,
+            vec![TestTool::sleeper("wait", 5_000).interruptible().arc()],
+        ),
+        hooks,
+    );
+    let started = Instant::now();
+    let steer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        h2.queue
+            .steering
+            .lock()
+            .unwrap()
+            .push(AgentMessage::user("now"));
+        h2.notify.notify_waiters();
+    });
+    let (rec, _) = run(c, "go", vec![]).await;
+    steer.await.unwrap();
+    let r = rec.tool_results();
+    assert!(r[0].2 && r[0].1.contains("Skipped"));
+    // The poll alone would need 250 ms; the wake-up ends the wait at about 20 ms.
+    assert!(
+        started.elapsed() < Duration::from_millis(200),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -159,6 +159,7 @@ struct Inner {
     idle: watch::Sender<u64>,
     live: Mutex<Live>,
     soft: Mutex<SoftState>,
+    choices: Mutex<OneShotChoices>,
     suppress_steering_once: AtomicBool,
 }
 
@@ -188,6 +189,7 @@ impl Agent {
                 live: Mutex::new(Live::default()),
                 soft: Mutex::new(SoftState::default()),
                 suppress_steering_once: AtomicBool::new(false),
+                choices: Mutex::new(OneShotChoices::default()),
             }),
         }
     }
@@ -326,8 +328,15 @@ impl Agent {
         out.extend(q.follow_up.drain(..));
         drop(q);
         lock(&self.inner.soft).clear();
+        *lock(&self.inner.choices) = OneShotChoices::default();
         self.emit_queue_update();
         out
+    }
+
+    /// Force `choice` on the next model call, once. If a gate stops the run before that call
+    /// is made, the choice is kept for the next run (and dropped if its tool is gone by then).
+    pub fn force_tool_choice(&self, choice: ToolChoice) {
+        lock(&self.inner.choices).queued = Some(choice);
     }
 
     /// Abort the current run (no-op when idle).
@@ -680,6 +689,23 @@ impl Agent {
     }
 }
 
+/// One-shot hard tool choices: queued by the host, claimed by a turn, deferred by a gate stop.
+#[derive(Default)]
+struct OneShotChoices {
+    queued: Option<ToolChoice>,
+    /// Handed to the turn being built; served once that turn's model call is made.
+    claimed: Option<ToolChoice>,
+    /// Claimed by a turn that a gate stopped before the call: offered first next time.
+    deferred: Option<ToolChoice>,
+}
+
+fn choice_available(choice: &ToolChoice, tools: &ToolSet) -> bool {
+    match choice {
+        ToolChoice::Tool(name) => tools.contains(name),
+        _ => true,
+    }
+}
+
 enum RunKind {
     Prompt(Vec<Injected>),
     Continue,
@@ -762,6 +788,8 @@ struct FacadeHooks {
 #[async_trait]
 impl LoopHooks for FacadeHooks {
     async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
+        // A new turn means the previous turn's claimed choice was sent.
+        lock(&self.agent.inner.choices).claimed = None;
         let user = self.user.sync_before_model_call(signal).await;
         let s = self.agent.settings();
         let (reasoning, disable) = s.thinking.to_request();
@@ -775,10 +803,28 @@ impl LoopHooks for FacadeHooks {
     }
 
     fn tool_directive(&self) -> Option<ToolDirective> {
+        let s = self.agent.settings();
+        {
+            let mut choices = lock(&self.agent.inner.choices);
+            if let Some(c) = choices.deferred.take()
+                && choice_available(&c, &s.tools)
+            {
+                choices.claimed = Some(c.clone());
+                return Some(ToolDirective::Hard(c));
+            }
+        }
         if let Some(d) = self.user.tool_directive() {
             return Some(d);
         }
-        let s = self.agent.settings();
+        {
+            let mut choices = lock(&self.agent.inner.choices);
+            if let Some(c) = choices.queued.take()
+                && choice_available(&c, &s.tools)
+            {
+                choices.claimed = Some(c.clone());
+                return Some(ToolDirective::Hard(c));
+            }
+        }
         match s.tool_choice {
             Some(ToolChoice::Tool(name)) if !s.tools.contains(&name) => None,
             Some(c) => Some(ToolDirective::Hard(c)),
@@ -787,6 +833,12 @@ impl LoopHooks for FacadeHooks {
     }
 
     fn on_tool_choice_rejected(&self) -> Result<(), String> {
+        {
+            let mut choices = lock(&self.agent.inner.choices);
+            if let Some(c) = choices.claimed.take() {
+                choices.deferred = Some(c);
+            }
+        }
         self.user.on_tool_choice_rejected()
     }
 
