@@ -2265,3 +2265,160 @@ async fn a_wake_up_interrupts_before_the_poll_would() {
         started.elapsed()
     );
 }
+
+fn fast_retries(mut c: pi::agent::hooks::LoopConfig) -> pi::agent::hooks::LoopConfig {
+    c.retry = pi::agent::hooks::RetryPolicy {
+        max_retries: 3,
+        base_delay: Duration::from_millis(5),
+        max_delay: Duration::from_millis(200),
+    };
+    c
+}
+
+fn retry_events(rec: &Recorder) -> Vec<String> {
+    rec.all()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AutoRetryStart { attempt, .. } => Some(format!("retry {attempt}")),
+            AgentEvent::AutoRetryEnd { success, .. } => Some(format!("end {success}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn transient_failures_before_content_are_retried_quietly() {
+    let p = scripts(vec![
+        reply::transient_error(&[], &[], "429 rate limited", Some(30)),
+        reply::transient_error(&[], &[], "529 overloaded", None),
+        reply::text("finally"),
+    ]);
+    let started = Instant::now();
+    let (rec, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
+    let out = out.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(30),
+        "Retry-After honoured"
+    );
+    assert_eq!(p.request_count(), 3);
+    assert_eq!(retry_events(&rec), ["retry 1", "retry 2", "end true"]);
+    assert_eq!(
+        rec.count("message_start"),
+        2,
+        "no message for attempts that never started"
+    );
+    let roles: Vec<_> = out
+        .new_messages()
+        .iter()
+        .map(|m| m.role().to_string())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(rec.count("turn_start"), 1, "retries stay inside the turn");
+}
+
+#[tokio::test]
+async fn a_failure_after_content_is_shown_then_retried_without_replaying_it() {
+    let p = scripts(vec![
+        reply::transient_error(&["half an ans"], &[], "connection reset by peer", None),
+        reply::text("full answer"),
+        reply::text("second"),
+    ]);
+    let (rec, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
+    let out = out.unwrap();
+    let ends: Vec<_> = rec
+        .all()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageEnd { message } => message.as_assistant().cloned(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 2);
+    assert!(ends[0].is_retried_attempt());
+    assert_eq!(ends[0].text(), "half an ans");
+    assert_eq!(ends[1].text(), "full answer");
+    assert_eq!(
+        out.new_messages().len(),
+        2,
+        "the failed attempt is not in the context"
+    );
+    assert_eq!(
+        request_roles(&p, 1),
+        ["user"],
+        "the retry does not send the partial"
+    );
+}
+
+#[tokio::test]
+async fn retries_stop_after_the_limit_and_non_transient_errors_are_not_retried() {
+    let p = scripts(
+        (0..5)
+            .map(|_| reply::transient_error(&[], &[], "503 unavailable", None))
+            .collect(),
+    );
+    let (rec, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(p.request_count(), 4, "one attempt and three retries");
+    assert_eq!(
+        retry_events(&rec),
+        ["retry 1", "retry 2", "retry 3", "end false"]
+    );
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert_eq!(last.error_message.as_deref(), Some("503 unavailable"));
+
+    let p = scripts(vec![
+        reply::error(&[], &[], "401 invalid key"),
+        reply::text("never"),
+    ]);
+    let (rec, _) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
+    assert_eq!(p.request_count(), 1);
+    assert!(retry_events(&rec).is_empty());
+}
+
+#[tokio::test]
+async fn an_abort_during_the_retry_wait_ends_the_run_at_once() {
+    let p = scripts(vec![
+        reply::transient_error(&[], &[], "429", Some(10_000)),
+        reply::text("never"),
+    ]);
+    let mut c = config(&p, vec![]);
+    c.retry.max_delay = Duration::from_secs(60);
+    let signal = AbortSignal::new();
+    let s2 = signal.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        s2.abort(AbortReason::Message("Esc".into()));
+    });
+    let started = Instant::now();
+    let (_, out) = run_with_signal(c, "go", vec![], signal).await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let last = out
+        .unwrap()
+        .new_messages()
+        .last()
+        .unwrap()
+        .as_assistant()
+        .unwrap()
+        .clone();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+    assert_eq!(p.request_count(), 1);
+}
+
+#[tokio::test]
+async fn complete_tool_calls_are_salvaged_instead_of_retried() {
+    let tool = TestTool::echo("echo");
+    let calls = tool.calls.clone();
+    let p = scripts(vec![
+        reply::transient_error(
+            &[],
+            &[reply::call("c1", "echo", json!({}))],
+            "stream_read_error: reset",
+            None,
+        ),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(fast_retries(config(&p, vec![tool.arc()])), "go", vec![]).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(retry_events(&rec).is_empty());
+}

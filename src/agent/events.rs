@@ -66,6 +66,20 @@ pub enum AgentEvent {
         result: ToolOutput,
         is_error: bool,
     },
+    /// A model call failed with a transient error and will be retried after `delay_ms`.
+    AutoRetryStart {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
+    /// The retried call finished: it succeeded, or the last attempt failed with `final_error`.
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        final_error: Option<String>,
+    },
     /// The queued steering and follow-up messages changed (emitted by the `Agent` facade).
     QueueUpdate {
         steering: Vec<String>,
@@ -87,6 +101,8 @@ impl AgentEvent {
             AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
             AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentEvent::AutoRetryStart { .. } => "auto_retry_start",
+            AgentEvent::AutoRetryEnd { .. } => "auto_retry_end",
             AgentEvent::QueueUpdate { .. } => "queue_update",
         }
     }

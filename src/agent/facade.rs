@@ -95,6 +95,7 @@ pub struct AgentSettings {
     pub intent_tracing: bool,
     pub prune_tool_descriptions: bool,
     pub telemetry: bool,
+    pub retry: super::hooks::RetryPolicy,
     pub deadline: Option<std::time::Instant>,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
@@ -118,6 +119,7 @@ impl AgentSettings {
             intent_tracing: false,
             prune_tool_descriptions: false,
             telemetry: false,
+            retry: super::hooks::RetryPolicy::default(),
             deadline: None,
             hooks: Arc::new(NoHooks),
         }
@@ -476,6 +478,7 @@ impl Agent {
             prune_tool_descriptions: s.prune_tool_descriptions,
             deadline: s.deadline,
             telemetry: s.telemetry,
+            retry: s.retry,
             append_only: None,
             hooks: Arc::new(FacadeHooks {
                 agent: self.clone(),

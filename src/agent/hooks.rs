@@ -299,6 +299,46 @@ pub struct NoHooks;
 
 impl LoopHooks for NoHooks {}
 
+/// How transient model-call failures are retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 disables retrying).
+    pub max_retries: u32,
+    /// First backoff; doubled each retry, with ±25 % jitter.
+    pub base_delay: std::time::Duration,
+    /// Longest wait, also the cap on a server's `Retry-After`.
+    pub max_delay: std::time::Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            base_delay: std::time::Duration::from_secs(1),
+            max_delay: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32, retry_after_ms: Option<u64>) -> std::time::Duration {
+        if let Some(ms) = retry_after_ms {
+            return std::time::Duration::from_millis(ms).min(self.max_delay);
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        // Jitter from the clock's low bits: enough to spread clients, no RNG needed.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let factor = 0.75 + f64::from(nanos % 1000) / 2000.0;
+        exp.mul_f64(factor).min(self.max_delay)
+    }
+}
+
 /// What is fixed for one run.
 #[derive(Clone)]
 pub struct LoopConfig {
@@ -320,6 +360,7 @@ pub struct LoopConfig {
     pub deadline: Option<Instant>,
     /// Collect a run summary and coverage (delivered with `agent_end`).
     pub telemetry: bool,
+    pub retry: RetryPolicy,
     /// Keep provider messages in an append-only log so the prompt cache stays warm.
     pub append_only: Option<Arc<std::sync::Mutex<super::append_only::AppendOnlyContext>>>,
     pub hooks: Arc<dyn LoopHooks>,
@@ -343,6 +384,7 @@ impl LoopConfig {
             prune_tool_descriptions: false,
             deadline: None,
             telemetry: false,
+            retry: RetryPolicy::default(),
             append_only: None,
             hooks: Arc::new(NoHooks),
         }

@@ -43,7 +43,9 @@ pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
         .filter_map(|m| match m {
             AgentMessage::Llm(Message::User(u)) => Some(Message::User(u.clone())),
             AgentMessage::Llm(Message::ToolResult(r)) => Some(Message::ToolResult(r.clone())),
-            AgentMessage::Llm(Message::Assistant(a)) if !a.is_provider_refusal() => {
+            AgentMessage::Llm(Message::Assistant(a))
+                if !a.is_provider_refusal() && !a.is_retried_attempt() =>
+            {
                 Some(Message::Assistant(a.clone()))
             }
             _ => None,

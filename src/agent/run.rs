@@ -139,6 +139,17 @@ pub fn check_continuable(context: &[AgentMessage]) -> Result<(), LoopError> {
     }
 }
 
+/// How one provider call ended.
+enum Attempt {
+    Aborted(AssistantMessage),
+    Final {
+        message: AssistantMessage,
+        started_emitted: bool,
+        completed: Vec<String>,
+        started: Instant,
+    },
+}
+
 /// Kills the deadline timer when the run ends.
 struct TimerGuard(Option<tokio::task::JoinHandle<()>>);
 
@@ -752,8 +763,75 @@ impl Run {
         &mut self,
         context: LlmContext,
     ) -> Result<AssistantMessage, LoopError> {
+        let mut attempt: u32 = 0;
+        loop {
+            let outcome = self.stream_attempt(context.clone()).await?;
+            let (message, started_emitted, completed, started) = match outcome {
+                Attempt::Aborted(m) => return Ok(m),
+                Attempt::Final {
+                    message,
+                    started_emitted,
+                    completed,
+                    started,
+                } => (message, started_emitted, completed, started),
+            };
+            let mut message = message;
+            let retryable = message.stop_reason == StopReason::Error
+                && message.transient.is_some()
+                && attempt < self.cfg.retry.max_retries
+                && !self.aborted();
+            if retryable {
+                retain_completed_tool_calls(&mut message, &completed);
+                salvage_interrupted_tool_turn(&mut message, &self.tools);
+            }
+            if retryable && message.stop_reason == StopReason::Error {
+                attempt += 1;
+                let error_text = message.error_message.clone().unwrap_or_default();
+                if started_emitted {
+                    // Show the failed attempt, but keep it out of what the model sees.
+                    message.stop_details = Some(StopDetails {
+                        kind: super::types::STOP_RETRIED.to_string(),
+                        category: None,
+                        explanation: message.error_message.clone(),
+                    });
+                    self.sink.emit(AgentEvent::MessageEnd {
+                        message: message.clone().into(),
+                    });
+                }
+                let retry_after = message.transient.as_ref().and_then(|t| t.retry_after_ms);
+                let delay = self.cfg.retry.delay(attempt, retry_after);
+                self.sink.emit(AgentEvent::AutoRetryStart {
+                    attempt,
+                    max_attempts: self.cfg.retry.max_retries,
+                    delay_ms: delay.as_millis() as u64,
+                    error_message: error_text,
+                });
+                let signal = self.signal.clone();
+                tokio::select! {
+                    _ = signal.cancelled() => return Ok(self.finish_aborted(None, &[])),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+                continue;
+            }
+            if attempt > 0 {
+                let success = message.stop_reason != StopReason::Error;
+                self.sink.emit(AgentEvent::AutoRetryEnd {
+                    success,
+                    attempt,
+                    final_error: (!success)
+                        .then(|| message.error_message.clone().unwrap_or_default()),
+                });
+            }
+            return self
+                .finish(message, started_emitted, &completed, started)
+                .await;
+        }
+    }
+
+    /// One provider call, streamed to the end (or to an abort).
+    async fn stream_attempt(&mut self, context: LlmContext) -> Result<Attempt, LoopError> {
         if self.aborted() {
-            return Ok(self.finish_aborted(None, &[]));
+            return Ok(Attempt::Aborted(self.finish_aborted(None, &[])));
         }
         let request = ProviderRequest {
             model: self.model.clone(),
@@ -776,7 +854,7 @@ impl Run {
             };
             let Some(next) = next else {
                 drop(stream); // closes the connection now
-                return Ok(self.finish_aborted(builder, &completed));
+                return Ok(Attempt::Aborted(self.finish_aborted(builder, &completed)));
             };
             let event = match next {
                 None => {
@@ -794,9 +872,12 @@ impl Run {
             match event {
                 StreamEvent::Done { message, .. } | StreamEvent::Error { error: message, .. } => {
                     drop(stream);
-                    return self
-                        .finish(message, builder.is_some(), &completed, started)
-                        .await;
+                    return Ok(Attempt::Final {
+                        message,
+                        started_emitted: builder.is_some(),
+                        completed,
+                        started,
+                    });
                 }
                 StreamEvent::Start { ref partial } => match &mut builder {
                     None => {

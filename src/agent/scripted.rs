@@ -254,6 +254,27 @@ pub mod reply {
         steps
     }
 
+    /// A retryable failure (rate limit, overload, dropped stream) after the given content.
+    pub fn transient_error(
+        pieces: &[&str],
+        calls: &[ToolCall],
+        error_message: &str,
+        retry_after_ms: Option<u64>,
+    ) -> Script {
+        let (mut steps, mut message) = open(pieces, calls);
+        if pieces.is_empty() && calls.is_empty() {
+            steps.clear(); // failed before the response started
+        }
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some(error_message.to_string());
+        message.transient = Some(crate::agent::types::TransientError { retry_after_ms });
+        steps.push(Step::Event(StreamEvent::Error {
+            reason: StopReason::Error,
+            error: message,
+        }));
+        steps
+    }
+
     /// A reply that fails in-band with `error` after the given content.
     pub fn error(pieces: &[&str], calls: &[ToolCall], error_message: &str) -> Script {
         let (mut steps, mut message) = open(pieces, calls);

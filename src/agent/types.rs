@@ -224,6 +224,8 @@ pub const STOP_PAUSE_TURN: &str = "pause_turn";
 pub const STOP_REFUSAL: &str = "refusal";
 /// `stopDetails.type` of a provider "sensitive content" stop.
 pub const STOP_SENSITIVE: &str = "sensitive";
+/// `stopDetails.type` of a failed attempt that was retried: shown, never replayed.
+pub const STOP_RETRIED: &str = "retried_error";
 /// `stopDetails.type` the loop sets when a stream broke after some content was complete.
 pub const STREAM_INTERRUPTED_AFTER_CONTENT: &str = "stream_interrupted_after_content";
 
@@ -282,6 +284,17 @@ pub struct AssistantMessage {
     pub duration: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft: Option<u64>,
+    /// Set by a provider on an error that is worth retrying (rate limit, overload, server
+    /// error, dropped or idle connection). Not persisted.
+    #[serde(skip)]
+    pub transient: Option<TransientError>,
+}
+
+/// What a provider knows about a retryable failure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransientError {
+    /// The server's `Retry-After`, if it sent one.
+    pub retry_after_ms: Option<u64>,
 }
 
 impl AssistantMessage {
@@ -322,6 +335,11 @@ impl AssistantMessage {
 
     /// A provider refusal: an error stop whose detail says `refusal` or `sensitive`.
     /// Such a message is kept in the transcript but never replayed to a provider.
+    /// A failed attempt the loop retried; it stays in the transcript but is never replayed.
+    pub fn is_retried_attempt(&self) -> bool {
+        self.stop_detail_kind() == Some(STOP_RETRIED)
+    }
+
     pub fn is_provider_refusal(&self) -> bool {
         self.stop_reason == StopReason::Error
             && matches!(self.stop_detail_kind(), Some(STOP_REFUSAL | STOP_SENSITIVE))
