@@ -7,3 +7,4 @@
 #![allow(clippy::large_enum_variant)]
 
 pub mod agent;
+pub mod provider;

@@ -2,6 +2,8 @@
 //! one-call way to run the loop against the scripted provider.
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -254,4 +256,28 @@ pub fn request_roles(p: &ScriptedProvider, i: usize) -> Vec<String> {
         .iter()
         .map(|m| m.role().to_string())
         .collect()
+}
+
+/// Providers pointed at a test server, with a test key for every provider.
+pub fn http_providers(server: &server::TestServer, provider: &str) -> pi::provider::Providers {
+    let mut catalog = pi::provider::catalog::Catalog::builtin(&|_| None);
+    let mut info = catalog.provider(provider).unwrap().clone();
+    info.base_url = match info.api {
+        pi::provider::catalog::Api::AnthropicMessages => server.url.clone(),
+        _ => format!("{}/v1", server.url),
+    };
+    catalog.upsert_provider(info);
+    let env: pi::provider::EnvLookup =
+        Arc::new(|k: &str| k.ends_with("_API_KEY").then(|| "test-key-123".to_string()));
+    pi::provider::Providers::new(Arc::new(catalog), None, env)
+}
+
+/// Run one provider request to its end and collect the events.
+pub async fn collect(
+    provider: &dyn pi::agent::stream::Provider,
+    request: pi::agent::stream::ProviderRequest,
+) -> Vec<pi::agent::stream::StreamEvent> {
+    use futures::StreamExt;
+    let stream = provider.stream(request, tokio_util::sync::CancellationToken::new());
+    stream.filter_map(|r| async move { r.ok() }).collect().await
 }

@@ -1,0 +1,684 @@
+//! The model catalogue: which models exist, where they live, what they cost.
+//!
+//! Built-in entries cover the current Anthropic and OpenAI models and the usual
+//! OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral, local Ollama and
+//! llama.cpp). Custom providers and models (from `config.toml`) are added on top; overriding a
+//! built-in provider's base URL keeps its models. A model id the catalogue does not know is still
+//! usable on a known provider: [`Catalog::resolve`] builds an entry with default limits and says
+//! so, so new models work on the day they ship.
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::stream::Model;
+use crate::agent::types::{Cost, Usage};
+
+/// The wire protocol of a provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Api {
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::OpenAiCompletions => "openai-completions",
+            Api::OpenAiResponses => "openai-responses",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Api> {
+        match s {
+            "anthropic-messages" | "anthropic" => Some(Api::AnthropicMessages),
+            "openai-completions" | "openai-chat" | "chat-completions" => {
+                Some(Api::OpenAiCompletions)
+            }
+            "openai-responses" | "responses" => Some(Api::OpenAiResponses),
+            _ => None,
+        }
+    }
+}
+
+/// Prices in dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Pricing {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+impl Pricing {
+    /// The cost of a response's usage.
+    pub fn cost(&self, usage: &Usage) -> Cost {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        let input = per(usage.input, self.input);
+        let output = per(usage.output, self.output);
+        let cache_read = per(usage.cache_read, self.cache_read);
+        let cache_write = per(usage.cache_write, self.cache_write);
+        Cost {
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total: input + output + cache_read + cache_write,
+        }
+    }
+}
+
+/// Differences between OpenAI-compatible servers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Compat {
+    /// Send instructions as `developer` (OpenAI reasoning models) rather than `system`.
+    pub supports_developer_role: bool,
+    /// Accepts `reasoning_effort`.
+    pub supports_reasoning_effort: bool,
+    /// Sends usage in the stream when asked with `stream_options.include_usage`.
+    pub supports_usage_in_streaming: bool,
+    /// `max_completion_tokens` (OpenAI) or `max_tokens` (most others).
+    pub max_tokens_field: String,
+    /// Accepts `store: false` (Responses API).
+    pub supports_store: bool,
+}
+
+impl Default for Compat {
+    fn default() -> Self {
+        Compat {
+            supports_developer_role: false,
+            supports_reasoning_effort: false,
+            supports_usage_in_streaming: true,
+            max_tokens_field: "max_tokens".into(),
+            supports_store: true,
+        }
+    }
+}
+
+impl Compat {
+    fn openai() -> Self {
+        Compat {
+            supports_developer_role: true,
+            supports_reasoning_effort: true,
+            supports_usage_in_streaming: true,
+            max_tokens_field: "max_completion_tokens".into(),
+            supports_store: true,
+        }
+    }
+}
+
+/// A provider: where it lives and how to reach it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProviderInfo {
+    pub id: String,
+    pub api: Api,
+    pub base_url: String,
+    /// Environment variable holding the key.
+    pub key_env: Option<String>,
+    /// A key given in config (literal, env var name or `!command`, resolved by `keys`).
+    pub key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub compat: Compat,
+    /// Local servers need no key.
+    pub keyless: bool,
+}
+
+/// Everything known about one model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelInfo {
+    pub id: String,
+    pub name: String,
+    pub provider: String,
+    pub api: Api,
+    pub base_url: String,
+    pub context_window: u64,
+    pub max_tokens: u64,
+    pub reasoning: bool,
+    pub images: bool,
+    pub pricing: Pricing,
+    pub headers: Vec<(String, String)>,
+    pub compat: Compat,
+}
+
+impl ModelInfo {
+    /// The loop's view of the model.
+    pub fn to_model(&self) -> Model {
+        Model {
+            id: self.id.clone(),
+            provider: self.provider.clone(),
+            api: self.api.as_str().to_string(),
+            reasoning: self.reasoning,
+            context_window: self.context_window,
+            max_tokens: self.max_tokens,
+        }
+    }
+}
+
+/// Defaults for a model the catalogue does not list.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub const DEFAULT_MAX_TOKENS: u64 = 16_384;
+
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    providers: Vec<ProviderInfo>,
+    models: Vec<ModelInfo>,
+}
+
+struct Builtin {
+    id: &'static str,
+    name: &'static str,
+    context: u64,
+    max_out: u64,
+    reasoning: bool,
+    images: bool,
+    price: [f64; 4],
+}
+
+const ANTHROPIC_MODELS: &[Builtin] = &[
+    Builtin {
+        id: "claude-opus-4-5",
+        name: "Claude Opus 4.5",
+        context: 200_000,
+        max_out: 64_000,
+        reasoning: true,
+        images: true,
+        price: [5.0, 25.0, 0.5, 6.25],
+    },
+    Builtin {
+        id: "claude-sonnet-4-5",
+        name: "Claude Sonnet 4.5",
+        context: 200_000,
+        max_out: 64_000,
+        reasoning: true,
+        images: true,
+        price: [3.0, 15.0, 0.3, 3.75],
+    },
+    Builtin {
+        id: "claude-haiku-4-5",
+        name: "Claude Haiku 4.5",
+        context: 200_000,
+        max_out: 64_000,
+        reasoning: true,
+        images: true,
+        price: [1.0, 5.0, 0.1, 1.25],
+    },
+    Builtin {
+        id: "claude-opus-4-1",
+        name: "Claude Opus 4.1",
+        context: 200_000,
+        max_out: 32_000,
+        reasoning: true,
+        images: true,
+        price: [15.0, 75.0, 1.5, 18.75],
+    },
+    Builtin {
+        id: "claude-sonnet-4-0",
+        name: "Claude Sonnet 4",
+        context: 200_000,
+        max_out: 64_000,
+        reasoning: true,
+        images: true,
+        price: [3.0, 15.0, 0.3, 3.75],
+    },
+];
+
+const OPENAI_MODELS: &[Builtin] = &[
+    Builtin {
+        id: "gpt-5.1",
+        name: "GPT-5.1",
+        context: 400_000,
+        max_out: 128_000,
+        reasoning: true,
+        images: true,
+        price: [1.25, 10.0, 0.125, 0.0],
+    },
+    Builtin {
+        id: "gpt-5",
+        name: "GPT-5",
+        context: 400_000,
+        max_out: 128_000,
+        reasoning: true,
+        images: true,
+        price: [1.25, 10.0, 0.125, 0.0],
+    },
+    Builtin {
+        id: "gpt-5-mini",
+        name: "GPT-5 mini",
+        context: 400_000,
+        max_out: 128_000,
+        reasoning: true,
+        images: true,
+        price: [0.25, 2.0, 0.025, 0.0],
+    },
+    Builtin {
+        id: "gpt-5-nano",
+        name: "GPT-5 nano",
+        context: 400_000,
+        max_out: 128_000,
+        reasoning: true,
+        images: true,
+        price: [0.05, 0.4, 0.005, 0.0],
+    },
+    Builtin {
+        id: "gpt-4.1",
+        name: "GPT-4.1",
+        context: 1_047_576,
+        max_out: 32_768,
+        reasoning: false,
+        images: true,
+        price: [2.0, 8.0, 0.5, 0.0],
+    },
+    Builtin {
+        id: "gpt-4.1-mini",
+        name: "GPT-4.1 mini",
+        context: 1_047_576,
+        max_out: 32_768,
+        reasoning: false,
+        images: true,
+        price: [0.4, 1.6, 0.1, 0.0],
+    },
+    Builtin {
+        id: "gpt-4o",
+        name: "GPT-4o",
+        context: 128_000,
+        max_out: 16_384,
+        reasoning: false,
+        images: true,
+        price: [2.5, 10.0, 1.25, 0.0],
+    },
+    Builtin {
+        id: "o3",
+        name: "o3",
+        context: 200_000,
+        max_out: 100_000,
+        reasoning: true,
+        images: true,
+        price: [2.0, 8.0, 0.5, 0.0],
+    },
+    Builtin {
+        id: "o4-mini",
+        name: "o4-mini",
+        context: 200_000,
+        max_out: 100_000,
+        reasoning: true,
+        images: true,
+        price: [1.1, 4.4, 0.275, 0.0],
+    },
+];
+
+/// A built-in provider: id, api, default base URL, base-URL env override, key env, keyless.
+type BuiltinProvider = (
+    &'static str,
+    Api,
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    bool,
+);
+
+const PROVIDERS: &[BuiltinProvider] = &[
+    (
+        "anthropic",
+        Api::AnthropicMessages,
+        "https://api.anthropic.com",
+        Some("ANTHROPIC_BASE_URL"),
+        Some("ANTHROPIC_API_KEY"),
+        false,
+    ),
+    (
+        "openai",
+        Api::OpenAiResponses,
+        "https://api.openai.com/v1",
+        Some("OPENAI_BASE_URL"),
+        Some("OPENAI_API_KEY"),
+        false,
+    ),
+    (
+        "openrouter",
+        Api::OpenAiCompletions,
+        "https://openrouter.ai/api/v1",
+        None,
+        Some("OPENROUTER_API_KEY"),
+        false,
+    ),
+    (
+        "groq",
+        Api::OpenAiCompletions,
+        "https://api.groq.com/openai/v1",
+        None,
+        Some("GROQ_API_KEY"),
+        false,
+    ),
+    (
+        "deepseek",
+        Api::OpenAiCompletions,
+        "https://api.deepseek.com/v1",
+        None,
+        Some("DEEPSEEK_API_KEY"),
+        false,
+    ),
+    (
+        "cerebras",
+        Api::OpenAiCompletions,
+        "https://api.cerebras.ai/v1",
+        None,
+        Some("CEREBRAS_API_KEY"),
+        false,
+    ),
+    (
+        "xai",
+        Api::OpenAiCompletions,
+        "https://api.x.ai/v1",
+        None,
+        Some("XAI_API_KEY"),
+        false,
+    ),
+    (
+        "mistral",
+        Api::OpenAiCompletions,
+        "https://api.mistral.ai/v1",
+        None,
+        Some("MISTRAL_API_KEY"),
+        false,
+    ),
+    (
+        "ollama",
+        Api::OpenAiCompletions,
+        "http://127.0.0.1:11434/v1",
+        None,
+        None,
+        true,
+    ),
+    (
+        "llamacpp",
+        Api::OpenAiCompletions,
+        "http://127.0.0.1:8080/v1",
+        None,
+        None,
+        true,
+    ),
+];
+
+impl Catalog {
+    /// The built-in catalogue. `env` reads environment variables (base-URL overrides).
+    pub fn builtin(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let mut c = Catalog::default();
+        for (id, api, url, url_env, key_env, keyless) in PROVIDERS {
+            let base_url = url_env
+                .and_then(env)
+                .filter(|u| !u.trim().is_empty())
+                .unwrap_or_else(|| url.to_string());
+            let compat = if *id == "openai" {
+                Compat::openai()
+            } else {
+                Compat::default()
+            };
+            c.providers.push(ProviderInfo {
+                id: id.to_string(),
+                api: *api,
+                base_url: base_url.trim_end_matches('/').to_string(),
+                key_env: key_env.map(str::to_string),
+                key: None,
+                headers: Vec::new(),
+                compat,
+                keyless: *keyless,
+            });
+        }
+        for (provider, list) in [("anthropic", ANTHROPIC_MODELS), ("openai", OPENAI_MODELS)] {
+            for b in list {
+                let Some(p) = c.provider(provider).cloned() else {
+                    continue;
+                };
+                c.models.push(ModelInfo {
+                    id: b.id.to_string(),
+                    name: b.name.to_string(),
+                    provider: provider.to_string(),
+                    api: p.api,
+                    base_url: p.base_url.clone(),
+                    context_window: b.context,
+                    max_tokens: b.max_out,
+                    reasoning: b.reasoning,
+                    images: b.images,
+                    pricing: Pricing {
+                        input: b.price[0],
+                        output: b.price[1],
+                        cache_read: b.price[2],
+                        cache_write: b.price[3],
+                    },
+                    headers: Vec::new(),
+                    compat: p.compat.clone(),
+                });
+            }
+        }
+        c
+    }
+
+    pub fn providers(&self) -> &[ProviderInfo] {
+        &self.providers
+    }
+
+    pub fn models(&self) -> &[ModelInfo] {
+        &self.models
+    }
+
+    pub fn provider(&self, id: &str) -> Option<&ProviderInfo> {
+        self.providers.iter().find(|p| p.id == id)
+    }
+
+    /// Add or replace a provider. Models of a replaced provider follow its new address.
+    pub fn upsert_provider(&mut self, info: ProviderInfo) {
+        for m in self.models.iter_mut().filter(|m| m.provider == info.id) {
+            m.base_url = info.base_url.clone();
+            m.api = info.api;
+            m.headers = info.headers.clone();
+            m.compat = info.compat.clone();
+        }
+        match self.providers.iter_mut().find(|p| p.id == info.id) {
+            Some(p) => *p = info,
+            None => self.providers.push(info),
+        }
+    }
+
+    /// Add or replace a model (by provider and id).
+    pub fn upsert_model(&mut self, model: ModelInfo) {
+        match self
+            .models
+            .iter_mut()
+            .find(|m| m.provider == model.provider && m.id == model.id)
+        {
+            Some(m) => *m = model,
+            None => self.models.push(model),
+        }
+    }
+
+    pub fn find(&self, provider: &str, id: &str) -> Option<&ModelInfo> {
+        self.models
+            .iter()
+            .find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// The model for `provider`/`id`. An id the catalogue does not list gets default limits on
+    /// a known provider; the second value is a warning to show in that case.
+    pub fn resolve(&self, provider: &str, id: &str) -> Result<(ModelInfo, Option<String>), String> {
+        if let Some(m) = self.find(provider, id) {
+            return Ok((m.clone(), None));
+        }
+        let Some(p) = self.provider(provider) else {
+            let known: Vec<&str> = self.providers.iter().map(|p| p.id.as_str()).collect();
+            return Err(format!(
+                "unknown provider `{provider}` (known: {})",
+                known.join(", ")
+            ));
+        };
+        let info = ModelInfo {
+            id: id.to_string(),
+            name: id.to_string(),
+            provider: provider.to_string(),
+            api: p.api,
+            base_url: p.base_url.clone(),
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            reasoning: false,
+            images: false,
+            pricing: Pricing::default(),
+            headers: p.headers.clone(),
+            compat: p.compat.clone(),
+        };
+        let warning = (!p.keyless).then(|| {
+            format!(
+                "model `{id}` is not in the catalogue for `{provider}`: using it as given with a \
+                 {DEFAULT_CONTEXT_WINDOW}-token window and no price information"
+            )
+        });
+        Ok((info, warning))
+    }
+
+    /// Models whose provider, id or name contains `search` (case-insensitive), sorted.
+    pub fn search(&self, search: Option<&str>) -> Vec<&ModelInfo> {
+        let needle = search.map(str::to_lowercase);
+        let mut out: Vec<&ModelInfo> = self
+            .models
+            .iter()
+            .filter(|m| match &needle {
+                None => true,
+                Some(n) => format!("{}/{} {}", m.provider, m.id, m.name)
+                    .to_lowercase()
+                    .contains(n.as_str()),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.provider, &a.id).cmp(&(&b.provider, &b.id)));
+        out
+    }
+}
+
+/// A table for `pi --list-models`.
+pub fn format_model_table(models: &[&ModelInfo]) -> String {
+    let mut rows = vec![[
+        "provider/model".to_string(),
+        "context".to_string(),
+        "max out".to_string(),
+        "thinking".to_string(),
+        "images".to_string(),
+        "$/M in".to_string(),
+        "$/M out".to_string(),
+    ]];
+    for m in models {
+        let k = |n: u64| {
+            if n >= 1000 {
+                format!("{}K", n / 1000)
+            } else {
+                n.to_string()
+            }
+        };
+        rows.push([
+            format!("{}/{}", m.provider, m.id),
+            k(m.context_window),
+            k(m.max_tokens),
+            if m.reasoning { "yes" } else { "no" }.to_string(),
+            if m.images { "yes" } else { "no" }.to_string(),
+            format!("{:.2}", m.pricing.input),
+            format!("{:.2}", m.pricing.output),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn builtin_models_resolve_and_unknown_ids_get_defaults() {
+        let c = Catalog::builtin(&no_env);
+        let (m, warn) = c.resolve("anthropic", "claude-sonnet-4-5").unwrap();
+        assert_eq!(m.api, Api::AnthropicMessages);
+        assert!(warn.is_none());
+        let (m, warn) = c.resolve("openai", "gpt-9-turbo").unwrap();
+        assert_eq!(m.context_window, DEFAULT_CONTEXT_WINDOW);
+        assert!(warn.unwrap().contains("gpt-9-turbo"));
+        let (_, warn) = c.resolve("ollama", "qwen3:8b").unwrap();
+        assert!(warn.is_none(), "local servers list their own models");
+        assert!(
+            c.resolve("nowhere", "x")
+                .unwrap_err()
+                .contains("unknown provider")
+        );
+    }
+
+    #[test]
+    fn base_url_env_overrides_move_builtin_providers() {
+        let env = |k: &str| (k == "ANTHROPIC_BASE_URL").then(|| "http://127.0.0.1:9/".to_string());
+        let c = Catalog::builtin(&env);
+        assert_eq!(
+            c.find("anthropic", "claude-haiku-4-5").unwrap().base_url,
+            "http://127.0.0.1:9"
+        );
+        assert_eq!(
+            c.provider("openai").unwrap().base_url,
+            "https://api.openai.com/v1"
+        );
+    }
+
+    #[test]
+    fn cost_follows_usage_and_prices() {
+        let p = Pricing {
+            input: 3.0,
+            output: 15.0,
+            cache_read: 0.3,
+            cache_write: 3.75,
+        };
+        let u = Usage {
+            input: 1_000_000,
+            output: 100_000,
+            cache_read: 2_000_000,
+            cache_write: 0,
+            ..Default::default()
+        };
+        let c = p.cost(&u);
+        assert!((c.total - (3.0 + 1.5 + 0.6)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn search_and_table() {
+        let c = Catalog::builtin(&no_env);
+        let found = c.search(Some("HAIKU"));
+        assert_eq!(found.len(), 1);
+        let table = format_model_table(&found);
+        assert!(table.starts_with("provider/model"));
+        assert!(table.contains("anthropic/claude-haiku-4-5"));
+    }
+
+    #[test]
+    fn overriding_a_provider_moves_its_models() {
+        let mut c = Catalog::builtin(&no_env);
+        let mut p = c.provider("openai").unwrap().clone();
+        p.base_url = "http://proxy.local/v1".into();
+        c.upsert_provider(p);
+        assert_eq!(
+            c.find("openai", "gpt-5").unwrap().base_url,
+            "http://proxy.local/v1"
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! Model providers over HTTP: Anthropic Messages, OpenAI Chat Completions (and every
+//! compatible server), and OpenAI Responses.
+//!
+//! [`Providers`] is the loop's [`Provider`]: for each request it looks the model up in the
+//! [`Catalog`], resolves the key, lets the model's wire format build the HTTP request, and
+//! streams the answer through [`http::stream_call`], which turns SSE into the loop's events.
+//! Wire formats live one per module and know nothing of the network; the HTTP layer knows
+//! nothing of any format.
+
+pub mod anthropic;
+pub mod catalog;
+pub mod emit;
+pub mod http;
+pub mod keys;
+pub mod openai_completions;
+pub mod openai_responses;
+pub mod sse;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::stream::{EventStream, Provider, ProviderRequest, StreamEvent};
+use catalog::{Api, Catalog, ModelInfo};
+use emit::MessageStream;
+use http::HttpSettings;
+use wire::WireApi;
+
+/// Reads an environment variable (injectable for tests).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment.
+pub fn process_env() -> EnvLookup {
+    Arc::new(|k| std::env::var(k).ok())
+}
+
+/// Default for [`Providers::idle_timeout`]: five minutes without a byte is a dropped stream.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The wire format for an API.
+pub fn wire_api(api: Api) -> Arc<dyn WireApi> {
+    match api {
+        Api::AnthropicMessages => Arc::new(anthropic::AnthropicMessages),
+        Api::OpenAiCompletions => Arc::new(openai_completions::ChatCompletions),
+        Api::OpenAiResponses => Arc::new(openai_responses::Responses),
+    }
+}
+
+/// Every configured provider behind one [`Provider`].
+pub struct Providers {
+    catalog: Arc<Catalog>,
+    cli_key: Option<String>,
+    env: EnvLookup,
+    idle_timeout: Duration,
+    client: OnceLock<Result<reqwest::Client, String>>,
+    keys: Mutex<HashMap<String, Option<String>>>,
+}
+
+impl Providers {
+    pub fn new(catalog: Arc<Catalog>, cli_key: Option<String>, env: EnvLookup) -> Self {
+        Providers {
+            catalog,
+            cli_key,
+            env,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            client: OnceLock::new(),
+            keys: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    fn client(&self) -> Result<reqwest::Client, String> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(30))
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| format!("could not set up HTTPS: {e}"))
+            })
+            .clone()
+    }
+
+    /// The key for a provider, resolved once (a `!command` runs once per process).
+    pub fn key_for(&self, provider: &str) -> Result<Option<String>, String> {
+        let mut cache = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = cache.get(provider) {
+            return Ok(k.clone());
+        }
+        let Some(info) = self.catalog.provider(provider) else {
+            return Ok(self.cli_key.clone());
+        };
+        let env = self.env.clone();
+        let key = keys::resolve_key(info, self.cli_key.as_deref(), &move |k| env(k))?;
+        cache.insert(provider.to_string(), key.clone());
+        Ok(key)
+    }
+
+    fn prepare(&self, request: &ProviderRequest) -> Result<(ModelInfo, Option<String>), String> {
+        let (model, _warning) = self
+            .catalog
+            .resolve(&request.model.provider, &request.model.id)?;
+        let key = self.key_for(&model.provider)?;
+        let keyless = self
+            .catalog
+            .provider(&model.provider)
+            .is_some_and(|p| p.keyless);
+        if key.is_none() && !keyless {
+            let help = match self.catalog.provider(&model.provider) {
+                Some(p) => keys::missing_key_help(p),
+                None => format!("No API key for `{}`.", model.provider),
+            };
+            return Err(help);
+        }
+        Ok((model, key))
+    }
+}
+
+impl Provider for Providers {
+    fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> EventStream {
+        let prepared = self.prepare(&request).and_then(|(model, key)| {
+            let api = wire_api(model.api);
+            let http_request = api.build(&model, &request, key.as_deref())?;
+            let client = self.client()?;
+            Ok((model, api, http_request, client))
+        });
+        match prepared {
+            Ok((model, api, http_request, client)) => {
+                let settings = HttpSettings {
+                    client,
+                    idle_timeout: self.idle_timeout,
+                };
+                http::stream_call(&settings, api, model, http_request, cancel)
+            }
+            Err(message) => {
+                let (model, _) = self
+                    .catalog
+                    .resolve(&request.model.provider, &request.model.id)
+                    .unwrap_or_else(|_| (fallback_model(&request), None));
+                let mut out = MessageStream::new(&model);
+                out.fail(&message, None, None);
+                let events: Vec<_> = out.drain().into_iter().map(Ok::<StreamEvent, _>).collect();
+                futures::stream::iter(events).boxed()
+            }
+        }
+    }
+}
+
+fn fallback_model(request: &ProviderRequest) -> ModelInfo {
+    ModelInfo {
+        id: request.model.id.clone(),
+        name: request.model.id.clone(),
+        provider: request.model.provider.clone(),
+        api: Api::parse(&request.model.api).unwrap_or(Api::OpenAiCompletions),
+        base_url: String::new(),
+        context_window: catalog::DEFAULT_CONTEXT_WINDOW,
+        max_tokens: catalog::DEFAULT_MAX_TOKENS,
+        reasoning: false,
+        images: false,
+        pricing: catalog::Pricing::default(),
+        headers: Vec::new(),
+        compat: catalog::Compat::default(),
+    }
+}

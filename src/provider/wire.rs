@@ -1,0 +1,99 @@
+//! What each wire format implements: build the HTTP request, decode the SSE stream.
+
+use serde_json::Value;
+
+use super::catalog::ModelInfo;
+use super::emit::MessageStream;
+use super::sse::SseEvent;
+use crate::agent::stream::ProviderRequest;
+
+/// A request ready to send.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpRequest {
+    pub url: String,
+    /// Header name and value (keys go here, never into the URL).
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// One wire protocol (Anthropic Messages, Chat Completions, Responses).
+pub trait WireApi: Send + Sync {
+    fn build(
+        &self,
+        model: &ModelInfo,
+        request: &ProviderRequest,
+        key: Option<&str>,
+    ) -> Result<HttpRequest, String>;
+
+    /// A fresh decoder for one response stream.
+    fn decoder(&self) -> Box<dyn WireDecoder>;
+
+    /// The provider's own message from an error response body.
+    fn error_message(&self, status: u16, body: &str) -> String {
+        default_error_message(status, body)
+    }
+}
+
+/// Turns SSE events of one response into stream events.
+pub trait WireDecoder: Send {
+    /// Handle one event. An `Err` is a protocol error that ends the response.
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String>;
+
+    /// The body ended. Finish the message if the protocol's end was seen; otherwise leave it
+    /// unfinished and the caller reports a dropped stream.
+    fn end(&mut self, out: &mut MessageStream);
+}
+
+/// `error.message` (or `message`) from a JSON body, else the start of the body.
+pub fn default_error_message(status: u16, body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let found = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error").filter(|e| e.is_string()))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let text = found.unwrap_or_else(|| {
+        let t = body.trim();
+        let cut: String = t.chars().take(300).collect();
+        if cut.is_empty() {
+            "no details given".to_string()
+        } else {
+            cut
+        }
+    });
+    format!("{text} (HTTP {status})")
+}
+
+/// Parse an SSE data payload as JSON, with a clear message when it is not.
+pub fn parse_json(event: &SseEvent) -> Result<Value, String> {
+    serde_json::from_str(&event.data).map_err(|e| {
+        let cut: String = event.data.chars().take(120).collect();
+        format!("the provider sent a malformed event ({e}): {cut}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_prefer_the_providers_text() {
+        assert_eq!(
+            default_error_message(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#
+            ),
+            "prompt is too long (HTTP 400)"
+        );
+        assert_eq!(
+            default_error_message(502, "<html>bad gateway</html>"),
+            "<html>bad gateway</html> (HTTP 502)"
+        );
+        assert_eq!(
+            default_error_message(500, ""),
+            "no details given (HTTP 500)"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests.
+//!
+//! Each incoming connection gets the next scripted [`Reply`]: a status, headers, and body
+//! chunks sent with chunked transfer encoding, so SSE arrives piece by piece exactly as a real
+//! API sends it. A reply can pause, stall until the client hangs up (recording when), or drop
+//! the connection mid-body. Every request is recorded (method, path, headers, JSON body).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Clone, Debug)]
+pub enum Chunk {
+    Bytes(Vec<u8>),
+    Delay(Duration),
+    /// Keep the connection open until the client closes it.
+    Stall,
+    /// Close the socket without finishing the body.
+    Disconnect,
+}
+
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub chunks: Vec<Chunk>,
+}
+
+impl Reply {
+    /// A 200 SSE stream.
+    pub fn sse(chunks: Vec<Chunk>) -> Self {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            chunks,
+        }
+    }
+
+    /// An error status with a JSON body.
+    pub fn error(status: u16, body: &str) -> Self {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            chunks: vec![Chunk::Bytes(body.as_bytes().to_vec())],
+        }
+    }
+
+    pub fn header(mut self, k: &str, v: &str) -> Self {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+}
+
+/// One SSE event (`event:` line only when `name` is not empty).
+pub fn event(name: &str, data: &Value) -> Chunk {
+    let mut s = String::new();
+    if !name.is_empty() {
+        s.push_str(&format!("event: {name}\n"));
+    }
+    s.push_str(&format!("data: {data}\n\n"));
+    Chunk::Bytes(s.into_bytes())
+}
+
+/// A raw SSE data line (for `[DONE]` or deliberately malformed payloads).
+pub fn raw_data(data: &str) -> Chunk {
+    Chunk::Bytes(format!("data: {data}\n\n").into_bytes())
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    replies: Vec<Reply>,
+    requests: Vec<Recorded>,
+    /// When the client closed a stalled connection, relative to when the stall began.
+    close_delays: Vec<Duration>,
+}
+
+#[derive(Clone)]
+pub struct TestServer {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl TestServer {
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Mutex::new(State {
+            replies: replies.into_iter().rev().collect(),
+            ..Default::default()
+        }));
+        let s2 = state.clone();
+        tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                let s3 = s2.clone();
+                tokio::spawn(async move {
+                    let _ = serve(sock, s3).await;
+                });
+            }
+        });
+        TestServer {
+            url: format!("http://{addr}"),
+            state,
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    pub fn close_delays(&self) -> Vec<Duration> {
+        self.state.lock().unwrap().close_delays.clone()
+    }
+}
+
+async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        let n = sock.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < len {
+        let n = sock.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let reply = {
+        let mut st = state.lock().unwrap();
+        st.requests.push(Recorded {
+            method,
+            path,
+            headers,
+            body: json,
+        });
+        st.replies.pop()
+    };
+    let reply = reply.unwrap_or_else(|| {
+        Reply::error(
+            500,
+            r#"{"error":{"message":"test server: no reply scripted"}}"#,
+        )
+    });
+    let mut out = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
+    for (k, v) in &reply.headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    sock.write_all(out.as_bytes()).await?;
+    for chunk in reply.chunks {
+        match chunk {
+            Chunk::Bytes(b) => {
+                sock.write_all(format!("{:x}\r\n", b.len()).as_bytes())
+                    .await?;
+                sock.write_all(&b).await?;
+                sock.write_all(b"\r\n").await?;
+                sock.flush().await?;
+            }
+            Chunk::Delay(d) => tokio::time::sleep(d).await,
+            Chunk::Disconnect => return Ok(()),
+            Chunk::Stall => {
+                let since = Instant::now();
+                let mut one = [0u8; 1];
+                // Returns 0 (or an error) when the client closes its side.
+                let _ = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut one)).await;
+                state.lock().unwrap().close_delays.push(since.elapsed());
+                return Ok(());
+            }
+        }
+    }
+    sock.write_all(b"0\r\n\r\n").await?;
+    sock.flush().await?;
+    Ok(())
+}
