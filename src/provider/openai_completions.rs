@@ -1,31 +1,460 @@
-//! OpenAI Chat Completions. (stub)
+//! OpenAI Chat Completions, as spoken by OpenAI and by the compatible servers (Ollama,
+//! llama.cpp, vLLM, OpenRouter, Groq, DeepSeek, Cerebras, ...).
+//!
+//! Request: the system prompt as a `system` (or, for OpenAI reasoning models, `developer`)
+//! message, then user / assistant (`tool_calls`) / `tool` messages; tools as functions;
+//! `max_tokens` or `max_completion_tokens` as the server wants; `reasoning_effort` where
+//! supported; usage requested in the stream. Response: `choices[0].delta` chunks carrying
+//! `content`, `reasoning_content`/`reasoning`, and `tool_calls` fragments keyed by `index`;
+//! `finish_reason`; a final usage chunk; `data: [DONE]`. Servers differ in what they omit
+//! (ids, `[DONE]`, usage), so the decoder fills the gaps instead of failing.
+
+use serde_json::{Map, Value, json};
+
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
-use super::wire::{HttpRequest, WireApi, WireDecoder};
-use crate::agent::stream::ProviderRequest;
+use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
+use crate::agent::stream::{ProviderRequest, ToolChoice};
+use crate::agent::thinking::Effort;
+use crate::agent::types::{
+    ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
+};
+use crate::agent::validate::PARSE_ERROR_KEY;
 
 pub struct ChatCompletions;
+
+fn image_url(mime: &str, data: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
+}
+
+fn user_content(content: &UserContent) -> Value {
+    match content {
+        UserContent::Text(t) => Value::String(t.clone()),
+        UserContent::Blocks(blocks) => {
+            let only_text = blocks.iter().all(|b| matches!(b, ContentBlock::Text(_)));
+            if only_text {
+                return Value::String(
+                    blocks
+                        .iter()
+                        .filter_map(ContentBlock::as_text)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                );
+            }
+            Value::Array(
+                blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                        ContentBlock::Image(i) => Some(image_url(&i.mime_type, &i.data)),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+fn effort_name(e: Effort) -> &'static str {
+    match e {
+        Effort::Minimal => "minimal",
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High | Effort::Xhigh | Effort::Max => "high",
+    }
+}
+
+/// The provider messages as Chat Completions messages.
+pub fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
+    let mut out = Vec::new();
+    let system = request.context.system_prompt.join("\n\n");
+    if !system.trim().is_empty() {
+        let role = if model.compat.supports_developer_role && model.reasoning {
+            "developer"
+        } else {
+            "system"
+        };
+        out.push(json!({"role": role, "content": system}));
+    }
+    for m in request.context.messages.iter() {
+        match &**m {
+            Message::User(u) => {
+                out.push(json!({"role": "user", "content": user_content(&u.content)}))
+            }
+            Message::Developer(d) => {
+                out.push(json!({"role": "system", "content": d.content.joined_text()}))
+            }
+            Message::Assistant(a) => {
+                let text = a.text();
+                let calls: Vec<Value> = a
+                    .tool_calls()
+                    .map(|c| {
+                        let args = if c.arguments.get(PARSE_ERROR_KEY).is_some() {
+                            "{}".to_string()
+                        } else {
+                            c.arguments.to_string()
+                        };
+                        json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+                    })
+                    .collect();
+                if text.is_empty() && calls.is_empty() {
+                    continue;
+                }
+                let mut msg = Map::new();
+                msg.insert("role".into(), json!("assistant"));
+                msg.insert(
+                    "content".into(),
+                    if text.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::String(text)
+                    },
+                );
+                if !calls.is_empty() {
+                    msg.insert("tool_calls".into(), Value::Array(calls));
+                }
+                out.push(Value::Object(msg));
+            }
+            Message::ToolResult(r) => {
+                let text = r.text();
+                let images: Vec<Value> = r
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Image(i) => Some(image_url(&i.mime_type, &i.data)),
+                        _ => None,
+                    })
+                    .collect();
+                let content = if text.is_empty() && !images.is_empty() {
+                    "(see the attached image)".to_string()
+                } else {
+                    text
+                };
+                out.push(
+                    json!({"role": "tool", "tool_call_id": r.tool_call_id, "content": content}),
+                );
+                if !images.is_empty() {
+                    let mut parts = vec![
+                        json!({"type": "text", "text": format!("Image output of the {} tool:", r.tool_name)}),
+                    ];
+                    parts.extend(images);
+                    out.push(json!({"role": "user", "content": parts}));
+                }
+            }
+        }
+    }
+    out
+}
 
 impl WireApi for ChatCompletions {
     fn build(
         &self,
-        _m: &ModelInfo,
-        _r: &ProviderRequest,
-        _k: Option<&str>,
+        model: &ModelInfo,
+        request: &ProviderRequest,
+        key: Option<&str>,
     ) -> Result<HttpRequest, String> {
-        Err("not implemented".into())
+        let mut body = Map::new();
+        body.insert("model".into(), json!(model.id));
+        body.insert(
+            "messages".into(),
+            Value::Array(convert_messages(model, request)),
+        );
+        body.insert("stream".into(), json!(true));
+        if model.compat.supports_usage_in_streaming {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        let tools = &request.context.tools;
+        if !tools.is_empty() {
+            body.insert(
+                "tools".into(),
+                Value::Array(
+                    tools
+                        .iter()
+                        .map(|t| {
+                            json!({"type": "function", "function": {
+                                "name": t.name, "description": t.description, "parameters": t.parameters
+                            }})
+                        })
+                        .collect(),
+                ),
+            );
+            if let Some(choice) = &request.options.tool_choice {
+                let v = match choice {
+                    ToolChoice::Auto => json!("auto"),
+                    ToolChoice::None => json!("none"),
+                    ToolChoice::Any | ToolChoice::Required => json!("required"),
+                    ToolChoice::Tool(name) => {
+                        json!({"type": "function", "function": {"name": name}})
+                    }
+                };
+                body.insert("tool_choice".into(), v);
+            }
+        }
+        if let Some(max) = request.options.max_tokens {
+            body.insert(model.compat.max_tokens_field.clone(), json!(max));
+        }
+        let reasoning = request
+            .options
+            .reasoning
+            .filter(|_| model.reasoning && !request.options.disable_reasoning);
+        if let Some(effort) = reasoning
+            && model.compat.supports_reasoning_effort
+        {
+            body.insert("reasoning_effort".into(), json!(effort_name(effort)));
+        }
+        if let Some(t) = request.options.temperature
+            && reasoning.is_none()
+        {
+            body.insert("temperature".into(), json!(t));
+        }
+        let mut headers = model.headers.clone();
+        if let Some(k) = key {
+            headers.push(("authorization".into(), format!("Bearer {k}")));
+        }
+        Ok(HttpRequest {
+            url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+            headers,
+            body: Value::Object(body),
+        })
     }
+
     fn decoder(&self) -> Box<dyn WireDecoder> {
-        Box::new(Decoder)
+        Box::new(Decoder::default())
     }
 }
 
-struct Decoder;
+#[derive(Default)]
+struct Decoder {
+    finish_reason: Option<String>,
+    done: bool,
+    saw_id: bool,
+    tool_keys: Vec<String>,
+    generated_ids: usize,
+}
+
+impl Decoder {
+    fn complete(&mut self, out: &mut MessageStream) {
+        if out.is_finished() {
+            return;
+        }
+        let (reason, details) = match self.finish_reason.as_deref() {
+            Some("length") => (StopReason::Length, None),
+            Some("tool_calls") | Some("function_call") => (StopReason::ToolUse, None),
+            Some("content_filter") => (
+                StopReason::Stop,
+                Some(StopDetails {
+                    kind: STOP_REFUSAL.into(),
+                    category: Some("content_filter".into()),
+                    explanation: None,
+                }),
+            ),
+            _ if !self.tool_keys.is_empty() => (StopReason::ToolUse, None),
+            _ => (StopReason::Stop, None),
+        };
+        out.finish(reason, details);
+    }
+
+    fn usage(&mut self, usage: &Value, out: &mut MessageStream) {
+        let n = |p: &str| usage.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        let prompt = n("/prompt_tokens");
+        let cached = n("/prompt_tokens_details/cached_tokens");
+        let u = out.usage_mut();
+        u.input = prompt.saturating_sub(cached);
+        u.cache_read = cached;
+        u.output = n("/completion_tokens");
+        u.total_tokens = n("/total_tokens");
+        if let Some(r) = usage
+            .pointer("/completion_tokens_details/reasoning_tokens")
+            .and_then(Value::as_u64)
+        {
+            u.reasoning_tokens = Some(r);
+        }
+    }
+}
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, _e: &SseEvent, _o: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            self.complete(out);
+            return Ok(());
+        }
+        let chunk = parse_json(event)?;
+        if let Some(err) = chunk.get("error") {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("the provider reported an error");
+            let code = err
+                .get("code")
+                .map(|c| c.to_string().to_lowercase())
+                .unwrap_or_default();
+            let kind = err.get("type").and_then(Value::as_str).unwrap_or_default();
+            let transient = code.contains("429")
+                || code.contains("5")
+                || kind.contains("server")
+                || kind.contains("overloaded")
+                || kind.contains("rate");
+            out.fail(message, None, transient.then(TransientError::default));
+            return Ok(());
+        }
+        out.start();
+        if !self.saw_id
+            && let Some(id) = chunk.get("id").and_then(Value::as_str)
+        {
+            out.set_response_id(id);
+            self.saw_id = true;
+        }
+        if let Some(choice) = chunk.pointer("/choices/0") {
+            if let Some(delta) = choice.get("delta") {
+                for field in ["reasoning_content", "reasoning"] {
+                    if let Some(t) = delta.get(field).and_then(Value::as_str) {
+                        out.thinking_delta("think", t);
+                    }
+                }
+                if let Some(t) = delta.get("content").and_then(Value::as_str) {
+                    out.text_delta("text", t);
+                }
+                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for (pos, call) in calls.iter().enumerate() {
+                        let index = call
+                            .get("index")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(pos as u64);
+                        let key = format!("tool{index}");
+                        let id = call.get("id").and_then(Value::as_str);
+                        let name = call.pointer("/function/name").and_then(Value::as_str);
+                        if !out.has_tool(&key) {
+                            // Reasoning and text come before calls; close them in order.
+                            out.close("think");
+                            out.close("text");
+                            let id = match id.filter(|s| !s.is_empty()) {
+                                Some(id) => id.to_string(),
+                                None => {
+                                    self.generated_ids += 1;
+                                    format!("call_{}", self.generated_ids)
+                                }
+                            };
+                            out.tool_start(&key, &id, name.unwrap_or_default());
+                            self.tool_keys.push(key.clone());
+                        } else {
+                            out.tool_identity(&key, id, name);
+                        }
+                        if let Some(args) = call.pointer("/function/arguments") {
+                            match args {
+                                Value::String(s) => out.tool_delta(&key, s),
+                                Value::Object(_) => out.tool_delta(&key, &args.to_string()),
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish_reason = Some(reason.to_string());
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage(usage, out);
+        }
         Ok(())
     }
-    fn end(&mut self, _o: &mut MessageStream) {}
+
+    fn end(&mut self, out: &mut MessageStream) {
+        // Some servers end without `[DONE]`; a finish reason is enough to call it complete.
+        if self.done || self.finish_reason.is_some() {
+            self.complete(out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::stream::{LlmContext, ProviderRequest, StreamOptions, ToolSpec};
+    use crate::agent::types::{AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+    use crate::provider::catalog::Catalog;
+    use std::sync::Arc;
+
+    fn model(provider: &str, id: &str) -> ModelInfo {
+        Catalog::builtin(&|_| None).resolve(provider, id).unwrap().0
+    }
+
+    fn request(messages: Vec<Message>) -> ProviderRequest {
+        ProviderRequest {
+            model: crate::agent::stream::Model::new("ollama", "openai-completions", "qwen"),
+            context: LlmContext {
+                system_prompt: vec!["be brief".into()],
+                messages: Arc::new(messages.into_iter().map(Arc::new).collect()),
+                tools: vec![ToolSpec {
+                    name: "read".into(),
+                    description: "read a file".into(),
+                    parameters: json!({"type": "object"}),
+                }],
+            },
+            options: StreamOptions::default(),
+        }
+    }
+
+    #[test]
+    fn history_maps_to_chat_messages() {
+        let mut a = AssistantMessage::default();
+        a.content.push(ContentBlock::text("let me look"));
+        a.content.push(ContentBlock::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: json!({"path": "a"}),
+            intent: None,
+            thought_signature: None,
+        }));
+        let r = ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            content: vec![ContentBlock::text("file body")],
+            details: None,
+            is_error: false,
+            useless: false,
+            timestamp: 0,
+        };
+        let req = request(vec![
+            Message::User(UserMessage::new("hi")),
+            Message::Assistant(a),
+            Message::ToolResult(r),
+        ]);
+        let m = model("ollama", "qwen");
+        let msgs = convert_messages(&m, &req);
+        assert_eq!(msgs[0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(msgs[1], json!({"role": "user", "content": "hi"}));
+        assert_eq!(
+            msgs[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\":\"a\"}"
+        );
+        assert_eq!(
+            msgs[3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "file body"})
+        );
+        let body = ChatCompletions.build(&m, &req, None).unwrap().body;
+        assert_eq!(body["max_tokens"], Value::Null);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn openai_reasoning_models_get_developer_role_and_effort() {
+        let m = model("openai", "gpt-5");
+        let mut req = request(vec![Message::User(UserMessage::new("hi"))]);
+        req.options.reasoning = Some(Effort::High);
+        req.options.max_tokens = Some(1000);
+        let mut m2 = m.clone();
+        m2.api = crate::provider::catalog::Api::OpenAiCompletions;
+        let body = ChatCompletions.build(&m2, &req, Some("k")).unwrap();
+        assert_eq!(body.body["messages"][0]["role"], "developer");
+        assert_eq!(body.body["reasoning_effort"], "high");
+        assert_eq!(body.body["max_completion_tokens"], 1000);
+        assert!(
+            body.headers
+                .contains(&("authorization".into(), "Bearer k".into()))
+        );
+    }
 }
