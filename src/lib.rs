@@ -7,4 +7,6 @@
 #![allow(clippy::large_enum_variant)]
 
 pub mod agent;
+pub mod cli;
+pub mod config;
 pub mod provider;

@@ -1,9 +1,16 @@
-//! The real binary: `--version` and `--help` work, and an unusable run fails clearly.
+//! The real binary: `--version`, `--help`, `--list-models`, and clear failures without a model.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn pi() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pi"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
+    // No keys, no config, no local server from the machine running the tests.
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", std::env::temp_dir().join("pi-cli-test-home"))
+        .env("OLLAMA_HOST", "127.0.0.1:9")
+        .stdin(Stdio::null());
+    c
 }
 
 #[test]
@@ -17,17 +24,49 @@ fn version_prints_the_crate_version() {
 }
 
 #[test]
-fn help_describes_the_program() {
+fn help_describes_the_program_and_its_flags() {
     let out = pi().arg("--help").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Usage: pi"));
     assert!(text.contains("coding agent"));
+    for flag in [
+        "--print",
+        "--model",
+        "--thinking",
+        "--api-key",
+        "--mode",
+        "--max-turns",
+        "--list-models",
+    ] {
+        assert!(text.contains(flag), "{flag} missing from --help");
+    }
 }
 
 #[test]
-fn a_prompt_without_providers_fails_with_a_message() {
-    let out = pi().arg("hello").output().unwrap();
+fn list_models_prints_the_catalogue_and_filters() {
+    let out = pi().args(["--list-models", "sonnet"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("anthropic/claude-sonnet-4-5"));
+    assert!(!text.contains("gpt-5"));
+    let out = pi().arg("--list-models").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("openai/gpt-5"));
+}
+
+#[test]
+fn print_mode_without_any_model_explains_how_to_get_one() {
+    let out = pi().args(["-p", "hello"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not available yet"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ANTHROPIC_API_KEY") && err.contains("Ollama"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_flag_is_a_usage_error() {
+    let out = pi().arg("--no-such-flag").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -311,6 +311,20 @@ const OPENAI_MODELS: &[Builtin] = &[
     },
 ];
 
+/// Ollama's OpenAI-compatible address from an `OLLAMA_HOST` value (`host:port` or a URL).
+pub fn ollama_root(host: &str) -> String {
+    let h = host.trim().trim_end_matches('/');
+    if h.contains("://") {
+        h.to_string()
+    } else {
+        format!("http://{h}")
+    }
+}
+
+fn ollama_base_url(host: &str) -> String {
+    format!("{}/v1", ollama_root(host))
+}
+
 /// A built-in provider: id, api, default base URL, base-URL env override, key env, keyless.
 type BuiltinProvider = (
     &'static str,
@@ -390,7 +404,7 @@ const PROVIDERS: &[BuiltinProvider] = &[
         "ollama",
         Api::OpenAiCompletions,
         "http://127.0.0.1:11434/v1",
-        None,
+        Some("OLLAMA_HOST"),
         None,
         true,
     ),
@@ -412,6 +426,13 @@ impl Catalog {
             let base_url = url_env
                 .and_then(env)
                 .filter(|u| !u.trim().is_empty())
+                .map(|u| {
+                    if *id == "ollama" {
+                        ollama_base_url(&u)
+                    } else {
+                        u
+                    }
+                })
                 .unwrap_or_else(|| url.to_string());
             let compat = if *id == "openai" {
                 Compat::openai()
@@ -680,5 +701,21 @@ mod tests {
             c.find("openai", "gpt-5").unwrap().base_url,
             "http://proxy.local/v1"
         );
+    }
+}
+
+#[cfg(test)]
+mod ollama_tests {
+    use super::*;
+
+    #[test]
+    fn ollama_host_moves_the_ollama_provider() {
+        let env = |k: &str| (k == "OLLAMA_HOST").then(|| "10.1.2.3:1234".to_string());
+        let c = Catalog::builtin(&env);
+        assert_eq!(
+            c.provider("ollama").unwrap().base_url,
+            "http://10.1.2.3:1234/v1"
+        );
+        assert_eq!(ollama_root("https://box:1/"), "https://box:1");
     }
 }

@@ -1,0 +1,321 @@
+//! Print mode (`-p`) and JSON mode (`--mode json`): run the prompts, report, exit.
+//!
+//! Print mode writes only the text of the final assistant message to stdout; retries and
+//! errors go to stderr; an error or aborted ending exits 1. JSON mode writes a session header
+//! line and then every agent event as one JSON object per line (a `message_update` carries the
+//! delta, not the whole partial message; the complete message comes with `message_end`).
+//! SIGTERM, SIGHUP and Ctrl+C abort the run cleanly and exit 143, 129 and 130.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{Cli, OutputMode, select, text_or_file};
+use crate::agent::events::AgentEvent;
+use crate::agent::facade::{Agent, AgentSettings};
+use crate::agent::hooks::RetryPolicy;
+use crate::agent::types::{AgentMessage, StopReason, now_ms};
+use crate::config::{self, Config};
+use crate::provider::catalog::{Catalog, format_model_table};
+use crate::provider::{EnvLookup, Providers, process_env};
+
+/// The built-in system prompt (the templated one arrives with context files).
+const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
+
+fn load_config(env: &EnvLookup) -> Result<(Config, Catalog), String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let e2 = env.clone();
+    let agent_dir = config::agent_dir(&move |k| e2(k));
+    let loaded = config::load(agent_dir.as_deref(), &cwd)?;
+    for w in &loaded.warnings {
+        eprintln!("pi: warning: {w}");
+    }
+    let e3 = env.clone();
+    let mut catalog = Catalog::builtin(&move |k| e3(k));
+    loaded.config.apply_to(&mut catalog)?;
+    Ok((loaded.config, catalog))
+}
+
+/// `pi --list-models [search]`.
+pub async fn list_models(cli: &Cli) -> u8 {
+    let env = process_env();
+    let (_, catalog) = match load_config(&env) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            return 1;
+        }
+    };
+    let search = cli.list_models.as_deref().filter(|s| !s.is_empty());
+    let found = catalog.search(search);
+    if found.is_empty() {
+        eprintln!("pi: no model matches `{}`", search.unwrap_or_default());
+        return 1;
+    }
+    print!("{}", format_model_table(&found));
+    0
+}
+
+fn system_prompt(cli: &Cli) -> Vec<String> {
+    let mut prompt = match &cli.system_prompt {
+        Some(p) => text_or_file(p),
+        None => SYSTEM_PROMPT.to_string(),
+    };
+    if let Some(extra) = &cli.append_system_prompt {
+        prompt.push_str("\n\n");
+        prompt.push_str(&text_or_file(extra));
+    }
+    vec![prompt]
+}
+
+fn retry_policy(config: &Config) -> RetryPolicy {
+    let d = RetryPolicy::default();
+    RetryPolicy {
+        max_retries: config.retry.max_retries.unwrap_or(d.max_retries),
+        base_delay: config
+            .retry
+            .base_delay_ms
+            .map_or(d.base_delay, Duration::from_millis),
+        max_delay: config
+            .retry
+            .max_delay_ms
+            .map_or(d.max_delay, Duration::from_millis),
+    }
+}
+
+/// A random-enough session id (UUID v4 layout) without a dependency.
+fn session_id() -> String {
+    let mut x = now_ms() as u64 ^ (u64::from(std::process::id()) << 32);
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (a, b) = (next(), next());
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        ((b >> 48) & 0x3fff) | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// Run print or JSON mode. Returns the exit code.
+pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
+    let env = process_env();
+    let (config, mut catalog) = match load_config(&env) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            return 1;
+        }
+    };
+    let mut prompts = cli.messages.clone();
+    if let Some(input) = stdin {
+        match prompts.first_mut() {
+            Some(first) => *first = format!("{}\n\n{first}", input.trim_end()),
+            None => prompts.push(input),
+        }
+    }
+    prompts.retain(|p| !p.trim().is_empty());
+    if prompts.is_empty() {
+        eprintln!("pi: nothing to do: give a message, e.g. pi -p \"explain this repo\"");
+        return 1;
+    }
+    let selection = match select::select(&cli, &config, &mut catalog, &env).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            return 1;
+        }
+    };
+    for w in &selection.warnings {
+        eprintln!("pi: warning: {w}");
+    }
+    let mut providers = Providers::new(Arc::new(catalog), cli.api_key.clone(), env.clone());
+    if let Some(secs) = config.idle_timeout_secs {
+        providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
+    }
+    let mut settings = AgentSettings::new(Arc::new(providers), selection.model.to_model());
+    settings.thinking = selection.thinking;
+    settings.system_prompt = system_prompt(&cli);
+    settings.retry = retry_policy(&config);
+    let agent = Agent::new(settings);
+    let mut events = agent.subscribe();
+
+    let json_mode = cli.mode == OutputMode::Json;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if json_mode {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let header = json!({
+            "type": "session",
+            "version": 3,
+            "id": session_id(),
+            "timestamp": now_ms(),
+            "cwd": cwd.display().to_string(),
+        });
+        let _ = writeln!(out, "{header}");
+    }
+
+    let mut turns = 0u32;
+    let mut stopped_at_max = false;
+    let mut signal_code: Option<u8> = None;
+    for prompt in prompts {
+        if let Err(e) = agent.prompt_text(prompt) {
+            eprintln!("pi: {e}");
+            return 1;
+        }
+        let ended = pump(
+            &agent,
+            &mut events,
+            &mut out,
+            json_mode,
+            cli.max_turns,
+            &mut turns,
+            &mut stopped_at_max,
+        )
+        .await;
+        if let Some(code) = ended {
+            signal_code = Some(code);
+        }
+        agent.wait_idle().await;
+        if signal_code.is_some() || stopped_at_max {
+            break;
+        }
+    }
+    let _ = out.flush();
+    drop(out);
+    if let Some(code) = signal_code {
+        return code;
+    }
+    if stopped_at_max {
+        eprintln!(
+            "pi: stopped after {} turns (--max-turns); the task may be unfinished",
+            cli.max_turns.unwrap_or(0)
+        );
+        return 1;
+    }
+    finish(&agent.messages(), json_mode)
+}
+
+/// Print the final answer (text mode) and choose the exit code.
+fn finish(messages: &[AgentMessage], json_mode: bool) -> u8 {
+    let Some(last) = messages.iter().rev().find_map(AgentMessage::as_assistant) else {
+        eprintln!("pi: the model gave no answer");
+        return 1;
+    };
+    if !json_mode {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        for block in &last.content {
+            if let Some(t) = block.as_text()
+                && !t.is_empty()
+            {
+                let _ = writeln!(out, "{t}");
+            }
+        }
+        let _ = out.flush();
+    }
+    match last.stop_reason {
+        StopReason::Error | StopReason::Aborted => {
+            eprintln!(
+                "pi: {}",
+                last.error_message
+                    .as_deref()
+                    .unwrap_or("the run ended with an error")
+            );
+            1
+        }
+        _ => 0,
+    }
+}
+
+#[cfg(unix)]
+async fn next_signal(
+    term: &mut Option<tokio::signal::unix::Signal>,
+    hup: &mut Option<tokio::signal::unix::Signal>,
+) -> u8 {
+    async fn wait(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+    tokio::select! {
+        _ = wait(term) => 143,
+        _ = wait(hup) => 129,
+        _ = tokio::signal::ctrl_c() => 130,
+    }
+}
+
+/// Forward events until `agent_end`. Returns an exit code if a signal ended the run.
+async fn pump(
+    agent: &Agent,
+    events: &mut UnboundedReceiver<AgentEvent>,
+    out: &mut impl Write,
+    json_mode: bool,
+    max_turns: Option<u32>,
+    turns: &mut u32,
+    stopped_at_max: &mut bool,
+) -> Option<u8> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    let mut signalled = None;
+    loop {
+        let event = tokio::select! {
+            ev = events.recv() => ev,
+            code = next_signal(&mut term, &mut hup), if signalled.is_none() => {
+                agent.abort(Some("Interrupted by a signal".into()));
+                signalled = Some(code);
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            return signalled;
+        };
+        let is_end = matches!(event, AgentEvent::AgentEnd { .. });
+        match &event {
+            AgentEvent::TurnEnd { .. } => {
+                *turns += 1;
+                if max_turns.is_some_and(|m| *turns >= m) && !*stopped_at_max {
+                    *stopped_at_max = true;
+                    agent.abort(Some(format!("Stopped after {turns} turns (--max-turns)")));
+                }
+            }
+            AgentEvent::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } if !json_mode => {
+                eprintln!(
+                    "pi: {error_message}; retrying in {:.1} s (attempt {attempt} of {max_attempts})",
+                    *delay_ms as f64 / 1000.0
+                );
+            }
+            _ => {}
+        }
+        if json_mode {
+            if let Ok(line) = serde_json::to_string(&event) {
+                let _ = writeln!(out, "{line}");
+            }
+            if events.is_empty() {
+                let _ = out.flush();
+            }
+        }
+        if is_end {
+            return signalled;
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Choosing the model and thinking level for a run.
+//!
+//! Order: `--model` (with `--provider` for a bare id), then `model` in config, then the first
+//! provider whose key is in the environment (Anthropic, then OpenAI), then a local server found
+//! by a short probe (Ollama, then llama.cpp). Nothing found is an error that says how to set a
+//! key or start a local server. `--model` accepts `provider/id:thinking`; since local ids often
+//! contain `:` (`qwen3:8b`), the suffix counts as a thinking level only when it names one.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Cli;
+use crate::agent::thinking::ThinkingLevel;
+use crate::config::Config;
+use crate::provider::EnvLookup;
+use crate::provider::catalog::{Catalog, ModelInfo};
+
+/// The chosen model and level, with warnings to show.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    pub model: ModelInfo,
+    pub thinking: ThinkingLevel,
+    pub warnings: Vec<String>,
+}
+
+/// Split `provider/id:thinking` into its parts.
+pub fn parse_model_arg(
+    arg: &str,
+    provider_flag: Option<&str>,
+    catalog: &Catalog,
+) -> Result<(Option<String>, String, Option<ThinkingLevel>), String> {
+    let arg = arg.trim();
+    let (rest, thinking) = match arg.rsplit_once(':') {
+        Some((head, tail)) => match tail.parse::<ThinkingLevel>() {
+            Ok(level) => (head, Some(level)),
+            Err(_) => (arg, None),
+        },
+        None => (arg, None),
+    };
+    if rest.is_empty() {
+        return Err("--model needs a model id".into());
+    }
+    if let Some(p) = provider_flag {
+        let id = rest
+            .strip_prefix(&format!("{p}/"))
+            .unwrap_or(rest)
+            .to_string();
+        return Ok((Some(p.to_string()), id, thinking));
+    }
+    if let Some((p, id)) = rest.split_once('/')
+        && catalog.provider(p).is_some()
+    {
+        return Ok((Some(p.to_string()), id.to_string(), thinking));
+    }
+    Ok((None, rest.to_string(), thinking))
+}
+
+/// Resolve the model named on the command line or in config.
+fn resolve_named(
+    arg: &str,
+    provider_flag: Option<&str>,
+    catalog: &Catalog,
+) -> Result<(ModelInfo, Option<ThinkingLevel>, Option<String>), String> {
+    let (provider, id, thinking) = parse_model_arg(arg, provider_flag, catalog)?;
+    match provider {
+        Some(p) => {
+            let (m, warning) = catalog.resolve(&p, &id)?;
+            Ok((m, thinking, warning))
+        }
+        None => {
+            let found: Vec<&ModelInfo> = catalog.models().iter().filter(|m| m.id == id).collect();
+            match found.as_slice() {
+                [one] => Ok(((*one).clone(), thinking, None)),
+                [] => Err(format!(
+                    "unknown model `{id}`: name it as provider/id (see `pi --list-models`)"
+                )),
+                many => Err(format!(
+                    "model `{id}` is offered by several providers ({}): name it as provider/id",
+                    many.iter()
+                        .map(|m| m.provider.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+    }
+}
+
+/// Default models for providers found through their environment key.
+const DEFAULTS: &[(&str, &str)] = &[("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5")];
+
+/// Probe timeout for local servers.
+const PROBE: Duration = Duration::from_millis(300);
+
+async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
+    let resp = tokio::time::timeout(PROBE, client.get(url).send())
+        .await
+        .ok()?
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let bytes = tokio::time::timeout(PROBE, resp.bytes()).await.ok()?.ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Look for a local Ollama and llama.cpp server; the first model found wins.
+pub async fn probe_local(env: &EnvLookup, catalog: &mut Catalog) -> Option<ModelInfo> {
+    let client = reqwest::Client::builder()
+        .connect_timeout(PROBE)
+        .no_proxy()
+        .build()
+        .ok()?;
+    let ollama = env("OLLAMA_HOST")
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| crate::provider::catalog::ollama_root(&h))
+        .unwrap_or_else(|| "http://127.0.0.1:11434".to_string());
+    let llamacpp = "http://127.0.0.1:8080".to_string();
+    let (tags_url, models_url) = (
+        format!("{ollama}/api/tags"),
+        format!("{llamacpp}/v1/models"),
+    );
+    let (o, l) = tokio::join!(get_json(&client, &tags_url), get_json(&client, &models_url));
+    let from_ollama = o.and_then(|v| {
+        v.pointer("/models/0/name")
+            .or_else(|| v.pointer("/models/0/model"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    if let Some(id) = from_ollama {
+        return catalog.resolve("ollama", &id).ok().map(|(m, _)| m);
+    }
+    let from_llamacpp = l.and_then(|v| {
+        v.pointer("/data/0/id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    from_llamacpp.and_then(|id| catalog.resolve("llamacpp", &id).ok().map(|(m, _)| m))
+}
+
+/// Pick the model and thinking level.
+pub async fn select(
+    cli: &Cli,
+    config: &Config,
+    catalog: &mut Catalog,
+    env: &EnvLookup,
+) -> Result<Selection, String> {
+    let mut warnings = Vec::new();
+    let named = cli
+        .model
+        .clone()
+        .or_else(|| config.model.clone())
+        .or_else(|| {
+            cli.provider.as_ref().and_then(|p| {
+                DEFAULTS
+                    .iter()
+                    .find(|(dp, _)| dp == p)
+                    .map(|(_, id)| id.to_string())
+            })
+        });
+    let (model, suffix) = match named {
+        Some(arg) => {
+            let (m, t, w) = resolve_named(&arg, cli.provider.as_deref(), catalog)?;
+            warnings.extend(w);
+            (m, t)
+        }
+        None => {
+            let by_key = DEFAULTS.iter().find(|(p, _)| {
+                cli.api_key.is_some()
+                    || catalog
+                        .provider(p)
+                        .and_then(|info| info.key_env.as_deref())
+                        .and_then(|k| env(k))
+                        .is_some_and(|k| !k.trim().is_empty())
+            });
+            match by_key {
+                Some((p, id)) => (catalog.resolve(p, id)?.0, None),
+                None => match probe_local(env, catalog).await {
+                    Some(m) => (m, None),
+                    None => return Err(NO_MODEL_HELP.to_string()),
+                },
+            }
+        }
+    };
+    let level = match (&cli.thinking, suffix, &config.thinking) {
+        (Some(t), _, _) => t.parse::<ThinkingLevel>()?,
+        (None, Some(t), _) => t,
+        (None, None, Some(t)) => t
+            .parse::<ThinkingLevel>()
+            .map_err(|e| format!("config thinking: {e}"))?,
+        (None, None, None) => ThinkingLevel::Medium,
+    };
+    let thinking = if model.reasoning {
+        level
+    } else {
+        ThinkingLevel::Off
+    };
+    Ok(Selection {
+        model,
+        thinking,
+        warnings,
+    })
+}
+
+/// What to say when no model can be found.
+pub const NO_MODEL_HELP: &str = "No model to talk to. Set an API key (for example ANTHROPIC_API_KEY or \
+OPENAI_API_KEY) and optionally pick a model with --model provider/id, or start a local server \
+(Ollama on 127.0.0.1:11434, or llama.cpp's server on 127.0.0.1:8080). `pi --list-models` shows \
+the known models.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_arguments_split_provider_id_and_thinking() {
+        let c = Catalog::builtin(&|_| None);
+        assert_eq!(
+            parse_model_arg("anthropic/claude-sonnet-4-5:high", None, &c).unwrap(),
+            (
+                Some("anthropic".into()),
+                "claude-sonnet-4-5".into(),
+                Some(ThinkingLevel::High)
+            )
+        );
+        assert_eq!(
+            parse_model_arg("ollama/qwen3:8b", None, &c).unwrap(),
+            (Some("ollama".into()), "qwen3:8b".into(), None)
+        );
+        assert_eq!(
+            parse_model_arg("anthropic/claude-3.5-sonnet", Some("openrouter"), &c).unwrap(),
+            (
+                Some("openrouter".into()),
+                "anthropic/claude-3.5-sonnet".into(),
+                None
+            )
+        );
+        assert_eq!(
+            parse_model_arg("gpt-5:low", None, &c).unwrap(),
+            (None, "gpt-5".into(), Some(ThinkingLevel::Low))
+        );
+        assert!(parse_model_arg(":high", None, &c).is_err());
+    }
+
+    #[test]
+    fn bare_ids_are_found_in_the_catalogue() {
+        let c = Catalog::builtin(&|_| None);
+        let (m, _, _) = resolve_named("claude-haiku-4-5", None, &c).unwrap();
+        assert_eq!(m.provider, "anthropic");
+        assert!(
+            resolve_named("nonexistent-model", None, &c)
+                .unwrap_err()
+                .contains("provider/id")
+        );
+    }
+}

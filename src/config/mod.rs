@@ -1,0 +1,402 @@
+//! `config.toml`: the agent folder's file, overridden key by key by the project's
+//! `.pi/config.toml`.
+//!
+//! A broken file is an error naming the file, line and column, and nothing starts with half a
+//! config. Keys this version does not know are reported as warnings (a typo should not go
+//! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::provider::catalog::{Api, Catalog, Compat, ModelInfo, Pricing, ProviderInfo};
+
+/// Retry settings for model calls.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct RetryConfig {
+    pub max_retries: Option<u32>,
+    pub base_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CostConfig {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ModelConfig {
+    pub id: String,
+    pub name: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub reasoning: Option<bool>,
+    pub images: Option<bool>,
+    pub cost: Option<CostConfig>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ProviderConfig {
+    pub api: Option<String>,
+    pub base_url: Option<String>,
+    /// Literal key, environment variable name, or `!command`.
+    pub key: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub compat: Option<Compat>,
+    pub models: Vec<ModelConfig>,
+}
+
+/// The merged configuration.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Default model as `provider/id` (optionally `:thinking`).
+    pub model: Option<String>,
+    /// Default thinking level.
+    pub thinking: Option<String>,
+    /// Seconds without data before a stream counts as dropped.
+    pub idle_timeout_secs: Option<u64>,
+    pub retry: RetryConfig,
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// A loaded config and the warnings found while loading it.
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<String>,
+    pub files: Vec<PathBuf>,
+}
+
+/// Where the agent keeps its files: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+pub fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(d) = env("PI_CODING_AGENT_DIR").filter(|d| !d.trim().is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    dirs::home_dir().map(|h| h.join(".pi").join("agent"))
+}
+
+const TOP_KEYS: &[&str] = &[
+    "model",
+    "thinking",
+    "idle_timeout_secs",
+    "retry",
+    "providers",
+];
+const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
+const PROVIDER_KEYS: &[&str] = &["api", "base_url", "key", "headers", "compat", "models"];
+const MODEL_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "context_window",
+    "max_tokens",
+    "reasoning",
+    "images",
+    "cost",
+];
+
+fn unknown_keys(
+    table: &toml::Table,
+    known: &[&str],
+    prefix: &str,
+    file: &Path,
+    out: &mut Vec<String>,
+) {
+    for k in table.keys() {
+        if !known.contains(&k.as_str()) {
+            out.push(format!(
+                "{}: unknown key `{prefix}{k}` (ignored)",
+                file.display()
+            ));
+        }
+    }
+}
+
+fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
+    unknown_keys(table, TOP_KEYS, "", file, out);
+    if let Some(toml::Value::Table(r)) = table.get("retry") {
+        unknown_keys(r, RETRY_KEYS, "retry.", file, out);
+    }
+    if let Some(toml::Value::Table(ps)) = table.get("providers") {
+        for (name, p) in ps {
+            let toml::Value::Table(p) = p else { continue };
+            unknown_keys(p, PROVIDER_KEYS, &format!("providers.{name}."), file, out);
+            if let Some(toml::Value::Array(models)) = p.get("models") {
+                for m in models {
+                    if let toml::Value::Table(m) = m {
+                        unknown_keys(
+                            m,
+                            MODEL_KEYS,
+                            &format!("providers.{name}.models[]."),
+                            file,
+                            out,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Merge `over` into `base`: tables merge key by key, anything else is replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Parse one file's text. Errors name the file, line and column.
+pub fn parse_file(text: &str, file: &Path) -> Result<toml::Table, String> {
+    text.parse::<toml::Table>()
+        .map_err(|e| located(text, file, &e))
+}
+
+fn located(text: &str, file: &Path, e: &toml::de::Error) -> String {
+    let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+    let snippet = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .unwrap_or("")
+        .trim();
+    format!(
+        "{}:{line}:{col}: {} (in `{snippet}`)",
+        file.display(),
+        e.message().trim_end_matches('\n')
+    )
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Load the agent folder's config and the project's, the project winning.
+pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
+    let mut files = Vec::new();
+    if let Some(d) = agent_dir {
+        files.push(d.join("config.toml"));
+    }
+    files.push(cwd.join(".pi").join("config.toml"));
+    let mut merged = toml::Table::new();
+    let mut loaded = Loaded::default();
+    for file in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: cannot read: {e}", file.display())),
+        };
+        let table = parse_file(&text, &file)?;
+        // Check types per file, so an error can point at its line.
+        toml::from_str::<Config>(&text).map_err(|e| located(&text, &file, &e))?;
+        check_keys(&table, &file, &mut loaded.warnings);
+        merge(&mut merged, table);
+        loaded.files.push(file);
+    }
+    loaded.config = toml::Value::Table(merged)
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("config: {}", e.message().trim_end_matches('\n')))?;
+    Ok(loaded)
+}
+
+impl Config {
+    /// Add the configured providers and models to the catalogue.
+    pub fn apply_to(&self, catalog: &mut Catalog) -> Result<(), String> {
+        for (name, p) in &self.providers {
+            let existing = catalog.provider(name).cloned();
+            let api = match (&p.api, &existing) {
+                (Some(a), _) => Api::parse(a).ok_or_else(|| {
+                    format!(
+                        "providers.{name}.api: unknown API `{a}` (expected anthropic-messages, openai-completions or openai-responses)"
+                    )
+                })?,
+                (None, Some(e)) => e.api,
+                (None, None) => Api::OpenAiCompletions,
+            };
+            let base_url = match (&p.base_url, &existing) {
+                (Some(u), _) => u.trim_end_matches('/').to_string(),
+                (None, Some(e)) => e.base_url.clone(),
+                (None, None) => {
+                    return Err(format!("providers.{name}: a new provider needs `base_url`"));
+                }
+            };
+            let info = ProviderInfo {
+                id: name.clone(),
+                api,
+                base_url: base_url.clone(),
+                key_env: existing.as_ref().and_then(|e| e.key_env.clone()),
+                key: p
+                    .key
+                    .clone()
+                    .or(existing.as_ref().and_then(|e| e.key.clone())),
+                headers: p
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                compat: p
+                    .compat
+                    .clone()
+                    .or(existing.as_ref().map(|e| e.compat.clone()))
+                    .unwrap_or_default(),
+                keyless: existing.as_ref().is_some_and(|e| e.keyless)
+                    || (p.key.is_none() && is_local(&base_url)),
+            };
+            catalog.upsert_provider(info.clone());
+            for m in &p.models {
+                if m.id.trim().is_empty() {
+                    return Err(format!(
+                        "providers.{name}.models: every model needs an `id`"
+                    ));
+                }
+                let cost = m.cost.clone().unwrap_or_default();
+                catalog.upsert_model(ModelInfo {
+                    id: m.id.clone(),
+                    name: m.name.clone().unwrap_or_else(|| m.id.clone()),
+                    provider: name.clone(),
+                    api,
+                    base_url: base_url.clone(),
+                    context_window: m
+                        .context_window
+                        .unwrap_or(crate::provider::catalog::DEFAULT_CONTEXT_WINDOW),
+                    max_tokens: m
+                        .max_tokens
+                        .unwrap_or(crate::provider::catalog::DEFAULT_MAX_TOKENS),
+                    reasoning: m.reasoning.unwrap_or(false),
+                    images: m.images.unwrap_or(false),
+                    pricing: Pricing {
+                        input: cost.input,
+                        output: cost.output,
+                        cache_read: cost.cache_read,
+                        cache_write: cost.cache_write,
+                    },
+                    headers: info.headers.clone(),
+                    compat: info.compat.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_local(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.starts_with("127.") || rest.starts_with("localhost") || rest.starts_with("[::1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn temp() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "pi-config-test-{}-{}",
+            std::process::id(),
+            crate::agent::types::now_ms() + rand_suffix()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn rand_suffix() -> i64 {
+        use std::sync::atomic::{AtomicI64, Ordering};
+        static N: AtomicI64 = AtomicI64::new(0);
+        N.fetch_add(1, Ordering::SeqCst)
+    }
+
+    #[test]
+    fn project_overrides_agent_key_by_key_and_unknown_keys_warn() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "model = \"anthropic/claude-haiku-4-5\"\nthinking = \"low\"\ncolour = 1\n[retry]\nmax_retries = 5\n",
+        );
+        write(
+            &d,
+            "proj/.pi/config.toml",
+            "thinking = \"high\"\n[retry]\nbase_delay_ms = 10\n",
+        );
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(
+            l.config.model.as_deref(),
+            Some("anthropic/claude-haiku-4-5")
+        );
+        assert_eq!(l.config.thinking.as_deref(), Some("high"));
+        assert_eq!(l.config.retry.max_retries, Some(5));
+        assert_eq!(l.config.retry.base_delay_ms, Some(10));
+        assert_eq!(l.warnings.len(), 1);
+        assert!(l.warnings[0].contains("colour"));
+    }
+
+    #[test]
+    fn syntax_errors_name_file_line_and_column() {
+        let d = temp();
+        write(&d, "agent/config.toml", "model = \"a\"\nthinking = = 3\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:2:"), "{e}");
+        let d = temp();
+        write(&d, "agent/config.toml", "idle_timeout_secs = \"soon\"\n");
+        assert!(
+            load(Some(&d.join("agent")), &d)
+                .unwrap_err()
+                .contains("idle_timeout_secs")
+        );
+    }
+
+    #[test]
+    fn custom_providers_and_models_join_the_catalogue() {
+        let text = r#"
+[providers.lab]
+api = "openai-completions"
+base_url = "http://127.0.0.1:9999/v1/"
+headers = { "X-Team" = "core" }
+[[providers.lab.models]]
+id = "coder-7b"
+context_window = 32768
+cost = { input = 0.1, output = 0.2 }
+
+[providers.anthropic]
+base_url = "http://gateway.local"
+"#;
+        let table = parse_file(text, Path::new("c.toml")).unwrap();
+        let cfg: Config = toml::Value::Table(table).try_into().unwrap();
+        let mut cat = Catalog::builtin(&|_| None);
+        cfg.apply_to(&mut cat).unwrap();
+        let m = cat.find("lab", "coder-7b").unwrap();
+        assert_eq!(m.base_url, "http://127.0.0.1:9999/v1");
+        assert_eq!(m.context_window, 32768);
+        assert_eq!(m.headers, [("X-Team".to_string(), "core".to_string())]);
+        assert!(cat.provider("lab").unwrap().keyless);
+        assert_eq!(
+            cat.find("anthropic", "claude-opus-4-5").unwrap().base_url,
+            "http://gateway.local"
+        );
+
+        let bad: Config =
+            toml::from_str("[providers.x]\napi = \"smoke\"\nbase_url = \"http://a\"\n").unwrap();
+        assert!(bad.apply_to(&mut cat).unwrap_err().contains("unknown API"));
+        let bad: Config = toml::from_str("[providers.y]\napi = \"openai-completions\"\n").unwrap();
+        assert!(bad.apply_to(&mut cat).unwrap_err().contains("base_url"));
+    }
+}

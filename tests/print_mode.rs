@@ -1,0 +1,277 @@
+//! `pi -p` and `pi --mode json` end to end: the real binary against a scripted local server.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::server::{Chunk, Reply, TestServer, event, raw_data};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
+    event(
+        "",
+        &json!({"id": "c1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+    )
+}
+
+fn text_reply(text: &str) -> Reply {
+    Reply::sse(vec![
+        chunk(json!({"content": text}), None),
+        chunk(json!({}), Some("stop")),
+        raw_data("[DONE]"),
+    ])
+}
+
+fn tags(model: &str) -> Reply {
+    Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        chunks: vec![Chunk::Bytes(
+            json!({"models": [{"name": model}]})
+                .to_string()
+                .into_bytes(),
+        )],
+    }
+}
+
+fn home() -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let d = std::env::temp_dir().join(format!("pi-print-test-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The binary with a clean environment whose only model is the test server (as Ollama).
+fn pi(server: &TestServer, home: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+#[tokio::test]
+async fn print_mode_prints_the_answer_from_a_local_server() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("Hello there")]).await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args(["-p", "say hi"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello there\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs[0].path, "/api/tags");
+    assert_eq!(reqs[1].path, "/v1/chat/completions");
+    assert_eq!(reqs[1].body["model"], "qwen3:8b");
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "system");
+    assert_eq!(msgs[1], json!({"role": "user", "content": "say hi"}));
+}
+
+#[tokio::test]
+async fn json_mode_streams_every_event_as_a_line() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("Hi")]).await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args(["--mode", "json", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[0]["version"], 3);
+    let types: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types.first(), Some(&"agent_start"));
+    assert_eq!(types.last(), Some(&"agent_end"));
+    assert!(types.contains(&"message_update"));
+    let update = lines
+        .iter()
+        .find(|l| l["type"] == "message_update")
+        .unwrap();
+    assert!(update.get("assistantMessageEvent").is_some());
+    assert!(
+        update.get("message").is_none(),
+        "updates carry deltas, not the partial"
+    );
+    let end = lines.iter().rfind(|l| l["type"] == "message_end").unwrap();
+    assert_eq!(end["message"]["role"], "assistant");
+    assert_eq!(end["message"]["stopReason"], "stop");
+}
+
+#[tokio::test]
+async fn piped_stdin_joins_the_prompt_and_selects_print_mode() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("Summary.")]).await;
+    let h = home();
+    let mut child = pi(&server, &h)
+        .arg("summarize this")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"line one\nline two\n").await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Summary.\n");
+    let body = &server.requests()[1].body;
+    assert_eq!(
+        body["messages"][1]["content"],
+        "line one\nline two\n\nsummarize this"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_error_exits_1_with_the_message_and_no_key() {
+    let server = TestServer::start(vec![Reply::error(
+        401,
+        r#"{"error":{"message":"invalid x-api-key"}}"#,
+    )])
+    .await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args([
+            "-p",
+            "--model",
+            "ollama/qwen3:8b",
+            "--api-key",
+            "sk-ant-secret-value",
+            "hi",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid x-api-key") && err.contains("401"),
+        "{err}"
+    );
+    assert!(!err.contains("sk-ant-secret-value"));
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty());
+}
+
+#[tokio::test]
+async fn max_turns_ends_a_looping_run_with_a_clear_message() {
+    let call = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "nothing", "arguments": "{}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![tags("qwen3:8b"), call.clone(), call.clone(), call]).await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args(["-p", "--max-turns", "2", "loop forever"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-turns"), "{err}");
+    assert_eq!(server.requests().len(), 3, "probe plus two model calls");
+}
+
+#[tokio::test]
+async fn custom_providers_come_from_config() {
+    let server = TestServer::start(vec![text_reply("from the lab")]).await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        format!(
+            "model = \"lab/coder-7b\"\n[providers.lab]\napi = \"openai-completions\"\nbase_url = \"{}/v1\"\nkey = \"LAB_KEY\"\nheaders = {{ \"X-Team\" = \"core\" }}\n[[providers.lab.models]]\nid = \"coder-7b\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let out = pi(&server, &h)
+        .env("LAB_KEY", "lab-secret")
+        .args(["-p", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from the lab\n");
+    let r = &server.requests()[0];
+    assert_eq!(r.header("authorization"), Some("Bearer lab-secret"));
+    assert_eq!(r.header("x-team"), Some("core"));
+}
+
+#[tokio::test]
+async fn a_broken_config_names_line_and_column_and_does_not_start() {
+    let server = TestServer::start(vec![]).await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "model = \"x\"\nthinking = = \n",
+    )
+    .unwrap();
+    let out = pi(&server, &h).args(["-p", "hi"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.toml:2:"), "{err}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn sigterm_aborts_cleanly_with_143() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply::sse(vec![
+            chunk(json!({"content": "working"}), None),
+            Chunk::Stall,
+        ]),
+    ])
+    .await;
+    let h = home();
+    let child = pi(&server, &h).args(["-p", "long task"]).spawn().unwrap();
+    let pid = child.id().unwrap() as i32;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.requests().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
