@@ -2422,3 +2422,29 @@ async fn complete_tool_calls_are_salvaged_instead_of_retried() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert!(retry_events(&rec).is_empty());
 }
+
+#[tokio::test]
+async fn a_model_repeating_the_same_call_is_stopped() {
+    let same = || reply::tools(&[reply::call("c", "echo", json!({"x": 1}))]);
+    let p = scripts((0..20).map(|_| same()).collect());
+    let (_, out) = run(config(&p, vec![TestTool::echo("echo").arc()]), "go", vec![]).await;
+    let failure = out.unwrap_err();
+    assert!(
+        failure.error.message.contains("same tool call 6 turns"),
+        "{}",
+        failure.error.message
+    );
+    assert_eq!(p.request_count(), 6);
+
+    // Different arguments are progress, not repetition.
+    let scripts_list: Vec<_> = (0..8)
+        .map(|i| reply::tools(&[reply::call("c", "echo", json!({"x": i}))]))
+        .chain([reply::text("done")])
+        .collect();
+    let p = scripts(scripts_list);
+    run(config(&p, vec![TestTool::echo("echo").arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
+    assert_eq!(p.request_count(), 9);
+}

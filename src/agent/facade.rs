@@ -479,6 +479,7 @@ impl Agent {
             deadline: s.deadline,
             telemetry: s.telemetry,
             retry: s.retry,
+            max_repeated_tool_turns: Some(super::hooks::DEFAULT_MAX_REPEATED_TOOL_TURNS),
             append_only: None,
             hooks: Arc::new(FacadeHooks {
                 agent: self.clone(),

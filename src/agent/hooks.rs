@@ -339,6 +339,9 @@ impl RetryPolicy {
     }
 }
 
+/// Default for [`LoopConfig::max_repeated_tool_turns`]: six identical tool turns in a row.
+pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
+
 /// What is fixed for one run.
 #[derive(Clone)]
 pub struct LoopConfig {
@@ -361,6 +364,8 @@ pub struct LoopConfig {
     /// Collect a run summary and coverage (delivered with `agent_end`).
     pub telemetry: bool,
     pub retry: RetryPolicy,
+    /// Fail the run when this many turns in a row repeat the previous turn's exact tool calls.
+    pub max_repeated_tool_turns: Option<u32>,
     /// Keep provider messages in an append-only log so the prompt cache stays warm.
     pub append_only: Option<Arc<std::sync::Mutex<super::append_only::AppendOnlyContext>>>,
     pub hooks: Arc<dyn LoopHooks>,
@@ -385,6 +390,7 @@ impl LoopConfig {
             deadline: None,
             telemetry: false,
             retry: RetryPolicy::default(),
+            max_repeated_tool_turns: Some(DEFAULT_MAX_REPEATED_TOOL_TURNS),
             append_only: None,
             hooks: Arc::new(NoHooks),
         }

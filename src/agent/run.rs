@@ -187,6 +187,9 @@ struct Run {
     soft: SoftState,
     preserve_soft: bool,
     paused_continuations: u32,
+    /// The previous turn's tool calls (names and arguments) and how often they repeated.
+    last_calls: Option<String>,
+    repeats: u32,
     prepared: Vec<PreparedCall>,
     collector: Option<Mutex<RunCollector>>,
     _timer: TimerGuard,
@@ -232,6 +235,8 @@ impl Run {
             soft,
             preserve_soft: false,
             paused_continuations: 0,
+            last_calls: None,
+            repeats: 0,
             prepared: Vec::new(),
             collector,
             _timer: TimerGuard(timer),
@@ -487,6 +492,7 @@ impl Run {
         self.directive_resolved = false;
         self.host_choice = None;
         self.soft.forced = None;
+        self.check_repetition(&assistant)?;
 
         let calls: Vec<_> = assistant.tool_calls().cloned().collect();
         let mut results: Vec<ToolResultMessage> = Vec::new();
@@ -581,6 +587,37 @@ impl Run {
         self.close_turn(assistant, results, will_continue, true)
             .await;
         Ok(Some(more))
+    }
+
+    /// Fail the run when the model keeps sending the very same tool calls turn after turn (a
+    /// small local model stuck in a loop), instead of looping until the deadline.
+    fn check_repetition(&mut self, assistant: &AssistantMessage) -> Result<(), LoopError> {
+        let Some(limit) = self.cfg.max_repeated_tool_turns else {
+            return Ok(());
+        };
+        if !assistant.has_tool_calls() {
+            self.last_calls = None;
+            self.repeats = 0;
+            return Ok(());
+        }
+        let signature: Vec<(&str, &serde_json::Value)> = assistant
+            .tool_calls()
+            .map(|c| (c.name.as_str(), &c.arguments))
+            .collect();
+        let signature = serde_json::to_string(&signature).unwrap_or_default();
+        if self.last_calls.as_deref() == Some(signature.as_str()) {
+            self.repeats += 1;
+        } else {
+            self.repeats = 0;
+            self.last_calls = Some(signature);
+        }
+        if self.repeats >= limit {
+            return Err(LoopError::new(format!(
+                "Stopped: the model sent the same tool call {} turns in a row without making progress",
+                self.repeats + 1
+            )));
+        }
+        Ok(())
     }
 
     /// Emit a placeholder's event quadruple and insert it.
