@@ -400,3 +400,37 @@ base_url = "http://gateway.local"
         assert!(bad.apply_to(&mut cat).unwrap_err().contains("base_url"));
     }
 }
+
+#[cfg(test)]
+mod example_tests {
+    use super::*;
+
+    /// Every key in config.example.toml, uncommented, parses without warnings.
+    #[test]
+    fn the_example_config_documents_real_keys() {
+        let text = include_str!("../../config.example.toml");
+        let uncommented: String = text
+            .lines()
+            .map(|l| {
+                let t = l.trim_start();
+                match t.strip_prefix("# ") {
+                    Some(rest) if rest.contains(" = ") || rest.starts_with('[') => {
+                        rest.split("   #").next().unwrap_or(rest).to_string()
+                    }
+                    _ => l.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        // The two provider examples and the base settings are independent: parse all at once.
+        let table = parse_file(&uncommented, Path::new("example")).unwrap();
+        let mut warnings = Vec::new();
+        check_keys(&table, Path::new("example"), &mut warnings);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let cfg: Config = toml::from_str(&uncommented).unwrap();
+        assert_eq!(cfg.retry.max_retries, Some(3));
+        let mut cat = Catalog::builtin(&|_| None);
+        cfg.apply_to(&mut cat).unwrap();
+        assert!(cat.find("lab", "qwen2.5-coder:32b").is_some());
+    }
+}
