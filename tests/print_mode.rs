@@ -275,3 +275,44 @@ async fn sigterm_aborts_cleanly_with_143() {
     assert_eq!(out.status.code(), Some(143));
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+#[tokio::test]
+async fn anthropic_base_url_and_key_from_the_environment_with_thinking() {
+    let msg_start = json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+        "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 1}}});
+    let server = TestServer::start(vec![Reply::sse(vec![
+        event("message_start", &msg_start),
+        event("content_block_start", &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+        event("content_block_delta", &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Bonjour"}})),
+        event("content_block_stop", &json!({"type": "content_block_stop", "index": 0})),
+        event("message_delta", &json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}})),
+        event("message_stop", &json!({"type": "message_stop"})),
+    ])])
+    .await;
+    let h = home();
+    let out = pi(&server, &h)
+        .env("ANTHROPIC_BASE_URL", server.url.clone())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .args([
+            "-p",
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--thinking",
+            "high",
+            "salut",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Bonjour\n");
+    let r = &server.requests()[0];
+    assert_eq!(r.path, "/v1/messages");
+    assert_eq!(r.header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(r.body["thinking"]["budget_tokens"], 16384);
+    assert_eq!(r.body["model"], "claude-sonnet-4-5");
+}
