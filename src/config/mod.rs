@@ -5,6 +5,8 @@
 //! config. Keys this version does not know are reported as warnings (a typo should not go
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
+pub mod context;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
