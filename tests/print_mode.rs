@@ -316,3 +316,41 @@ async fn anthropic_base_url_and_key_from_the_environment_with_thinking() {
     assert_eq!(r.body["thinking"]["budget_tokens"], 16384);
     assert_eq!(r.body["model"], "claude-sonnet-4-5");
 }
+
+#[tokio::test]
+async fn context_files_and_appended_text_reach_the_system_prompt() {
+    let h = home();
+    std::fs::write(h.join("AGENTS.md"), "Always answer in French.").unwrap();
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("ok"),
+        tags("qwen3:8b"),
+        text_reply("ok"),
+    ])
+    .await;
+    let out = pi(&server, &h)
+        .args(["-p", "--append-system-prompt", "Be extra careful.", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let system = server.requests()[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("# Project Context"), "{system}");
+    assert!(system.contains("Always answer in French."));
+    assert!(system.contains("Be extra careful."));
+    assert!(system.contains("Current working directory: "));
+    let out = pi(&server, &h)
+        .args(["-p", "--no-context-files", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let system = server.requests()[3].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!system.contains("Always answer in French."));
+}

@@ -380,3 +380,17 @@ async fn the_loop_retries_a_server_error_then_succeeds() {
     assert_eq!(rec.count("auto_retry_start"), 1);
     assert_eq!(server.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn a_server_echoing_the_key_never_leaks_it() {
+    let server = TestServer::start(vec![Reply::error(
+        401,
+        r#"{"error":{"message":"Invalid key: test-key-123 is not valid"}}"#,
+    )])
+    .await;
+    let p = http_providers(&server, "openrouter");
+    let m = last_message(&collect(&p, request("openrouter", "x/y")).await);
+    let text = m.error_message.unwrap();
+    assert!(!text.contains("test-key-123"), "{text}");
+    assert!(text.contains("[redacted]"));
+}

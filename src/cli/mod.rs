@@ -54,6 +54,10 @@ pub struct Cli {
     #[arg(long = "append-system-prompt")]
     pub append_system_prompt: Option<String>,
 
+    /// Do not load AGENTS.md / CLAUDE.md context files.
+    #[arg(long = "no-context-files")]
+    pub no_context_files: bool,
+
     /// Stop a run after this many turns (non-zero exit).
     #[arg(long = "max-turns")]
     pub max_turns: Option<u32>,

@@ -18,12 +18,9 @@ use crate::agent::events::AgentEvent;
 use crate::agent::facade::{Agent, AgentSettings};
 use crate::agent::hooks::RetryPolicy;
 use crate::agent::types::{AgentMessage, StopReason, now_ms};
-use crate::config::{self, Config};
+use crate::config::{self, Config, context};
 use crate::provider::catalog::{Catalog, format_model_table};
 use crate::provider::{EnvLookup, Providers, process_env};
-
-/// The built-in system prompt (the templated one arrives with context files).
-const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
 
 fn load_config(env: &EnvLookup) -> Result<(Config, Catalog), String> {
     let cwd =
@@ -60,16 +57,34 @@ pub async fn list_models(cli: &Cli) -> u8 {
     0
 }
 
-fn system_prompt(cli: &Cli) -> Vec<String> {
-    let mut prompt = match &cli.system_prompt {
-        Some(p) => text_or_file(p),
-        None => SYSTEM_PROMPT.to_string(),
+/// The system prompt: template or replacement, appended text, context files, date, folder.
+pub fn system_prompt(cli: &Cli, env: &EnvLookup, tools: Vec<(String, String)>) -> Vec<String> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let e = env.clone();
+    let agent_dir = config::agent_dir(&move |k| e(k));
+    let replacement = cli
+        .system_prompt
+        .as_deref()
+        .map(text_or_file)
+        .or_else(|| context::system_file(agent_dir.as_deref(), &cwd, "SYSTEM.md"));
+    let append = cli
+        .append_system_prompt
+        .as_deref()
+        .map(text_or_file)
+        .or_else(|| context::system_file(agent_dir.as_deref(), &cwd, "APPEND_SYSTEM.md"));
+    let context_files = if cli.no_context_files {
+        Vec::new()
+    } else {
+        context::discover(agent_dir.as_deref(), &cwd)
     };
-    if let Some(extra) = &cli.append_system_prompt {
-        prompt.push_str("\n\n");
-        prompt.push_str(&text_or_file(extra));
-    }
-    vec![prompt]
+    vec![context::build(&context::PromptParts {
+        replacement,
+        append,
+        tools,
+        context_files,
+        date: context::today(),
+        cwd: cwd.display().to_string(),
+    })]
 }
 
 fn retry_policy(config: &Config) -> RetryPolicy {
@@ -145,7 +160,7 @@ pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
     }
     let mut settings = AgentSettings::new(Arc::new(providers), selection.model.to_model());
     settings.thinking = selection.thinking;
-    settings.system_prompt = system_prompt(&cli);
+    settings.system_prompt = system_prompt(&cli, &env, Vec::new());
     settings.retry = retry_policy(&config);
     let agent = Agent::new(settings);
     let mut events = agent.subscribe();

@@ -124,7 +124,11 @@ pub fn build(parts: &PromptParts) -> String {
     if !parts.context_files.is_empty() {
         prompt.push_str("\n\n# Project Context\n\nInstructions from the user's context files:\n");
         for f in &parts.context_files {
-            prompt.push_str(&format!("\n## {}\n\n{}\n", f.path.display(), f.text.trim_end()));
+            prompt.push_str(&format!(
+                "\n## {}\n\n{}\n",
+                f.path.display(),
+                f.text.trim_end()
+            ));
         }
     }
     prompt.push_str(&format!(
@@ -136,7 +140,7 @@ pub fn build(parts: &PromptParts) -> String {
 
 /// Today's date as `YYYY-MM-DD` (UTC).
 pub fn today() -> String {
-    let days = (crate::agent::types::now_ms() / 86_400_000) as i64;
+    let days = crate::agent::types::now_ms() / 86_400_000;
     // Civil-from-days (Howard Hinnant).
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -193,8 +197,14 @@ mod tests {
     #[test]
     fn the_prompt_lists_tools_context_date_and_folder() {
         let parts = PromptParts {
-            tools: vec![("read".into(), "Read a file".into()), ("grep".into(), "Search".into())],
-            context_files: vec![ContextFile { path: "/p/AGENTS.md".into(), text: "Use tabs.".into() }],
+            tools: vec![
+                ("read".into(), "Read a file".into()),
+                ("grep".into(), "Search".into()),
+            ],
+            context_files: vec![ContextFile {
+                path: "/p/AGENTS.md".into(),
+                text: "Use tabs.".into(),
+            }],
             append: Some("Extra rule.".into()),
             date: "2026-12-02".into(),
             cwd: "/p".into(),
@@ -207,9 +217,15 @@ mod tests {
         assert!(p.contains("# Project Context") && p.contains("## /p/AGENTS.md\n\nUse tabs."));
         assert!(p.ends_with("Current date: 2026-12-02\nCurrent working directory: /p"));
         assert!(!p.contains("{{"));
-        let replaced = build(&PromptParts { replacement: Some("Just be a pirate.".into()), ..parts });
+        let replaced = build(&PromptParts {
+            replacement: Some("Just be a pirate.".into()),
+            ..parts
+        });
         assert!(replaced.starts_with("Just be a pirate."));
-        assert!(replaced.contains("# Project Context"), "context still appended");
+        assert!(
+            replaced.contains("# Project Context"),
+            "context still appended"
+        );
     }
 
     #[test]

@@ -108,11 +108,42 @@ pub fn stream_call(
     .boxed()
 }
 
+/// Header values that are credentials, to be blanked out of any error text.
+fn secrets_of(request: &HttpRequest) -> Vec<String> {
+    request
+        .headers
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.to_ascii_lowercase();
+            k == "authorization" || k.contains("api-key") || k.contains("token")
+        })
+        .map(|(_, v)| v.strip_prefix("Bearer ").unwrap_or(v).trim().to_string())
+        .filter(|v| v.len() >= 6)
+        .collect()
+}
+
+/// Replace every credential in `text` (a server may echo the key back in its error body).
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "[redacted]");
+        }
+    }
+    out
+}
+
 async fn send_all(
     tx: &mpsc::Sender<Result<StreamEvent, ProviderError>>,
     out: &mut MessageStream,
+    secrets: &[String],
 ) -> bool {
-    for ev in out.drain() {
+    for mut ev in out.drain() {
+        if let StreamEvent::Error { error, .. } = &mut ev
+            && let Some(m) = &error.error_message
+        {
+            error.error_message = Some(scrub(m, secrets));
+        }
         if tx.send(Ok(ev)).await.is_err() {
             return false; // nobody listens: stop, which closes the connection
         }
@@ -132,11 +163,12 @@ async fn run_call(
     tx: &mpsc::Sender<Result<StreamEvent, ProviderError>>,
 ) {
     let mut out = MessageStream::new(model);
+    let secrets = secrets_of(&request);
     let body = match serde_json::to_vec(&request.body) {
         Ok(b) => b,
         Err(e) => {
             out.fail(&format!("could not encode the request: {e}"), None, None);
-            send_all(tx, &mut out).await;
+            send_all(tx, &mut out, &secrets).await;
             return;
         }
     };
@@ -159,7 +191,7 @@ async fn run_call(
                 "the request to the provider failed"
             };
             out.fail(&format!("{what}: {}", describe(e)), None, transient(None));
-            send_all(tx, &mut out).await;
+            send_all(tx, &mut out, &secrets).await;
             return;
         }
     };
@@ -176,7 +208,7 @@ async fn run_call(
             retry_after_ms: retry_after,
         });
         out.fail(&message, Some(status), t);
-        send_all(tx, &mut out).await;
+        send_all(tx, &mut out, &secrets).await;
         return;
     }
 
@@ -234,11 +266,11 @@ async fn run_call(
                 }
             }
         }
-        if !send_all(tx, &mut out).await || out.is_finished() {
+        if !send_all(tx, &mut out, &secrets).await || out.is_finished() {
             break;
         }
     }
-    send_all(tx, &mut out).await;
+    send_all(tx, &mut out, &secrets).await;
 }
 
 /// An error's message with its causes, without the URL's query (never holds keys anyway).
@@ -280,6 +312,25 @@ mod tests {
             Some(784_111_777)
         );
         assert_eq!(retry_after_ms(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn credentials_are_scrubbed_from_error_text() {
+        let req = HttpRequest {
+            url: "http://x".into(),
+            headers: vec![
+                ("authorization".into(), "Bearer sk-abcdef123".into()),
+                ("x-api-key".into(), "ant-key-987654".into()),
+                ("x-team".into(), "core-team".into()),
+            ],
+            body: serde_json::Value::Null,
+        };
+        let secrets = secrets_of(&req);
+        let text = scrub(
+            "bad key sk-abcdef123 and ant-key-987654 for core-team",
+            &secrets,
+        );
+        assert_eq!(text, "bad key [redacted] and [redacted] for core-team");
     }
 
     #[test]
