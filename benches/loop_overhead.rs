@@ -107,6 +107,8 @@ impl AgentTool for Noop {
 async fn run_turns(provider: Arc<Replay>) -> Vec<AgentMessage> {
     let mut config = LoopConfig::new(provider, Model::new("bench", "bench", "bench"));
     config.tools = Arc::new(ToolSet::new([Arc::new(Noop) as Arc<dyn AgentTool>]));
+    // Every turn repeats the same calls on purpose; the stuck-model guard would stop it.
+    config.max_repeated_tool_turns = None;
     let sink = Arc::new(|_e: AgentEvent| {});
     let out = run_prompt(
         vec![Injected::plain(AgentMessage::user("go"))],
