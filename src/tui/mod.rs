@@ -239,3 +239,5 @@ async fn event_loop<B: Backend + std::io::Write>(
         }
     }
 }
+#[cfg(test)]
+mod tests;
