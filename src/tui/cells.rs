@@ -303,9 +303,7 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
     let style_of = |l: &str| {
         if diff && l.starts_with('+') {
             Style::new().fg(Color::Green)
-        } else if diff && l.starts_with('-') {
-            Style::new().fg(Color::Red)
-        } else if failed {
+        } else if (diff && l.starts_with('-')) || failed {
             Style::new().fg(Color::Red)
         } else {
             dim()

@@ -62,7 +62,7 @@ impl AgentPort for FakePort {
     fn take_queued(&self) -> Vec<String> {
         let mut l = self.0.borrow_mut();
         let mut out: Vec<String> = l.steers.drain(..).collect();
-        out.extend(l.follow_ups.drain(..));
+        out.append(&mut l.follow_ups);
         out
     }
     fn is_busy(&self) -> bool {
