@@ -115,11 +115,7 @@ pub fn main() -> ExitCode {
         if non_interactive {
             print::run(cli, stdin_text).await
         } else {
-            eprintln!(
-                "pi: the interactive terminal UI is not available in this build yet; \
-                 run `pi -p \"your request\"` (or `--mode json`) instead."
-            );
-            1
+            crate::tui::run(cli).await
         }
     });
     ExitCode::from(code)

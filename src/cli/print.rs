@@ -122,10 +122,51 @@ fn session_id() -> String {
     )
 }
 
+/// An agent ready to take prompts, with what a UI needs to show and switch models.
+pub struct BuiltAgent {
+    pub agent: Agent,
+    /// The catalogue the providers were built from (for a model picker).
+    pub catalog: Catalog,
+    /// The model the agent starts with.
+    pub model: crate::provider::catalog::ModelInfo,
+}
+
+/// Load config and catalogue (the same way every mode does).
+pub fn load(env: &EnvLookup) -> Result<(Config, Catalog), String> {
+    load_config(env)
+}
+
+/// Choose the model and build the agent (providers, thinking, system prompt, retries), as
+/// print mode does; the interactive TUI reuses it. Warnings go to stderr.
+pub async fn build_agent(
+    cli: &Cli,
+    config: &Config,
+    mut catalog: Catalog,
+    env: &EnvLookup,
+) -> Result<BuiltAgent, String> {
+    let selection = select::select(cli, config, &mut catalog, env).await?;
+    for w in &selection.warnings {
+        eprintln!("pi: warning: {w}");
+    }
+    let mut providers = Providers::new(Arc::new(catalog.clone()), cli.api_key.clone(), env.clone());
+    if let Some(secs) = config.idle_timeout_secs {
+        providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
+    }
+    let mut settings = AgentSettings::new(Arc::new(providers), selection.model.to_model());
+    settings.thinking = selection.thinking;
+    settings.system_prompt = system_prompt(cli, env, Vec::new());
+    settings.retry = retry_policy(config);
+    Ok(BuiltAgent {
+        agent: Agent::new(settings),
+        catalog,
+        model: selection.model,
+    })
+}
+
 /// Run print or JSON mode. Returns the exit code.
 pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
     let env = process_env();
-    let (config, mut catalog) = match load_config(&env) {
+    let (config, catalog) = match load_config(&env) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("pi: {e}");
@@ -144,25 +185,13 @@ pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
         eprintln!("pi: nothing to do: give a message, e.g. pi -p \"explain this repo\"");
         return 1;
     }
-    let selection = match select::select(&cli, &config, &mut catalog, &env).await {
-        Ok(s) => s,
+    let agent = match build_agent(&cli, &config, catalog, &env).await {
+        Ok(built) => built.agent,
         Err(e) => {
             eprintln!("pi: {e}");
             return 1;
         }
     };
-    for w in &selection.warnings {
-        eprintln!("pi: warning: {w}");
-    }
-    let mut providers = Providers::new(Arc::new(catalog), cli.api_key.clone(), env.clone());
-    if let Some(secs) = config.idle_timeout_secs {
-        providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
-    }
-    let mut settings = AgentSettings::new(Arc::new(providers), selection.model.to_model());
-    settings.thinking = selection.thinking;
-    settings.system_prompt = system_prompt(&cli, &env, Vec::new());
-    settings.retry = retry_policy(&config);
-    let agent = Agent::new(settings);
     let mut events = agent.subscribe();
 
     let json_mode = cli.mode == OutputMode::Json;

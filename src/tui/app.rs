@@ -1,0 +1,790 @@
+//! The app state: what the screen shows, and what keys and agent events do to it.
+//!
+//! [`App`] is driven by two inputs, both synchronous and cheap: [`App::handle_key`] (and
+//! paste/mouse) and [`App::handle_agent_event`]. It talks to the agent only through
+//! [`AgentPort`], so tests drive it with a recorder and hand-made events. Side effects that
+//! need the terminal (quit, suspend, OSC 52 copy) are returned as [`Effect`]s for the loop in
+//! `mod.rs` to carry out. Drawing lives in `render.rs`.
+//!
+//! Running-turn input: Enter sends, or steers while a run is active; Alt+Enter queues a
+//! follow-up; the queues are the agent's, shown from its `queue_update` events. Esc aborts the
+//! run and brings the queued texts back into the editor, ahead of anything typed since.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+
+use super::cells::{Cell, ToolCell, ToolState, View};
+use super::editor::Editor;
+use super::port::{AgentPort, message_text};
+use super::sanitize::sanitize;
+use super::slash;
+use super::transcript::Transcript;
+use crate::agent::events::AgentEvent;
+use crate::agent::thinking::ThinkingLevel;
+use crate::agent::types::{AgentMessage, Message, StopReason, Usage};
+use crate::provider::catalog::ModelInfo;
+
+/// What the loop must do outside the app state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    Quit,
+    Suspend,
+    /// Put text on the clipboard with OSC 52.
+    Copy(String),
+}
+
+/// How a submitted message is delivered while the agent works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Steer,
+    FollowUp,
+}
+
+/// The model picker popup.
+#[derive(Clone, Debug, Default)]
+pub struct ModelPicker {
+    pub query: String,
+    pub selected: usize,
+}
+
+/// Running totals for the footer.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub cost: f64,
+    /// Tokens in the context at the last response.
+    pub context: u64,
+}
+
+/// What the footer shows about where we are.
+#[derive(Clone, Debug, Default)]
+pub struct Place {
+    pub cwd: String,
+    pub branch: Option<String>,
+    pub session_name: Option<String>,
+}
+
+pub struct App {
+    port: Box<dyn AgentPort>,
+    pub transcript: Transcript,
+    pub editor: Editor,
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+    /// When the current run started.
+    pub working: Option<Instant>,
+    pub retry: Option<String>,
+    pub show_thinking: bool,
+    pub expand_tools: bool,
+    pub model: ModelInfo,
+    pub thinking: ThinkingLevel,
+    pub models: Vec<ModelInfo>,
+    pub place: Place,
+    pub totals: Totals,
+    pub picker: Option<ModelPicker>,
+    /// The `/` completion list was dismissed with Esc for the current text.
+    pub completion_dismissed: bool,
+    pub completion_selected: usize,
+    /// A transient hint in the status line (e.g. "press Ctrl+C again to quit").
+    pub hint: Option<String>,
+    streaming: Option<usize>,
+    tools: HashMap<String, usize>,
+    last_ctrl_c: Option<Instant>,
+    /// Size of the transcript viewport at the last draw (for paging).
+    pub viewport: (u16, u16),
+    pub dirty: bool,
+    effects: Vec<Effect>,
+}
+
+impl App {
+    pub fn new(port: Box<dyn AgentPort>, model: ModelInfo, thinking: ThinkingLevel) -> Self {
+        App {
+            port,
+            transcript: Transcript::default(),
+            editor: Editor::default(),
+            steering: Vec::new(),
+            follow_up: Vec::new(),
+            working: None,
+            retry: None,
+            show_thinking: true,
+            expand_tools: false,
+            model,
+            thinking,
+            models: Vec::new(),
+            place: Place::default(),
+            totals: Totals::default(),
+            picker: None,
+            completion_dismissed: false,
+            completion_selected: 0,
+            hint: None,
+            streaming: None,
+            tools: HashMap::new(),
+            last_ctrl_c: None,
+            viewport: (80, 20),
+            dirty: true,
+            effects: Vec::new(),
+        }
+    }
+
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    pub fn view(&self, now: Instant) -> View {
+        View {
+            show_thinking: self.show_thinking,
+            expand_tools: self.expand_tools,
+            now,
+        }
+    }
+
+    /// Something on screen moves by itself (spinner, elapsed time).
+    pub fn animating(&self) -> bool {
+        self.working.is_some()
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.working.is_some() || self.port.is_busy()
+    }
+
+    /// The `/` completions to show, if any.
+    pub fn completions(&self) -> Vec<&'static slash::Command> {
+        if self.completion_dismissed || self.editor.line_count() > 1 {
+            return Vec::new();
+        }
+        slash::completions(&self.editor.text())
+    }
+
+    // ----- agent events -------------------------------------------------------------------
+
+    pub fn handle_agent_event(&mut self, event: AgentEvent) {
+        self.dirty = true;
+        match event {
+            AgentEvent::AgentStart => {
+                self.working = Some(Instant::now());
+            }
+            AgentEvent::AgentEnd { .. } => {
+                self.working = None;
+                self.retry = None;
+                self.finish_streaming();
+                for (_, idx) in self.tools.drain() {
+                    if let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
+                        && matches!(t.state, ToolState::Running { .. })
+                    {
+                        t.state = ToolState::Skipped;
+                    }
+                }
+            }
+            AgentEvent::TurnStart | AgentEvent::TurnEnd { .. } => {}
+            AgentEvent::MessageStart { message } => match &message {
+                AgentMessage::Llm(Message::User(_)) => {
+                    if !self.transcript.is_empty()
+                        && !matches!(self.transcript.last(), Some(Cell::Divider))
+                    {
+                        self.transcript.push(Cell::Divider);
+                    }
+                    self.transcript.push(Cell::User(message_text(&message)));
+                }
+                AgentMessage::Llm(Message::Assistant(a)) => {
+                    self.finish_streaming();
+                    let idx = self.transcript.push(Cell::assistant(a.clone(), true));
+                    self.streaming = Some(idx);
+                }
+                _ => {}
+            },
+            AgentEvent::MessageUpdate {
+                assistant_message_event,
+            } => {
+                if let Some(idx) = self.streaming
+                    && let Some(Cell::Assistant(a)) = self.transcript.get_mut(idx)
+                {
+                    a.builder.apply(&assistant_message_event);
+                }
+            }
+            AgentEvent::MessageEnd { message } => {
+                if let AgentMessage::Llm(Message::Assistant(a)) = message {
+                    let idx = match self.streaming.take() {
+                        Some(i) => i,
+                        None => self.transcript.push(Cell::assistant(a.clone(), false)),
+                    };
+                    if let Some(cell) = self.transcript.get_mut(idx) {
+                        *cell = Cell::assistant(a.clone(), false);
+                    }
+                    self.add_usage(&a.usage);
+                    match a.stop_reason {
+                        StopReason::Error if !a.is_retried_attempt() => {
+                            let m = a
+                                .error_message
+                                .clone()
+                                .unwrap_or_else(|| "the model call failed".into());
+                            self.transcript.push(Cell::Error(m));
+                        }
+                        StopReason::Aborted => {
+                            self.transcript
+                                .push(Cell::Aborted("Operation aborted".into()));
+                        }
+                        StopReason::Length => {
+                            self.transcript.push(Cell::Notice(
+                                "The answer was cut off at the output token limit.".into(),
+                            ));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+                ..
+            } => {
+                let idx = self.transcript.push(Cell::Tool(ToolCell {
+                    id: tool_call_id.clone(),
+                    name: tool_name,
+                    args,
+                    state: ToolState::Running {
+                        started: Instant::now(),
+                    },
+                    output: String::new(),
+                    diff: None,
+                }));
+                self.tools.insert(tool_call_id, idx);
+            }
+            AgentEvent::ToolExecutionUpdate {
+                tool_call_id,
+                partial_result,
+                ..
+            } => {
+                if let Some(&idx) = self.tools.get(&tool_call_id)
+                    && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
+                {
+                    t.output = sanitize(&output_text(&partial_result.content));
+                }
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                result,
+                is_error,
+                ..
+            } => {
+                if let Some(idx) = self.tools.remove(&tool_call_id)
+                    && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
+                {
+                    let synthetic = result
+                        .details
+                        .get("__synthetic")
+                        .and_then(serde_json::Value::as_bool)
+                        .unwrap_or(false);
+                    t.state = match (&t.state, synthetic) {
+                        (_, true) => ToolState::Skipped,
+                        (ToolState::Running { started }, _) => ToolState::Done {
+                            ok: !is_error,
+                            took: started.elapsed(),
+                        },
+                        _ => ToolState::Done {
+                            ok: !is_error,
+                            took: Duration::ZERO,
+                        },
+                    };
+                    t.output = sanitize(&output_text(&result.content));
+                    t.diff = result
+                        .details
+                        .get("diff")
+                        .and_then(serde_json::Value::as_str)
+                        .map(sanitize);
+                }
+            }
+            AgentEvent::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => {
+                let wait = delay_ms as f64 / 1000.0;
+                self.retry = Some(format!("Retrying ({attempt}/{max_attempts}) in {wait:.0}s"));
+                self.transcript.push(Cell::Notice(format!(
+                    "{} — retrying ({attempt}/{max_attempts}) in {wait:.1}s",
+                    error_message
+                )));
+            }
+            AgentEvent::AutoRetryEnd { .. } => self.retry = None,
+            AgentEvent::QueueUpdate {
+                steering,
+                follow_up,
+            } => {
+                self.steering = steering;
+                self.follow_up = follow_up;
+            }
+        }
+    }
+
+    fn finish_streaming(&mut self) {
+        if let Some(idx) = self.streaming.take()
+            && let Some(Cell::Assistant(a)) = self.transcript.get_mut(idx)
+        {
+            a.streaming = false;
+        }
+    }
+
+    fn add_usage(&mut self, u: &Usage) {
+        let t = &mut self.totals;
+        t.input += u.input;
+        t.output += u.output;
+        t.cache_read += u.cache_read;
+        t.cache_write += u.cache_write;
+        t.cost += u.cost.total;
+        let ctx = u.input + u.output + u.cache_read + u.cache_write;
+        if ctx > 0 {
+            t.context = ctx;
+        }
+    }
+
+    // ----- keys ---------------------------------------------------------------------------
+
+    pub fn handle_paste(&mut self, text: &str) {
+        self.dirty = true;
+        self.editor.paste(text);
+    }
+
+    pub fn handle_mouse(&mut self, m: MouseEvent) {
+        match m.kind {
+            MouseEventKind::ScrollUp => self.scroll_up(3),
+            MouseEventKind::ScrollDown => self.scroll_down(3),
+            _ => {}
+        }
+    }
+
+    fn scroll_up(&mut self, rows: usize) {
+        self.dirty = true;
+        let view = self.view(Instant::now());
+        let (w, h) = self.viewport;
+        self.transcript
+            .scroll_up(rows, w as usize, h as usize, &view);
+    }
+
+    fn scroll_down(&mut self, rows: usize) {
+        self.dirty = true;
+        let view = self.view(Instant::now());
+        let (w, h) = self.viewport;
+        self.transcript
+            .scroll_down(rows, w as usize, h as usize, &view);
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        self.dirty = true;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        if !matches!(key.code, KeyCode::Char('c')) || !ctrl {
+            self.hint = None;
+        }
+        if self.picker.is_some() {
+            self.picker_key(key);
+            return;
+        }
+        let page = (self.viewport.1 as usize).saturating_sub(2).max(1);
+        match key.code {
+            KeyCode::Char('c') if ctrl => {
+                let now = Instant::now();
+                if !self.editor.is_empty() {
+                    self.editor.clear();
+                    self.last_ctrl_c = Some(now);
+                } else if self
+                    .last_ctrl_c
+                    .is_some_and(|t| now.duration_since(t) < Duration::from_millis(1000))
+                {
+                    self.quit();
+                } else {
+                    self.last_ctrl_c = Some(now);
+                    self.hint = Some("Press Ctrl+C again to quit".into());
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    self.quit();
+                } else {
+                    self.editor.input(key);
+                }
+            }
+            KeyCode::Char('z') if ctrl => self.effects.push(Effect::Suspend),
+            KeyCode::Char('t') if ctrl => {
+                self.show_thinking = !self.show_thinking;
+                self.transcript.invalidate_view();
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.expand_tools = !self.expand_tools;
+                self.transcript.invalidate_view();
+            }
+            KeyCode::Char('l') if ctrl => self.open_picker(""),
+            KeyCode::Char('j') if ctrl => self.editor.newline(),
+            KeyCode::Esc => self.escape(),
+            KeyCode::Enter if shift || ctrl => self.editor.newline(),
+            KeyCode::Enter if alt => self.submit(Delivery::FollowUp),
+            KeyCode::Enter => {
+                if let Some(c) = self.selected_completion()
+                    && self.editor.text() != format!("/{}", c.name)
+                    && !c.args.starts_with('<')
+                    && c.args.is_empty()
+                {
+                    self.editor.set_text(&format!("/{}", c.name));
+                }
+                self.submit(Delivery::Steer)
+            }
+            KeyCode::Tab => {
+                if let Some(c) = self.selected_completion() {
+                    let suffix = if c.args.is_empty() { "" } else { " " };
+                    self.editor.set_text(&format!("/{}{suffix}", c.name));
+                }
+            }
+            KeyCode::BackTab => self.cycle_thinking(),
+            KeyCode::PageUp => self.scroll_up(page),
+            KeyCode::PageDown => self.scroll_down(page),
+            KeyCode::Home if ctrl || self.editor.is_empty() => self.transcript.scroll_to_top(),
+            KeyCode::End if ctrl || self.editor.is_empty() => self.transcript.follow(),
+            KeyCode::Up if !self.completions().is_empty() => {
+                self.completion_selected = self.completion_selected.saturating_sub(1);
+            }
+            KeyCode::Down if !self.completions().is_empty() => {
+                let n = self.completions().len();
+                self.completion_selected = (self.completion_selected + 1).min(n.saturating_sub(1));
+            }
+            KeyCode::Up => {
+                if !self.editor.history_prev() {
+                    self.editor.input(key);
+                }
+            }
+            KeyCode::Down => {
+                if !self.editor.history_next() {
+                    self.editor.input(key);
+                }
+            }
+            _ => {
+                let before = self.editor.text();
+                self.editor.input(key);
+                if self.editor.text() != before {
+                    self.completion_dismissed = false;
+                    self.completion_selected = 0;
+                }
+            }
+        }
+    }
+
+    fn selected_completion(&self) -> Option<&'static slash::Command> {
+        let list = self.completions();
+        list.get(self.completion_selected.min(list.len().saturating_sub(1)))
+            .copied()
+    }
+
+    fn quit(&mut self) {
+        if self.is_busy() {
+            self.port.abort();
+        }
+        self.effects.push(Effect::Quit);
+    }
+
+    /// Esc: close the completion list, else abort the run and restore queued messages.
+    fn escape(&mut self) {
+        if !self.completions().is_empty() {
+            self.completion_dismissed = true;
+            return;
+        }
+        if !self.is_busy() {
+            return;
+        }
+        self.port.abort();
+        let mut restored = self.port.take_queued();
+        self.steering.clear();
+        self.follow_up.clear();
+        if !restored.is_empty() {
+            if !self.editor.is_empty() {
+                restored.push(self.editor.text());
+            }
+            self.editor.set_text(&restored.join("\n\n"));
+        }
+    }
+
+    pub fn submit(&mut self, delivery: Delivery) {
+        if self.editor.is_empty() {
+            return;
+        }
+        let text = self.editor.take();
+        self.completion_dismissed = false;
+        self.completion_selected = 0;
+        if text.trim().is_empty() {
+            return;
+        }
+        if let Some((name, args)) = slash::parse(&text)
+            && slash::COMMANDS.iter().any(|c| c.name == name)
+        {
+            self.run_command(name, args);
+            return;
+        }
+        self.transcript.follow();
+        if self.is_busy() {
+            match delivery {
+                Delivery::Steer => self.port.steer(text),
+                Delivery::FollowUp => self.port.follow_up(text),
+            }
+            return;
+        }
+        if let Err(_busy) = self.port.prompt(text.clone()) {
+            match delivery {
+                Delivery::Steer => self.port.steer(text),
+                Delivery::FollowUp => self.port.follow_up(text),
+            }
+        }
+    }
+
+    // ----- commands -----------------------------------------------------------------------
+
+    fn notice(&mut self, text: impl Into<String>) {
+        self.transcript.push(Cell::Notice(text.into()));
+        self.transcript.follow();
+    }
+
+    pub fn run_command(&mut self, name: &str, args: &str) {
+        self.dirty = true;
+        match name {
+            "help" => {
+                self.transcript.push(Cell::Info(help_text()));
+                self.transcript.follow();
+            }
+            "model" => self.open_picker(args),
+            "thinking" => {
+                if args.is_empty() {
+                    self.cycle_thinking();
+                } else {
+                    match args.parse::<ThinkingLevel>() {
+                        Ok(level) => self.set_thinking(level),
+                        Err(e) => {
+                            self.transcript.push(Cell::Error(e));
+                        }
+                    }
+                }
+            }
+            "new" => {
+                if self.is_busy() {
+                    self.port.abort();
+                    self.port.take_queued();
+                }
+                self.port.reset();
+                self.transcript.clear();
+                self.tools.clear();
+                self.streaming = None;
+                self.totals = Totals::default();
+                self.notice("New conversation");
+            }
+            "name" => {
+                if args.is_empty() {
+                    self.transcript
+                        .push(Cell::Error("usage: /name <name>".into()));
+                } else {
+                    self.place.session_name = Some(sanitize(args));
+                    self.notice(format!("Session named “{}”", sanitize(args)));
+                }
+            }
+            "session" => {
+                let msgs = self.port.messages();
+                let count = |role: &str| msgs.iter().filter(|m| m.role() == role).count();
+                let calls: usize = msgs
+                    .iter()
+                    .filter_map(AgentMessage::as_assistant)
+                    .map(|a| a.tool_calls().count())
+                    .sum();
+                let t = &self.totals;
+                let info = format!(
+                    "Session{}\n  messages: {} user, {} assistant, {} tool calls, {} tool results\n  tokens: ↑{} ↓{} cache read {} cache write {}\n  cost: ${:.3}\n  (session files are not written by this build yet)",
+                    self.place
+                        .session_name
+                        .as_deref()
+                        .map(|n| format!(" “{n}”"))
+                        .unwrap_or_default(),
+                    count("user"),
+                    count("assistant"),
+                    calls,
+                    count("toolResult"),
+                    t.input,
+                    t.output,
+                    t.cache_read,
+                    t.cache_write,
+                    t.cost
+                );
+                self.transcript.push(Cell::Info(info));
+                self.transcript.follow();
+            }
+            "copy" => {
+                let last = self
+                    .port
+                    .messages()
+                    .iter()
+                    .rev()
+                    .find_map(|m| m.as_assistant().map(|a| a.text()))
+                    .filter(|t| !t.is_empty());
+                match last {
+                    Some(text) => {
+                        let n = text.chars().count();
+                        self.effects.push(Effect::Copy(text));
+                        self.notice(format!("Copied the last answer ({n} characters)"));
+                    }
+                    None => self.notice("Nothing to copy yet"),
+                }
+            }
+            "export" => {
+                let path = if args.is_empty() {
+                    PathBuf::from(format!(
+                        "pi-session-{}.md",
+                        crate::agent::types::now_ms() / 1000
+                    ))
+                } else {
+                    PathBuf::from(args)
+                };
+                let md = export_markdown(&self.port.messages());
+                match std::fs::write(&path, md) {
+                    Ok(()) => self.notice(format!("Exported to {}", path.display())),
+                    Err(e) => {
+                        let m = format!("cannot write {}: {e}", path.display());
+                        self.transcript.push(Cell::Error(m));
+                    }
+                }
+            }
+            "quit" => self.quit(),
+            _ => {}
+        }
+    }
+
+    fn set_thinking(&mut self, level: ThinkingLevel) {
+        self.thinking = level;
+        self.port.set_thinking(level);
+        self.notice(format!("Thinking level: {}", level.as_str()));
+    }
+
+    fn cycle_thinking(&mut self) {
+        use ThinkingLevel::*;
+        let order = [Off, Minimal, Low, Medium, High, Xhigh];
+        let i = order.iter().position(|l| *l == self.thinking).unwrap_or(0);
+        self.set_thinking(order[(i + 1) % order.len()]);
+    }
+
+    // ----- model picker -------------------------------------------------------------------
+
+    fn open_picker(&mut self, query: &str) {
+        self.picker = Some(ModelPicker {
+            query: query.to_string(),
+            selected: 0,
+        });
+    }
+
+    /// Models matching the picker's query (every word must appear in `provider/id name`).
+    pub fn picker_matches(&self) -> Vec<&ModelInfo> {
+        let Some(p) = &self.picker else {
+            return Vec::new();
+        };
+        let q = p.query.to_lowercase();
+        self.models
+            .iter()
+            .filter(|m| {
+                let hay = format!("{}/{} {}", m.provider, m.id, m.name).to_lowercase();
+                q.split_whitespace().all(|w| hay.contains(w))
+            })
+            .collect()
+    }
+
+    fn picker_key(&mut self, key: KeyEvent) {
+        let count = self.picker_matches().len();
+        let Some(p) = self.picker.as_mut() else {
+            return;
+        };
+        match key.code {
+            KeyCode::Esc => self.picker = None,
+            KeyCode::Up => p.selected = p.selected.saturating_sub(1),
+            KeyCode::Down => p.selected = (p.selected + 1).min(count.saturating_sub(1)),
+            KeyCode::Backspace => {
+                p.query.pop();
+                p.selected = 0;
+            }
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.picker = None
+            }
+            KeyCode::Char(c) => {
+                p.query.push(c);
+                p.selected = 0;
+            }
+            KeyCode::Enter => {
+                let sel = p.selected;
+                let chosen = self.picker_matches().get(sel).map(|m| (*m).clone());
+                self.picker = None;
+                if let Some(m) = chosen {
+                    self.port.set_model(&m);
+                    self.notice(format!("Model: {}/{}", m.provider, m.id));
+                    self.model = m;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn output_text(content: &[crate::agent::types::ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            crate::agent::types::ContentBlock::Text(t) => Some(t.text.clone()),
+            crate::agent::types::ContentBlock::Image(i) => Some(format!("[image {}]", i.mime_type)),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "Keys\n  Enter            send (while working: steer the agent)\n  Alt+Enter        queue a follow-up for when the agent finishes\n  Shift+Enter, Ctrl+J  new line\n  Esc              interrupt; queued messages return to the editor\n  Ctrl+C           clear the editor; twice to quit\n  Ctrl+D           quit (empty editor)\n  Up/Down          prompt history\n  PgUp/PgDn, wheel scroll; Home/End (empty editor) top/bottom\n  Ctrl+T           show/hide thinking\n  Ctrl+O           expand/collapse tool output\n  Ctrl+L           choose model;  Shift+Tab  cycle thinking level\n  Ctrl+Z           suspend\nCommands\n",
+    );
+    for c in slash::COMMANDS {
+        let head = format!("/{} {}", c.name, c.args);
+        s.push_str(&format!("  {head:<17}{}\n", c.help));
+    }
+    s
+}
+
+/// The conversation as markdown, for `/export`.
+pub fn export_markdown(messages: &[AgentMessage]) -> String {
+    let mut out = String::from("# pi session\n\n");
+    for m in messages {
+        match m {
+            AgentMessage::Llm(Message::User(_)) => {
+                out.push_str(&format!("## User\n\n{}\n\n", message_text(m)));
+            }
+            AgentMessage::Llm(Message::Assistant(a)) => {
+                let text = a.text();
+                if !text.trim().is_empty() {
+                    out.push_str(&format!("## Assistant\n\n{text}\n\n"));
+                }
+                for call in a.tool_calls() {
+                    out.push_str(&format!(
+                        "**Tool call** `{}`: `{}`\n\n",
+                        call.name, call.arguments
+                    ));
+                }
+            }
+            AgentMessage::Llm(Message::ToolResult(r)) => {
+                out.push_str(&format!(
+                    "**Result of `{}`{}**\n\n```\n{}\n```\n\n",
+                    r.tool_name,
+                    if r.is_error { " (error)" } else { "" },
+                    r.text()
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}

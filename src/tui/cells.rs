@@ -1,0 +1,370 @@
+//! Transcript cells: each kind of thing the transcript shows, rendering itself for a width.
+//!
+//! A [`Cell`] is pure data plus `lines(width, view)`. Finished cells are cached by the
+//! transcript (see `transcript.rs`); a cell reports [`Cell::is_live`] while its look still
+//! changes with time (a running tool's spinner, a streaming message), and those are rendered
+//! every frame. All model and tool text is passed through `sanitize` on the way in or out.
+//!
+//! Tool cells: one per call, created by `tool_execution_start`, with a tool-specific header
+//! (`$ command`, `read path:10-40`, `edit path`, `grep /pattern/ in dir`, ...), a spinner and
+//! elapsed time while running, then ✓/✗ and the time taken. Output is collapsed (bash: last
+//! lines; read/write: first lines; others: first lines) unless the view expands tools (Ctrl+O).
+//! Diffs (`edit` results with a `diff` detail, or text that looks like a unified diff) are
+//! coloured.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::markdown;
+use super::sanitize::sanitize;
+use super::wrap::{wrap_all, wrap_line};
+use crate::agent::stream::MessageBuilder;
+use crate::agent::types::{AssistantMessage, ContentBlock};
+
+/// Braille spinner frames.
+pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// How the transcript is being viewed; changing it re-renders every cell.
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    pub show_thinking: bool,
+    pub expand_tools: bool,
+    pub now: Instant,
+}
+
+impl View {
+    pub fn spinner(&self, since: Instant) -> &'static str {
+        let ticks = self.now.saturating_duration_since(since).as_millis() / 80;
+        SPINNER[(ticks as usize) % SPINNER.len()]
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ToolState {
+    Running {
+        started: Instant,
+    },
+    Done {
+        ok: bool,
+        took: Duration,
+    },
+    /// The loop never ran it (skipped by steering, aborted before it started).
+    Skipped,
+}
+
+#[derive(Clone, Debug)]
+pub struct ToolCell {
+    pub id: String,
+    pub name: String,
+    pub args: Arc<Value>,
+    pub state: ToolState,
+    /// Sanitised output text (partial while running).
+    pub output: String,
+    pub diff: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct AssistantCell {
+    pub builder: MessageBuilder,
+    pub streaming: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum Cell {
+    User(String),
+    Assistant(AssistantCell),
+    Tool(ToolCell),
+    Divider,
+    Error(String),
+    Aborted(String),
+    /// A dim one-line notice (retries, model changes, ...).
+    Notice(String),
+    /// Plain multi-line information (help, /session).
+    Info(String),
+}
+
+fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+impl Cell {
+    /// The cell's look still changes with time or input: do not cache it.
+    pub fn is_live(&self) -> bool {
+        match self {
+            Cell::Assistant(a) => a.streaming,
+            Cell::Tool(t) => matches!(t.state, ToolState::Running { .. }),
+            _ => false,
+        }
+    }
+
+    pub fn assistant(message: AssistantMessage, streaming: bool) -> Cell {
+        Cell::Assistant(AssistantCell {
+            builder: MessageBuilder::new(message),
+            streaming,
+        })
+    }
+
+    /// Rendered rows for `width` columns, ending with a blank spacer row.
+    pub fn lines(&self, width: usize, view: &View) -> Vec<Line<'static>> {
+        let width = width.max(4);
+        let mut out = match self {
+            Cell::User(text) => user_lines(text, width),
+            Cell::Assistant(a) => assistant_lines(a, width, view),
+            Cell::Tool(t) => tool_lines(t, width, view),
+            Cell::Divider => vec![Line::styled("─".repeat(width), dim())],
+            Cell::Error(m) => wrap_all(
+                &sanitize(m)
+                    .lines()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        let p = if i == 0 { "Error: " } else { "" };
+                        Line::styled(format!("{p}{l}"), Style::new().fg(Color::Red))
+                    })
+                    .collect::<Vec<_>>(),
+                width,
+            ),
+            Cell::Aborted(m) => vec![Line::styled(
+                sanitize(m),
+                Style::new().fg(Color::Red).add_modifier(Modifier::DIM),
+            )],
+            Cell::Notice(m) => wrap_all(
+                &[Line::styled(sanitize(m), Style::new().fg(Color::Yellow))],
+                width,
+            ),
+            Cell::Info(m) => wrap_all(
+                &sanitize(m)
+                    .lines()
+                    .map(|l| Line::from(l.to_string()))
+                    .collect::<Vec<_>>(),
+                width,
+            ),
+        };
+        if !out.is_empty() {
+            out.push(Line::default());
+        }
+        out
+    }
+}
+
+fn user_lines(text: &str, width: usize) -> Vec<Line<'static>> {
+    let style = Style::new().bg(Color::Indexed(236)).fg(Color::White);
+    let mut out = Vec::new();
+    for l in sanitize(text).lines() {
+        let line = Line::from(format!(" {l}"));
+        for row in wrap_line(&line, width.saturating_sub(1), 1) {
+            let w = row.width();
+            let mut spans = row.spans;
+            spans.push(Span::raw(" ".repeat(width.saturating_sub(w))));
+            out.push(Line::from(spans).style(style));
+        }
+    }
+    if out.is_empty() {
+        out.push(Line::styled(" ".repeat(width), style));
+    }
+    out
+}
+
+fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'static>> {
+    let message = a.builder.message();
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let blocks = message.content.len();
+    for (i, block) in message.content.iter().enumerate() {
+        let last = i + 1 == blocks;
+        match block {
+            ContentBlock::Text(t) => {
+                let text = if a.streaming && last {
+                    markdown::committed(&t.text)
+                } else {
+                    &t.text
+                };
+                if text.trim().is_empty() {
+                    continue;
+                }
+                if !out.is_empty() {
+                    out.push(Line::default());
+                }
+                out.extend(markdown::render(text, width));
+            }
+            ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => {
+                if !out.is_empty() {
+                    out.push(Line::default());
+                }
+                let style = dim().add_modifier(Modifier::ITALIC);
+                if view.show_thinking {
+                    let lines: Vec<Line<'static>> = sanitize(&t.thinking)
+                        .trim()
+                        .lines()
+                        .map(|l| Line::styled(l.to_string(), style))
+                        .collect();
+                    out.extend(wrap_all(&lines, width));
+                } else {
+                    out.push(Line::styled("Thinking...", style));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The header a tool call is shown with.
+pub fn tool_header(name: &str, args: &Value) -> String {
+    let s = |k: &str| args.get(k).and_then(Value::as_str).map(sanitize);
+    let n = |k: &str| args.get(k).and_then(Value::as_u64);
+    let path = s("path").or_else(|| s("file_path")).unwrap_or_default();
+    match name {
+        "bash" => {
+            let cmd = s("command").unwrap_or_default();
+            match n("timeout") {
+                Some(t) => format!("$ {cmd} (timeout {t}s)"),
+                None => format!("$ {cmd}"),
+            }
+        }
+        "read" => match (n("offset"), n("limit")) {
+            (Some(o), Some(l)) => format!("read {path}:{o}-{}", o + l.saturating_sub(1)),
+            (Some(o), None) => format!("read {path}:{o}"),
+            (None, Some(l)) => format!("read {path}:1-{l}"),
+            _ => format!("read {path}"),
+        },
+        "edit" | "write" | "ls" => {
+            format!("{name} {}", if path.is_empty() { ".".into() } else { path })
+        }
+        "grep" => format!(
+            "grep /{}/ in {}",
+            s("pattern").unwrap_or_default(),
+            if path.is_empty() { ".".into() } else { path }
+        ),
+        "find" => format!(
+            "find {} in {}",
+            s("pattern").unwrap_or_default(),
+            if path.is_empty() { ".".into() } else { path }
+        ),
+        _ => {
+            let mut a = sanitize(&args.to_string());
+            if a.chars().count() > 80 {
+                a = a.chars().take(79).collect::<String>() + "…";
+            }
+            if a == "{}" {
+                name.to_string()
+            } else {
+                format!("{name} {a}")
+            }
+        }
+    }
+}
+
+fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
+    let header = tool_header(&t.name, &t.args);
+    let (mark, mark_style, tail) = match &t.state {
+        ToolState::Running { started } => (
+            view.spinner(*started).to_string(),
+            Style::new().fg(Color::Cyan),
+            format!(" ({})", secs(view.now.saturating_duration_since(*started))),
+        ),
+        ToolState::Done { ok: true, took } => (
+            "✓".into(),
+            Style::new().fg(Color::Green),
+            format!(" ({})", secs(*took)),
+        ),
+        ToolState::Done { ok: false, took } => (
+            "✗".into(),
+            Style::new().fg(Color::Red),
+            format!(" ({})", secs(*took)),
+        ),
+        ToolState::Skipped => ("↷".into(), dim(), " (skipped)".into()),
+    };
+    let head = Line::from(vec![
+        Span::styled(format!("{mark} "), mark_style),
+        Span::styled(header, Style::new().add_modifier(Modifier::BOLD)),
+        Span::styled(tail, dim()),
+    ]);
+    let mut out = wrap_line(&head, width, 2);
+    let body = t.diff.as_deref().unwrap_or(&t.output);
+    let all: Vec<&str> = body.trim_end_matches('\n').lines().collect();
+    if all.is_empty() || all.iter().all(|l| l.trim().is_empty()) {
+        return out;
+    }
+    let limit = match t.name.as_str() {
+        "bash" => 5,
+        "read" | "write" => 10,
+        "grep" => 15,
+        _ => 20,
+    };
+    let failed = matches!(t.state, ToolState::Done { ok: false, .. });
+    let diff = t.diff.is_some();
+    let style_of = |l: &str| {
+        if diff && l.starts_with('+') {
+            Style::new().fg(Color::Green)
+        } else if (diff && l.starts_with('-')) || failed {
+            Style::new().fg(Color::Red)
+        } else {
+            dim()
+        }
+    };
+    let shown: Vec<&str>;
+    let mut note = None;
+    if view.expand_tools || all.len() <= limit {
+        shown = all.clone();
+    } else if t.name == "bash" {
+        shown = all[all.len() - limit..].to_vec();
+        out.push(Line::styled(
+            format!(
+                "  … ({} earlier lines, ctrl+o to expand)",
+                all.len() - limit
+            ),
+            dim(),
+        ));
+    } else {
+        shown = all[..limit].to_vec();
+        note = Some(format!(
+            "  … ({} more lines, ctrl+o to expand)",
+            all.len() - limit
+        ));
+    }
+    for l in shown {
+        let line = Line::styled(format!("  {l}"), style_of(l));
+        out.extend(wrap_line(&line, width, 2));
+    }
+    if let Some(n) = note {
+        out.push(Line::styled(n, dim()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_headers_are_tool_specific() {
+        assert_eq!(
+            tool_header("bash", &json!({"command": "ls -la"})),
+            "$ ls -la"
+        );
+        assert_eq!(
+            tool_header(
+                "read",
+                &json!({"path": "src/a.rs", "offset": 10, "limit": 31})
+            ),
+            "read src/a.rs:10-40"
+        );
+        assert_eq!(tool_header("edit", &json!({"path": "x.rs"})), "edit x.rs");
+        assert_eq!(
+            tool_header("grep", &json!({"pattern": "fn main", "path": "src"})),
+            "grep /fn main/ in src"
+        );
+        assert_eq!(
+            tool_header("bash", &json!({"command": "a\u{1b}[2Jb"})),
+            "$ ab"
+        );
+    }
+}

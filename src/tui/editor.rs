@@ -1,0 +1,187 @@
+//! The prompt editor: tui-textarea plus prompt history and paste markers.
+//!
+//! Owns the text being typed. Large pastes (more than 10 lines or 1000 characters) are shown
+//! as a marker `[paste #1 +42 lines]` and expanded when the text is taken for sending. Up/Down
+//! walk the history of sent prompts when the editor is empty or already browsing history.
+//! Key routing (what Enter or Esc mean) belongs to the app, not here.
+
+use ratatui::style::{Color, Style};
+use tui_textarea::{CursorMove, TextArea};
+
+pub struct Editor {
+    area: TextArea<'static>,
+    pastes: Vec<(String, String)>,
+    history: Vec<String>,
+    /// Position while walking history (an index into `history`), and the draft it replaced.
+    browsing: Option<(usize, String)>,
+}
+
+fn fresh() -> TextArea<'static> {
+    let mut a = TextArea::default();
+    a.set_cursor_line_style(Style::default());
+    a.set_placeholder_text("Type a message · / for commands");
+    a.set_placeholder_style(Style::new().fg(Color::DarkGray));
+    a
+}
+
+impl Default for Editor {
+    fn default() -> Self {
+        Editor {
+            area: fresh(),
+            pastes: Vec::new(),
+            history: Vec::new(),
+            browsing: None,
+        }
+    }
+}
+
+impl Editor {
+    pub fn textarea(&self) -> &TextArea<'static> {
+        &self.area
+    }
+
+    /// The text as typed (markers unexpanded).
+    pub fn text(&self) -> String {
+        self.area.lines().join("\n")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.area.lines().iter().all(|l| l.is_empty())
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.area.lines().len()
+    }
+
+    pub fn set_text(&mut self, text: &str) {
+        self.area = fresh();
+        self.area.insert_str(text);
+        self.browsing = None;
+    }
+
+    pub fn clear(&mut self) {
+        self.area = fresh();
+        self.pastes.clear();
+        self.browsing = None;
+    }
+
+    pub fn newline(&mut self) {
+        self.area.insert_newline();
+    }
+
+    pub fn input(&mut self, key: crossterm::event::KeyEvent) {
+        self.browsing = None;
+        self.area.input(key);
+    }
+
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let lines = text.lines().count();
+        if lines > 10 || text.chars().count() > 1000 {
+            let n = self.pastes.len() + 1;
+            let marker = if lines > 1 {
+                format!("[paste #{n} +{lines} lines]")
+            } else {
+                format!("[paste #{n} {} chars]", text.chars().count())
+            };
+            self.area.insert_str(&marker);
+            self.pastes.push((marker, text));
+        } else {
+            self.area.insert_str(&text);
+        }
+    }
+
+    /// The text to send (paste markers expanded); the editor is cleared and the text, if not
+    /// empty, goes into the history.
+    pub fn take(&mut self) -> String {
+        let typed = self.text();
+        let mut text = typed.clone();
+        for (marker, content) in &self.pastes {
+            text = text.replacen(marker, content, 1);
+        }
+        if !typed.trim().is_empty() && self.history.last() != Some(&typed) {
+            self.history.push(typed);
+            if self.history.len() > 100 {
+                self.history.remove(0);
+            }
+        }
+        self.clear();
+        text
+    }
+
+    /// Up: the previous prompt, if the editor is empty or already showing history.
+    /// Returns false when the key should move the cursor instead.
+    pub fn history_prev(&mut self) -> bool {
+        if self.history.is_empty() || (!self.is_empty() && self.browsing.is_none()) {
+            return false;
+        }
+        if self.browsing.is_some() && self.area.cursor().0 > 0 {
+            return false;
+        }
+        let (idx, draft) = match self.browsing.take() {
+            Some((0, d)) => (0, d),
+            Some((i, d)) => (i - 1, d),
+            None => (self.history.len() - 1, self.text()),
+        };
+        let text = self.history[idx].clone();
+        self.area = fresh();
+        self.area.insert_str(&text);
+        self.area.move_cursor(CursorMove::Top);
+        self.browsing = Some((idx, draft));
+        true
+    }
+
+    /// Down: the next prompt, or back to the draft after the newest.
+    pub fn history_next(&mut self) -> bool {
+        let Some((idx, draft)) = self.browsing.take() else {
+            return false;
+        };
+        if self.area.cursor().0 + 1 < self.line_count() {
+            self.browsing = Some((idx, draft));
+            return false;
+        }
+        self.area = fresh();
+        if idx + 1 < self.history.len() {
+            self.area.insert_str(&self.history[idx + 1]);
+            self.browsing = Some((idx + 1, draft));
+        } else {
+            self.area.insert_str(&draft);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_paste_collapses_and_expands_on_take() {
+        let mut e = Editor::default();
+        let big: String = (0..20).map(|i| format!("line {i}\n")).collect();
+        e.paste("see: ");
+        e.paste(&big);
+        assert_eq!(e.text(), "see: [paste #1 +20 lines]");
+        assert_eq!(e.take(), format!("see: {big}"));
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn history_walks_back_and_forth() {
+        let mut e = Editor::default();
+        e.set_text("first");
+        e.take();
+        e.set_text("second");
+        e.take();
+        assert!(e.history_prev());
+        assert_eq!(e.text(), "second");
+        assert!(e.history_prev());
+        assert_eq!(e.text(), "first");
+        assert!(e.history_next());
+        assert_eq!(e.text(), "second");
+        assert!(e.history_next());
+        assert_eq!(e.text(), "");
+        e.set_text("draft");
+        assert!(!e.history_prev());
+    }
+}

@@ -1,0 +1,584 @@
+//! Tests of what the person sees and what keys do: insta snapshots on ratatui's `TestBackend`
+//! for each cell kind, the layout, the queued-message display and the model picker, and tests
+//! that drive [`App`] with key events and hand-made agent events through a recording port.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::widgets::Paragraph;
+use serde_json::json;
+
+use super::app::{App, Effect, Place};
+use super::cells::{Cell, ToolCell, ToolState, View};
+use super::port::AgentPort;
+use super::render;
+use super::transcript::{Scroll, Transcript};
+use crate::agent::events::AgentEvent;
+use crate::agent::stream::StreamEvent;
+use crate::agent::thinking::ThinkingLevel;
+use crate::agent::tool::ToolOutput;
+use crate::agent::types::{
+    AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, Usage,
+};
+use crate::provider::catalog::ModelInfo;
+
+#[derive(Default)]
+struct Log {
+    prompts: Vec<String>,
+    steers: Vec<String>,
+    follow_ups: Vec<String>,
+    aborts: usize,
+    busy: bool,
+    models: Vec<String>,
+}
+
+#[derive(Clone, Default)]
+struct FakePort(Rc<RefCell<Log>>);
+
+impl AgentPort for FakePort {
+    fn prompt(&self, text: String) -> Result<(), String> {
+        let mut l = self.0.borrow_mut();
+        if l.busy {
+            return Err("busy".into());
+        }
+        l.busy = true;
+        l.prompts.push(text);
+        Ok(())
+    }
+    fn steer(&self, text: String) {
+        self.0.borrow_mut().steers.push(text);
+    }
+    fn follow_up(&self, text: String) {
+        self.0.borrow_mut().follow_ups.push(text);
+    }
+    fn abort(&self) {
+        self.0.borrow_mut().aborts += 1;
+    }
+    fn take_queued(&self) -> Vec<String> {
+        let mut l = self.0.borrow_mut();
+        let mut out: Vec<String> = l.steers.drain(..).collect();
+        out.append(&mut l.follow_ups);
+        out
+    }
+    fn is_busy(&self) -> bool {
+        self.0.borrow().busy
+    }
+    fn set_model(&self, model: &ModelInfo) {
+        self.0.borrow_mut().models.push(model.id.clone());
+    }
+    fn set_thinking(&self, _level: ThinkingLevel) {}
+    fn reset(&self) {}
+    fn messages(&self) -> Vec<AgentMessage> {
+        Vec::new()
+    }
+}
+
+fn model(id: &str, provider: &str) -> ModelInfo {
+    ModelInfo {
+        id: id.into(),
+        name: id.into(),
+        provider: provider.into(),
+        api: crate::provider::catalog::Api::OpenAiCompletions,
+        base_url: String::new(),
+        context_window: 128_000,
+        max_tokens: 16_384,
+        reasoning: true,
+        images: false,
+        pricing: Default::default(),
+        headers: Vec::new(),
+        compat: Default::default(),
+    }
+}
+
+fn app() -> (App, FakePort) {
+    let port = FakePort::default();
+    let mut app = App::new(
+        Box::new(port.clone()),
+        model("qwen3:8b", "ollama"),
+        ThinkingLevel::Medium,
+    );
+    app.place = Place {
+        cwd: "~/src/demo".into(),
+        branch: Some("main".into()),
+        session_name: None,
+    };
+    app.models = vec![
+        model("qwen3:8b", "ollama"),
+        model("claude-sonnet-4-5", "anthropic"),
+        model("gpt-5", "openai"),
+    ];
+    (app, port)
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn with(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+    KeyEvent::new(code, m)
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        app.handle_key(key(KeyCode::Char(c)));
+    }
+}
+
+fn screen(app: &mut App, w: u16, h: u16, now: Instant) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render::draw(f, app, now)).unwrap();
+    term.backend().to_string()
+}
+
+fn cells_screen(cells: Vec<Cell>, view: &View, w: u16, h: u16) -> String {
+    let mut t = Transcript::default();
+    for c in cells {
+        t.push(c);
+    }
+    let rows = t.visible(w as usize, h as usize, view);
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| f.render_widget(Paragraph::new(rows), f.area()))
+        .unwrap();
+    term.backend().to_string()
+}
+
+fn view(now: Instant) -> View {
+    View {
+        show_thinking: true,
+        expand_tools: false,
+        now,
+    }
+}
+
+fn assistant(blocks: Vec<ContentBlock>) -> AssistantMessage {
+    AssistantMessage {
+        content: blocks,
+        ..Default::default()
+    }
+}
+
+fn user_msg(text: &str) -> AgentMessage {
+    AgentMessage::user(text)
+}
+
+fn tool(name: &str, args: serde_json::Value, state: ToolState, output: &str) -> Cell {
+    Cell::Tool(ToolCell {
+        id: "t1".into(),
+        name: name.into(),
+        args: Arc::new(args),
+        state,
+        output: output.into(),
+        diff: None,
+    })
+}
+
+// ----- snapshots of cells -----------------------------------------------------------------
+
+#[test]
+fn snapshot_user_and_assistant_markdown() {
+    let now = Instant::now();
+    let md = "## Plan\n\nI will **read** the file, then run `cargo test`:\n\n1. read `src/main.rs`\n2. fix the *bug*\n\n> a quote\n\n```rust\nfn main() {}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nSee [docs](https://example.com).";
+    let cells = vec![
+        Cell::User("fix the failing test please".into()),
+        Cell::assistant(assistant(vec![ContentBlock::text(md)]), false),
+    ];
+    insta::assert_snapshot!(cells_screen(cells, &view(now), 60, 28));
+}
+
+#[test]
+fn snapshot_thinking_shown_and_hidden() {
+    let now = Instant::now();
+    let msg = assistant(vec![
+        ContentBlock::Thinking(ThinkingContent {
+            thinking: "The user wants a greeting.\nKeep it short.".into(),
+            ..Default::default()
+        }),
+        ContentBlock::text("Hello!"),
+    ]);
+    let shown = cells_screen(vec![Cell::assistant(msg.clone(), false)], &view(now), 40, 6);
+    let mut hidden_view = view(now);
+    hidden_view.show_thinking = false;
+    let hidden = cells_screen(vec![Cell::assistant(msg, false)], &hidden_view, 40, 4);
+    insta::assert_snapshot!(format!("{shown}\n{hidden}"));
+}
+
+#[test]
+fn snapshot_tool_cells() {
+    let now = Instant::now();
+    let long: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let cells = vec![
+        tool(
+            "bash",
+            json!({"command": "cargo build"}),
+            ToolState::Running {
+                started: now - Duration::from_millis(2300),
+            },
+            "Compiling pi\n",
+        ),
+        tool(
+            "bash",
+            json!({"command": "seq 12"}),
+            ToolState::Done {
+                ok: true,
+                took: Duration::from_millis(300),
+            },
+            &long,
+        ),
+        tool(
+            "read",
+            json!({"path": "src/lib.rs", "offset": 10, "limit": 31}),
+            ToolState::Done {
+                ok: true,
+                took: Duration::from_millis(10),
+            },
+            &long,
+        ),
+        tool(
+            "grep",
+            json!({"pattern": "TODO", "path": "src"}),
+            ToolState::Done {
+                ok: false,
+                took: Duration::from_millis(50),
+            },
+            "grep: src: permission denied",
+        ),
+        tool("edit", json!({"path": "a.rs"}), ToolState::Skipped, ""),
+        Cell::Tool(ToolCell {
+            id: "t2".into(),
+            name: "edit".into(),
+            args: Arc::new(json!({"path": "src/a.rs"})),
+            state: ToolState::Done {
+                ok: true,
+                took: Duration::from_millis(4),
+            },
+            output: "Edited src/a.rs".into(),
+            diff: Some(" 10 fn a() {\n-11     old();\n+11     new();\n 12 }".into()),
+        }),
+    ];
+    insta::assert_snapshot!(cells_screen(cells, &view(now), 60, 40));
+}
+
+#[test]
+fn snapshot_tool_output_expanded() {
+    let now = Instant::now();
+    let long: String = (1..=8).map(|i| format!("line {i}\n")).collect();
+    let mut v = view(now);
+    v.expand_tools = true;
+    let cells = vec![tool(
+        "bash",
+        json!({"command": "seq 8"}),
+        ToolState::Done {
+            ok: true,
+            took: Duration::from_millis(1200),
+        },
+        &long,
+    )];
+    insta::assert_snapshot!(cells_screen(cells, &v, 40, 11));
+}
+
+#[test]
+fn snapshot_divider_error_aborted_notice() {
+    let now = Instant::now();
+    let cells = vec![
+        Cell::Divider,
+        Cell::Error("401 Unauthorized: check your API key".into()),
+        Cell::Aborted("Operation aborted".into()),
+        Cell::Notice("overloaded — retrying (1/3) in 2.0s".into()),
+    ];
+    insta::assert_snapshot!(cells_screen(cells, &view(now), 50, 9));
+}
+
+// ----- layout -----------------------------------------------------------------------------
+
+fn start_turn_with_tool(app: &mut App) {
+    app.handle_agent_event(AgentEvent::AgentStart);
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: user_msg("list the files"),
+    });
+    let a = assistant(vec![ContentBlock::text("Let me check.")]);
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: AgentMessage::Llm(Message::Assistant(assistant(vec![]))),
+    });
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::Llm(Message::Assistant(AssistantMessage {
+            usage: Usage {
+                input: 1200,
+                output: 45,
+                cache_read: 3000,
+                ..Default::default()
+            },
+            stop_reason: StopReason::ToolUse,
+            ..a
+        })),
+    });
+    app.handle_agent_event(AgentEvent::ToolExecutionStart {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        args: Arc::new(json!({"command": "ls"})),
+        intent: None,
+    });
+}
+
+#[test]
+fn snapshot_layout_while_working_with_queued_messages() {
+    let (mut app, _port) = app();
+    start_turn_with_tool(&mut app);
+    app.handle_agent_event(AgentEvent::QueueUpdate {
+        steering: vec!["also check the tests".into()],
+        follow_up: vec!["then write a summary".into()],
+    });
+    let now = Instant::now();
+    app.working = Some(now - Duration::from_secs(3));
+    if let Some(Cell::Tool(t)) = app.transcript.get_mut(app.transcript.len() - 1) {
+        t.state = ToolState::Running {
+            started: now - Duration::from_millis(1500),
+        };
+    }
+    type_text(&mut app, "draft");
+    insta::assert_snapshot!(screen(&mut app, 70, 20, now));
+}
+
+#[test]
+fn snapshot_model_picker_and_completions() {
+    let (mut app, _port) = app();
+    type_text(&mut app, "/m");
+    let now = Instant::now();
+    let completions = screen(&mut app, 60, 12, now);
+    app.handle_key(with(KeyCode::Char('l'), KeyModifiers::CONTROL));
+    type_text(&mut app, "o");
+    let picker = screen(&mut app, 60, 12, now);
+    insta::assert_snapshot!(format!("{completions}\n{picker}"));
+}
+
+// ----- driving the app --------------------------------------------------------------------
+
+#[test]
+fn enter_sends_a_prompt_when_idle() {
+    let (mut app, port) = app();
+    type_text(&mut app, "hello");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.0.borrow().prompts, ["hello"]);
+    assert!(app.editor.is_empty());
+}
+
+#[test]
+fn enter_while_a_tool_runs_steers_and_the_queue_is_shown() {
+    let (mut app, port) = app();
+    port.0.borrow_mut().busy = true;
+    start_turn_with_tool(&mut app);
+    type_text(&mut app, "use ls -la instead");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.0.borrow().steers, ["use ls -la instead"]);
+    assert!(port.0.borrow().prompts.is_empty());
+    app.handle_agent_event(AgentEvent::QueueUpdate {
+        steering: vec!["use ls -la instead".into()],
+        follow_up: vec![],
+    });
+    let s = screen(&mut app, 60, 16, Instant::now());
+    assert!(s.contains("Steering: use ls -la instead"), "{s}");
+    // The loop takes the message: the queue empties and it appears as a user message.
+    app.handle_agent_event(AgentEvent::QueueUpdate {
+        steering: vec![],
+        follow_up: vec![],
+    });
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: user_msg("use ls -la instead"),
+    });
+    let s = screen(&mut app, 60, 16, Instant::now());
+    assert!(!s.contains("Steering:"), "{s}");
+    assert!(s.contains(" use ls -la instead"), "{s}");
+}
+
+#[test]
+fn alt_enter_queues_a_follow_up() {
+    let (mut app, port) = app();
+    port.0.borrow_mut().busy = true;
+    app.handle_agent_event(AgentEvent::AgentStart);
+    type_text(&mut app, "then summarise");
+    app.handle_key(with(KeyCode::Enter, KeyModifiers::ALT));
+    assert_eq!(port.0.borrow().follow_ups, ["then summarise"]);
+    assert!(port.0.borrow().steers.is_empty());
+}
+
+#[test]
+fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
+    let (mut app, port) = app();
+    port.0.borrow_mut().busy = true;
+    start_turn_with_tool(&mut app);
+    type_text(&mut app, "first steer");
+    app.handle_key(key(KeyCode::Enter));
+    type_text(&mut app, "a follow-up");
+    app.handle_key(with(KeyCode::Enter, KeyModifiers::ALT));
+    type_text(&mut app, "still typing");
+    app.handle_key(key(KeyCode::Esc));
+    assert_eq!(port.0.borrow().aborts, 1);
+    assert_eq!(
+        app.editor.text(),
+        "first steer\n\na follow-up\n\nstill typing"
+    );
+    assert!(app.steering.is_empty() && app.follow_up.is_empty());
+    // The run ends aborted: the marker is shown and the tool is no longer running.
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: AgentMessage::Llm(Message::Assistant(assistant(vec![]))),
+    });
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::Llm(Message::Assistant(AssistantMessage {
+            stop_reason: StopReason::Aborted,
+            ..assistant(vec![])
+        })),
+    });
+    app.handle_agent_event(AgentEvent::AgentEnd {
+        messages: vec![],
+        telemetry: None,
+        coverage: None,
+    });
+    port.0.borrow_mut().busy = false;
+    let s = screen(&mut app, 60, 16, Instant::now());
+    assert!(s.contains("Operation aborted"), "{s}");
+    assert!(s.contains("↷ $ ls (skipped)"), "{s}");
+    assert!(!s.contains("esc to interrupt"), "{s}");
+}
+
+#[test]
+fn streaming_text_is_committed_line_by_line() {
+    let (mut app, _port) = app();
+    app.handle_agent_event(AgentEvent::AgentStart);
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: AgentMessage::Llm(Message::Assistant(assistant(vec![]))),
+    });
+    let delta = |d: &str| AgentEvent::MessageUpdate {
+        assistant_message_event: StreamEvent::TextDelta {
+            content_index: 0,
+            delta: d.into(),
+        },
+    };
+    app.handle_agent_event(delta("Hello **wor"));
+    let s = screen(&mut app, 40, 10, Instant::now());
+    assert!(!s.contains("Hello"), "{s}");
+    app.handle_agent_event(delta("ld**\nsecond \u{1b}[31mline"));
+    let s = screen(&mut app, 40, 10, Instant::now());
+    assert!(s.contains("Hello world"), "{s}");
+    assert!(!s.contains("second"), "{s}");
+    app.handle_agent_event(delta("\n"));
+    let s = screen(&mut app, 40, 10, Instant::now());
+    assert!(s.contains("second line"), "{s}");
+    assert!(!s.contains('\u{1b}'));
+}
+
+#[test]
+fn tool_output_escape_sequences_never_reach_the_screen() {
+    let (mut app, _port) = app();
+    start_turn_with_tool(&mut app);
+    app.handle_agent_event(AgentEvent::ToolExecutionEnd {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        result: ToolOutput::text("ok\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2Jdone"),
+        is_error: false,
+    });
+    let s = screen(&mut app, 60, 16, Instant::now());
+    assert!(s.contains("okdone"), "{s}");
+    assert!(s.contains("✓ $ ls"), "{s}");
+}
+
+#[test]
+fn scrolling_up_stops_following_and_end_follows_again() {
+    let (mut app, _port) = app();
+    for i in 0..60 {
+        app.handle_agent_event(AgentEvent::MessageStart {
+            message: user_msg(&format!("message {i}")),
+        });
+    }
+    let now = Instant::now();
+    let s = screen(&mut app, 40, 20, now);
+    assert!(s.contains("message 59"));
+    app.handle_key(key(KeyCode::PageUp));
+    assert!(matches!(app.transcript.scroll, Scroll::Anchored { .. }));
+    let before = screen(&mut app, 40, 20, now);
+    assert!(!before.contains("message 59"), "{before}");
+    // New output does not move the view while scrolled up.
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: user_msg("message 60"),
+    });
+    let after = screen(&mut app, 40, 20, now);
+    assert_eq!(before, after);
+    app.handle_key(key(KeyCode::End));
+    let s = screen(&mut app, 40, 20, now);
+    assert!(s.contains("message 60"), "{s}");
+    assert_eq!(app.transcript.scroll, Scroll::Follow);
+}
+
+#[test]
+fn ctrl_c_clears_then_twice_quits_and_ctrl_d_quits_on_empty() {
+    let (mut app, _port) = app();
+    type_text(&mut app, "abc");
+    let ctrl_c = with(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    app.handle_key(ctrl_c);
+    assert!(app.editor.is_empty());
+    assert!(app.take_effects().is_empty());
+    app.handle_key(ctrl_c);
+    assert_eq!(app.take_effects(), [Effect::Quit]);
+    type_text(&mut app, "x");
+    app.handle_key(with(KeyCode::Char('d'), KeyModifiers::CONTROL));
+    assert!(app.take_effects().is_empty());
+    app.handle_key(key(KeyCode::Backspace));
+    app.handle_key(with(KeyCode::Char('d'), KeyModifiers::CONTROL));
+    assert_eq!(app.take_effects(), [Effect::Quit]);
+}
+
+#[test]
+fn newline_keys_and_history() {
+    let (mut app, port) = app();
+    type_text(&mut app, "a");
+    app.handle_key(with(KeyCode::Enter, KeyModifiers::SHIFT));
+    type_text(&mut app, "b");
+    app.handle_key(with(KeyCode::Char('j'), KeyModifiers::CONTROL));
+    type_text(&mut app, "c");
+    assert_eq!(app.editor.text(), "a\nb\nc");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.0.borrow().prompts, ["a\nb\nc"]);
+    app.handle_key(key(KeyCode::Up));
+    assert_eq!(app.editor.text(), "a\nb\nc");
+}
+
+#[test]
+fn model_picker_switches_the_model() {
+    let (mut app, port) = app();
+    type_text(&mut app, "/model");
+    app.handle_key(key(KeyCode::Enter));
+    assert!(app.picker.is_some());
+    type_text(&mut app, "gpt");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.0.borrow().models, ["gpt-5"]);
+    assert_eq!(app.model.id, "gpt-5");
+}
+
+#[test]
+fn slash_commands_help_thinking_name_and_quit() {
+    let (mut app, _port) = app();
+    app.run_command("help", "");
+    app.run_command("thinking", "high");
+    assert_eq!(app.thinking, ThinkingLevel::High);
+    app.run_command("name", "refactor");
+    assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
+    let s = screen(&mut app, 70, 40, Instant::now());
+    assert!(s.contains("Esc              interrupt"), "{s}");
+    assert!(s.contains("• refactor"), "{s}");
+    type_text(&mut app, "/quit");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(app.take_effects(), [Effect::Quit]);
+}
+
+#[test]
+fn a_large_paste_collapses_and_is_sent_whole() {
+    let (mut app, port) = app();
+    let big: String = (0..30).map(|i| format!("row {i}\n")).collect();
+    app.handle_paste(&big);
+    assert_eq!(app.editor.text(), "[paste #1 +30 lines]");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.0.borrow().prompts, [big]);
+}
