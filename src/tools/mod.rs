@@ -22,10 +22,13 @@
 pub mod args;
 pub mod context;
 pub mod diff;
+pub mod edit;
 pub mod fsutil;
 pub mod fuzzy;
 pub mod process;
+pub mod read;
 pub mod truncate;
 pub mod walk;
+pub mod write;
 
 pub use context::ToolContext;
