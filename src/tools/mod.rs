@@ -20,6 +20,7 @@
 //! tools for a session; [`DEFAULT_TOOLS`] is the set used when no list is given.
 
 pub mod args;
+pub mod bash;
 pub mod context;
 pub mod diff;
 pub mod edit;
