@@ -122,6 +122,28 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Processes of group `pgid` that are not zombies (from /proc; Linux).
+fn live_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ..."; comm may hold spaces, so split after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
@@ -801,11 +823,17 @@ async fn bash_command_ignoring_term_is_killed() {
         "{:?}",
         started.elapsed()
     );
-    // The whole group is gone, the sleeper included.
+    // The whole group is gone, the sleeper included (zombies waiting for init do not count).
     let pgid: i32 = s.text.lines().next().unwrap().trim().parse().unwrap();
-    // SAFETY: signal 0 only probes.
-    let alive = unsafe { libc::killpg(pgid, 0) } == 0;
-    assert!(!alive, "process group {pgid} survived");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !live_members(pgid).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        live_members(pgid).is_empty(),
+        "process group {pgid} survived: {:?}",
+        live_members(pgid)
+    );
 }
 
 #[tokio::test]
@@ -840,7 +868,7 @@ async fn bash_background_child_holding_stdout_does_not_hang() {
     let s = call(
         "bash",
         d.path(),
-        json!({"command": "sleep 30 & echo started $!"}),
+        json!({"command": "(sleep 0.4; echo late; sleep 30) & echo started $! $$"}),
     )
     .await;
     ok(&s);
@@ -849,18 +877,28 @@ async fn bash_background_child_holding_stdout_does_not_hang() {
         "{:?}",
         started.elapsed()
     );
-    let pid: i32 = s
-        .text
-        .trim()
+    assert!(
+        s.text.contains("background process is still running"),
+        "{}",
+        s.text
+    );
+    assert!(!s.text.contains("late"));
+    assert_eq!(s.details["backgroundHoldsOutput"], true);
+    let first = s.text.lines().next().unwrap();
+    let ids: Vec<i32> = first
         .strip_prefix("started ")
         .unwrap()
-        .parse()
-        .unwrap();
-    // The background job was left running, as the command asked; clean it up.
-    // SAFETY: plain signal to a pid this test started.
+        .split(' ')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let (job, group) = (ids[0], ids[1]);
+    // The job was left running, as the command asked, and writing after the tool returned did
+    // not kill it (the pipe is still being drained).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // SAFETY: plain signals to processes this test started.
     unsafe {
-        assert_eq!(libc::kill(pid, 0), 0, "the background job should still run");
-        libc::kill(pid, libc::SIGKILL);
+        assert_eq!(libc::kill(job, 0), 0, "the background job should still run");
+        libc::killpg(group, libc::SIGKILL);
     }
 }
 
@@ -1042,6 +1080,24 @@ async fn grep_honours_gitignore_includes_hidden_and_skips_binary() {
     fs::write(d.path().join("blob.bin"), b"token\0binary\n").unwrap();
     let s = call("grep", d.path(), json!({"pattern": "token"})).await;
     assert_eq!(s.text, ".hidden/conf:1: token\nkept.txt:1: token");
+}
+
+#[tokio::test]
+async fn grep_searches_an_ignored_file_when_named_explicitly() {
+    let d = tmp();
+    tree(
+        d.path(),
+        &[(".gitignore", "*.log\n"), ("app.log", "error here\n")],
+    );
+    let s = call("grep", d.path(), json!({"pattern": "error"})).await;
+    assert_eq!(s.text, "No matches found.");
+    let s = call(
+        "grep",
+        d.path(),
+        json!({"pattern": "error", "path": "app.log"}),
+    )
+    .await;
+    assert_eq!(s.text, "app.log:1: error here");
 }
 
 #[tokio::test]

@@ -15,7 +15,9 @@
 //!   [`ToolContext::kill_grace`] if anything is left, and the result says which happened.
 //! * When the shell exits, the pipe is drained until it closes. A background job (`cmd &`) can
 //!   hold the pipe open forever, so draining stops once the pipe has been quiet for
-//!   [`DRAIN_IDLE`] (or after [`DRAIN_CAP`] of steady output). The job keeps running.
+//!   [`DRAIN_IDLE`] (or after [`DRAIN_CAP`] of steady output), and the result says so. The job
+//!   keeps running; a detached task keeps reading and discarding the pipe until the job closes
+//!   it, so the job is not killed by SIGPIPE when it next writes.
 //!
 //! A steering message never stops a command (`interruptible` is false); only abort and timeout
 //! do. There is no default timeout.
@@ -124,6 +126,8 @@ struct Finished {
     stop: Option<Stop>,
     killed_hard: bool,
     pipe_error: Option<String>,
+    /// The shell exited but something it started still has the output open.
+    background_holds_output: bool,
 }
 
 async fn run_command(
@@ -254,11 +258,25 @@ async fn run_command(
         guard.disarm();
     }
     drop(guard);
+    // Something still holds the pipe: keep reading (and discarding) until it lets go, so a
+    // background server does not die of SIGPIPE the next time it logs a line.
+    let background_holds_output = !eof;
+    if background_holds_output {
+        tokio::spawn(async move {
+            let mut sink = vec![0u8; 8192];
+            while let Ok(n) = pipe.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        });
+    }
     let finished = Finished {
         status,
         stop,
         killed_hard: killed_at.is_some(),
         pipe_error,
+        background_holds_output,
     };
     Ok(build_result(out.finish(), &finished, timeout))
 }
@@ -320,6 +338,13 @@ fn build_result(snap: Snapshot, run: &Finished, timeout: Option<f64>) -> ToolOut
     if let Some(e) = &run.pipe_error {
         text.push_str(&format!("\n\n(Note: {e}.)"));
     }
+    if run.background_holds_output && run.stop.is_none() {
+        text.push_str(
+            "\n\n[A background process is still running with this output open; what it prints \
+             from now on is not captured. Redirect it to a file (`cmd > out.log 2>&1 &`) to \
+             keep it.]",
+        );
+    }
 
     let how_stopped = if run.killed_hard {
         "its processes ignored SIGTERM and were killed with SIGKILL"
@@ -361,6 +386,7 @@ fn build_result(snap: Snapshot, run: &Finished, timeout: Option<f64>) -> ToolOut
         "timedOut": run.stop == Some(Stop::TimedOut),
         "aborted": run.stop == Some(Stop::Aborted),
         "killed": run.killed_hard,
+        "backgroundHoldsOutput": run.background_holds_output,
         "totalBytes": snap.total_bytes,
         "totalLines": snap.total_lines,
     });
