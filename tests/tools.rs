@@ -1188,6 +1188,19 @@ async fn find_matches_names_and_paths() {
     assert_eq!(s.text, "src/tools/");
     let s = call("find", d.path(), json!({"pattern": "*.rs", "path": "src"})).await;
     assert_eq!(s.text, "src/main.rs\nsrc/tools/read.rs");
+    let s = call("find", d.path(), json!({"pattern": "notes.MD"})).await;
+    assert!(
+        s.text.starts_with("No files"),
+        "capitals match exactly: {}",
+        s.text
+    );
+    let s = call("find", d.path(), json!({"pattern": "NOTES.md"})).await;
+    assert!(s.text.starts_with("No files"), "{}", s.text);
+    let s = call("find", d.path(), json!({"pattern": "notes.*"})).await;
+    assert_eq!(s.text, "notes.md");
+    tree(d.path(), &[("README.md", "")]);
+    let s = call("find", d.path(), json!({"pattern": "readme*"})).await;
+    assert_eq!(s.text, "README.md", "lower case matches any case");
     let s = call("find", d.path(), json!({"pattern": "*.py"})).await;
     ok(&s);
     assert!(s.text.starts_with("No files or folders match"));

@@ -3,7 +3,9 @@
 //! The walk is the one `grep` uses ([`walk`](super::walk): hidden files included, `.gitignore`
 //! honoured, `.git` skipped). A pattern without `/` is matched against each entry's name
 //! (`*.rs`); a pattern with `/` against its path relative to the search folder (`src/**/*.rs`),
-//! where `*` stays within one folder and `**` crosses folders. Results are sorted, relative to
+//! where `*` stays within one folder and `**` crosses folders. As with `fd`, a pattern in lower
+//! case matches names in any case; one with a capital letter matches case exactly. Results are
+//! sorted, relative to
 //! the working directory, folders marked with a trailing `/`. The walk stops once it has one
 //! result more than the limit; as with `grep`, which results were kept is then not certain.
 
@@ -28,8 +30,8 @@ pub const DEFAULT_LIMIT: usize = 1000;
 
 const DESCRIPTION: &str = "Find files and folders whose names match a glob, e.g. `*.rs`, \
 `Cargo.toml`, or `src/**/*.test.ts` (a pattern with `/` is matched against the path below the \
-search folder). Searches the working directory or `path`, including hidden files, leaving out \
-what .gitignore excludes. Returns paths relative to the working directory, one per line, \
+search folder). A pattern in lower case ignores case. Searches the working directory or \
+`path`, including hidden files, leaving out what .gitignore excludes. Returns paths relative to the working directory, one per line, \
 folders ending in `/`, at most `limit` (default 1000).";
 
 /// One entry found.
@@ -48,8 +50,11 @@ pub fn find(
 ) -> Result<(Vec<Found>, bool), ToolError> {
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
     let full_path = pattern.contains('/');
+    // Smart case, as fd: a pattern without capitals matches names in any case.
+    let any_case = !pattern.chars().any(char::is_uppercase);
     let glob: GlobMatcher = GlobBuilder::new(pattern)
         .literal_separator(true)
+        .case_insensitive(any_case)
         .build()
         .map_err(|e| ToolError::new(format!("The glob `{pattern}` is not valid: {e}")))?
         .compile_matcher();
