@@ -962,6 +962,29 @@ async fn bash_streams_throttled_progress() {
         assert!(w[1].starts_with(&w[0]), "{updates:?}");
     }
 
+    // Output that arrives just after an update is not held back until the next output.
+    let trailing = Arc::new(Mutex::new(Vec::<String>::new()));
+    let t_updates = trailing.clone();
+    let progress = ProgressSink::new(move |o: ToolOutput| {
+        let t = o
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<String>();
+        t_updates.lock().unwrap().push(t);
+    });
+    let s = seen(
+        t.execute(invocation(
+            json!({"command": "echo a; sleep 0.01; echo b; sleep 0.6; echo c"}),
+            CancellationToken::new(),
+            progress,
+        ))
+        .await,
+    );
+    ok(&s);
+    let trailing = trailing.lock().unwrap().clone();
+    assert!(trailing.iter().any(|u| u == "a\nb\n"), "{trailing:?}");
+
     // A burst of output does not produce an update per chunk.
     let count = Arc::new(Mutex::new(0usize));
     let c = count.clone();

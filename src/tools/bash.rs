@@ -172,6 +172,7 @@ async fn run_command(
 
     let mut out = OutputCollector::new();
     let mut last_progress: Option<Instant> = None;
+    let mut progress_due = false;
     let interval = ctx.progress_interval();
     let timeout_at = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.min(1e9)));
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
@@ -215,10 +216,24 @@ async fn run_command(
                 kill_at = Some(begin_stop(group, ctx.kill_grace()));
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() && killed_at.is_none() => {
-                if let Some(g) = group && g.alive() {
-                    g.signal(Signal::Kill);
+                match group {
+                    Some(g) if g.alive() => {
+                        g.signal(Signal::Kill);
+                    }
+                    Some(_) => {}
+                    // No group to signal (never seen in practice): kill the shell at least.
+                    None => {
+                        let _ = child.start_kill();
+                    }
                 }
                 killed_at = Some(Instant::now());
+            }
+            // Output that arrived within the throttle interval goes out once it has passed, so
+            // the last lines before a quiet spell are not held back.
+            _ = tokio::time::sleep_until(last_progress.unwrap_or(far) + interval), if progress_due => {
+                progress_due = false;
+                last_progress = Some(Instant::now());
+                send_progress(&call.progress, &out);
             }
             waited = child.wait(), if status.is_none() => {
                 match waited {
@@ -238,7 +253,10 @@ async fn run_command(
                         last_data = Instant::now();
                         if last_progress.is_none_or(|t| last_data.duration_since(t) >= interval) {
                             last_progress = Some(last_data);
+                            progress_due = false;
                             send_progress(&call.progress, &out);
+                        } else {
+                            progress_due = true;
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
