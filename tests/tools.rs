@@ -1084,6 +1084,17 @@ async fn grep_options_case_literal_context_glob() {
     )
     .await;
     assert_eq!(s.text, "y.md:1: two");
+    tree(
+        d.path(),
+        &[("sub/deep/z.md", "two\n"), ("other/z.md", "two\n")],
+    );
+    let s = call(
+        "grep",
+        d.path(),
+        json!({"pattern": "two", "glob": "sub/**/*.md"}),
+    )
+    .await;
+    assert_eq!(s.text, "sub/deep/z.md:1: two");
 }
 
 #[tokio::test]
