@@ -38,6 +38,7 @@ fn main() {
                 glob: None,
                 limit: usize::MAX - 1,
             };
+            let started = std::time::Instant::now();
             let result = match search(&dir, &opts, &CancellationToken::new()) {
                 Ok(r) => r,
                 Err(e) => {
@@ -45,9 +46,20 @@ fn main() {
                     std::process::exit(1)
                 }
             };
+            let searched = started.elapsed();
             let (text, _) = format_hits(&result, opts.limit, |p| p.display().to_string());
+            let formatted = started.elapsed();
             if !text.is_empty() {
                 let _ = writeln!(out, "{text}");
+            }
+            let _ = out.flush();
+            if std::env::var_os("GREP_BENCH_PHASES").is_some() {
+                eprintln!(
+                    "search {:?}, format {:?}, write {:?}",
+                    searched,
+                    formatted - searched,
+                    started.elapsed() - formatted
+                );
             }
         }
         "tool" => {

@@ -12,6 +12,7 @@
 //! paths relative to the working directory, lines cut at [`GREP_MAX_LINE_CHARS`], the whole
 //! output capped at [`MAX_BYTES`].
 
+use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -269,13 +270,7 @@ pub fn format_hits(
             let text = truncate_line(&line.text, GREP_MAX_LINE_CHARS);
             cut |= text.len() != line.text.len();
             let sep = if line.is_match { ':' } else { '-' };
-            out.push_str(&name);
-            out.push(sep);
-            out.push_str(&line.number.to_string());
-            out.push(sep);
-            out.push(' ');
-            out.push_str(&text);
-            out.push('\n');
+            let _ = writeln!(out, "{name}{sep}{}{sep} {text}", line.number);
         }
     }
     out.pop();
