@@ -801,6 +801,9 @@ async fn bash_timeout_kills_the_group_and_says_so() {
     err(&s, "Command timed out after 0.5 seconds");
     assert!(s.text.starts_with("begun\n"));
     assert_eq!(s.details["timedOut"], true);
+    // sleep dies of SIGTERM: no SIGKILL was needed.
+    assert_eq!(s.details["killed"], false);
+    assert!(s.text.contains("were sent SIGTERM"), "{}", s.text);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 

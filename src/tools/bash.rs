@@ -183,6 +183,7 @@ async fn run_command(
     let mut stop: Option<Stop> = None;
     let mut kill_at: Option<Instant> = None;
     let mut killed_at: Option<Instant> = None;
+    let mut sent_kill = false;
     let mut last_data = Instant::now();
     let mut pipe_error = None;
     let mut chunk = vec![0u8; 64 * 1024];
@@ -216,16 +217,11 @@ async fn run_command(
                 kill_at = Some(begin_stop(group, ctx.kill_grace()));
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() && killed_at.is_none() => {
-                match group {
-                    Some(g) if g.alive() => {
-                        g.signal(Signal::Kill);
-                    }
-                    Some(_) => {}
+                sent_kill = match group {
+                    Some(g) => g.alive() && g.signal(Signal::Kill),
                     // No group to signal (never seen in practice): kill the shell at least.
-                    None => {
-                        let _ = child.start_kill();
-                    }
-                }
+                    None => child.start_kill().is_ok(),
+                };
                 killed_at = Some(Instant::now());
             }
             // Output that arrived within the throttle interval goes out once it has passed, so
@@ -240,7 +236,10 @@ async fn run_command(
                     Ok(s) => status = Some(s),
                     Err(e) => {
                         pipe_error.get_or_insert(format!("waiting for the command failed: {e}"));
-                        stop.get_or_insert(Stop::Aborted);
+                        if stop.is_none() {
+                            stop = Some(Stop::Aborted);
+                            kill_at = Some(begin_stop(group, ctx.kill_grace()));
+                        }
                     }
                 }
                 exited_at = Some(Instant::now());
@@ -292,7 +291,7 @@ async fn run_command(
     let finished = Finished {
         status,
         stop,
-        killed_hard: killed_at.is_some(),
+        killed_hard: sent_kill,
         pipe_error,
         background_holds_output,
     };
