@@ -144,6 +144,21 @@ fn live_members(pgid: i32) -> Vec<i32> {
     out
 }
 
+/// A progress sink that records the text of every update.
+fn recording_sink() -> (ProgressSink, Arc<Mutex<Vec<String>>>) {
+    let updates = Arc::new(Mutex::new(Vec::<String>::new()));
+    let into = updates.clone();
+    let sink = ProgressSink::new(move |o: ToolOutput| {
+        let t = o
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<String>();
+        into.lock().unwrap().push(t);
+    });
+    (sink, updates)
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
@@ -937,16 +952,7 @@ async fn bash_10_mb_of_output_keeps_the_tail_and_spills_the_rest() {
 #[tokio::test]
 async fn bash_streams_throttled_progress() {
     let d = tmp();
-    let updates = Arc::new(Mutex::new(Vec::<String>::new()));
-    let sink_updates = updates.clone();
-    let progress = ProgressSink::new(move |o: ToolOutput| {
-        let t = o
-            .content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect::<String>();
-        sink_updates.lock().unwrap().push(t);
-    });
+    let (progress, updates) = recording_sink();
     let t = tool("bash", d.path());
     let s = seen(
         t.execute(invocation(
@@ -966,16 +972,7 @@ async fn bash_streams_throttled_progress() {
     }
 
     // Output that arrives just after an update is not held back until the next output.
-    let trailing = Arc::new(Mutex::new(Vec::<String>::new()));
-    let t_updates = trailing.clone();
-    let progress = ProgressSink::new(move |o: ToolOutput| {
-        let t = o
-            .content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect::<String>();
-        t_updates.lock().unwrap().push(t);
-    });
+    let (progress, trailing) = recording_sink();
     let s = seen(
         t.execute(invocation(
             json!({"command": "echo a; sleep 0.01; echo b; sleep 0.6; echo c"}),
@@ -989,9 +986,7 @@ async fn bash_streams_throttled_progress() {
     assert!(trailing.iter().any(|u| u == "a\nb\n"), "{trailing:?}");
 
     // A burst of output does not produce an update per chunk.
-    let count = Arc::new(Mutex::new(0usize));
-    let c = count.clone();
-    let progress = ProgressSink::new(move |_| *c.lock().unwrap() += 1);
+    let (progress, count) = recording_sink();
     let s = seen(
         t.execute(invocation(
             json!({"command": "for i in $(seq 1 2000); do echo line $i; done"}),
@@ -1001,7 +996,8 @@ async fn bash_streams_throttled_progress() {
         .await,
     );
     ok(&s);
-    assert!(*count.lock().unwrap() < 50, "{}", count.lock().unwrap());
+    let count = count.lock().unwrap().len();
+    assert!(count < 50, "{count}");
 }
 
 #[tokio::test]

@@ -79,6 +79,13 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// A result limit: a whole number `>= 1`, `default` when absent.
+    pub fn limit(&self, key: &str, default: usize) -> Result<usize, ToolError> {
+        Ok(self
+            .opt_count(key, 1)?
+            .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
     /// A finite number `> 0`.
     pub fn opt_positive(&self, key: &str) -> Result<Option<f64>, ToolError> {
         let Some(v) = self.get(key) else {

@@ -117,8 +117,22 @@ impl ToolContext {
         }
     }
 
+    /// Wait for the lock that serialises writes to the file `path` points at (through
+    /// symlinks); give up on `cancel`.
+    pub async fn lock_file(
+        &self,
+        path: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, ToolError> {
+        let lock = self.file_lock(&super::fsutil::write_target(path));
+        tokio::select! {
+            guard = lock.lock_owned() => Ok(guard),
+            _ = cancel.cancelled() => Err(ToolError::new(ABORTED_TEXT)),
+        }
+    }
+
     /// The lock that serialises writes to one file (across tools and batches).
-    pub fn file_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
+    fn file_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         // Drop locks nobody holds so the map does not grow with every file ever written.
         if locks.len() > 256 {

@@ -24,9 +24,8 @@ use serde_json::{Value, json};
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::diff::{numbered_diff, unified_patch};
-use super::fsutil::{write_atomic, write_target};
+use super::fsutil::{describe_io_error, write_atomic};
 use super::fuzzy::{Normalized, normalize, normalize_plain};
-use super::write::describe;
 use crate::agent::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
 const BOM: &str = "\u{FEFF}";
@@ -97,17 +96,13 @@ impl AgentTool for EditTool {
         let raw = args.required_str("path")?.to_string();
         let edits = parse_edits(&args)?;
         let path = self.ctx.resolve_existing(&raw)?;
-        let lock = self.ctx.file_lock(&write_target(&path));
-        let _guard = tokio::select! {
-            g = lock.lock_owned() => g,
-            _ = call.cancel.cancelled() => return Err(ToolError::new(ABORTED_TEXT)),
-        };
+        let _guard = self.ctx.lock_file(&path, &call.cancel).await?;
         run_blocking(&call.cancel, move |cancel| {
             let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => ToolError::new(format!(
                     "File not found: {raw}. Use write to create a new file."
                 )),
-                _ => ToolError::new(format!("Cannot read {raw}: {}", describe(&e))),
+                _ => ToolError::new(format!("Cannot read {raw}: {}", describe_io_error(&e))),
             })?;
             if !meta.is_file() {
                 return Err(ToolError::new(format!(
@@ -121,8 +116,9 @@ impl AgentTool for EditTool {
                     meta.len()
                 )));
             }
-            let bytes = std::fs::read(&path)
-                .map_err(|e| ToolError::new(format!("Cannot read {raw}: {}", describe(&e))))?;
+            let bytes = std::fs::read(&path).map_err(|e| {
+                ToolError::new(format!("Cannot read {raw}: {}", describe_io_error(&e)))
+            })?;
             let original = String::from_utf8(bytes).map_err(|_| {
                 ToolError::new(format!(
                     "{raw} is not UTF-8 text, so edit cannot change it safely. Use bash instead."
@@ -132,8 +128,9 @@ impl AgentTool for EditTool {
             if cancel.is_cancelled() {
                 return Err(ToolError::new(ABORTED_TEXT));
             }
-            write_atomic(&path, applied.content.as_bytes())
-                .map_err(|e| ToolError::new(format!("Cannot write {raw}: {}", describe(&e))))?;
+            write_atomic(&path, applied.content.as_bytes()).map_err(|e| {
+                ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
+            })?;
             Ok(applied.into_output(&original, &raw))
         })
         .await

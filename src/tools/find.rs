@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::truncate::{MAX_BYTES, truncate_head};
+use super::truncate::{MAX_BYTES, append_notices, truncate_head};
 use super::walk;
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
@@ -153,8 +153,7 @@ impl AgentTool for FindTool {
             return Err(ToolError::new("find: the pattern is empty."));
         }
         let raw_path = args.opt_str("path")?.unwrap_or(".").to_string();
-        let limit = usize::try_from(args.opt_count("limit", 1)?.unwrap_or(DEFAULT_LIMIT as u64))
-            .unwrap_or(usize::MAX);
+        let limit = args.limit("limit", DEFAULT_LIMIT)?;
         let root = self.ctx.resolve_existing(&raw_path)?;
         let ctx = self.ctx.clone();
         run_blocking(&call.cancel, move |cancel| {
@@ -190,17 +189,14 @@ impl AgentTool for FindTool {
             let mut notes = Vec::new();
             if more {
                 notes.push(format!(
-                    "[Stopped at {limit} results. Pass limit={} for more, or narrow the pattern.]",
+                    "Stopped at {limit} results. Pass limit={} for more, or narrow the pattern.",
                     limit.saturating_mul(2)
                 ));
             }
             if cut.truncated() {
-                notes.push("[Output cut at 50 KB. Narrow the pattern or the path.]".to_string());
+                notes.push("Output cut at 50 KB. Narrow the pattern or the path.".to_string());
             }
-            if !notes.is_empty() {
-                text.push_str("\n\n");
-                text.push_str(&notes.join("\n"));
-            }
+            append_notices(&mut text, &notes);
             Ok(ToolOutput::text(text).with_details(json!({
                 "results": found.len(),
                 "limitReached": more,

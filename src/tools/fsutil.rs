@@ -1,5 +1,5 @@
 //! File-system helpers shared by the tools: atomic replacement of a file's contents, unique
-//! temporary names, and content sniffing (images, binary data).
+//! temporary names, content sniffing (images, binary data), and I/O errors put in plain words.
 //!
 //! [`write_atomic`] never leaves a half-written file behind: the bytes go to a temporary file in
 //! the same folder, are flushed to disk, take the old file's permissions (and owner, when
@@ -110,6 +110,18 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// An I/O error in words a model can act on.
+pub fn describe_io_error(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        io::ErrorKind::NotADirectory => "a part of the path is a file, not a folder".into(),
+        io::ErrorKind::IsADirectory => "it is a folder".into(),
+        io::ErrorKind::StorageFull => "the disk is full".into(),
+        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
+        _ => e.to_string(),
+    }
 }
 
 /// An image type recognised from the first bytes of a file.

@@ -28,7 +28,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ToolContext, run_blocking};
-use super::truncate::{GREP_MAX_LINE_CHARS, MAX_BYTES, truncate_head, truncate_line};
+use super::truncate::{
+    GREP_MAX_LINE_CHARS, MAX_BYTES, append_notices, truncate_head, truncate_line,
+};
 use super::walk;
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
@@ -337,8 +339,7 @@ impl AgentTool for GrepTool {
                 .opt_str("glob")?
                 .filter(|g| !g.is_empty())
                 .map(str::to_string),
-            limit: usize::try_from(args.opt_count("limit", 1)?.unwrap_or(DEFAULT_LIMIT as u64))
-                .unwrap_or(usize::MAX),
+            limit: args.limit("limit", DEFAULT_LIMIT)?,
         };
         let root = self.ctx.resolve_existing(&raw_path)?;
         let ctx = self.ctx.clone();
@@ -390,16 +391,7 @@ fn render(ctx: &ToolContext, result: &SearchResult, opts: &GrepOptions) -> ToolO
             result.errors
         ));
     }
-    if !notes.is_empty() {
-        text.push_str("\n\n");
-        text.push_str(
-            &notes
-                .iter()
-                .map(|n| format!("[{n}]"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
-    }
+    append_notices(&mut text, &notes);
     ToolOutput::text(text).with_details(json!({
         "matches": result.matches.min(opts.limit),
         "files": result.files.len(),

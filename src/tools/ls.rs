@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::truncate::{MAX_BYTES, truncate_head};
-use super::write::describe;
+use super::fsutil::describe_io_error;
+use super::truncate::{MAX_BYTES, append_notices, truncate_head};
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Entries returned when the call gives no `limit`.
@@ -85,8 +85,7 @@ impl AgentTool for LsTool {
     async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let args = Args::new("ls", &call.args)?;
         let raw = args.opt_str("path")?.unwrap_or(".").to_string();
-        let limit = usize::try_from(args.opt_count("limit", 1)?.unwrap_or(DEFAULT_LIMIT as u64))
-            .unwrap_or(usize::MAX);
+        let limit = args.limit("limit", DEFAULT_LIMIT)?;
         let dir = self.ctx.resolve_existing(&raw)?;
         run_blocking(&call.cancel, move |cancel| {
             match std::fs::metadata(&dir) {
@@ -96,7 +95,7 @@ impl AgentTool for LsTool {
                 Err(e) => {
                     return Err(ToolError::new(format!(
                         "Cannot list {raw}: {}",
-                        describe(&e)
+                        describe_io_error(&e)
                     )));
                 }
                 Ok(m) if !m.is_dir() => {
@@ -106,8 +105,9 @@ impl AgentTool for LsTool {
                 }
                 Ok(_) => {}
             }
-            let names = list(&dir, &cancel)
-                .map_err(|e| ToolError::new(format!("Cannot list {raw}: {}", describe(&e))))?;
+            let names = list(&dir, &cancel).map_err(|e| {
+                ToolError::new(format!("Cannot list {raw}: {}", describe_io_error(&e)))
+            })?;
             if names.is_empty() {
                 return Ok(ToolOutput::text(format!("({raw} is empty.)"))
                     .with_details(json!({"entries": 0})));
@@ -119,19 +119,16 @@ impl AgentTool for LsTool {
             let mut notes = Vec::new();
             if total > limit {
                 notes.push(format!(
-                    "[Showing {limit} of {total} entries. Pass limit={total} to see all.]"
+                    "Showing {limit} of {total} entries. Pass limit={total} to see all."
                 ));
             }
             if cut.truncated() {
                 notes.push(format!(
-                    "[Output cut at 50 KB after {} entries.]",
+                    "Output cut at 50 KB after {} entries.",
                     cut.output_lines
                 ));
             }
-            if !notes.is_empty() {
-                text.push_str("\n\n");
-                text.push_str(&notes.join("\n"));
-            }
+            append_notices(&mut text, &notes);
             Ok(ToolOutput::text(text).with_details(json!({
                 "entries": total,
                 "shown": shown.len().min(cut.output_lines),

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::fsutil::{looks_binary, sniff_image};
+use super::fsutil::{describe_io_error, looks_binary, sniff_image};
 use super::truncate::{MAX_BYTES, MAX_LINES, format_size};
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 use crate::agent::types::{ContentBlock, ImageContent};
@@ -100,7 +100,7 @@ fn open_error(raw: &str, e: &io::Error) -> ToolError {
         io::ErrorKind::PermissionDenied => {
             ToolError::new(format!("Permission denied: {raw} cannot be read."))
         }
-        _ => ToolError::new(format!("Cannot read {raw}: {e}")),
+        _ => ToolError::new(format!("Cannot read {raw}: {}", describe_io_error(e))),
     }
 }
 

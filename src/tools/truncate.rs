@@ -194,6 +194,19 @@ fn whole(text: &str, total_lines: usize) -> Truncation {
     }
 }
 
+/// Append notices to a tool's text: a blank line, then each one in brackets on its own line.
+pub fn append_notices(text: &mut String, notices: &[String]) {
+    if notices.is_empty() {
+        return;
+    }
+    text.push('\n');
+    for n in notices {
+        text.push_str("\n[");
+        text.push_str(n);
+        text.push(']');
+    }
+}
+
 /// Cut one line to `max_chars` characters, marking the cut.
 pub fn truncate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     // Byte length bounds character count from above: short lines skip the count.

@@ -5,7 +5,6 @@
 //! mix, and the old file's permissions survive. Writes to one path are serialised through the
 //! context's file lock, shared with `edit`.
 
-use std::io;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::fsutil::{write_atomic, write_target};
+use super::fsutil::{describe_io_error, write_atomic, write_target};
 use super::truncate::format_size;
 use crate::agent::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
@@ -65,18 +64,14 @@ impl AgentTool for WriteTool {
         let raw = args.required_str("path")?.to_string();
         let content = args.required_str("content")?.to_string();
         let path = self.ctx.resolve(&raw)?;
-        let lock = self.ctx.file_lock(&write_target(&path));
-        let _guard = tokio::select! {
-            g = lock.lock_owned() => g,
-            _ = call.cancel.cancelled() => return Err(ToolError::new(ABORTED_TEXT)),
-        };
+        let _guard = self.ctx.lock_file(&path, &call.cancel).await?;
         run_blocking(&call.cancel, move |cancel| {
             let target = write_target(&path);
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| {
                     ToolError::new(format!(
                         "Cannot create the folder for {raw}: {}",
-                        describe(&e)
+                        describe_io_error(&e)
                     ))
                 })?;
             }
@@ -84,8 +79,9 @@ impl AgentTool for WriteTool {
             if cancel.is_cancelled() {
                 return Err(ToolError::new(ABORTED_TEXT));
             }
-            write_atomic(&path, content.as_bytes())
-                .map_err(|e| ToolError::new(format!("Cannot write {raw}: {}", describe(&e))))?;
+            write_atomic(&path, content.as_bytes()).map_err(|e| {
+                ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
+            })?;
             Ok(ToolOutput::text(format!(
                 "Wrote {} to {raw}.",
                 format_size(content.len() as u64)
@@ -93,17 +89,5 @@ impl AgentTool for WriteTool {
             .with_details(json!({"bytes": content.len()})))
         })
         .await
-    }
-}
-
-/// An I/O error in words a model can act on.
-pub(crate) fn describe(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        io::ErrorKind::NotADirectory => "a part of the path is a file, not a folder".into(),
-        io::ErrorKind::IsADirectory => "it is a folder".into(),
-        io::ErrorKind::StorageFull => "the disk is full".into(),
-        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
-        _ => e.to_string(),
     }
 }
