@@ -10,6 +10,10 @@
 //! binary. Folders, pipes, sockets and devices are refused before they are opened, so a FIFO
 //! never blocks the tool.
 //!
+//! Lines come back as stored (a CRLF file keeps its CRs; the loop's coercion removes them from
+//! what the model sees); a UTF-8 byte-order mark at the start of the file is left out, since a
+//! model copying it into an `edit` would never match.
+//!
 //! Images are sent as they are; nothing here resizes them. One too large for providers
 //! ([`MAX_IMAGE_BYTES`]) is refused with a hint instead.
 
