@@ -1,4 +1,5 @@
-//! `pi`, a terminal coding agent, as a library: the agent loop and its data model.
+//! `pi`, a terminal coding agent, as a library: the agent loop and its data model, and the
+//! coding tools the model works with.
 //!
 //! The binary (`src/main.rs`) is a thin front end over these modules.
 
@@ -10,4 +11,5 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod provider;
+pub mod tools;
 pub mod tui;

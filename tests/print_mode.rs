@@ -354,3 +354,84 @@ async fn context_files_and_appended_text_reach_the_system_prompt() {
         .to_string();
     assert!(!system.contains("Always answer in French."));
 }
+
+#[tokio::test]
+async fn tools_run_for_real_and_the_tool_set_follows_the_flags() {
+    let h = home();
+    std::fs::write(h.join("notes.txt"), "the answer is 42\n").unwrap();
+    let call = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "read", "arguments": "{\"path\":\"notes.txt\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![tags("qwen3:8b"), call, text_reply("It says 42.")]).await;
+    let out = pi(&server, &h)
+        .args(["-p", "what does notes.txt say?"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    let reqs = server.requests();
+    let names: Vec<&str> = reqs[1].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read", "bash", "edit", "write"]);
+    let tool_msg = reqs[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .contains("the answer is 42")
+    );
+    let system = reqs[1].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("- read: "), "the prompt lists the tools");
+
+    let server =
+        TestServer::start(vec![tags("q"), text_reply("a"), tags("q"), text_reply("b")]).await;
+    let out = pi(&server, &h)
+        .args(["-p", "--tools", "grep,ls", "x"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let out2 = pi(&server, &h)
+        .args(["-p", "--no-tools", "x"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out2.status.success());
+    let reqs = server.requests();
+    let names: Vec<&str> = reqs[1].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["grep", "ls"]);
+    assert!(reqs[3].body.get("tools").is_none());
+
+    let bad = pi(&server, &h)
+        .args(["-p", "--tools", "read,teleport", "x"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("teleport"));
+}

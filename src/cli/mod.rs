@@ -54,6 +54,15 @@ pub struct Cli {
     #[arg(long = "append-system-prompt")]
     pub append_system_prompt: Option<String>,
 
+    /// Tools to offer the model, comma-separated (read, bash, edit, write, grep, find, ls).
+    /// Default: read, bash, edit, write.
+    #[arg(long, value_name = "LIST")]
+    pub tools: Option<String>,
+
+    /// Offer the model no tools.
+    #[arg(long = "no-tools", conflicts_with = "tools")]
+    pub no_tools: bool,
+
     /// Do not load AGENTS.md / CLAUDE.md context files.
     #[arg(long = "no-context-files")]
     pub no_context_files: bool,

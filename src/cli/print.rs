@@ -122,6 +122,25 @@ fn session_id() -> String {
     )
 }
 
+/// The tools chosen by `--tools` / `--no-tools` (default: read, bash, edit, write).
+pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
+    let names: Vec<String> = if cli.no_tools {
+        Vec::new()
+    } else {
+        match &cli.tools {
+            Some(list) => crate::tools::parse_tool_list(list)?,
+            None => crate::tools::DEFAULT_TOOLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    };
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::tools::build(&refs, cwd)
+}
+
 /// An agent ready to take prompts, with what a UI needs to show and switch models.
 pub struct BuiltAgent {
     pub agent: Agent,
@@ -144,6 +163,8 @@ pub async fn build_agent(
     mut catalog: Catalog,
     env: &EnvLookup,
 ) -> Result<BuiltAgent, String> {
+    // Bad flags first: no point probing for a model to then refuse the tool list.
+    let tools = active_tools(cli)?;
     let selection = select::select(cli, config, &mut catalog, env).await?;
     for w in &selection.warnings {
         eprintln!("pi: warning: {w}");
@@ -152,9 +173,14 @@ pub async fn build_agent(
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }
-    let mut settings = AgentSettings::new(Arc::new(providers), selection.model.to_model());
+    let tool_lines = tools
+        .iter()
+        .map(|t| (t.name().to_string(), context::tool_line(t.description())))
+        .collect();
+    let mut settings =
+        AgentSettings::new(Arc::new(providers), selection.model.to_model()).with_tools(tools);
     settings.thinking = selection.thinking;
-    settings.system_prompt = system_prompt(cli, env, Vec::new());
+    settings.system_prompt = system_prompt(cli, env, tool_lines);
     settings.retry = retry_policy(config);
     Ok(BuiltAgent {
         agent: Agent::new(settings),

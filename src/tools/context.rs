@@ -1,0 +1,305 @@
+//! What every tool shares: the session's working directory, path resolution, per-file write
+//! locks, and the knobs of process handling.
+//!
+//! Paths from the model are resolved here and nowhere else: a leading `@` (copied from a file
+//! mention) is dropped, odd Unicode spaces become plain spaces, `~` and `~/...` expand to the
+//! home folder, and relative paths join the working directory. [`ToolContext::resolve_existing`]
+//! also tries the spellings macOS uses in file names that models cannot type (decomposed
+//! accents, the narrow no-break space before AM/PM in screenshot names, curly apostrophes) when
+//! the path as written does not exist.
+//!
+//! Paths shown back to the model are relative to the working directory when they lie under it,
+//! absolute otherwise, so the model can pass them straight to the next call.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::agent::tool::ToolError;
+
+/// How long a killed command's process group gets between SIGTERM and SIGKILL.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+/// The least time between two progress updates of a running command.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The environment the tools of one session run in.
+#[derive(Debug)]
+pub struct ToolContext {
+    cwd: PathBuf,
+    kill_grace: Duration,
+    progress_interval: Duration,
+    locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl ToolContext {
+    /// A context for `cwd`; a relative `cwd` is taken against the process's current directory.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
+        let cwd = if cwd.is_absolute() {
+            cwd
+        } else {
+            std::env::current_dir().map(|d| d.join(&cwd)).unwrap_or(cwd)
+        };
+        ToolContext {
+            cwd: lexical_normalize(&cwd),
+            kill_grace: DEFAULT_KILL_GRACE,
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Change the SIGTERM → SIGKILL grace of `bash`.
+    pub fn with_kill_grace(mut self, grace: Duration) -> Self {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// Change the least time between progress updates of `bash`.
+    pub fn with_progress_interval(mut self, interval: Duration) -> Self {
+        self.progress_interval = interval;
+        self
+    }
+
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    pub fn kill_grace(&self) -> Duration {
+        self.kill_grace
+    }
+
+    pub fn progress_interval(&self) -> Duration {
+        self.progress_interval
+    }
+
+    /// The absolute path the model meant by `raw`.
+    pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        let cleaned = clean_model_path(raw);
+        if cleaned.is_empty() {
+            return Err(ToolError::new("The path is empty."));
+        }
+        let expanded = expand_home(&cleaned)?;
+        let joined = if expanded.is_absolute() {
+            expanded
+        } else {
+            self.cwd.join(expanded)
+        };
+        Ok(lexical_normalize(&joined))
+    }
+
+    /// [`resolve`](Self::resolve), then, if nothing exists there, the first macOS spelling
+    /// variant that does. Returns the path as resolved when no variant exists either.
+    pub fn resolve_existing(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        let path = self.resolve(raw)?;
+        if path.symlink_metadata().is_ok() {
+            return Ok(path);
+        }
+        let text = path.to_string_lossy();
+        for variant in macos_variants(&text) {
+            let candidate = PathBuf::from(variant);
+            if candidate.symlink_metadata().is_ok() {
+                return Ok(candidate);
+            }
+        }
+        Ok(path)
+    }
+
+    /// How a path is shown to the model: relative to the working directory when under it.
+    pub fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.cwd) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Wait for the lock that serialises writes to the file `path` points at (through
+    /// symlinks); give up on `cancel`.
+    pub async fn lock_file(
+        &self,
+        path: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, ToolError> {
+        let lock = self.file_lock(&super::fsutil::write_target(path));
+        tokio::select! {
+            guard = lock.lock_owned() => Ok(guard),
+            _ = cancel.cancelled() => Err(ToolError::new(ABORTED_TEXT)),
+        }
+    }
+
+    /// The lock that serialises writes to one file (across tools and batches).
+    fn file_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        // Drop locks nobody holds so the map does not grow with every file ever written.
+        if locks.len() > 256 {
+            locks.retain(|_, l| Arc::strong_count(l) > 1);
+        }
+        locks.entry(path.to_path_buf()).or_default().clone()
+    }
+}
+
+/// Characters models put in paths by accident, removed or made plain.
+fn clean_model_path(raw: &str) -> String {
+    let trimmed = raw.trim();
+    let trimmed = trimmed.strip_prefix('@').unwrap_or(trimmed);
+    trimmed
+        .chars()
+        .map(|c| if is_odd_space(c) { ' ' } else { c })
+        .collect()
+}
+
+/// No-break, figure, thin and other typographic spaces.
+pub(crate) fn is_odd_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
+}
+
+fn expand_home(path: &str) -> Result<PathBuf, ToolError> {
+    let rest = if path == "~" {
+        ""
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        rest
+    } else {
+        return Ok(PathBuf::from(path));
+    };
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| ToolError::new("Cannot expand `~`: the HOME variable is not set."))?;
+    Ok(PathBuf::from(home).join(rest))
+}
+
+/// Remove `.` and fold `..` without touching the file system (symlinks stay as named).
+fn lexical_normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// Spellings a macOS file name may have that differ from what the model wrote.
+fn macos_variants(path: &str) -> Vec<String> {
+    let nbsp_ampm = path
+        .replace(" AM.", "\u{202F}AM.")
+        .replace(" PM.", "\u{202F}PM.");
+    let nfd: String = path.nfd().collect();
+    let curly = path.replace('\'', "\u{2019}");
+    let mut out = Vec::new();
+    for v in [
+        nbsp_ampm.clone(),
+        nfd.clone(),
+        curly,
+        nbsp_ampm.nfd().collect(),
+    ] {
+        if v != path && !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Run blocking work off the async threads; give up (and tell the work to stop) on `cancel`.
+pub(crate) async fn run_blocking<T, F>(cancel: &CancellationToken, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(CancellationToken) -> Result<T, ToolError> + Send + 'static,
+{
+    if cancel.is_cancelled() {
+        return Err(ToolError::new(ABORTED_TEXT));
+    }
+    let token = cancel.child_token();
+    let inner = token.clone();
+    let handle = tokio::task::spawn_blocking(move || work(inner));
+    tokio::select! {
+        joined = handle => match joined {
+            Ok(result) => result,
+            Err(e) => Err(ToolError::new(format!("The tool failed unexpectedly: {e}"))),
+        },
+        _ = cancel.cancelled() => {
+            token.cancel();
+            Err(ToolError::new(ABORTED_TEXT))
+        }
+    }
+}
+
+/// What an aborted tool (other than bash) answers.
+pub const ABORTED_TEXT: &str = "Aborted before the tool finished.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_join_the_working_directory() {
+        let ctx = ToolContext::new("/work/project");
+        assert_eq!(
+            ctx.resolve("src/main.rs").unwrap(),
+            PathBuf::from("/work/project/src/main.rs")
+        );
+        assert_eq!(
+            ctx.resolve("./a/../b").unwrap(),
+            PathBuf::from("/work/project/b")
+        );
+        assert_eq!(
+            ctx.resolve("/etc/hosts").unwrap(),
+            PathBuf::from("/etc/hosts")
+        );
+        assert_eq!(
+            ctx.resolve("@src/lib.rs").unwrap(),
+            PathBuf::from("/work/project/src/lib.rs")
+        );
+        assert_eq!(
+            ctx.resolve("a\u{00A0}b").unwrap(),
+            PathBuf::from("/work/project/a b")
+        );
+        assert!(ctx.resolve("  ").is_err());
+    }
+
+    #[test]
+    fn tilde_expands_to_home() {
+        let ctx = ToolContext::new("/x");
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(ctx.resolve("~").unwrap(), PathBuf::from(&home));
+        assert_eq!(
+            ctx.resolve("~/notes.txt").unwrap(),
+            PathBuf::from(&home).join("notes.txt")
+        );
+        // `~user` is not expanded: it is an ordinary relative name.
+        assert_eq!(ctx.resolve("~bob").unwrap(), PathBuf::from("/x/~bob"));
+    }
+
+    #[test]
+    fn display_is_relative_under_the_working_directory() {
+        let ctx = ToolContext::new("/work/project");
+        assert_eq!(ctx.display(Path::new("/work/project/src/a.rs")), "src/a.rs");
+        assert_eq!(ctx.display(Path::new("/work/project")), ".");
+        assert_eq!(ctx.display(Path::new("/etc/hosts")), "/etc/hosts");
+    }
+
+    #[test]
+    fn macos_variants_cover_screenshot_names() {
+        let v = macos_variants("/d/Screenshot 2024 at 10.00.00 AM.png");
+        assert!(v.iter().any(|s| s.contains("\u{202F}AM.png")));
+        let v = macos_variants("/d/it's.txt");
+        assert!(v.iter().any(|s| s.contains('\u{2019}')));
+        let v = macos_variants("/d/café.txt");
+        assert!(v.iter().any(|s| s.contains("e\u{301}")));
+    }
+}

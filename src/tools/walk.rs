@@ -1,0 +1,39 @@
+//! The directory walk `grep` and `find` share: ripgrep's `ignore` crate, configured the way
+//! `rg --hidden` and `fd --hidden` behave, run on all cores.
+//!
+//! Hidden files are included; `.gitignore` (also outside a git repository, and in parent
+//! folders), `.ignore`, `.git/info/exclude` and the global git excludes are honoured; `.git`
+//! folders themselves are never entered; symlinks are not followed. The walk is parallel, so
+//! the order entries arrive in varies; callers sort what they keep.
+
+use std::path::Path;
+
+use ignore::overrides::Override;
+use ignore::{WalkBuilder, WalkParallel};
+
+/// Threads for a walk: one per core, at most 12 (as ripgrep).
+pub fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(12)
+}
+
+/// A parallel walk of `root` with the shared rules and an optional file-name override.
+pub fn parallel(root: &Path, overrides: Option<Override>) -> WalkParallel {
+    let mut b = WalkBuilder::new(root);
+    b.hidden(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(false)
+        .threads(threads())
+        .filter_entry(|e| e.file_name() != ".git");
+    if let Some(o) = overrides {
+        b.overrides(o);
+    }
+    b.build_parallel()
+}
