@@ -10,3 +10,4 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod provider;
+pub mod session;
