@@ -30,6 +30,8 @@ mod fast_message;
 pub mod ids;
 pub mod load;
 pub mod paths;
+pub mod recorder;
+pub mod task;
 pub mod time;
 
 pub use context::{MessageOrigin, ModelRef, SessionContext, UNFINISHED_TOOL_LABEL};
@@ -40,3 +42,5 @@ pub use entry::{
 pub use error::{LoadWarning, SessionError};
 pub use load::Session;
 pub use paths::{SessionPaths, encode_cwd};
+pub use recorder::SessionRecorder;
+pub use task::RecorderTask;
