@@ -27,7 +27,9 @@ pub mod context;
 pub mod entry;
 pub mod error;
 mod fast_message;
+pub mod fork;
 pub mod ids;
+pub mod list;
 pub mod load;
 pub mod paths;
 pub mod recorder;
@@ -40,6 +42,11 @@ pub use entry::{
     SessionHeader,
 };
 pub use error::{LoadWarning, SessionError};
+pub use fork::{Forked, fork};
+pub use list::{
+    FoundSession, ListScope, SessionInfo, SessionList, find_session, list_sessions, newest_session,
+    session_info,
+};
 pub use load::Session;
 pub use paths::{SessionPaths, encode_cwd};
 pub use recorder::SessionRecorder;
