@@ -16,8 +16,6 @@
 //!   placeholder results, so a provider accepts the history. They are added only to the
 //!   context, never written to the file.
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use super::entry::{EntryKind, SessionEntry};
@@ -294,57 +292,75 @@ fn plan(entries: &[SessionEntry], path: &[usize]) -> Plan {
     }
 }
 
-/// Answer tool calls that have no result before the next message that is not a tool result.
+/// Tool calls left without a result: (index of the message after which results end, call).
+/// Results may follow their call with custom messages between; the next message of any other
+/// kind closes the calls.
+fn unanswered(messages: &[AgentMessage]) -> Vec<(usize, &ToolCall, i64)> {
+    let mut missing = Vec::new();
+    let mut open: Vec<&ToolCall> = Vec::new();
+    let mut open_ts = 0;
+    let mut last = 0;
+    for (i, m) in messages.iter().enumerate() {
+        match m {
+            AgentMessage::Llm(Message::ToolResult(r)) => {
+                open.retain(|c| c.id != r.tool_call_id);
+                last = i;
+            }
+            AgentMessage::Custom(_) => last = i,
+            other => {
+                missing.extend(open.drain(..).map(|c| (last, c, open_ts)));
+                if let Some(a) = other.as_assistant()
+                    && !a.is_provider_refusal()
+                    && !a.is_retried_attempt()
+                {
+                    for c in a.tool_calls() {
+                        if !open.iter().any(|o| o.id == c.id) {
+                            open.push(c);
+                        }
+                    }
+                    open_ts = a.timestamp;
+                }
+                last = i;
+            }
+        }
+    }
+    missing.extend(open.drain(..).map(|c| (last, c, open_ts)));
+    missing
+}
+
+/// Answer tool calls that have no result (see [`unanswered`]) with placeholder results.
 fn add_placeholders(
     messages: Vec<AgentMessage>,
     origins: Vec<MessageOrigin>,
 ) -> (Vec<AgentMessage>, Vec<MessageOrigin>, usize) {
-    let mut out = Vec::with_capacity(messages.len());
-    let mut out_origins = Vec::with_capacity(origins.len());
-    let mut open: Vec<(ToolCall, i64)> = Vec::new();
-    let mut added = 0;
-    let flush = |open: &mut Vec<(ToolCall, i64)>,
-                 out: &mut Vec<AgentMessage>,
-                 out_origins: &mut Vec<MessageOrigin>,
-                 added: &mut usize| {
-        for (call, ts) in open.drain(..) {
+    let missing: Vec<(usize, AgentMessage)> = unanswered(&messages)
+        .into_iter()
+        .map(|(after, call, ts)| {
             let mut r = placeholder_result(
-                &call,
+                call,
                 PlaceholderReason::Aborted,
                 Some(UNFINISHED_TOOL_LABEL),
                 None,
             );
             r.timestamp = ts;
-            out.push(r.into());
-            out_origins.push(MessageOrigin::Placeholder);
-            *added += 1;
-        }
-    };
-    for (m, origin) in messages.into_iter().zip(origins) {
-        match &m {
-            AgentMessage::Llm(Message::ToolResult(r)) => {
-                open.retain(|(c, _)| c.id != r.tool_call_id);
-            }
-            AgentMessage::Custom(_) => {}
-            other => {
-                flush(&mut open, &mut out, &mut out_origins, &mut added);
-                if let Some(a) = other.as_assistant()
-                    && !a.is_provider_refusal()
-                    && !a.is_retried_attempt()
-                {
-                    let mut seen = HashSet::new();
-                    open.extend(
-                        a.tool_calls()
-                            .filter(|c| seen.insert(c.id.clone()))
-                            .map(|c| (c.clone(), a.timestamp)),
-                    );
-                }
-            }
-        }
+            (after, r.into())
+        })
+        .collect();
+    if missing.is_empty() {
+        return (messages, origins, 0);
+    }
+    let added = missing.len();
+    let mut out = Vec::with_capacity(messages.len() + added);
+    let mut out_origins = Vec::with_capacity(messages.len() + added);
+    let mut missing = missing.into_iter().peekable();
+    for (i, (m, origin)) in messages.into_iter().zip(origins).enumerate() {
         out.push(m);
         out_origins.push(origin);
+        while let Some((_, p)) = missing.next_if(|(after, _)| *after == i) {
+            out.push(p);
+            out_origins.push(MessageOrigin::Placeholder);
+        }
     }
-    flush(&mut open, &mut out, &mut out_origins, &mut added);
     (out, out_origins, added)
 }
 

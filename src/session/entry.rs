@@ -16,7 +16,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::fast_message::FastMessage;
+use super::fast_message::{FastMessage, read_user_content};
 use super::time::iso_from_ms;
 use crate::agent::types::{AgentMessage, UserContent};
 
@@ -367,7 +367,7 @@ struct RawLine {
     custom_type: Option<String>,
     #[serde(default, deserialize_with = "present")]
     data: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "read_user_content")]
     content: Option<UserContent>,
     #[serde(default)]
     display: Option<bool>,

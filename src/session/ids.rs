@@ -70,6 +70,62 @@ pub fn entry_id(taken: &HashSet<String>) -> String {
     }
 }
 
+/// Entry ids in use, stored compactly: 8-hex ids as numbers, anything else as text.
+#[derive(Clone, Debug, Default)]
+pub struct IdSet {
+    hex: HashSet<u32>,
+    other: HashSet<String>,
+}
+
+fn hex_id(id: &str) -> Option<u32> {
+    (id.len() == 8
+        && id
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)))
+    .then(|| u32::from_str_radix(id, 16).ok())
+    .flatten()
+}
+
+impl IdSet {
+    pub fn contains(&self, id: &str) -> bool {
+        match hex_id(id) {
+            Some(n) => self.hex.contains(&n),
+            None => self.other.contains(id),
+        }
+    }
+
+    pub fn insert(&mut self, id: &str) {
+        match hex_id(id) {
+            Some(n) => {
+                self.hex.insert(n);
+            }
+            None => {
+                self.other.insert(id.to_string());
+            }
+        }
+    }
+
+    /// A new 8-hex id not in the set (not inserted).
+    pub fn fresh(&self) -> String {
+        loop {
+            let n = random_u64() as u32;
+            if !self.hex.contains(&n) {
+                return format!("{n:08x}");
+            }
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a str> for IdSet {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(iter: I) -> Self {
+        let mut set = IdSet::default();
+        for id in iter {
+            set.insert(id);
+        }
+        set
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +140,19 @@ mod tests {
         let b = uuid_v7_at(1_796_204_089_682);
         assert!(a < b);
         assert_ne!(uuid_v7(), uuid_v7());
+    }
+
+    #[test]
+    fn id_sets_hold_hex_and_other_ids() {
+        let mut set: IdSet = ["0000000a", "ffffffff", "not-hex!", "ABCDEF12"]
+            .into_iter()
+            .collect();
+        assert!(set.contains("0000000a") && set.contains("not-hex!") && set.contains("ABCDEF12"));
+        assert!(!set.contains("abcdef12"));
+        let id = set.fresh();
+        assert!(!set.contains(&id));
+        set.insert(&id);
+        assert!(set.contains(&id));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Loading a session file into a [`Session`]: header, entries, tree index and warnings.
 //!
 //! Loading never fails because of damage. Lines are read one at a time (the file is never held
-//! in memory whole); a line that is not valid JSON — a torn last line after a crash, a corrupt
+//! in memory whole; a large file is read as two halves split at a line boundary, by two
+//! threads, and the halves joined in order); a line that is not valid JSON — a torn last line after a crash, a corrupt
 //! line in the middle — is skipped with a [`LoadWarning`] naming its line number, and the rest
 //! loads. The file itself is never modified. Only I/O failures (missing file, no permission)
 //! and files with nothing session-like in them are errors.
@@ -14,7 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::entry::{
@@ -37,6 +38,8 @@ pub struct Session {
     /// Damage and oddities found while loading, with line numbers.
     pub warnings: Vec<LoadWarning>,
     index: HashMap<String, usize>,
+    /// Some id appears on more than one entry (only in damaged files).
+    duplicate_ids: bool,
     /// Bytes read from the file.
     pub(crate) byte_len: u64,
     /// False when the last line of the file has no newline (a torn write or an editor).
@@ -46,85 +49,182 @@ pub struct Session {
 /// Lines longer than this are not read into memory (a single 512 MiB line is not a message).
 const MAX_LINE: usize = 512 << 20;
 
+/// Files at least this big are parsed by two threads, each taking one half.
+const PARALLEL_MIN: u64 = 4 << 20;
+
+/// One line as read, before it joins the session.
+enum Scanned {
+    Blank {
+        complete: bool,
+    },
+    TooLong {
+        complete: bool,
+    },
+    Line {
+        complete: bool,
+        /// The line is (the start of) a session header (checked only when it did not parse).
+        header_start: bool,
+        parsed: Result<ParsedLine, String>,
+    },
+}
+
+/// The lines of a byte range, parsed.
+struct Scan {
+    lines: Vec<Scanned>,
+    bytes: u64,
+}
+
+/// Read and parse every line of `reader`.
+fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
+    let mut out = Scan {
+        lines: Vec::new(),
+        bytes: 0,
+    };
+    let mut buf = Vec::with_capacity(64 * 1024);
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| SessionError::io("read", name, e))?;
+        if n == 0 {
+            break;
+        }
+        out.bytes += n as u64;
+        let mut complete = buf.last() == Some(&b'\n');
+        if !complete && n > MAX_LINE {
+            // Skip the rest of an absurdly long line.
+            loop {
+                let chunk = reader
+                    .fill_buf()
+                    .map_err(|e| SessionError::io("read", name, e))?;
+                if chunk.is_empty() {
+                    break;
+                }
+                let (used, done) = match chunk.iter().position(|c| *c == b'\n') {
+                    Some(p) => (p + 1, true),
+                    None => (chunk.len(), false),
+                };
+                reader.consume(used);
+                out.bytes += used as u64;
+                if done {
+                    complete = true;
+                    break;
+                }
+            }
+            out.lines.push(Scanned::TooLong { complete });
+            continue;
+        }
+        let mut line = &buf[..];
+        while let Some((last, rest)) = line.split_last()
+            && matches!(last, b'\n' | b'\r')
+        {
+            line = rest;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            out.lines.push(Scanned::Blank { complete });
+            continue;
+        }
+        let parsed = parse_line(line);
+        let header_start = parsed.is_err() && is_header_start(line);
+        out.lines.push(Scanned::Line {
+            complete,
+            header_start,
+            parsed,
+        });
+    }
+    Ok(out)
+}
+
+/// Where the second half of a file starts: the first line start at or after the middle.
+/// `None` when the second half would be empty.
+fn split_point(path: &Path, size: u64) -> std::io::Result<Option<u64>> {
+    // A handle of its own: a cloned one would share (and move) the reading position.
+    let mut f = File::open(path)?;
+    let mid = size / 2;
+    f.seek(SeekFrom::Start(mid))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, f);
+    let mut skipped = 0u64;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(None);
+        }
+        if let Some(p) = chunk.iter().position(|c| *c == b'\n') {
+            skipped += p as u64 + 1;
+            let at = mid + skipped;
+            return Ok((at < size).then_some(at));
+        }
+        let len = chunk.len();
+        reader.consume(len);
+        skipped += len as u64;
+    }
+}
+
 impl Session {
-    /// Read a session file. See the module notes for what counts as damage.
+    /// Read a session file. See the module notes for what counts as damage. Large files are
+    /// parsed by two threads.
     pub fn load(path: &Path) -> Result<Session, SessionError> {
         let file = File::open(path).map_err(|e| SessionError::io("open", path, e))?;
-        let reader = BufReader::with_capacity(1 << 20, file);
-        let mut session = Self::read(reader, Some(path))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let split = if size >= PARALLEL_MIN {
+            split_point(path, size).map_err(|e| SessionError::io("read", path, e))?
+        } else {
+            None
+        };
+        let scans = match split {
+            None => vec![scan(BufReader::with_capacity(1 << 20, file), path)?],
+            Some(at) => {
+                let mut second = File::open(path).map_err(|e| SessionError::io("open", path, e))?;
+                second
+                    .seek(SeekFrom::Start(at))
+                    .map_err(|e| SessionError::io("read", path, e))?;
+                let first = BufReader::with_capacity(1 << 20, file.take(at));
+                let second = BufReader::with_capacity(1 << 20, second);
+                let (a, b) = std::thread::scope(|s| {
+                    let worker = s.spawn(|| scan(second, path));
+                    let a = scan(first, path);
+                    let b = worker.join().unwrap_or_else(|_| {
+                        Err(SessionError::io(
+                            "read",
+                            path,
+                            std::io::Error::other("the reading thread failed"),
+                        ))
+                    });
+                    (a, b)
+                });
+                vec![a?, b?]
+            }
+        };
+        let mut session = Self::assemble(scans, Some(path), path)?;
         session.path = Some(path.to_path_buf());
         Ok(session)
     }
 
     /// Read a session from any byte stream (`path` only names it in errors and gives the
     /// fallback id).
-    pub fn read(mut reader: impl BufRead, path: Option<&Path>) -> Result<Session, SessionError> {
+    pub fn read(reader: impl BufRead, path: Option<&Path>) -> Result<Session, SessionError> {
         let name = path.map_or_else(|| PathBuf::from("<memory>"), Path::to_path_buf);
+        let scanned = scan(reader, &name)?;
+        Self::assemble(vec![scanned], path, &name)
+    }
+
+    /// Add scanned lines, in file order, to a new session.
+    fn assemble(
+        scans: Vec<Scan>,
+        path: Option<&Path>,
+        name: &Path,
+    ) -> Result<Session, SessionError> {
         let mut b = Builder::default();
-        let mut buf = Vec::with_capacity(64 * 1024);
         let mut line_no = 0usize;
-        loop {
-            buf.clear();
-            let n = (&mut reader)
-                .take(MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| SessionError::io("read", &name, e))?;
-            if n == 0 {
-                break;
-            }
-            line_no += 1;
-            b.byte_len += n as u64;
-            let complete = buf.last() == Some(&b'\n');
-            if !complete && n > MAX_LINE {
-                // Skip the rest of an absurdly long line.
-                let mut skipped = 0u64;
-                loop {
-                    let chunk = reader
-                        .fill_buf()
-                        .map_err(|e| SessionError::io("read", &name, e))?;
-                    if chunk.is_empty() {
-                        break;
-                    }
-                    let (used, done) = match chunk.iter().position(|c| *c == b'\n') {
-                        Some(p) => (p + 1, true),
-                        None => (chunk.len(), false),
-                    };
-                    reader.consume(used);
-                    skipped += used as u64;
-                    if done {
-                        break;
-                    }
-                }
-                b.byte_len += skipped;
-                b.skip(line_no, "line is longer than 512 MiB; skipped".into());
-                continue;
-            }
-            b.ends_with_newline = complete;
-            let mut line = &buf[..];
-            while let Some((last, rest)) = line.split_last()
-                && matches!(last, b'\n' | b'\r')
-            {
-                line = rest;
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match parse_line(line) {
-                Ok(parsed) => b.add(line_no, parsed),
-                Err(_) if !b.saw_anything && is_header_start(line) => {
-                    b.torn_header = true;
-                    b.skip(line_no, "the session header is cut short; skipped".into());
-                }
-                Err(reason) if !complete => b.skip(
-                    line_no,
-                    format!(
-                        "the file ends in the middle of this line (an interrupted write); skipped ({reason})"
-                    ),
-                ),
-                Err(reason) => b.skip(line_no, format!("unreadable line skipped ({reason})")),
+        for part in scans {
+            b.byte_len += part.bytes;
+            for scanned in part.lines {
+                line_no += 1;
+                b.feed(line_no, scanned);
             }
         }
-        b.finish(path, &name)
+        b.finish(path, name)
     }
 
     /// Bytes read from the file.
@@ -166,11 +266,14 @@ impl Session {
                 break;
             }
             path.push(i);
-            current = self.entries[i]
-                .parent_id
-                .as_deref()
-                .and_then(|p| self.index_of(p))
-                .filter(|p| *p != i);
+            current = self.entries[i].parent_id.as_deref().and_then(|p| {
+                // Usually the parent is the entry just before: skip the hash lookup then.
+                if !self.duplicate_ids && i > 0 && self.entries[i - 1].id == p {
+                    Some(i - 1)
+                } else {
+                    self.index_of(p).filter(|p| *p != i)
+                }
+            });
         }
         path.reverse();
         path
@@ -244,6 +347,7 @@ struct Builder {
     byte_len: u64,
     ends_with_newline: bool,
     saw_anything: bool,
+    duplicate_ids: bool,
     /// The only header seen was cut short (a crash during the very first write).
     torn_header: bool,
     /// A line was skipped since the last entry.
@@ -261,6 +365,39 @@ impl Builder {
     fn skip(&mut self, line: usize, message: String) {
         self.warn(line, message);
         self.after_gap = true;
+    }
+
+    fn feed(&mut self, line_no: usize, scanned: Scanned) {
+        match scanned {
+            Scanned::Blank { complete } => self.ends_with_newline = complete,
+            Scanned::TooLong { complete } => {
+                self.ends_with_newline = complete;
+                self.skip(line_no, "line is longer than 512 MiB; skipped".into());
+            }
+            Scanned::Line {
+                complete,
+                header_start,
+                parsed,
+            } => {
+                self.ends_with_newline = complete;
+                match parsed {
+                    Ok(parsed) => self.add(line_no, parsed),
+                    Err(_) if !self.saw_anything && header_start => {
+                        self.torn_header = true;
+                        self.skip(line_no, "the session header is cut short; skipped".into());
+                    }
+                    Err(reason) if !complete => self.skip(
+                        line_no,
+                        format!(
+                            "the file ends in the middle of this line (an interrupted write); skipped ({reason})"
+                        ),
+                    ),
+                    Err(reason) => {
+                        self.skip(line_no, format!("unreadable line skipped ({reason})"))
+                    }
+                }
+            }
+        }
     }
 
     fn add(&mut self, line_no: usize, parsed: ParsedLine) {
@@ -286,6 +423,7 @@ impl Builder {
         let id = match e.id.filter(|id| !id.is_empty()) {
             Some(id) => {
                 if self.index.contains_key(&id) {
+                    self.duplicate_ids = true;
                     self.warn(
                         line_no,
                         format!("entry id {id} appears twice; the later entry wins"),
@@ -413,6 +551,7 @@ impl Builder {
             entries: self.entries,
             warnings: self.warnings,
             index: self.index,
+            duplicate_ids: self.duplicate_ids,
             byte_len: self.byte_len,
             ends_with_newline: self.ends_with_newline || self.byte_len == 0,
         })

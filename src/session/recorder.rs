@@ -19,7 +19,7 @@
 //! and model names — never keys; [`SessionRecorder::add_secret`] additionally masks a known
 //! secret should it ever appear in a message.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use super::context::ModelRef;
 use super::entry::{EntryKind, SessionEntry, SessionHeader};
 use super::error::SessionError;
-use super::ids::{entry_id, uuid_v7};
+use super::ids::{IdSet, uuid_v7};
 use super::load::Session;
 use super::paths::session_file_name;
 use super::time::iso_now;
@@ -54,7 +54,7 @@ pub struct SessionRecorder {
     needs_newline: bool,
     /// Written since the last fsync.
     unsynced: bool,
-    ids: HashSet<String>,
+    ids: IdSet,
     leaf: Option<String>,
     model: Option<ModelRef>,
     thinking: Option<ThinkingLevel>,
@@ -104,7 +104,7 @@ impl SessionRecorder {
             pending,
             needs_newline: false,
             unsynced: false,
-            ids: HashSet::new(),
+            ids: IdSet::default(),
             leaf: None,
             model: None,
             thinking: None,
@@ -132,7 +132,7 @@ impl SessionRecorder {
             pending: VecDeque::new(),
             needs_newline: !session.ends_with_newline,
             unsynced: false,
-            ids: session.entry_ids(),
+            ids: session.entries.iter().map(|e| e.id.as_str()).collect(),
             leaf: session.leaf_id().map(str::to_string),
             model,
             thinking,
@@ -282,7 +282,7 @@ impl SessionRecorder {
     }
 
     fn next_id(&self) -> String {
-        entry_id(&self.ids)
+        self.ids.fresh()
     }
 
     fn push_line(&mut self, id: String, mut line: String) -> String {
@@ -293,7 +293,7 @@ impl SessionRecorder {
         }
         line.push('\n');
         self.pending.push_back(line);
-        self.ids.insert(id.clone());
+        self.ids.insert(&id);
         self.leaf = Some(id.clone());
         if self.on_disk || self.has_assistant {
             let r = self.write_pending();
