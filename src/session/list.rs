@@ -290,17 +290,37 @@ fn folders(paths: &SessionPaths, scope: ListScope) -> Vec<PathBuf> {
     dirs
 }
 
+/// Threads that read session files at once: the work is mostly waiting on the disk when the
+/// files are not cached, and a disk serves several reads at a time.
+const LIST_THREADS: usize = 16;
+
 /// The sessions of a scope, newest (last written) first.
 pub fn list_sessions(paths: &SessionPaths, scope: ListScope) -> SessionList {
     let files: Vec<PathBuf> = folders(paths, scope)
         .iter()
         .flat_map(|d| jsonl_files(d))
         .collect();
+    let chunk = files.len().div_ceil(LIST_THREADS).max(16);
+    let parts: Vec<(Vec<SessionInfo>, u64)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut read = 0u64;
+                    let infos: Vec<SessionInfo> = part
+                        .iter()
+                        .filter_map(|f| session_info_counted(f, &mut read))
+                        .collect();
+                    (infos, read)
+                })
+            })
+            .collect();
+        workers.into_iter().filter_map(|w| w.join().ok()).collect()
+    });
     let mut list = SessionList::default();
-    for f in files {
-        if let Some(info) = session_info_counted(&f, &mut list.bytes_read) {
-            list.sessions.push(info);
-        }
+    for (infos, read) in parts {
+        list.sessions.extend(infos);
+        list.bytes_read += read;
     }
     list.sessions.sort_by(|a, b| {
         b.modified
