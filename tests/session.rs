@@ -24,8 +24,9 @@ use pi::session::entry::{ParsedLine, parse_line};
 use pi::session::list::{HEAD_BYTES, TAIL_BYTES};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
-    RecorderTask, Session, SessionError, SessionPaths, SessionRecorder, UNFINISHED_TOOL_LABEL,
-    find_session, fork, list_sessions, newest_session,
+    RecorderTask, Session, SessionError, SessionPaths, SessionRecorder, StartFrom,
+    UNFINISHED_TOOL_LABEL, find_session, fork, list_sessions, newest_session, open_session,
+    resume_hint,
 };
 use serde_json::{Map, Value, json};
 
@@ -1233,5 +1234,79 @@ fn large_files_parse_in_two_halves_with_the_same_result() {
     assert_eq!(
         ctx.messages[0].as_user().unwrap().content.joined_text(),
         "start"
+    );
+}
+
+#[test]
+fn opening_from_the_command_line_flags() {
+    let dir = Scratch::new("open");
+    let cwd = Path::new("/tmp/mock");
+    let here = SessionPaths::for_cwd(dir.path(), cwd);
+    let there = SessionPaths::for_cwd(dir.path(), Path::new("/elsewhere"));
+
+    // --continue with nothing to continue starts a new session in this folder.
+    let o = open_session(&here, cwd, StartFrom::Continue).unwrap();
+    assert!(!o.resumed);
+    assert!(o.context.messages.is_empty());
+    assert_eq!(o.recorder.path().parent().unwrap(), here.dir);
+    drop(o);
+
+    // With the fixture in this folder, --continue resumes it.
+    fs::create_dir_all(&here.dir).unwrap();
+    let src = copy_fixture(&here.dir, "");
+    let o = open_session(&here, cwd, StartFrom::Continue).unwrap();
+    assert!(o.resumed && !o.other_folder);
+    assert_eq!(o.recorder.path(), src);
+    assert_eq!(o.context.messages, fixture_expected_messages());
+    assert_eq!(o.recorded_cwd, None);
+    assert!(o.warnings.is_empty());
+    drop(o);
+
+    // --session by id prefix from another project's folder.
+    let o = open_session(
+        &there,
+        Path::new("/elsewhere"),
+        StartFrom::Session("01a2361b-5150-7635"),
+    )
+    .unwrap();
+    assert!(o.resumed && o.other_folder);
+    assert_eq!(o.recorded_cwd.as_deref(), Some("/tmp/mock"));
+    drop(o);
+
+    // --fork copies into this folder under a new id.
+    let o = open_session(&there, Path::new("/elsewhere"), StartFrom::Fork("01a2361b")).unwrap();
+    assert!(o.resumed);
+    assert_ne!(
+        o.recorder.session_id(),
+        "01a2361b-5150-7635-b3fd-ab0404bb9f84"
+    );
+    assert_eq!(o.recorder.path().parent().unwrap(), there.dir);
+    assert_eq!(o.context.messages, fixture_expected_messages());
+    assert_eq!(
+        o.recorder.header().parent_session.as_deref(),
+        Some(fs::canonicalize(&src).unwrap().to_str().unwrap())
+    );
+    drop(o);
+
+    // --session with a new path starts a session stored exactly there.
+    let new_path = dir.path().join("mine.jsonl");
+    let mut o = open_session(&here, cwd, StartFrom::Session(new_path.to_str().unwrap())).unwrap();
+    assert!(!o.resumed);
+    o.recorder.append_message(&assistant("hello", vec![], 1));
+    assert!(new_path.is_file());
+    let id = o.recorder.session_id().to_string();
+    drop(o);
+    assert_eq!(Session::load(&new_path).unwrap().id(), id);
+
+    // A picked file; unknown ids are errors.
+    let o = open_session(&here, cwd, StartFrom::File(&new_path)).unwrap();
+    assert_eq!(o.context.messages.len(), 1);
+    assert!(matches!(
+        open_session(&here, cwd, StartFrom::Session("zzzz")),
+        Err(SessionError::NotFound(_))
+    ));
+    assert_eq!(
+        resume_hint(&id),
+        format!("To resume this session: pi --session {id}")
     );
 }

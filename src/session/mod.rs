@@ -19,6 +19,8 @@
 //!   with ([`context`]);
 //! * finding — [`list_sessions`], [`newest_session`], [`find_session`] read only headers and
 //!   bounded heads and tails ([`list`]); [`fork()`] copies a session ([`fork`]);
+//! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
+//!   picked file into a recorder and a context ([`open`]);
 //! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`].
 //!
 //! It knows nothing of the terminal or of providers; the CLI decides which session to open.
@@ -31,6 +33,7 @@ pub mod fork;
 pub mod ids;
 pub mod list;
 pub mod load;
+pub mod open;
 pub mod paths;
 pub mod recorder;
 pub mod task;
@@ -48,6 +51,7 @@ pub use list::{
     session_info,
 };
 pub use load::Session;
+pub use open::{OpenedSession, StartFrom, open_session, resume_hint};
 pub use paths::{SessionPaths, encode_cwd};
 pub use recorder::SessionRecorder;
 pub use task::RecorderTask;

@@ -83,6 +83,14 @@ impl SessionRecorder {
         Self::new_with_parent(dir, cwd, None)
     }
 
+    /// A new session stored at an explicit path (`--session new-file.jsonl`); nothing is
+    /// written before the first assistant message.
+    pub fn new_at(path: &Path, cwd: &Path) -> Self {
+        let mut r = Self::new_with_parent(path.parent().unwrap_or(Path::new(".")), cwd, None);
+        r.path = path.to_path_buf();
+        r
+    }
+
     /// A new session that records `parent_session` (the file it was forked from).
     pub fn new_with_parent(dir: &Path, cwd: &Path, parent_session: Option<String>) -> Self {
         let timestamp = iso_now();
