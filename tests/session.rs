@@ -1310,3 +1310,111 @@ fn opening_from_the_command_line_flags() {
         format!("To resume this session: pi --session {id}")
     );
 }
+
+// ----- over HTTP: a resumed crash as the Anthropic API receives it --------------------------
+
+mod wire {
+    use super::support::server::{Chunk, Reply, event};
+    use serde_json::json;
+
+    /// A short text answer in the Anthropic Messages stream format.
+    pub fn text_reply(text: &str) -> Reply {
+        let chunks: Vec<Chunk> = vec![
+            event(
+                "message_start",
+                &json!({"type": "message_start", "message": {
+                    "id": "msg_01", "type": "message", "role": "assistant", "content": [],
+                    "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
+                    "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+            ),
+            event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "text", "text": ""}}),
+            ),
+            event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": text}}),
+            ),
+            event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": 0}),
+            ),
+            event(
+                "message_delta",
+                &json!({"type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                        "usage": {"output_tokens": 5}}),
+            ),
+            event("message_stop", &json!({"type": "message_stop"})),
+        ];
+        Reply::sse(chunks)
+    }
+}
+
+#[tokio::test]
+async fn a_crash_mid_tool_resumes_into_a_request_the_api_accepts() {
+    let dir = Scratch::new("http");
+    // The Node.js fixture, cut off after an assistant message that called two tools, one of
+    // which had answered when the process died.
+    let path = copy_fixture(dir.path(), "");
+    let mut l = lines(&path);
+    l.truncate(5);
+    l[4] = l[4].replace(
+        r#"{"type":"toolCall","id":"toolu_01HcG4mE8Qy1","name":"read","arguments":{"path":"README.md"}}"#,
+        r#"{"type":"toolCall","id":"toolu_01HcG4mE8Qy1","name":"read","arguments":{"path":"README.md"}},{"type":"toolCall","id":"toolu_02Zz","name":"bash","arguments":{"command":"cargo test"}}"#,
+    );
+    l.push(lines(Path::new(FIXTURE))[5].clone());
+    fs::write(&path, l.join("\n") + "\n").unwrap();
+
+    let server = support::server::TestServer::start(vec![wire::text_reply("Resumed.")]).await;
+    let providers = support::http_providers(&server, "anthropic");
+    let session = Session::load(&path).unwrap();
+    let recorder = SessionRecorder::resume(&session).unwrap();
+    let ctx = session.into_context();
+    assert_eq!(ctx.placeholders, 1);
+    let model = pi::provider::catalog::Catalog::builtin(&|_| None)
+        .find("anthropic", "claude-sonnet-4-5")
+        .unwrap()
+        .to_model();
+    let agent = Agent::new(AgentSettings::new(Arc::new(providers), model));
+    agent.replace_messages(ctx.messages).unwrap();
+    let task = RecorderTask::spawn(&agent, recorder);
+    agent.prompt_text("The build was stuck; go on.").unwrap();
+    agent.wait_idle().await;
+    let recorder = task.finish().await.unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let messages = requests[0].body["messages"].as_array().unwrap().clone();
+    // Every tool_use is answered by a tool_result in the very next message.
+    let mut calls = 0;
+    for (i, m) in messages.iter().enumerate() {
+        if m["role"] != "assistant" {
+            continue;
+        }
+        for block in m["content"].as_array().unwrap() {
+            if block["type"] != "tool_use" {
+                continue;
+            }
+            calls += 1;
+            let answered = messages[i + 1]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == block["id"]);
+            assert!(answered, "{} has no result: {messages:#?}", block["id"]);
+        }
+    }
+    assert_eq!(calls, 2);
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(last.to_string().contains("The build was stuck"));
+
+    // The answer went to the file, and no key did.
+    let text = fs::read_to_string(recorder.path()).unwrap();
+    assert!(text.contains("Resumed."));
+    assert!(!text.contains("test-key-123"));
+    assert!(requests[0].header("x-api-key").is_some());
+}
