@@ -1298,6 +1298,23 @@ fn opening_from_the_command_line_flags() {
     drop(o);
     assert_eq!(Session::load(&new_path).unwrap().id(), id);
 
+    // A file without its header is continued in a repaired copy, never appended to.
+    let headless = dir.path().join("headless.jsonl");
+    let body = lines(Path::new(FIXTURE))[1..].join("\n") + "\n";
+    fs::write(&headless, &body).unwrap();
+    let o = open_session(&here, cwd, StartFrom::File(&headless)).unwrap();
+    assert_ne!(o.recorder.path(), headless);
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.message.contains("repaired copy"))
+    );
+    assert_eq!(o.context.messages, fixture_expected_messages());
+    assert_eq!(fs::read_to_string(&headless).unwrap(), body);
+    let repaired = Session::load(o.recorder.path()).unwrap();
+    assert!(!repaired.header_missing() && repaired.warnings.is_empty());
+    drop(o);
+
     // A picked file; unknown ids are errors.
     let o = open_session(&here, cwd, StartFrom::File(&new_path)).unwrap();
     assert_eq!(o.context.messages.len(), 1);

@@ -40,6 +40,8 @@ pub struct Session {
     index: HashMap<String, usize>,
     /// Some id appears on more than one entry (only in damaged files).
     duplicate_ids: bool,
+    /// The file has no readable header; `header` was made up.
+    header_missing: bool,
     /// Bytes read from the file.
     pub(crate) byte_len: u64,
     /// False when the last line of the file has no newline (a torn write or an editor).
@@ -225,6 +227,13 @@ impl Session {
             }
         }
         b.finish(path, name)
+    }
+
+    /// True when the file has no readable session header (the one in `header` was made up).
+    /// Appending to such a file would leave it unreadable for the Node.js `pi`, so
+    /// [`crate::session::open_session`] continues such a session in a repaired copy.
+    pub fn header_missing(&self) -> bool {
+        self.header_missing
     }
 
     /// Bytes read from the file.
@@ -506,6 +515,7 @@ impl Builder {
                 c.first_kept_entry_id = target;
             }
         }
+        let header_missing = self.header.is_none();
         let header = match self.header.take() {
             Some(h) => h,
             None => {
@@ -552,6 +562,7 @@ impl Builder {
             warnings: self.warnings,
             index: self.index,
             duplicate_ids: self.duplicate_ids,
+            header_missing,
             byte_len: self.byte_len,
             ends_with_newline: self.ends_with_newline || self.byte_len == 0,
         })

@@ -52,10 +52,24 @@ fn resumed_from(
     path: &Path,
     cwd: &Path,
     other_folder: bool,
+    dest_dir: &Path,
 ) -> Result<OpenedSession, SessionError> {
-    let session = Session::load(path)?;
+    let mut session = Session::load(path)?;
+    let mut warnings = session.warnings.clone();
+    if session.header_missing() && !session.entries.is_empty() {
+        // Continue in a copy with a proper header rather than appending to a broken file.
+        let copy = fork(path, dest_dir, cwd)?;
+        warnings.push(LoadWarning {
+            line: 0,
+            message: format!(
+                "{} has no session header; continuing in a repaired copy: {}",
+                path.display(),
+                copy.path.display()
+            ),
+        });
+        session = Session::load(&copy.path)?;
+    }
     let recorder = SessionRecorder::resume(&session)?;
-    let warnings = session.warnings.clone();
     let recorded = session.cwd().to_string();
     let recorded_cwd = (!recorded.is_empty() && Path::new(&recorded) != cwd).then_some(recorded);
     Ok(OpenedSession {
@@ -88,21 +102,21 @@ pub fn open_session(
     match from {
         StartFrom::New => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
         StartFrom::Continue => match newest_session(&paths.dir) {
-            Some(path) => resumed_from(&path, cwd, false),
+            Some(path) => resumed_from(&path, cwd, false, &paths.dir),
             None => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
         },
-        StartFrom::File(path) => resumed_from(path, cwd, false),
+        StartFrom::File(path) => resumed_from(path, cwd, false, &paths.dir),
         StartFrom::Session(query) => {
             if is_path_query(query) && !Path::new(query).exists() {
                 return Ok(fresh(SessionRecorder::new_at(Path::new(query), cwd)));
             }
             let found = find_session(paths, query)?;
-            resumed_from(&found.path, cwd, !found.in_current_folder)
+            resumed_from(&found.path, cwd, !found.in_current_folder, &paths.dir)
         }
         StartFrom::Fork(query) => {
             let found = find_session(paths, query)?;
             let forked = fork(&found.path, &paths.dir, cwd)?;
-            resumed_from(&forked.path, cwd, false)
+            resumed_from(&forked.path, cwd, false, &paths.dir)
         }
     }
 }
