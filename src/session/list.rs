@@ -6,7 +6,9 @@
 //! message for the preview — cut short if that message is longer) and the last [`TAIL_BYTES`]
 //! (where the latest `session_info` entry, the name, usually is). A name set long ago and
 //! followed by more than `TAIL_BYTES` of conversation is found only if it is also in the head.
-//! Files whose first line is not a session header are left out.
+//! Files whose first line is not a session header are left out. Files are read by a few threads
+//! at once: with a cold page cache the time goes into waiting for the disk, which serves
+//! several reads at a time.
 
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
