@@ -1109,6 +1109,20 @@ fn a_huge_first_message_gives_a_cut_preview() {
 }
 
 #[test]
+fn a_header_longer_than_the_head_still_lists() {
+    let dir = Scratch::new("longhead");
+    let p = write_session(dir.path(), 1, 100_000, Some("long"), "hi");
+    let text = fs::read_to_string(&p).unwrap();
+    let deep = format!("/{}", "very-long-folder-name/".repeat(400));
+    let text = text.replacen("\"cwd\":\"/proj\"", &format!("\"cwd\":\"{deep}\""), 1);
+    fs::write(&p, text).unwrap();
+    let info = pi::session::session_info(&p).unwrap();
+    assert_eq!(info.cwd, deep);
+    assert_eq!(info.first_message.as_deref(), Some("hi"));
+    assert_eq!(info.name.as_deref(), Some("long"));
+}
+
+#[test]
 fn newest_find_and_scopes() {
     let dir = Scratch::new("find");
     let here = SessionPaths::for_cwd(dir.path(), Path::new("/proj"));

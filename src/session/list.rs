@@ -21,8 +21,11 @@ use super::ids::looks_like_uuid;
 use super::paths::{SessionPaths, id_from_file_name};
 use crate::agent::types::{AgentMessage, Message, UserContent};
 
-/// Bytes read from the start of each file.
-pub const HEAD_BYTES: usize = 16 * 1024;
+/// Bytes read from the start of each file. Small on purpose: on a cold cache the kernel reads
+/// ahead several times what is asked for at the start of a file, and that dominated listing.
+pub const HEAD_BYTES: usize = 4 * 1024;
+/// The longest header line read (when it does not fit in the head).
+const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Bytes read from the end of each file.
 pub const TAIL_BYTES: usize = 32 * 1024;
 /// Characters kept of the first user message.
@@ -194,8 +197,13 @@ pub fn session_info_counted(path: &Path, bytes_read: &mut u64) -> Option<Session
     let size = meta.len();
     let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let whole = size <= (HEAD_BYTES + TAIL_BYTES) as u64;
-    let head = read_at(&mut file, 0, if whole { size as usize } else { HEAD_BYTES }).ok()?;
+    let mut head = read_at(&mut file, 0, if whole { size as usize } else { HEAD_BYTES }).ok()?;
     *bytes_read += head.len() as u64;
+    if !whole && !head.contains(&b'\n') {
+        // A header longer than the head (a very long cwd, or fields other programs add).
+        head = read_at(&mut file, 0, MAX_HEADER_BYTES).ok()?;
+        *bytes_read += head.len() as u64;
+    }
     let head_text = String::from_utf8_lossy(&head);
     let mut lines = head_text.split('\n');
     let ParsedLine::Header(header) = parse_line(lines.next()?.trim_end().as_bytes()).ok()? else {
@@ -335,7 +343,7 @@ pub fn list_sessions(paths: &SessionPaths, scope: ListScope) -> SessionList {
 /// The header of a session file, reading only its first line (at most 64 KiB).
 pub fn read_header(path: &Path) -> Option<SessionHeader> {
     let mut file = File::open(path).ok()?;
-    let head = read_at(&mut file, 0, 64 * 1024).ok()?;
+    let head = read_at(&mut file, 0, MAX_HEADER_BYTES).ok()?;
     let end = head.iter().position(|b| *b == b'\n').unwrap_or(head.len());
     let line = head[..end].strip_suffix(b"\r").unwrap_or(&head[..end]);
     match parse_line(line).ok()? {
