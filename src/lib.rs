@@ -11,5 +11,6 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod provider;
+pub mod session;
 pub mod tools;
 pub mod tui;

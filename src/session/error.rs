@@ -1,0 +1,102 @@
+//! Errors and warnings of the session store.
+//!
+//! A [`SessionError`] is something the caller must act on: a file that cannot be opened, an id
+//! prefix that matches nothing or several sessions, a write the disk refused. Damage inside a
+//! session file is never an error: it becomes a [`LoadWarning`] (with the line number) and the
+//! rest of the file loads.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What went wrong with a session operation.
+#[derive(Debug)]
+pub enum SessionError {
+    /// An I/O operation on `path` failed; `action` says what was being done ("open", "write", ...).
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    /// `--session`/`--fork` named something that is neither a file nor a known session id.
+    NotFound(String),
+    /// An id prefix matched more than one session (their paths).
+    Ambiguous {
+        query: String,
+        matches: Vec<PathBuf>,
+    },
+    /// The file exists but is not a session file (no session header and no entries).
+    NotASession(PathBuf),
+}
+
+impl SessionError {
+    pub(crate) fn io(action: &'static str, path: &Path, source: io::Error) -> Self {
+        SessionError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::Io {
+                action,
+                path,
+                source,
+            } => write!(
+                f,
+                "cannot {action} session file {}: {source}",
+                path.display()
+            ),
+            SessionError::NotFound(q) => write!(
+                f,
+                "no session matches `{q}` (give a session file path or the start of a session id)"
+            ),
+            SessionError::Ambiguous { query, matches } => {
+                write!(f, "`{query}` matches {} sessions:", matches.len())?;
+                for m in matches.iter().take(10) {
+                    write!(f, "\n  {}", m.display())?;
+                }
+                if matches.len() > 10 {
+                    write!(f, "\n  ... and {} more", matches.len() - 10)?;
+                }
+                write!(f, "\ngive more characters of the id")
+            }
+            SessionError::NotASession(p) => write!(
+                f,
+                "{} is not a pi session file (its first line is not a session header)",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SessionError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A problem found while loading a session file; the load went on without the damaged part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadWarning {
+    /// 1-based line number in the file (0 when the warning is about the file as a whole).
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for LoadWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! Reading messages straight from the file's bytes, without buffering them first.
+//!
+//! The agent's message types are tagged unions (`role`, and `type` for content blocks), and
+//! serde's derived code for those first copies the whole object into a temporary tree to find
+//! the tag — for a session of 50 MB that doubles the copying and the allocations. Every writer
+//! we know (the Node.js `pi` and this crate) puts the tag first, so here the first key is read:
+//! if it is the tag, the rest of the object goes straight into the typed struct. Any other
+//! order falls back to the agent's own tree-based decoding, so nothing valid is rejected.
+//!
+//! The `Wire*` structs mirror the agent's message structs field for field (same names, same
+//! defaults) with their content fields decoded by the fast path. They are built with struct
+//! literals, so a field added to a message type breaks the build here until it is mirrored;
+//! the tests compare both decoders on fully populated messages.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::agent::types::{
+    AgentMessage, AssistantMessage, Attribution, ContentBlock, CustomMessage, DeveloperMessage,
+    ImageContent, Message, RedactedThinkingContent, StopDetails, StopReason, TextContent,
+    ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
+};
+
+/// An [`AgentMessage`] read with the fast path when `role` comes first.
+pub struct FastMessage(pub AgentMessage);
+
+/// Gather an object whose tag was not first, and decode it with `T`'s own (buffering) code.
+fn slow_path<'de, A: MapAccess<'de>, T: for<'a> Deserialize<'a>>(
+    first: String,
+    mut map: A,
+) -> Result<T, A::Error> {
+    let mut obj = Map::new();
+    obj.insert(first, map.next_value::<Value>()?);
+    while let Some((k, v)) = map.next_entry::<String, Value>()? {
+        obj.insert(k, v);
+    }
+    T::deserialize(Value::Object(obj)).map_err(de::Error::custom)
+}
+
+impl<'de> Deserialize<'de> for FastMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MessageVisitor)
+    }
+}
+
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = FastMessage;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastMessage, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return Err(de::Error::custom("message has no role"));
+        };
+        if first != "role" {
+            return slow_path::<A, AgentMessage>(first, map).map(FastMessage);
+        }
+        let role: String = map.next_value()?;
+        let rest = MapAccessDeserializer::new(map);
+        let message = match role.as_str() {
+            "user" => Message::User(WireUser::deserialize(rest)?.into()).into(),
+            "assistant" => Message::Assistant(WireAssistant::deserialize(rest)?.into()).into(),
+            "toolResult" => Message::ToolResult(WireToolResult::deserialize(rest)?.into()).into(),
+            "developer" => Message::Developer(DeveloperMessage::deserialize(rest)?).into(),
+            "" => return Err(de::Error::custom("message has no role")),
+            _ => {
+                let fields = Map::<String, Value>::deserialize(rest)?;
+                AgentMessage::Custom(CustomMessage::new(role, fields))
+            }
+        };
+        Ok(FastMessage(message))
+    }
+}
+
+/// One content block, read with the fast path when `type` comes first.
+struct FastBlock(ContentBlock);
+
+impl<'de> Deserialize<'de> for FastBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = FastBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a content block")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastBlock, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return Err(de::Error::custom("content block has no type"));
+        };
+        if first != "type" {
+            return slow_path::<A, ContentBlock>(first, map).map(FastBlock);
+        }
+        let kind: String = map.next_value()?;
+        let rest = MapAccessDeserializer::new(map);
+        Ok(FastBlock(match kind.as_str() {
+            "text" => ContentBlock::Text(TextContent::deserialize(rest)?),
+            "thinking" => ContentBlock::Thinking(ThinkingContent::deserialize(rest)?),
+            "redactedThinking" => {
+                ContentBlock::RedactedThinking(RedactedThinkingContent::deserialize(rest)?)
+            }
+            "image" => ContentBlock::Image(ImageContent::deserialize(rest)?),
+            "toolCall" => ContentBlock::ToolCall(ToolCall::deserialize(rest)?),
+            other => {
+                return Err(de::Error::unknown_variant(
+                    other,
+                    &["text", "thinking", "redactedThinking", "image", "toolCall"],
+                ));
+            }
+        }))
+    }
+}
+
+fn blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
+    Ok(Vec::<FastBlock>::deserialize(d)?
+        .into_iter()
+        .map(|b| b.0)
+        .collect())
+}
+
+/// A user content: a string, or a list of blocks.
+struct FastUserContent(UserContent);
+
+impl<'de> Deserialize<'de> for FastUserContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FastUserContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(FastUserContent(UserContent::Text(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(FastUserContent(UserContent::Text(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(FastBlock(b)) = seq.next_element()? {
+                    out.push(b);
+                }
+                Ok(FastUserContent(UserContent::Blocks(out)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn user_content<'de, D: Deserializer<'de>>(d: D) -> Result<UserContent, D::Error> {
+    FastUserContent::deserialize(d).map(|c| c.0)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireUser {
+    #[serde(deserialize_with = "user_content")]
+    content: UserContent,
+    #[serde(default)]
+    synthetic: bool,
+    #[serde(default)]
+    steering: bool,
+    #[serde(default)]
+    attribution: Option<Attribution>,
+    #[serde(default)]
+    timestamp: i64,
+}
+
+impl From<WireUser> for UserMessage {
+    fn from(w: WireUser) -> Self {
+        UserMessage {
+            content: w.content,
+            synthetic: w.synthetic,
+            steering: w.steering,
+            attribution: w.attribution,
+            timestamp: w.timestamp,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireAssistant {
+    #[serde(deserialize_with = "blocks")]
+    content: Vec<ContentBlock>,
+    #[serde(default)]
+    api: String,
+    #[serde(default)]
+    provider: String,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    response_id: Option<String>,
+    #[serde(default)]
+    usage: Usage,
+    #[serde(default)]
+    stop_reason: StopReason,
+    #[serde(default)]
+    stop_details: Option<StopDetails>,
+    #[serde(default)]
+    error_message: Option<String>,
+    #[serde(default)]
+    error_status: Option<u16>,
+    #[serde(default)]
+    tool_call_abort_messages: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    timestamp: i64,
+    #[serde(default)]
+    duration: Option<u64>,
+    #[serde(default)]
+    ttft: Option<u64>,
+}
+
+impl From<WireAssistant> for AssistantMessage {
+    fn from(w: WireAssistant) -> Self {
+        AssistantMessage {
+            content: w.content,
+            api: w.api,
+            provider: w.provider,
+            model: w.model,
+            response_id: w.response_id,
+            usage: w.usage,
+            stop_reason: w.stop_reason,
+            stop_details: w.stop_details,
+            error_message: w.error_message,
+            error_status: w.error_status,
+            tool_call_abort_messages: w.tool_call_abort_messages,
+            timestamp: w.timestamp,
+            duration: w.duration,
+            ttft: w.ttft,
+            transient: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireToolResult {
+    tool_call_id: String,
+    tool_name: String,
+    #[serde(deserialize_with = "blocks")]
+    content: Vec<ContentBlock>,
+    #[serde(default)]
+    details: Option<Value>,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    useless: bool,
+    #[serde(default)]
+    timestamp: i64,
+}
+
+impl From<WireToolResult> for ToolResultMessage {
+    fn from(w: WireToolResult) -> Self {
+        ToolResultMessage {
+            tool_call_id: w.tool_call_id,
+            tool_name: w.tool_name,
+            content: w.content,
+            details: w.details,
+            is_error: w.is_error,
+            useless: w.useless,
+            timestamp: w.timestamp,
+        }
+    }
+}
+
+/// User content read with the fast path (for `custom_message` entries).
+pub(crate) fn read_user_content<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<UserContent>, D::Error> {
+    user_content(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::types::{Cost, StopDetails};
+    use serde_json::json;
+
+    fn both(v: &Value) -> (AgentMessage, AgentMessage) {
+        let text = v.to_string();
+        let fast = serde_json::from_str::<FastMessage>(&text).unwrap().0;
+        let slow = serde_json::from_str::<AgentMessage>(&text).unwrap();
+        (fast, slow)
+    }
+
+    /// Messages with every field set, written as struct literals so a new field must be
+    /// added here (and to the mirrors above) before this compiles.
+    fn full_messages() -> Vec<AgentMessage> {
+        let blocks = vec![
+            ContentBlock::Text(TextContent {
+                text: "t \"q\"\n".into(),
+                text_signature: Some("ts".into()),
+            }),
+            ContentBlock::Thinking(ThinkingContent {
+                thinking: "th".into(),
+                thinking_signature: Some("sig".into()),
+                item_id: Some("it".into()),
+            }),
+            ContentBlock::RedactedThinking(RedactedThinkingContent { data: "d".into() }),
+            ContentBlock::Image(ImageContent {
+                data: "AA==".into(),
+                mime_type: "image/png".into(),
+                detail: Some("high".into()),
+            }),
+            ContentBlock::ToolCall(ToolCall {
+                id: "c".into(),
+                name: "n".into(),
+                arguments: json!({"a": [1, {"b": null}]}),
+                intent: Some("why".into()),
+                thought_signature: Some("ths".into()),
+            }),
+        ];
+        vec![
+            Message::User(UserMessage {
+                content: UserContent::Blocks(blocks[..1].to_vec()),
+                synthetic: true,
+                steering: true,
+                attribution: Some(Attribution::Agent),
+                timestamp: 7,
+            })
+            .into(),
+            Message::Assistant(AssistantMessage {
+                content: blocks.clone(),
+                api: "a".into(),
+                provider: "p".into(),
+                model: "m".into(),
+                response_id: Some("r".into()),
+                usage: Usage {
+                    input: 1,
+                    output: 2,
+                    cache_read: 3,
+                    cache_write: 4,
+                    total_tokens: 10,
+                    reasoning_tokens: Some(1),
+                    cost: Cost {
+                        input: 0.5,
+                        output: 0.25,
+                        cache_read: 0.125,
+                        cache_write: 1.0,
+                        total: 1.875,
+                    },
+                },
+                stop_reason: StopReason::Length,
+                stop_details: Some(StopDetails {
+                    kind: "refusal".into(),
+                    category: Some("c".into()),
+                    explanation: Some("e".into()),
+                }),
+                error_message: Some("boom".into()),
+                error_status: Some(529),
+                tool_call_abort_messages: Some([("c".to_string(), "x".to_string())].into()),
+                timestamp: 8,
+                duration: Some(9),
+                ttft: Some(10),
+                transient: None,
+            })
+            .into(),
+            Message::ToolResult(ToolResultMessage {
+                tool_call_id: "c".into(),
+                tool_name: "n".into(),
+                content: blocks[..1].to_vec(),
+                details: Some(json!({"diff": "-a\n+b"})),
+                is_error: true,
+                useless: true,
+                timestamp: 11,
+            })
+            .into(),
+            Message::Developer(DeveloperMessage {
+                content: UserContent::Text("dev".into()),
+                attribution: Some(Attribution::User),
+                timestamp: 12,
+            })
+            .into(),
+        ]
+    }
+
+    #[test]
+    fn fast_path_agrees_with_agent_message_on_every_field() {
+        for m in full_messages() {
+            let v = serde_json::to_value(&m).unwrap();
+            let (fast, slow) = both(&v);
+            assert_eq!(fast, m);
+            assert_eq!(slow, m);
+        }
+    }
+
+    #[test]
+    fn fast_path_agrees_on_sparse_and_reordered_messages() {
+        for v in [
+            json!({"role":"user","content":"hi","timestamp":1}),
+            json!({"role":"user","content":[{"text":"type not first","type":"text"}]}),
+            json!({"role":"assistant","content":[]}),
+            json!({"role":"toolResult","toolCallId":"c","toolName":"read","content":[]}),
+            json!({"role":"bashExecution","command":"ls","output":"a","exitCode":0,"timestamp":4}),
+            json!({"content":"role not first","role":"user","timestamp":5}),
+        ] {
+            let (fast, slow) = both(&v);
+            assert_eq!(fast, slow, "{v}");
+        }
+    }
+
+    #[test]
+    fn bad_messages_are_errors() {
+        for bad in [
+            r#"{}"#,
+            r#"{"role":""}"#,
+            r#"{"role":"assistant","content":7}"#,
+            r#"{"role":"assistant","content":[{"type":"video"}]}"#,
+            r#"{"role":"user","content":{"type":"text"}}"#,
+            r#"{"role":"toolResult","content":[]}"#,
+            r#"[1]"#,
+        ] {
+            assert!(serde_json::from_str::<FastMessage>(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,648 @@
+//! Loading a session file into a [`Session`]: header, entries, tree index and warnings.
+//!
+//! Loading never fails because of damage. Lines are read one at a time (the file is never held
+//! in memory whole; a large file is read as two halves split at a line boundary, by two
+//! threads, and the halves joined in order); a line that is not valid JSON — a torn last line after a crash, a corrupt
+//! line in the middle — is skipped with a [`LoadWarning`] naming its line number, and the rest
+//! loads. The file itself is never modified. Only I/O failures (missing file, no permission)
+//! and files with nothing session-like in them are errors.
+//!
+//! Old formats are read as well: version 1 files have no entry ids, so each entry gets a stable
+//! id derived from its line number (`0000002a`) and is chained to the previous one; version 1
+//! compactions point at their first kept entry by index, which is translated to that entry's id;
+//! version 2's `hookMessage` role is read as `custom`. These ids depend only on the file, so
+//! entries appended later by a resumed session point at the same parents on every load.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::entry::{
+    CURRENT_VERSION, EntryKind, ParsedEntry, ParsedLine, SessionEntry, SessionHeader, parse_line,
+};
+use super::error::{LoadWarning, SessionError};
+use super::ids::{entry_id, looks_like_uuid, uuid_v7};
+use super::paths::id_from_file_name;
+use super::time::iso_now;
+use crate::agent::types::{AgentMessage, CustomMessage};
+
+/// A loaded session: header, every entry in file order, and an id index.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The file it was read from (`None` for sessions read from memory).
+    pub path: Option<PathBuf>,
+    pub header: SessionHeader,
+    /// All entries in file order (every branch).
+    pub entries: Vec<SessionEntry>,
+    /// Damage and oddities found while loading, with line numbers.
+    pub warnings: Vec<LoadWarning>,
+    index: HashMap<String, usize>,
+    /// Some id appears on more than one entry (only in damaged files).
+    duplicate_ids: bool,
+    /// The file has no readable header; `header` was made up.
+    header_missing: bool,
+    /// Bytes read from the file.
+    pub(crate) byte_len: u64,
+    /// False when the last line of the file has no newline (a torn write or an editor).
+    pub(crate) ends_with_newline: bool,
+}
+
+/// Lines longer than this are not read into memory (a single 512 MiB line is not a message).
+const MAX_LINE: usize = 512 << 20;
+
+/// Files at least this big are parsed by two threads, each taking one half.
+const PARALLEL_MIN: u64 = 4 << 20;
+
+/// One line as read, before it joins the session.
+enum Scanned {
+    Blank {
+        complete: bool,
+    },
+    TooLong {
+        complete: bool,
+    },
+    Line {
+        complete: bool,
+        /// The line is (the start of) a session header (checked only when it did not parse).
+        header_start: bool,
+        parsed: Result<ParsedLine, String>,
+    },
+}
+
+/// The lines of a byte range, parsed.
+struct Scan {
+    lines: Vec<Scanned>,
+    bytes: u64,
+}
+
+/// Read and parse every line of `reader`.
+fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
+    let mut out = Scan {
+        lines: Vec::new(),
+        bytes: 0,
+    };
+    let mut buf = Vec::with_capacity(64 * 1024);
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| SessionError::io("read", name, e))?;
+        if n == 0 {
+            break;
+        }
+        out.bytes += n as u64;
+        let mut complete = buf.last() == Some(&b'\n');
+        if !complete && n > MAX_LINE {
+            // Skip the rest of an absurdly long line.
+            loop {
+                let chunk = reader
+                    .fill_buf()
+                    .map_err(|e| SessionError::io("read", name, e))?;
+                if chunk.is_empty() {
+                    break;
+                }
+                let (used, done) = match chunk.iter().position(|c| *c == b'\n') {
+                    Some(p) => (p + 1, true),
+                    None => (chunk.len(), false),
+                };
+                reader.consume(used);
+                out.bytes += used as u64;
+                if done {
+                    complete = true;
+                    break;
+                }
+            }
+            out.lines.push(Scanned::TooLong { complete });
+            continue;
+        }
+        let mut line = &buf[..];
+        while let Some((last, rest)) = line.split_last()
+            && matches!(last, b'\n' | b'\r')
+        {
+            line = rest;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            out.lines.push(Scanned::Blank { complete });
+            continue;
+        }
+        let parsed = parse_line(line);
+        let header_start = parsed.is_err() && is_header_start(line);
+        out.lines.push(Scanned::Line {
+            complete,
+            header_start,
+            parsed,
+        });
+    }
+    Ok(out)
+}
+
+/// Where the second half of a file starts: the first line start at or after the middle.
+/// `None` when the second half would be empty.
+fn split_point(path: &Path, size: u64) -> std::io::Result<Option<u64>> {
+    // A handle of its own: a cloned one would share (and move) the reading position.
+    let mut f = File::open(path)?;
+    let mid = size / 2;
+    f.seek(SeekFrom::Start(mid))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, f);
+    let mut skipped = 0u64;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(None);
+        }
+        if let Some(p) = chunk.iter().position(|c| *c == b'\n') {
+            skipped += p as u64 + 1;
+            let at = mid + skipped;
+            return Ok((at < size).then_some(at));
+        }
+        let len = chunk.len();
+        reader.consume(len);
+        skipped += len as u64;
+    }
+}
+
+impl Session {
+    /// Read a session file. See the module notes for what counts as damage. Large files are
+    /// parsed by two threads.
+    pub fn load(path: &Path) -> Result<Session, SessionError> {
+        let file = File::open(path).map_err(|e| SessionError::io("open", path, e))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let split = if size >= PARALLEL_MIN {
+            split_point(path, size).map_err(|e| SessionError::io("read", path, e))?
+        } else {
+            None
+        };
+        let scans = match split {
+            None => vec![scan(BufReader::with_capacity(1 << 20, file), path)?],
+            Some(at) => {
+                let mut second = File::open(path).map_err(|e| SessionError::io("open", path, e))?;
+                second
+                    .seek(SeekFrom::Start(at))
+                    .map_err(|e| SessionError::io("read", path, e))?;
+                let first = BufReader::with_capacity(1 << 20, file.take(at));
+                let second = BufReader::with_capacity(1 << 20, second);
+                let (a, b) = std::thread::scope(|s| {
+                    let worker = s.spawn(|| scan(second, path));
+                    let a = scan(first, path);
+                    let b = worker.join().unwrap_or_else(|_| {
+                        Err(SessionError::io(
+                            "read",
+                            path,
+                            std::io::Error::other("the reading thread failed"),
+                        ))
+                    });
+                    (a, b)
+                });
+                vec![a?, b?]
+            }
+        };
+        let mut session = Self::assemble(scans, Some(path), path)?;
+        session.path = Some(path.to_path_buf());
+        Ok(session)
+    }
+
+    /// Read a session from any byte stream (`path` only names it in errors and gives the
+    /// fallback id).
+    pub fn read(reader: impl BufRead, path: Option<&Path>) -> Result<Session, SessionError> {
+        let name = path.map_or_else(|| PathBuf::from("<memory>"), Path::to_path_buf);
+        let scanned = scan(reader, &name)?;
+        Self::assemble(vec![scanned], path, &name)
+    }
+
+    /// Add scanned lines, in file order, to a new session.
+    fn assemble(
+        scans: Vec<Scan>,
+        path: Option<&Path>,
+        name: &Path,
+    ) -> Result<Session, SessionError> {
+        let mut b = Builder::default();
+        let mut line_no = 0usize;
+        for part in scans {
+            b.byte_len += part.bytes;
+            for scanned in part.lines {
+                line_no += 1;
+                b.feed(line_no, scanned);
+            }
+        }
+        b.finish(path, name)
+    }
+
+    /// True when the file has no readable session header (the one in `header` was made up).
+    /// Appending to such a file would leave it unreadable for the Node.js `pi`, so
+    /// [`crate::session::open_session`] continues such a session in a repaired copy.
+    pub fn header_missing(&self) -> bool {
+        self.header_missing
+    }
+
+    /// Bytes read from the file.
+    pub fn byte_len(&self) -> u64 {
+        self.byte_len
+    }
+
+    /// The session id (from the header).
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The working directory recorded in the header.
+    pub fn cwd(&self) -> &str {
+        &self.header.cwd
+    }
+
+    /// The current position: the last entry in the file.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.entries.last().map(|e| e.id.as_str())
+    }
+
+    /// The entry with this id (the last one, if a damaged file repeats an id).
+    pub fn entry(&self, id: &str) -> Option<&SessionEntry> {
+        self.index.get(id).map(|i| &self.entries[*i])
+    }
+
+    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// Indices of the entries from the root down to `leaf` (empty for `None` or an unknown id).
+    /// A missing parent ends the walk; a cycle in a damaged file cannot loop forever.
+    pub(crate) fn path_indices(&self, leaf: Option<&str>) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut current = leaf.and_then(|id| self.index_of(id));
+        while let Some(i) = current {
+            if path.len() > self.entries.len() {
+                break;
+            }
+            path.push(i);
+            current = self.entries[i].parent_id.as_deref().and_then(|p| {
+                // Usually the parent is the entry just before: skip the hash lookup then.
+                if !self.duplicate_ids && i > 0 && self.entries[i - 1].id == p {
+                    Some(i - 1)
+                } else {
+                    self.index_of(p).filter(|p| *p != i)
+                }
+            });
+        }
+        path.reverse();
+        path
+    }
+
+    /// The entries from the root down to `leaf` (the branch `leaf` is on).
+    pub fn branch(&self, leaf: Option<&str>) -> Vec<&SessionEntry> {
+        self.path_indices(leaf)
+            .into_iter()
+            .map(|i| &self.entries[i])
+            .collect()
+    }
+
+    /// Entries whose parent is `id`, in file order.
+    pub fn children(&self, id: &str) -> Vec<&SessionEntry> {
+        self.entries
+            .iter()
+            .filter(|e| e.parent_id.as_deref() == Some(id))
+            .collect()
+    }
+
+    /// The display name: the latest `session_info` entry (an empty name clears it).
+    pub fn name(&self) -> Option<&str> {
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                EntryKind::SessionInfo { name } => Some(name.as_deref().map(str::trim)),
+                _ => None,
+            })?
+            .filter(|n| !n.is_empty())
+    }
+
+    /// Current labels by target entry id (latest label entry wins; an empty one clears).
+    pub fn labels(&self) -> HashMap<&str, &str> {
+        let mut labels = HashMap::new();
+        for e in &self.entries {
+            if let EntryKind::Label { target_id, label } = &e.kind {
+                match label.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
+                    Some(l) => labels.insert(target_id.as_str(), l),
+                    None => labels.remove(target_id.as_str()),
+                };
+            }
+        }
+        labels
+    }
+
+    /// The set of entry ids in use (for making new ones).
+    pub fn entry_ids(&self) -> HashSet<String> {
+        self.index.keys().cloned().collect()
+    }
+}
+
+/// True for a line that is, or is the start of, a session header.
+fn is_header_start(line: &[u8]) -> bool {
+    const START: &[u8] = br#"{"type":"session""#;
+    START.starts_with(line) || line.starts_with(START)
+}
+
+/// Collects lines into a session.
+#[derive(Default)]
+struct Builder {
+    header: Option<SessionHeader>,
+    entries: Vec<SessionEntry>,
+    index: HashMap<String, usize>,
+    warnings: Vec<LoadWarning>,
+    /// Entry index of each parsed line (`None` for the header), for version 1 compactions.
+    by_position: Vec<Option<usize>>,
+    /// (entry index, line index of the first kept entry) of version 1 compactions.
+    v1_compactions: Vec<(usize, u64)>,
+    byte_len: u64,
+    ends_with_newline: bool,
+    saw_anything: bool,
+    duplicate_ids: bool,
+    /// The only header seen was cut short (a crash during the very first write).
+    torn_header: bool,
+    /// A line was skipped since the last entry.
+    after_gap: bool,
+    /// (entry index, line) of entries that directly follow skipped lines.
+    gap_followers: Vec<(usize, usize)>,
+}
+
+impl Builder {
+    fn warn(&mut self, line: usize, message: String) {
+        self.warnings.push(LoadWarning { line, message });
+    }
+
+    /// A line was skipped: the next entry may have lost its parent.
+    fn skip(&mut self, line: usize, message: String) {
+        self.warn(line, message);
+        self.after_gap = true;
+    }
+
+    fn feed(&mut self, line_no: usize, scanned: Scanned) {
+        match scanned {
+            Scanned::Blank { complete } => self.ends_with_newline = complete,
+            Scanned::TooLong { complete } => {
+                self.ends_with_newline = complete;
+                self.skip(line_no, "line is longer than 512 MiB; skipped".into());
+            }
+            Scanned::Line {
+                complete,
+                header_start,
+                parsed,
+            } => {
+                self.ends_with_newline = complete;
+                match parsed {
+                    Ok(parsed) => self.add(line_no, parsed),
+                    Err(_) if !self.saw_anything && header_start => {
+                        self.torn_header = true;
+                        self.skip(line_no, "the session header is cut short; skipped".into());
+                    }
+                    Err(reason) if !complete => self.skip(
+                        line_no,
+                        format!(
+                            "the file ends in the middle of this line (an interrupted write); skipped ({reason})"
+                        ),
+                    ),
+                    Err(reason) => {
+                        self.skip(line_no, format!("unreadable line skipped ({reason})"))
+                    }
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, line_no: usize, parsed: ParsedLine) {
+        self.saw_anything = true;
+        match parsed {
+            ParsedLine::Header(h) => {
+                if self.header.is_none() && self.entries.is_empty() {
+                    self.header = Some(h);
+                    self.by_position.push(None);
+                } else {
+                    self.warn(line_no, "a second session header; ignored".into());
+                }
+            }
+            ParsedLine::Entry(e) => self.add_entry(line_no, e),
+        }
+    }
+
+    fn add_entry(&mut self, line_no: usize, e: ParsedEntry) {
+        if let Some(p) = e.problem {
+            self.warn(line_no, format!("{p}; kept but not used"));
+        }
+        let previous = self.entries.last().map(|p| p.id.clone());
+        let id = match e.id.filter(|id| !id.is_empty()) {
+            Some(id) => {
+                if self.index.contains_key(&id) {
+                    self.duplicate_ids = true;
+                    self.warn(
+                        line_no,
+                        format!("entry id {id} appears twice; the later entry wins"),
+                    );
+                }
+                id
+            }
+            None => {
+                // Version 1: a stable id from the line number.
+                let derived = format!("{line_no:08x}");
+                if self.index.contains_key(&derived) {
+                    let taken: HashSet<String> = self.index.keys().cloned().collect();
+                    entry_id(&taken)
+                } else {
+                    derived
+                }
+            }
+        };
+        // No `parentId` key at all (version 1): chain to the previous entry.
+        let parent_id = match e.parent_id {
+            Some(p) => p.filter(|p| !p.is_empty()),
+            None => previous,
+        };
+        let timestamp = e
+            .timestamp
+            .or_else(|| self.header.as_ref().map(|h| h.timestamp.clone()))
+            .unwrap_or_default();
+        let mut kind = e.kind;
+        if let EntryKind::Message(AgentMessage::Custom(c)) = &mut kind
+            && c.role == "hookMessage"
+        {
+            let fields = std::mem::take(&mut c.fields);
+            *c = CustomMessage::new("custom", fields);
+        }
+        let at = self.entries.len();
+        if let (Some(index), EntryKind::Compaction(c)) = (e.first_kept_entry_index, &kind)
+            && c.first_kept_entry_id.is_empty()
+        {
+            self.v1_compactions.push((at, index));
+        }
+        if std::mem::take(&mut self.after_gap) {
+            self.gap_followers.push((at, line_no));
+        }
+        self.index.insert(id.clone(), at);
+        self.by_position.push(Some(at));
+        self.entries.push(SessionEntry {
+            id,
+            parent_id,
+            timestamp,
+            kind,
+        });
+    }
+
+    fn finish(mut self, path: Option<&Path>, name: &Path) -> Result<Session, SessionError> {
+        // An entry whose parent was on a skipped line continues from the entry before the gap
+        // (in memory only), so one bad line does not cut the conversation short.
+        for (at, line) in std::mem::take(&mut self.gap_followers) {
+            let lost = self.entries[at]
+                .parent_id
+                .as_ref()
+                .is_some_and(|p| !self.index.contains_key(p));
+            if lost && at > 0 {
+                let bridge = self.entries[at - 1].id.clone();
+                self.warn(
+                    line,
+                    format!(
+                        "the parent of entry {} was on a damaged line; continuing from entry {bridge}",
+                        self.entries[at].id
+                    ),
+                );
+                self.entries[at].parent_id = Some(bridge);
+            }
+        }
+        for (at, line_index) in std::mem::take(&mut self.v1_compactions) {
+            let target = usize::try_from(line_index)
+                .ok()
+                .and_then(|i| self.by_position.get(i).copied().flatten())
+                .map(|i| self.entries[i].id.clone());
+            if let (Some(target), EntryKind::Compaction(c)) = (target, &mut self.entries[at].kind) {
+                c.first_kept_entry_id = target;
+            }
+        }
+        let header_missing = self.header.is_none();
+        let header = match self.header.take() {
+            Some(h) => h,
+            None => {
+                if !self.saw_anything && self.byte_len > 0 && !self.torn_header {
+                    return Err(SessionError::NotASession(name.to_path_buf()));
+                }
+                let file_id = path
+                    .and_then(|p| p.file_name())
+                    .and_then(|n| n.to_str())
+                    .and_then(id_from_file_name)
+                    .filter(|id| looks_like_uuid(id))
+                    .map(str::to_string);
+                self.warnings.insert(
+                    0,
+                    LoadWarning {
+                        line: 0,
+                        message: if self.byte_len == 0 {
+                            "the file is empty".into()
+                        } else {
+                            "the file has no session header; using defaults".into()
+                        },
+                    },
+                );
+                let version = if self.entries.is_empty() {
+                    CURRENT_VERSION
+                } else {
+                    2
+                };
+                let mut h = SessionHeader::new(
+                    file_id.unwrap_or_else(uuid_v7),
+                    iso_now(),
+                    String::new(),
+                    None,
+                );
+                h.version = version;
+                h
+            }
+        };
+        self.warnings.sort_by_key(|w| w.line);
+        Ok(Session {
+            path: None,
+            header,
+            entries: self.entries,
+            warnings: self.warnings,
+            index: self.index,
+            duplicate_ids: self.duplicate_ids,
+            header_missing,
+            byte_len: self.byte_len,
+            ends_with_newline: self.ends_with_newline || self.byte_len == 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Session {
+        Session::read(text.as_bytes(), None).unwrap()
+    }
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"019a0000-0000-7000-8000-000000000000","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+
+    #[test]
+    fn torn_last_line_is_skipped_with_its_line_number() {
+        let text = format!(
+            "{HEADER}\n{}\n{}",
+            r#"{"type":"session_info","id":"aaaaaaaa","parentId":null,"timestamp":"t","name":"n"}"#,
+            r#"{"type":"session_info","id":"bbbbbbbb","parentId":"aaaaaaaa","timesta"#
+        );
+        let s = read(&text);
+        assert_eq!(s.entries.len(), 1);
+        assert_eq!(s.warnings.len(), 1);
+        assert_eq!(s.warnings[0].line, 3);
+        assert!(s.warnings[0].message.contains("ends in the middle"));
+        assert!(!s.ends_with_newline);
+        assert_eq!(s.leaf_id(), Some("aaaaaaaa"));
+    }
+
+    #[test]
+    fn blank_and_crlf_lines_are_fine() {
+        let text = format!(
+            "{HEADER}\r\n\r\n{}\r\n",
+            r#"{"type":"session_info","id":"aaaaaaaa","parentId":null,"timestamp":"t","name":" n "}"#
+        );
+        let s = read(&text);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        assert_eq!(s.name(), Some("n"));
+    }
+
+    #[test]
+    fn cycles_do_not_hang() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            r#"{"type":"session_info","id":"aaaaaaaa","parentId":"bbbbbbbb","timestamp":"t"}"#,
+            r#"{"type":"session_info","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"t"}"#
+        );
+        let s = read(&text);
+        assert!(s.branch(s.leaf_id()).len() <= 3);
+    }
+
+    #[test]
+    fn empty_and_headerless_files() {
+        let s = read("");
+        assert_eq!(s.warnings[0].message, "the file is empty");
+        assert!(s.entries.is_empty());
+        let s = read(r#"{"type":"session_info","id":"aaaaaaaa","parentId":null,"timestamp":"t"}"#);
+        assert_eq!(s.entries.len(), 1);
+        assert!(s.warnings[0].message.contains("no session header"));
+        assert!(matches!(
+            Session::read("not json at all\n".as_bytes(), None),
+            Err(SessionError::NotASession(_))
+        ));
+    }
+
+    #[test]
+    fn labels_and_names_latest_wins() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n{}\n",
+            r#"{"type":"label","id":"aaaaaaaa","parentId":null,"timestamp":"t","targetId":"aaaaaaaa","label":"x"}"#,
+            r#"{"type":"label","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"t","targetId":"aaaaaaaa"}"#,
+            r#"{"type":"session_info","id":"cccccccc","parentId":"bbbbbbbb","timestamp":"t","name":"one"}"#,
+            r#"{"type":"session_info","id":"dddddddd","parentId":"cccccccc","timestamp":"t","name":""}"#
+        );
+        let s = read(&text);
+        assert!(s.labels().is_empty());
+        assert_eq!(s.name(), None);
+        assert_eq!(s.children("aaaaaaaa").len(), 1);
+    }
+}

@@ -1,0 +1,57 @@
+//! Sessions on disk: every message kept as it happens, any session reopened later.
+//!
+//! Session files use the JSONL v3 format of the Node.js `pi`, in the same places, so either
+//! program can open the other's sessions (see `spec/product-surface.md` §3):
+//!
+//! ```text
+//! <agent dir>/sessions/--<cwd>--/<timestamp>_<uuidv7>.jsonl
+//! {"type":"session","version":3,"id":"…","timestamp":"…","cwd":"/work/app"}
+//! {"type":"model_change","id":"a1b2c3d4","parentId":null,"timestamp":"…","provider":"anthropic","modelId":"…"}
+//! {"type":"message","id":"b2c3d4e5","parentId":"a1b2c3d4","timestamp":"…","message":{"role":"user",…}}
+//! ```
+//!
+//! The flow through the module:
+//!
+//! * writing — [`SessionRecorder`] turns agent events into entries and appends them
+//!   ([`recorder`]); [`RecorderTask`] runs it beside an `Agent` ([`task`]);
+//! * reading — [`Session::load`] reads a file into entries, never failing on damage
+//!   ([`load`]); [`Session::context`] / [`Session::into_context`] build what an agent resumes
+//!   with ([`context`]);
+//! * finding — [`list_sessions`], [`newest_session`], [`find_session`] read only headers and
+//!   bounded heads and tails ([`list`]); [`fork()`] copies a session ([`fork`]);
+//! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
+//!   picked file into a recorder and a context ([`open`]);
+//! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`].
+//!
+//! It knows nothing of the terminal or of providers; the CLI decides which session to open.
+
+pub mod context;
+pub mod entry;
+pub mod error;
+mod fast_message;
+pub mod fork;
+pub mod ids;
+pub mod list;
+pub mod load;
+pub mod open;
+pub mod paths;
+pub mod recorder;
+pub mod task;
+pub mod time;
+
+pub use context::{MessageOrigin, ModelRef, SessionContext, UNFINISHED_TOOL_LABEL};
+pub use entry::{
+    BranchSummary, CURRENT_VERSION, Compaction, CustomMessageEntry, EntryKind, SessionEntry,
+    SessionHeader,
+};
+pub use error::{LoadWarning, SessionError};
+pub use fork::{Forked, fork};
+pub use list::{
+    FoundSession, ListScope, SessionInfo, SessionList, find_session, list_sessions, newest_session,
+    session_info,
+};
+pub use load::Session;
+pub use open::{OpenedSession, StartFrom, open_session, resume_hint};
+pub use paths::{SessionPaths, encode_cwd};
+pub use recorder::SessionRecorder;
+pub use task::RecorderTask;

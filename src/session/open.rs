@@ -1,0 +1,127 @@
+//! One call from the command line's session flags to a ready recorder and context.
+//!
+//! [`open_session`] resolves `--continue`, `--session`, `--fork` and a `--resume` pick into a
+//! [`SessionRecorder`] (new entries go to the right file) and a [`SessionContext`] (what the
+//! agent resumes with), plus the load warnings to show. `--no-session` is simply not calling
+//! it. On exit, print [`resume_hint`] when [`SessionRecorder::is_persisted`].
+
+use std::path::Path;
+
+use super::context::SessionContext;
+use super::error::{LoadWarning, SessionError};
+use super::fork::fork;
+use super::list::{find_session, is_path_query, newest_session};
+use super::load::Session;
+use super::paths::SessionPaths;
+use super::recorder::SessionRecorder;
+
+/// Where a run starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartFrom<'a> {
+    /// A new session (the default).
+    New,
+    /// `-c/--continue`: the newest session of this folder, else a new one.
+    Continue,
+    /// `--session <path|id-prefix>`: that session; a path that does not exist yet starts a new
+    /// session stored at that path.
+    Session(&'a str),
+    /// `--fork <path|id-prefix>`: a copy of that session, stored in this folder.
+    Fork(&'a str),
+    /// A file chosen in the `--resume` picker.
+    File(&'a Path),
+}
+
+/// A session ready to run.
+#[derive(Debug)]
+pub struct OpenedSession {
+    pub recorder: SessionRecorder,
+    /// Empty for a new session.
+    pub context: SessionContext,
+    /// Damage found while loading (show them; the session is usable).
+    pub warnings: Vec<LoadWarning>,
+    /// An existing session was opened (or forked), not a new one started.
+    pub resumed: bool,
+    /// `--session` matched a session of another project's folder (the Node.js `pi` offers to
+    /// fork it instead; here it is opened in place and the caller may warn).
+    pub other_folder: bool,
+    /// The working directory the session was started in, if it differs from `cwd`.
+    pub recorded_cwd: Option<String>,
+}
+
+fn resumed_from(
+    path: &Path,
+    cwd: &Path,
+    other_folder: bool,
+    dest_dir: &Path,
+) -> Result<OpenedSession, SessionError> {
+    let mut session = Session::load(path)?;
+    let mut warnings = session.warnings.clone();
+    if session.header_missing() && !session.entries.is_empty() {
+        // Continue in a copy with a proper header rather than appending to a broken file.
+        let copy = fork(path, dest_dir, cwd)?;
+        warnings.push(LoadWarning {
+            line: 0,
+            message: format!(
+                "{} has no session header; continuing in a repaired copy: {}",
+                path.display(),
+                copy.path.display()
+            ),
+        });
+        session = Session::load(&copy.path)?;
+    }
+    let recorder = SessionRecorder::resume(&session)?;
+    let recorded = session.cwd().to_string();
+    let recorded_cwd = (!recorded.is_empty() && Path::new(&recorded) != cwd).then_some(recorded);
+    Ok(OpenedSession {
+        recorder,
+        context: session.into_context(),
+        warnings,
+        resumed: true,
+        other_folder,
+        recorded_cwd,
+    })
+}
+
+fn fresh(recorder: SessionRecorder) -> OpenedSession {
+    OpenedSession {
+        recorder,
+        context: SessionContext::default(),
+        warnings: Vec::new(),
+        resumed: false,
+        other_folder: false,
+        recorded_cwd: None,
+    }
+}
+
+/// Resolve the session flags (see [`StartFrom`]).
+pub fn open_session(
+    paths: &SessionPaths,
+    cwd: &Path,
+    from: StartFrom<'_>,
+) -> Result<OpenedSession, SessionError> {
+    match from {
+        StartFrom::New => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
+        StartFrom::Continue => match newest_session(&paths.dir) {
+            Some(path) => resumed_from(&path, cwd, false, &paths.dir),
+            None => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
+        },
+        StartFrom::File(path) => resumed_from(path, cwd, false, &paths.dir),
+        StartFrom::Session(query) => {
+            if is_path_query(query) && !Path::new(query).exists() {
+                return Ok(fresh(SessionRecorder::new_at(Path::new(query), cwd)));
+            }
+            let found = find_session(paths, query)?;
+            resumed_from(&found.path, cwd, !found.in_current_folder, &paths.dir)
+        }
+        StartFrom::Fork(query) => {
+            let found = find_session(paths, query)?;
+            let forked = fork(&found.path, &paths.dir, cwd)?;
+            resumed_from(&forked.path, cwd, false, &paths.dir)
+        }
+    }
+}
+
+/// The line printed on exit: `To resume this session: pi --session <id>`.
+pub fn resume_hint(session_id: &str) -> String {
+    format!("To resume this session: pi --session {session_id}")
+}

@@ -1,0 +1,478 @@
+//! Writing a session as it happens: [`SessionRecorder`].
+//!
+//! The recorder turns the agent's events into entries and appends them to the session file:
+//! one `message` entry per `message_end` (written and handed to the OS at once), an `fsync` at
+//! every `turn_end` and `agent_end`, and `model_change` / `thinking_level_change` entries when
+//! the host reports a model or level different from the current one (also at the start of a
+//! session). Every new entry is a child of the previous one (the leaf); [`SessionRecorder::branch_from`]
+//! moves the leaf to continue from an earlier entry.
+//!
+//! Like the Node.js `pi`, a new session touches the disk only once its first assistant message
+//! exists: until then entries wait in memory, and the directory and file are created with the
+//! header and all waiting entries in one write. A resumed session appends to its file (after a
+//! newline if the file ended in a torn line, so the first new entry is not glued to it).
+//!
+//! A write that fails loses nothing: the unwritten lines stay queued and go out with the next
+//! write (a partly written line is closed off by a newline first, so the reader skips just that
+//! fragment). Failures go to the error reporter (by default they are kept for
+//! [`SessionRecorder::take_errors`]). Entries hold only what the agent says — messages, provider
+//! and model names — never keys; [`SessionRecorder::add_secret`] additionally masks a known
+//! secret should it ever appear in a message.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::context::ModelRef;
+use super::entry::{EntryKind, SessionEntry, SessionHeader};
+use super::error::SessionError;
+use super::ids::{IdSet, uuid_v7};
+use super::load::Session;
+use super::paths::session_file_name;
+use super::time::iso_now;
+use crate::agent::events::AgentEvent;
+use crate::agent::thinking::ThinkingLevel;
+use crate::agent::types::AgentMessage;
+
+/// Receives write failures as they happen.
+pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
+
+/// Text that replaces a registered secret in anything written.
+pub const REDACTED: &str = "[redacted]";
+
+/// Appends a session's entries to its file as the agent produces them.
+pub struct SessionRecorder {
+    path: PathBuf,
+    header: SessionHeader,
+    file: Option<File>,
+    /// The file exists on disk (resumed, or created by the first write).
+    on_disk: bool,
+    /// Complete lines (with their newline) not yet written.
+    pending: VecDeque<String>,
+    /// The file may end without a newline (torn line, or a failed partial write).
+    needs_newline: bool,
+    /// Written since the last fsync.
+    unsynced: bool,
+    ids: IdSet,
+    leaf: Option<String>,
+    model: Option<ModelRef>,
+    thinking: Option<ThinkingLevel>,
+    has_assistant: bool,
+    secrets: Vec<String>,
+    reporter: Option<ErrorReporter>,
+    errors: Vec<SessionError>,
+}
+
+impl std::fmt::Debug for SessionRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRecorder")
+            .field("path", &self.path)
+            .field("id", &self.header.id)
+            .field("on_disk", &self.on_disk)
+            .field("pending", &self.pending.len())
+            .field("leaf", &self.leaf)
+            .finish()
+    }
+}
+
+impl SessionRecorder {
+    /// A new session for `cwd`, to be stored in `dir`. Nothing touches the disk until the
+    /// first assistant message is recorded.
+    pub fn new_session(dir: &Path, cwd: &Path) -> Self {
+        Self::new_with_parent(dir, cwd, None)
+    }
+
+    /// A new session stored at an explicit path (`--session new-file.jsonl`); nothing is
+    /// written before the first assistant message.
+    pub fn new_at(path: &Path, cwd: &Path) -> Self {
+        let mut r = Self::new_with_parent(path.parent().unwrap_or(Path::new(".")), cwd, None);
+        r.path = path.to_path_buf();
+        r
+    }
+
+    /// A new session that records `parent_session` (the file it was forked from).
+    pub fn new_with_parent(dir: &Path, cwd: &Path, parent_session: Option<String>) -> Self {
+        let timestamp = iso_now();
+        let id = uuid_v7();
+        let path = dir.join(session_file_name(&timestamp, &id));
+        let header = SessionHeader::new(
+            id,
+            timestamp,
+            cwd.to_string_lossy().into_owned(),
+            parent_session,
+        );
+        let mut pending = VecDeque::new();
+        pending.push_back(format!("{}\n", header.to_line()));
+        SessionRecorder {
+            path,
+            header,
+            file: None,
+            on_disk: false,
+            pending,
+            needs_newline: false,
+            unsynced: false,
+            ids: IdSet::default(),
+            leaf: None,
+            model: None,
+            thinking: None,
+            has_assistant: false,
+            secrets: Vec::new(),
+            reporter: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Continue a loaded session: new entries are appended to its file as children of its
+    /// leaf. The model and thinking level start as the session recorded them.
+    pub fn resume(session: &Session) -> Result<Self, SessionError> {
+        let Some(path) = session.path.clone() else {
+            return Err(SessionError::NotFound(
+                "a session read from memory has no file to append to".into(),
+            ));
+        };
+        let (model, thinking) = session.current_settings();
+        Ok(SessionRecorder {
+            path,
+            header: session.header.clone(),
+            file: None,
+            on_disk: true,
+            pending: VecDeque::new(),
+            needs_newline: !session.ends_with_newline,
+            unsynced: false,
+            ids: session.entries.iter().map(|e| e.id.as_str()).collect(),
+            leaf: session.leaf_id().map(str::to_string),
+            model,
+            thinking,
+            has_assistant: true,
+            secrets: Vec::new(),
+            reporter: None,
+            errors: Vec::new(),
+        })
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// Where the session is (or will be) stored.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// True once the file exists on disk.
+    pub fn is_persisted(&self) -> bool {
+        self.on_disk
+    }
+
+    /// The entry new entries will hang under.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// Lines waiting to be written (before the first assistant message, or after a failure).
+    pub fn pending_lines(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Send write failures to `reporter` instead of keeping them for [`Self::take_errors`].
+    pub fn set_error_reporter(&mut self, reporter: ErrorReporter) {
+        self.reporter = Some(reporter);
+    }
+
+    /// Write failures not yet collected.
+    pub fn take_errors(&mut self) -> Vec<SessionError> {
+        std::mem::take(&mut self.errors)
+    }
+
+    /// Mask this text (an API key) wherever it would be written. Texts shorter than 8
+    /// characters are ignored (they would mask ordinary words).
+    pub fn add_secret(&mut self, secret: impl Into<String>) {
+        let s = secret.into();
+        if s.trim().len() >= 8 && !self.secrets.contains(&s) {
+            self.secrets.push(s);
+        }
+    }
+
+    /// Continue from an earlier entry (or from the start with `None`): the next entry becomes
+    /// its child. Unknown ids are refused.
+    pub fn branch_from(&mut self, entry_id: Option<&str>) -> Result<(), SessionError> {
+        match entry_id {
+            Some(id) if !self.ids.contains(id) => Err(SessionError::NotFound(id.to_string())),
+            _ => {
+                self.leaf = entry_id.map(str::to_string);
+                Ok(())
+            }
+        }
+    }
+
+    /// Record the model in use; writes a `model_change` entry only when it differs from the
+    /// current one. Returns the new entry's id.
+    pub fn set_model(&mut self, provider: &str, model_id: &str) -> Option<String> {
+        let m = ModelRef {
+            provider: provider.to_string(),
+            model_id: model_id.to_string(),
+        };
+        if self.model.as_ref() == Some(&m) {
+            return None;
+        }
+        self.model = Some(m);
+        Some(self.append(EntryKind::ModelChange {
+            provider: provider.to_string(),
+            model_id: model_id.to_string(),
+        }))
+    }
+
+    /// Record the thinking level; writes a `thinking_level_change` entry only when it differs
+    /// from the current one (`inherit` is not a level and is never written).
+    pub fn set_thinking_level(&mut self, level: ThinkingLevel) -> Option<String> {
+        if level == ThinkingLevel::Inherit || self.thinking == Some(level) {
+            return None;
+        }
+        self.thinking = Some(level);
+        Some(self.append(EntryKind::ThinkingLevelChange {
+            thinking_level: level.as_str().to_string(),
+        }))
+    }
+
+    /// Set the session's display name (`session_info`).
+    pub fn set_name(&mut self, name: &str) -> String {
+        self.append(EntryKind::SessionInfo {
+            name: Some(name.trim().to_string()),
+        })
+    }
+
+    /// Record a message.
+    pub fn append_message(&mut self, message: &AgentMessage) -> String {
+        if let Some(a) = message.as_assistant() {
+            self.has_assistant = true;
+            if !a.model.is_empty() {
+                self.model = Some(ModelRef {
+                    provider: a.provider.clone(),
+                    model_id: a.model.clone(),
+                });
+            }
+        }
+        let id = self.next_id();
+        // Serialize in place rather than cloning the message into an entry.
+        let line = format!(
+            "{{\"type\":\"message\",\"id\":{},\"parentId\":{},\"timestamp\":{},\"message\":{}}}",
+            json_string(&id),
+            self.leaf
+                .as_deref()
+                .map_or_else(|| "null".to_string(), json_string),
+            json_string(&iso_now()),
+            serde_json::to_string(message).unwrap_or_else(|_| "null".into()),
+        );
+        self.push_line(id, line)
+    }
+
+    /// Record any entry as a child of the leaf. Returns its id. The entry is written at once
+    /// if the file exists (or this is the first assistant message); a failed write is
+    /// reported and retried with the next one.
+    pub fn append(&mut self, kind: EntryKind) -> String {
+        if let EntryKind::Message(m) = &kind {
+            return self.append_message(m);
+        }
+        let id = self.next_id();
+        let line = SessionEntry {
+            id: id.clone(),
+            parent_id: self.leaf.clone(),
+            timestamp: iso_now(),
+            kind,
+        }
+        .to_line();
+        self.push_line(id, line)
+    }
+
+    fn next_id(&self) -> String {
+        self.ids.fresh()
+    }
+
+    fn push_line(&mut self, id: String, mut line: String) -> String {
+        for s in &self.secrets {
+            if line.contains(s.as_str()) {
+                line = line.replace(s.as_str(), REDACTED);
+            }
+        }
+        line.push('\n');
+        self.pending.push_back(line);
+        self.ids.insert(&id);
+        self.leaf = Some(id.clone());
+        if self.on_disk || self.has_assistant {
+            let r = self.write_pending();
+            self.report(r);
+        }
+        id
+    }
+
+    fn report(&mut self, result: Result<(), SessionError>) {
+        if let Err(e) = result {
+            match &mut self.reporter {
+                Some(r) => r(&e),
+                None => self.errors.push(e),
+            }
+        }
+    }
+
+    fn open(&mut self) -> Result<&mut File, SessionError> {
+        if self.file.is_none() {
+            let file = if self.on_disk {
+                OpenOptions::new()
+                    .append(true)
+                    .open(&self.path)
+                    .map_err(|e| SessionError::io("open", &self.path, e))?
+            } else {
+                if let Some(dir) = self.path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| SessionError::io("create the folder of", &self.path, e))?;
+                }
+                let f = OpenOptions::new()
+                    .append(true)
+                    .create_new(true)
+                    .open(&self.path)
+                    .map_err(|e| SessionError::io("create", &self.path, e))?;
+                self.on_disk = true;
+                sync_dir(&self.path);
+                f
+            };
+            self.file = Some(file);
+        }
+        // Just set above when it was empty.
+        self.file
+            .as_mut()
+            .ok_or_else(|| SessionError::io("open", &self.path, io::ErrorKind::Other.into()))
+    }
+
+    /// Write every queued line. On failure the lines not fully written stay queued.
+    fn write_pending(&mut self) -> Result<(), SessionError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let needs_newline = self.needs_newline;
+        let mut buf =
+            String::with_capacity(self.pending.iter().map(String::len).sum::<usize>() + 1);
+        if needs_newline {
+            buf.push('\n');
+        }
+        for l in &self.pending {
+            buf.push_str(l);
+        }
+        let file = self.open()?;
+        let mut written = 0usize;
+        let bytes = buf.as_bytes();
+        let result = loop {
+            if written == bytes.len() {
+                break Ok(());
+            }
+            match file.write(&bytes[written..]) {
+                Ok(0) => break Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        if written > 0 {
+            self.unsynced = true;
+        }
+        // Drop the lines that made it to the file.
+        let mut done = if needs_newline && written > 0 {
+            self.needs_newline = false;
+            written - 1
+        } else {
+            written
+        };
+        while let Some(first) = self.pending.front() {
+            if done >= first.len() {
+                done -= first.len();
+                self.pending.pop_front();
+            } else {
+                break;
+            }
+        }
+        if done > 0 {
+            // Part of a line reached the file: end it so the retry starts on a fresh line.
+            self.needs_newline = true;
+        }
+        result.map_err(|e| SessionError::io("write", &path, e))
+    }
+
+    /// Write queued lines now (even before the first assistant message). Used when the host
+    /// wants the session on disk, e.g. after naming it.
+    pub fn flush(&mut self) -> Result<(), SessionError> {
+        self.write_pending()
+    }
+
+    /// Write what may be written and make it durable (`fsync`).
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        if self.on_disk || self.has_assistant {
+            self.write_pending()?;
+        }
+        if self.unsynced
+            && let Some(f) = &self.file
+        {
+            f.sync_data()
+                .map_err(|e| SessionError::io("sync", &self.path, e))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Final write and sync. Entries still waiting for a first assistant message are dropped
+    /// (a session without an answer is not kept, as in the Node.js `pi`).
+    pub fn close(&mut self) -> Result<(), SessionError> {
+        let r = self.sync();
+        self.file = None;
+        r
+    }
+
+    /// Record what an agent event means for the session (see the module notes).
+    pub fn handle(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageEnd { message } => {
+                self.append_message(message);
+            }
+            AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. } => self.sync_and_report(),
+            _ => {}
+        }
+    }
+
+    /// Write and sync, sending a failure to the reporter.
+    pub(crate) fn sync_and_report(&mut self) {
+        let r = self.sync();
+        self.report(r);
+    }
+
+    /// True when this event makes the recorder `fsync` (callers on an async runtime may want
+    /// to run those off the runtime's threads).
+    pub fn syncs_on(event: &AgentEvent) -> bool {
+        matches!(
+            event,
+            AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. }
+        )
+    }
+}
+
+impl Drop for SessionRecorder {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// Make a new file's directory entry durable (best effort; not possible on every platform).
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+}

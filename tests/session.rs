@@ -1,0 +1,1451 @@
+//! Session files (issue 5): the JSONL v3 format of the Node.js `pi` read and written, the
+//! recorder fed by a real agent run, damage that must not stop a load (torn last line, corrupt
+//! middle line, a crash while a tool ran), branching, compaction, old formats, listing,
+//! finding and forking.
+
+mod support;
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use pi::agent::facade::{Agent, AgentSettings};
+use pi::agent::scripted::{ScriptedProvider, reply};
+use pi::agent::stream::Model;
+use pi::agent::thinking::ThinkingLevel;
+use pi::agent::types::{
+    AgentMessage, AssistantMessage, ContentBlock, Cost, CustomMessage, Message, StopReason,
+    TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
+};
+use pi::session::entry::{ParsedLine, parse_line};
+use pi::session::list::{HEAD_BYTES, TAIL_BYTES};
+use pi::session::{
+    BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
+    RecorderTask, Session, SessionError, SessionPaths, SessionRecorder, StartFrom,
+    UNFINISHED_TOOL_LABEL, find_session, fork, list_sessions, newest_session, open_session,
+    resume_hint,
+};
+use serde_json::{Map, Value, json};
+
+const FIXTURE: &str = "tests/fixtures/node_v3_session.jsonl";
+const FIXTURE_V1: &str = "tests/fixtures/node_v1_session.jsonl";
+
+/// A scratch directory removed at the end of the test.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "pi-session-{tag}-{}-{}",
+            std::process::id(),
+            pi::session::ids::random_u64()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn user(text: &str, ts: i64) -> AgentMessage {
+    AgentMessage::Llm(Message::User(UserMessage {
+        content: UserContent::Text(text.into()),
+        synthetic: false,
+        steering: false,
+        attribution: None,
+        timestamp: ts,
+    }))
+}
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args,
+        intent: None,
+        thought_signature: None,
+    }
+}
+
+fn assistant(text: &str, calls: Vec<ToolCall>, ts: i64) -> AgentMessage {
+    let mut m = AssistantMessage::empty("anthropic-messages", "anthropic", "claude-sonnet-4-5");
+    if !text.is_empty() {
+        m.content.push(ContentBlock::text(text));
+    }
+    m.stop_reason = if calls.is_empty() {
+        StopReason::Stop
+    } else {
+        StopReason::ToolUse
+    };
+    m.content
+        .extend(calls.into_iter().map(ContentBlock::ToolCall));
+    m.timestamp = ts;
+    m.into()
+}
+
+fn tool_result(id: &str, name: &str, text: &str, ts: i64) -> AgentMessage {
+    ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        content: vec![ContentBlock::text(text)],
+        details: None,
+        is_error: false,
+        useless: false,
+        timestamp: ts,
+    }
+    .into()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn copy_fixture(dir: &Path, name: &str) -> PathBuf {
+    let dest = dir.join(format!(
+        "2026-12-02T09-34-49-681Z_01a2361b-5150-7635-b3fd-ab0404bb9f84{name}.jsonl"
+    ));
+    fs::copy(FIXTURE, &dest).unwrap();
+    dest
+}
+
+// ----- the Node.js format -----------------------------------------------------------------
+
+fn fixture_expected_messages() -> Vec<AgentMessage> {
+    let usage = |input, output, cache_read, cache_write, total, cost: [f64; 5]| Usage {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total_tokens: total,
+        reasoning_tokens: None,
+        cost: Cost {
+            input: cost[0],
+            output: cost[1],
+            cache_read: cost[2],
+            cache_write: cost[3],
+            total: cost[4],
+        },
+    };
+    let first = AssistantMessage {
+        content: vec![
+            ContentBlock::Thinking(ThinkingContent {
+                thinking: "The user wants the README. I will read it.".into(),
+                thinking_signature: Some("EqQBCkgIARABGAIiQL7xg".into()),
+                item_id: None,
+            }),
+            ContentBlock::text("Let me look at it."),
+            ContentBlock::ToolCall(call(
+                "toolu_01HcG4mE8Qy1",
+                "read",
+                json!({"path": "README.md"}),
+            )),
+        ],
+        api: "anthropic-messages".into(),
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        usage: usage(
+            1203,
+            58,
+            0,
+            1180,
+            2441,
+            [0.003609, 0.00087, 0.0, 0.004425, 0.008904],
+        ),
+        stop_reason: StopReason::ToolUse,
+        timestamp: 1796204092110,
+        ..Default::default()
+    };
+    let second = AssistantMessage {
+        content: vec![ContentBlock::Text(TextContent {
+            text: "README.md describes **Mock**, a tiny project used in tests.".into(),
+            text_signature: None,
+        })],
+        api: "anthropic-messages".into(),
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        usage: usage(
+            1290,
+            21,
+            1180,
+            0,
+            2491,
+            [0.00387, 0.000315, 0.000354, 0.0, 0.004539],
+        ),
+        stop_reason: StopReason::Stop,
+        timestamp: 1796204094910,
+        ..Default::default()
+    };
+    vec![
+        AgentMessage::Llm(Message::User(UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text("What is in README.md?")]),
+            synthetic: false,
+            steering: false,
+            attribution: None,
+            timestamp: 1796204092103,
+        })),
+        first.into(),
+        tool_result(
+            "toolu_01HcG4mE8Qy1",
+            "read",
+            "# Mock\n\nA tiny project used in tests.\n",
+            1796204094901,
+        ),
+        second.into(),
+    ]
+}
+
+#[test]
+fn node_fixture_loads_with_model_thinking_and_context() {
+    let s = Session::load(Path::new(FIXTURE)).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.header.version, 3);
+    assert_eq!(s.id(), "01a2361b-5150-7635-b3fd-ab0404bb9f84");
+    assert_eq!(s.cwd(), "/tmp/mock");
+    assert_eq!(s.entries.len(), 6);
+    assert_eq!(s.leaf_id(), Some("9f13ab27"));
+    let ctx = s.context();
+    assert_eq!(ctx.messages, fixture_expected_messages());
+    assert_eq!(
+        ctx.origins,
+        ["c41e8a90", "0b6f7d15", "e2d4c6b8", "9f13ab27"]
+            .map(|id| MessageOrigin::Message(id.into()))
+            .to_vec()
+    );
+    assert_eq!(
+        ctx.model,
+        Some(ModelRef {
+            provider: "anthropic".into(),
+            model_id: "claude-sonnet-4-5".into()
+        })
+    );
+    assert_eq!(ctx.thinking_level, Some(ThinkingLevel::Medium));
+    assert_eq!(ctx.leaf_id.as_deref(), Some("9f13ab27"));
+    assert_eq!(ctx.placeholders, 0);
+    // Moving the messages out gives the same context.
+    assert_eq!(s.clone().into_context().messages, ctx.messages);
+}
+
+fn numbers_as_f64(v: Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().unwrap()),
+        Value::Array(a) => Value::Array(a.into_iter().map(numbers_as_f64).collect()),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, v)| (k, numbers_as_f64(v))).collect())
+        }
+        other => other,
+    }
+}
+
+#[test]
+fn node_fixture_lines_serialize_back_to_the_same_json() {
+    for line in lines(Path::new(FIXTURE)) {
+        let back = match parse_line(line.as_bytes()).unwrap() {
+            ParsedLine::Header(h) => h.to_line(),
+            ParsedLine::Entry(e) => pi::session::SessionEntry {
+                id: e.id.unwrap(),
+                parent_id: e.parent_id.flatten(),
+                timestamp: e.timestamp.unwrap(),
+                kind: e.kind,
+            }
+            .to_line(),
+        };
+        // Numbers compare by value (`0` and `0.0` are the same number to JavaScript).
+        let a = numbers_as_f64(serde_json::from_str(&line).unwrap());
+        let b = numbers_as_f64(serde_json::from_str(&back).unwrap());
+        assert_eq!(a, b);
+    }
+}
+
+#[tokio::test]
+async fn node_fixture_resumes_into_an_agent_and_appends_under_its_leaf() {
+    let dir = Scratch::new("resume");
+    let path = copy_fixture(dir.path(), "");
+    let session = Session::load(&path).unwrap();
+    let mut recorder = SessionRecorder::resume(&session).unwrap();
+    let ctx = session.into_context();
+
+    let provider = ScriptedProvider::new([reply::text("It also has a LICENSE.")]);
+    let model = ctx.model.clone().unwrap();
+    let agent = Agent::new(AgentSettings::new(
+        Arc::new(provider.clone()),
+        Model::new(&model.provider, "anthropic-messages", &model.model_id),
+    ));
+    agent.replace_messages(ctx.messages.clone()).unwrap();
+    assert_eq!(recorder.set_model(&model.provider, &model.model_id), None);
+    assert_eq!(recorder.set_thinking_level(ThinkingLevel::Medium), None);
+    let task = RecorderTask::from_events(agent.subscribe(), recorder);
+    agent.prompt_text("Anything else?").unwrap();
+    agent.wait_idle().await;
+    recorder = task.finish().await.unwrap();
+    assert!(recorder.take_errors().is_empty());
+
+    // The provider saw the resumed history, then the new prompt.
+    let sent = &provider.requests()[0].context.messages;
+    assert_eq!(sent.len(), 5);
+    for (got, want) in sent.iter().zip(fixture_expected_messages()) {
+        assert_eq!(AgentMessage::Llm((**got).clone()), want);
+    }
+
+    // The file keeps its old lines byte for byte and grows under the old leaf.
+    let after = lines(&path);
+    assert_eq!(after[..7], lines(Path::new(FIXTURE))[..]);
+    assert_eq!(after.len(), 9);
+    let reloaded = Session::load(&path).unwrap();
+    assert!(reloaded.warnings.is_empty());
+    let new_user = &reloaded.entries[6];
+    assert_eq!(new_user.parent_id.as_deref(), Some("9f13ab27"));
+    assert_eq!(
+        reloaded.entries[7].parent_id.as_deref(),
+        Some(new_user.id.as_str())
+    );
+    assert_eq!(reloaded.context().messages, agent.messages());
+}
+
+// ----- writing ----------------------------------------------------------------------------
+
+fn every_kind() -> Vec<EntryKind> {
+    let mut unknown = Map::new();
+    unknown.insert("tier".into(), json!("priority"));
+    unknown.insert("nested".into(), json!({"a": [1, 2, {"b": null}]}));
+    vec![
+        EntryKind::ModelChange {
+            provider: "openai".into(),
+            model_id: "gpt-5".into(),
+        },
+        EntryKind::ThinkingLevelChange {
+            thinking_level: "high".into(),
+        },
+        EntryKind::Message(user("hello", 1)),
+        EntryKind::Message(assistant("hi", vec![call("c1", "bash", json!({"command": "ls"}))], 2)),
+        EntryKind::Message(tool_result("c1", "bash", "a\nb", 3)),
+        EntryKind::Message(AgentMessage::Custom(CustomMessage::new(
+            "bashExecution",
+            json!({"command": "ls", "output": "x", "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 4})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ))),
+        EntryKind::SessionInfo {
+            name: Some("refactor".into()),
+        },
+        EntryKind::Label {
+            target_id: "will-be-replaced".into(),
+            label: Some("checkpoint".into()),
+        },
+        EntryKind::Label {
+            target_id: "will-be-replaced".into(),
+            label: None,
+        },
+        EntryKind::Compaction(Compaction {
+            summary: "did things".into(),
+            first_kept_entry_id: "will-be-replaced".into(),
+            tokens_before: 12345,
+            details: Some(json!({"readFiles": ["a.rs"], "modifiedFiles": []})),
+            from_hook: Some(false),
+        }),
+        EntryKind::Compaction(Compaction {
+            summary: "again".into(),
+            first_kept_entry_id: "will-be-replaced".into(),
+            tokens_before: 1,
+            details: None,
+            from_hook: None,
+        }),
+        EntryKind::BranchSummary(BranchSummary {
+            from_id: "will-be-replaced".into(),
+            summary: "tried another way".into(),
+            details: None,
+            from_hook: Some(true),
+        }),
+        EntryKind::Custom {
+            custom_type: "my-ext".into(),
+            data: Some(json!({"count": 42})),
+        },
+        EntryKind::Custom {
+            custom_type: "my-ext".into(),
+            data: None,
+        },
+        EntryKind::CustomMessage(CustomMessageEntry {
+            custom_type: "my-ext".into(),
+            content: UserContent::Blocks(vec![ContentBlock::text("injected")]),
+            display: false,
+            details: Some(json!({"k": 1})),
+        }),
+        EntryKind::Unknown {
+            entry_type: "model_usage".into(),
+            fields: unknown,
+        },
+    ]
+}
+
+#[test]
+fn every_entry_type_round_trips_through_a_file() {
+    let dir = Scratch::new("kinds");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/work/app"));
+    let mut written = Vec::new();
+    let mut first_id: Option<String> = None;
+    for mut kind in every_kind() {
+        if let Some(first) = &first_id {
+            match &mut kind {
+                EntryKind::Label { target_id, .. } => *target_id = first.clone(),
+                EntryKind::Compaction(c) => c.first_kept_entry_id = first.clone(),
+                EntryKind::BranchSummary(b) => b.from_id = first.clone(),
+                _ => {}
+            }
+        }
+        let id = rec.append(kind.clone());
+        first_id.get_or_insert(id.clone());
+        written.push((id, kind));
+    }
+    rec.close().unwrap();
+    assert!(rec.take_errors().is_empty());
+
+    let s = Session::load(rec.path()).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.id(), rec.session_id());
+    assert_eq!(s.header.cwd, "/work/app");
+    assert_eq!(s.entries.len(), written.len());
+    let mut parent: Option<String> = None;
+    for (entry, (id, kind)) in s.entries.iter().zip(&written) {
+        assert_eq!(&entry.id, id);
+        assert_eq!(entry.parent_id, parent);
+        assert_eq!(&entry.kind, kind);
+        assert!(pi::session::time::ms_from_iso(&entry.timestamp).is_some());
+        parent = Some(id.clone());
+    }
+    // Each line also survives parse → write unchanged.
+    for line in lines(rec.path()).iter().skip(1) {
+        let ParsedLine::Entry(e) = parse_line(line.as_bytes()).unwrap() else {
+            panic!("entry expected")
+        };
+        let again = pi::session::SessionEntry {
+            id: e.id.unwrap(),
+            parent_id: e.parent_id.flatten(),
+            timestamp: e.timestamp.unwrap(),
+            kind: e.kind,
+        }
+        .to_line();
+        assert_eq!(&again, line);
+    }
+}
+
+#[test]
+fn header_and_file_name_follow_the_node_layout() {
+    let dir = Scratch::new("layout");
+    let paths = SessionPaths::for_cwd(dir.path(), Path::new("/tmp/mock"));
+    let mut rec = SessionRecorder::new_session(&paths.dir, Path::new("/tmp/mock"));
+    rec.append_message(&assistant("hi", vec![], 1));
+    let path = rec.path().to_path_buf();
+    assert_eq!(
+        path.parent().unwrap(),
+        dir.path().join("sessions").join("--tmp-mock--")
+    );
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let (stamp, rest) = name.split_once('_').unwrap();
+    assert_eq!(rest, format!("{}.jsonl", rec.session_id()));
+    assert_eq!(stamp.len(), "2026-12-02T09-34-49-681Z".len());
+    assert!(!stamp.contains(':') && !stamp.contains('.'));
+    let header: Value = serde_json::from_str(&lines(&path)[0]).unwrap();
+    let keys: Vec<&str> = header
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["type", "version", "id", "timestamp", "cwd"]);
+    assert_eq!(header["version"], 3);
+    assert_eq!(
+        pi::session::time::file_stamp(header["timestamp"].as_str().unwrap()),
+        stamp
+    );
+    let id = rec.session_id();
+    assert_eq!(&id[14..15], "7", "UUIDv7: {id}");
+    let entry: Value = serde_json::from_str(&lines(&path)[1]).unwrap();
+    let keys: Vec<&str> = entry
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["type", "id", "parentId", "timestamp", "message"]);
+    assert_eq!(entry["parentId"], Value::Null);
+}
+
+#[test]
+fn nothing_touches_the_disk_before_the_first_assistant_message() {
+    let dir = Scratch::new("lazy");
+    let sessions = dir.path().join("sessions").join("--w--");
+    let mut rec = SessionRecorder::new_session(&sessions, Path::new("/w"));
+    rec.set_model("anthropic", "claude-sonnet-4-5");
+    rec.set_thinking_level(ThinkingLevel::High);
+    rec.append_message(&user("hello", 1));
+    assert!(!sessions.exists(), "no folder before an answer");
+    assert!(!rec.is_persisted());
+    assert_eq!(rec.pending_lines(), 4);
+
+    rec.append_message(&assistant("hi", vec![], 2));
+    assert!(rec.is_persisted());
+    let l = lines(rec.path());
+    assert_eq!(l.len(), 5);
+    let types: Vec<String> = l
+        .iter()
+        .map(|x| {
+            serde_json::from_str::<Value>(x).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message",
+            "message"
+        ]
+    );
+    // Each later entry is on disk as soon as it is appended (before any sync).
+    rec.append_message(&user("more", 3));
+    assert_eq!(lines(rec.path()).len(), 6);
+    // Unchanged settings write nothing; changed ones do.
+    assert_eq!(rec.set_model("anthropic", "claude-sonnet-4-5"), None);
+    assert_eq!(rec.set_thinking_level(ThinkingLevel::High), None);
+    assert!(rec.set_thinking_level(ThinkingLevel::Low).is_some());
+    assert_eq!(lines(rec.path()).len(), 7);
+
+    // A session that never got an answer leaves nothing behind.
+    let mut quiet = SessionRecorder::new_session(&dir.path().join("quiet"), Path::new("/w"));
+    quiet.append_message(&user("hello?", 1));
+    quiet.close().unwrap();
+    drop(quiet);
+    assert!(!dir.path().join("quiet").exists());
+}
+
+#[test]
+fn a_failed_write_loses_no_entry_and_is_reported() {
+    let dir = Scratch::new("fail");
+    // The session folder's place is taken by a file, so creating it fails.
+    let blocked = dir.path().join("sessions");
+    fs::write(&blocked, "not a folder").unwrap();
+    let mut rec = SessionRecorder::new_session(&blocked.join("--w--"), Path::new("/w"));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    rec.set_error_reporter(Box::new(move |e| sink.lock().unwrap().push(e.to_string())));
+    rec.append_message(&user("q", 1));
+    rec.append_message(&assistant("a", vec![], 2));
+    rec.append_message(&user("q2", 3));
+    assert!(!rec.is_persisted());
+    let errors = seen.lock().unwrap().clone();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("cannot create the folder of session file"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(rec.pending_lines(), 4);
+
+    // The disk comes back: everything goes out, in order, with the next write.
+    fs::remove_file(&blocked).unwrap();
+    rec.append_message(&assistant("a2", vec![], 4));
+    assert_eq!(rec.pending_lines(), 0);
+    let s = Session::load(rec.path()).unwrap();
+    assert!(s.warnings.is_empty());
+    let texts: Vec<String> = s
+        .context()
+        .messages
+        .iter()
+        .map(|m| match m {
+            AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
+            AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(texts, ["q", "a", "q2", "a2"]);
+}
+
+#[test]
+fn known_secrets_are_masked_in_what_is_written() {
+    let dir = Scratch::new("secret");
+    let key = "sk-ant-api03-SECRETSECRETSECRET";
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.add_secret(key);
+    rec.set_model("anthropic", "claude-sonnet-4-5");
+    let mut failed = AssistantMessage::empty("anthropic-messages", "anthropic", "claude");
+    failed.stop_reason = StopReason::Error;
+    failed.error_message = Some(format!("401: invalid x-api-key {key}"));
+    rec.append_message(&failed.into());
+    rec.close().unwrap();
+    let text = fs::read_to_string(rec.path()).unwrap();
+    assert!(!text.contains(key));
+    assert!(text.contains("[redacted]"));
+}
+
+#[tokio::test]
+async fn a_recorded_run_parses_back_with_the_same_ids_and_tree() {
+    let dir = Scratch::new("run");
+    let provider = ScriptedProvider::new([
+        reply::tools(&[reply::call("c1", "echo", json!({"text": "one"}))]),
+        reply::text("done"),
+        reply::text("second answer"),
+    ]);
+    let settings = AgentSettings::new(Arc::new(provider.clone()), support::model())
+        .with_tools(vec![support::TestTool::echo("echo").arc()]);
+    let agent = Agent::new(settings);
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.set_model("scripted", "scripted-model");
+    rec.set_thinking_level(ThinkingLevel::Off);
+    let task = RecorderTask::spawn(&agent, rec);
+    agent.prompt_text("use the tool").unwrap();
+    agent.wait_idle().await;
+    task.with(|r| {
+        r.set_name("tool test");
+    });
+    agent.prompt_text("again").unwrap();
+    agent.wait_idle().await;
+    let rec = task.finish().await.unwrap();
+
+    let s = Session::load(rec.path()).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.name(), Some("tool test"));
+    let ids: Vec<&str> = s.entries.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    assert!(ids.iter().all(|id| id.len() == 8));
+    for pair in s.entries.windows(2) {
+        assert_eq!(pair[1].parent_id.as_deref(), Some(pair[0].id.as_str()));
+    }
+    assert_eq!(rec.leaf_id(), s.leaf_id());
+    // Whatever the agent holds, the file gives back.
+    assert_eq!(s.context().messages, agent.messages());
+    let ctx = s.context();
+    assert_eq!(ctx.thinking_level, Some(ThinkingLevel::Off));
+    assert_eq!(ctx.model.unwrap().model_id, "scripted-model");
+}
+
+// ----- damage -----------------------------------------------------------------------------
+
+#[test]
+fn a_file_cut_anywhere_loads() {
+    let full = fs::read(FIXTURE).unwrap();
+    let line_ends: Vec<usize> = full
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    for cut in 0..=full.len() {
+        let s = Session::read(&full[..cut], None).unwrap();
+        let complete_lines = line_ends.iter().filter(|e| **e <= cut).count();
+        let expected_entries = complete_lines.saturating_sub(1);
+        // A cut right at the end of a line's JSON (before its newline) still parses.
+        let extra = usize::from(
+            cut > 0
+                && !line_ends.contains(&cut)
+                && line_ends.contains(&(cut + 1))
+                && complete_lines > 0,
+        );
+        assert_eq!(s.entries.len(), expected_entries + extra, "cut at {cut}");
+        let torn = cut > 0 && !line_ends.contains(&cut) && extra == 0 && complete_lines > 0;
+        if torn {
+            assert_eq!(s.warnings.len(), 1, "cut at {cut}: {:?}", s.warnings);
+            assert_eq!(s.warnings[0].line, complete_lines + 1);
+            assert!(s.warnings[0].message.contains("ends in the middle"));
+        }
+    }
+}
+
+#[test]
+fn a_torn_file_resumes_without_gluing_the_next_entry_to_the_fragment() {
+    let dir = Scratch::new("torn");
+    let path = copy_fixture(dir.path(), "");
+    let full = fs::read(&path).unwrap();
+    fs::write(&path, &full[..full.len() - 40]).unwrap();
+    let s = Session::load(&path).unwrap();
+    assert_eq!(s.leaf_id(), Some("e2d4c6b8"));
+    assert_eq!(s.warnings.len(), 1);
+    let mut rec = SessionRecorder::resume(&s).unwrap();
+    let id = rec.append_message(&assistant("answer again", vec![], 5));
+    rec.close().unwrap();
+    let again = Session::load(&path).unwrap();
+    assert_eq!(
+        again.warnings.len(),
+        1,
+        "only the old fragment: {:?}",
+        again.warnings
+    );
+    assert_eq!(again.leaf_id(), Some(id.as_str()));
+    assert_eq!(
+        again.entry(&id).unwrap().parent_id.as_deref(),
+        Some("e2d4c6b8")
+    );
+    // The file was only appended to.
+    assert_eq!(
+        fs::read(&path).unwrap()[..full.len() - 40],
+        full[..full.len() - 40]
+    );
+}
+
+#[test]
+fn a_corrupt_middle_line_is_skipped_with_a_warning_and_the_branch_holds() {
+    let mut l = lines(Path::new(FIXTURE));
+    l[3] = r#"{"type":"message","id":"c41e8a90","parentId":"a07c33d2","tim\u0000 garbage"#.into();
+    let text = l.join("\n") + "\n";
+    let before = text.clone();
+    let s = Session::read(text.as_bytes(), None).unwrap();
+    assert_eq!(text, before);
+    assert_eq!(s.entries.len(), 5);
+    assert_eq!(s.warnings[0].line, 4);
+    assert!(s.warnings[0].message.contains("unreadable line skipped"));
+    assert!(
+        s.warnings[1].message.contains("damaged line"),
+        "{:?}",
+        s.warnings
+    );
+    let ctx = s.context();
+    // The user message is gone; the rest of the conversation (and the settings) remain.
+    assert_eq!(ctx.messages, fixture_expected_messages()[1..].to_vec());
+    assert_eq!(ctx.thinking_level, Some(ThinkingLevel::Medium));
+}
+
+#[test]
+fn a_crash_while_a_tool_ran_gets_placeholder_results() {
+    let dir = Scratch::new("crash");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("edit both files", 1));
+    rec.append_message(&assistant(
+        "",
+        vec![
+            call("c1", "edit", json!({"path": "a"})),
+            call("c2", "bash", json!({"command": "sleep 100"})),
+        ],
+        2,
+    ));
+    rec.append_message(&tool_result("c1", "edit", "ok", 3));
+    // The process dies here, while `c2` runs.
+    std::mem::forget(rec);
+    let path = fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+
+    let s = Session::load(&path).unwrap();
+    let ctx = s.context();
+    assert_eq!(ctx.placeholders, 1);
+    assert_eq!(ctx.messages.len(), 4);
+    let r = ctx.messages[3].as_tool_result().unwrap();
+    assert_eq!(r.tool_call_id, "c2");
+    assert_eq!(r.tool_name, "bash");
+    assert!(r.is_error);
+    assert!(r.text().contains(UNFINISHED_TOOL_LABEL), "{}", r.text());
+    assert_eq!(r.timestamp, 2);
+    assert_eq!(ctx.origins[3], MessageOrigin::Placeholder);
+    // Loading never writes the placeholder into the file.
+    assert_eq!(lines(&path).len(), 4);
+
+    // Resumed, then the user types: the placeholder stays right after the tool results.
+    let mut rec = SessionRecorder::resume(&s).unwrap();
+    rec.append_message(&user("what happened?", 5));
+    rec.close().unwrap();
+    let ctx = Session::load(&path).unwrap().context();
+    let roles: Vec<&str> = ctx.messages.iter().map(AgentMessage::role).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "toolResult", "toolResult", "user"]
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_crash_gives_the_provider_a_complete_history() {
+    let dir = Scratch::new("crash-run");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("run it", 1));
+    rec.append_message(&assistant(
+        "",
+        vec![call("c9", "bash", json!({"command": "make"}))],
+        2,
+    ));
+    std::mem::forget(rec);
+    let path = fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+
+    let ctx = Session::load(&path).unwrap().into_context();
+    let provider = ScriptedProvider::new([reply::text("The build was interrupted.")]);
+    let agent = Agent::new(AgentSettings::new(
+        Arc::new(provider.clone()),
+        support::model(),
+    ));
+    agent.replace_messages(ctx.messages).unwrap();
+    agent.prompt_text("and now?").unwrap();
+    agent.wait_idle().await;
+    let sent = &provider.requests()[0].context.messages;
+    let roles: Vec<&str> = sent.iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "user"]);
+    let Message::ToolResult(r) = &*sent[2] else {
+        panic!("tool result expected")
+    };
+    assert_eq!(r.tool_call_id, "c9");
+}
+
+#[test]
+fn damaged_and_missing_files_are_errors_not_panics() {
+    let dir = Scratch::new("bad");
+    let missing = dir.path().join("nope.jsonl");
+    let err = Session::load(&missing).unwrap_err();
+    assert!(matches!(err, SessionError::Io { .. }));
+    assert!(
+        err.to_string().contains("cannot open session file"),
+        "{err}"
+    );
+    let garbage = dir.path().join("garbage.jsonl");
+    fs::write(&garbage, b"\x00\x01\x02 not json\n{{{{\n").unwrap();
+    assert!(matches!(
+        Session::load(&garbage),
+        Err(SessionError::NotASession(_))
+    ));
+    let empty = dir.path().join("empty.jsonl");
+    fs::write(&empty, b"").unwrap();
+    let s = Session::load(&empty).unwrap();
+    assert!(s.entries.is_empty());
+    assert!(s.context().messages.is_empty());
+}
+
+// ----- tree, compaction, old formats ------------------------------------------------------
+
+#[test]
+fn branching_follows_parent_ids() {
+    let dir = Scratch::new("branch");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("u1", 1));
+    let a1 = rec.append_message(&assistant("a1", vec![], 2));
+    rec.append_message(&user("u2", 3));
+    let a2 = rec.append_message(&assistant("a2", vec![], 4));
+    rec.branch_from(Some(&a1)).unwrap();
+    rec.append_message(&user("u2-retry", 5));
+    rec.append_message(&assistant("a2-retry", vec![], 6));
+    assert!(rec.branch_from(Some("ffffffff")).is_err());
+    rec.close().unwrap();
+
+    let s = Session::load(rec.path()).unwrap();
+    let text = |ctx: &pi::session::SessionContext| -> Vec<String> {
+        ctx.messages
+            .iter()
+            .map(|m| match m {
+                AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
+                AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+                _ => String::new(),
+            })
+            .collect()
+    };
+    assert_eq!(text(&s.context()), ["u1", "a1", "u2-retry", "a2-retry"]);
+    assert_eq!(text(&s.context_at(Some(&a2))), ["u1", "a1", "u2", "a2"]);
+    assert!(s.context_at(None).messages.is_empty());
+    assert_eq!(s.children(&a1).len(), 2);
+    assert_eq!(s.branch(Some(&a2)).len(), 4);
+}
+
+#[test]
+fn compaction_replaces_the_older_part_with_its_summary() {
+    let dir = Scratch::new("compact");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("old question", 1));
+    rec.append_message(&assistant("old answer", vec![], 2));
+    let kept = rec.append_message(&user("kept question", 3));
+    rec.append_message(&assistant("kept answer", vec![], 4));
+    let c = rec.append(EntryKind::Compaction(Compaction {
+        summary: "We talked about old things.".into(),
+        first_kept_entry_id: kept.clone(),
+        tokens_before: 5000,
+        details: None,
+        from_hook: None,
+    }));
+    rec.append_message(&user("new question", 6));
+    rec.append(EntryKind::BranchSummary(BranchSummary {
+        from_id: kept.clone(),
+        summary: "An abandoned attempt.".into(),
+        details: None,
+        from_hook: None,
+    }));
+    rec.append(EntryKind::CustomMessage(CustomMessageEntry {
+        custom_type: "ext".into(),
+        content: UserContent::Text("from an extension".into()),
+        display: true,
+        details: None,
+    }));
+    rec.append(EntryKind::Custom {
+        custom_type: "ext-state".into(),
+        data: Some(json!(1)),
+    });
+    rec.close().unwrap();
+
+    let ctx = Session::load(rec.path()).unwrap().context();
+    let texts: Vec<String> = ctx
+        .messages
+        .iter()
+        .map(|m| match m {
+            AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
+            AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(texts.len(), 6, "{texts:?}");
+    assert!(texts[0].starts_with(pi::session::context::COMPACTION_PREAMBLE));
+    assert!(texts[0].contains("<summary>\nWe talked about old things.\n</summary>"));
+    assert_eq!(
+        texts[1..4],
+        ["kept question", "kept answer", "new question"]
+    );
+    assert!(texts[4].contains("An abandoned attempt."));
+    assert_eq!(texts[5], "from an extension");
+    assert_eq!(ctx.origins[0], MessageOrigin::CompactionSummary(c));
+    assert!(matches!(ctx.origins[4], MessageOrigin::BranchSummary(_)));
+    assert!(matches!(ctx.origins[5], MessageOrigin::CustomMessage(_)));
+    assert!(ctx.messages[0].as_user().unwrap().synthetic);
+}
+
+#[test]
+fn version_one_files_are_chained_and_migrated() {
+    let s = Session::load(Path::new(FIXTURE_V1)).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.header.version, 1);
+    assert_eq!(s.entries.len(), 8);
+    for pair in s.entries.windows(2) {
+        assert_eq!(pair[1].parent_id.as_deref(), Some(pair[0].id.as_str()));
+    }
+    // Stable ids: the same on every load.
+    let again = Session::load(Path::new(FIXTURE_V1)).unwrap();
+    assert_eq!(
+        s.entries.iter().map(|e| &e.id).collect::<Vec<_>>(),
+        again.entries.iter().map(|e| &e.id).collect::<Vec<_>>()
+    );
+    let ctx = s.context();
+    let texts: Vec<String> = ctx
+        .messages
+        .iter()
+        .map(|m| match m {
+            AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
+            AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert!(texts[0].contains("The user asked two questions."));
+    assert_eq!(
+        texts[1..],
+        [
+            "second question",
+            "second answer",
+            "remember the tests",
+            "third question"
+        ]
+    );
+    assert_eq!(ctx.thinking_level, Some(ThinkingLevel::Low));
+    assert_eq!(ctx.model.unwrap().model_id, "gpt-4o");
+}
+
+#[test]
+fn node_extra_roles_reach_the_model_as_user_messages() {
+    let header = r#"{"type":"session","version":3,"id":"019a0000-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let bash = r#"{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"bashExecution","command":"ls","output":"a.txt\n","exitCode":2,"cancelled":false,"truncated":true,"fullOutputPath":"/tmp/out","timestamp":5}}"#;
+    let hidden = r#"{"type":"message","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"bashExecution","command":"env","output":"SECRET=1","exitCode":0,"cancelled":false,"truncated":false,"excludeFromContext":true,"timestamp":6}}"#;
+    let other = r#"{"type":"message","id":"cccccccc","parentId":"bbbbbbbb","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"someExtension","x":1,"timestamp":7}}"#;
+    let text = format!("{header}\n{bash}\n{hidden}\n{other}\n");
+    let ctx = Session::read(text.as_bytes(), None).unwrap().context();
+    assert_eq!(ctx.messages.len(), 2);
+    let u = ctx.messages[0].as_user().unwrap();
+    assert_eq!(
+        u.content.joined_text(),
+        "Ran `ls`\n```\na.txt\n```\n(exit code 2)\n(output truncated; full output in /tmp/out)"
+    );
+    assert_eq!(u.timestamp, 5);
+    assert!(matches!(&ctx.messages[1], AgentMessage::Custom(c) if c.role == "someExtension"));
+}
+
+// ----- finding, listing, forking ----------------------------------------------------------
+
+/// A session file of about `size` bytes: header, a user message, filler, a name near the end.
+fn write_session(dir: &Path, n: usize, size: usize, name: Option<&str>, first: &str) -> PathBuf {
+    let id = pi::session::ids::uuid_v7_at(1_700_000_000_000 + n as i64);
+    let ts = pi::session::time::iso_from_ms(1_700_000_000_000 + n as i64);
+    let path = dir.join(pi::session::paths::session_file_name(&ts, &id));
+    let mut out = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+    let header = pi::session::SessionHeader::new(id, ts.clone(), "/proj".into(), None);
+    writeln!(out, "{}", header.to_line()).unwrap();
+    let mut parent: Option<String> = None;
+    let mut written = 0usize;
+    let mut k = 0u32;
+    let mut push =
+        |out: &mut std::io::BufWriter<fs::File>, kind: EntryKind, written: &mut usize| {
+            k += 1;
+            let id = format!("{k:08x}");
+            let line = pi::session::SessionEntry {
+                id: id.clone(),
+                parent_id: parent.replace(id),
+                timestamp: ts.clone(),
+                kind,
+            }
+            .to_line();
+            *written += line.len() + 1;
+            writeln!(out, "{line}").unwrap();
+        };
+    push(&mut out, EntryKind::Message(user(first, 1)), &mut written);
+    let filler = "x".repeat(4000);
+    while written < size {
+        push(
+            &mut out,
+            EntryKind::Message(tool_result("c", "read", &filler, 2)),
+            &mut written,
+        );
+    }
+    if let Some(name) = name {
+        push(
+            &mut out,
+            EntryKind::SessionInfo {
+                name: Some(name.into()),
+            },
+            &mut written,
+        );
+        push(
+            &mut out,
+            EntryKind::Message(assistant("after naming", vec![], 3)),
+            &mut written,
+        );
+    }
+    drop(out);
+    path
+}
+
+fn set_mtime(path: &Path, secs_ago: u64) {
+    let t = SystemTime::now() - Duration::from_secs(secs_ago);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+#[test]
+fn listing_one_thousand_sessions_is_fast_and_reads_bounded_bytes() {
+    let dir = Scratch::new("list");
+    let paths = SessionPaths::for_cwd(dir.path(), Path::new("/proj"));
+    fs::create_dir_all(&paths.dir).unwrap();
+    let size = 60 * 1024;
+    for n in 0..1000 {
+        let name = (n % 3 == 0).then(|| format!("named {n}"));
+        let p = write_session(
+            &paths.dir,
+            n,
+            size,
+            name.as_deref(),
+            &format!("question {n}"),
+        );
+        set_mtime(&p, 10_000 - n as u64);
+    }
+    fs::write(paths.dir.join("stray.jsonl"), "not a session\n").unwrap();
+    fs::write(paths.dir.join("notes.txt"), "ignored").unwrap();
+
+    let started = Instant::now();
+    let list = list_sessions(&paths, ListScope::CurrentFolder);
+    let took = started.elapsed();
+    assert_eq!(list.sessions.len(), 1000);
+    let per_file = (HEAD_BYTES + TAIL_BYTES) as u64;
+    assert!(
+        list.bytes_read <= 1000 * per_file + 100,
+        "read {} bytes",
+        list.bytes_read
+    );
+    let on_disk: u64 = list.sessions.iter().map(|s| s.size).sum();
+    assert!(list.bytes_read < on_disk);
+    // Generous for debug builds and busy machines; the release figure is in bench/.
+    assert!(took < Duration::from_secs(3), "listing took {took:?}");
+
+    // Newest first, names from the tail, previews from the head.
+    let newest = &list.sessions[0];
+    assert_eq!(newest.first_message.as_deref(), Some("question 999"));
+    assert_eq!(newest.name.as_deref(), Some("named 999"));
+    assert_eq!(newest.title(), "named 999");
+    assert_eq!(list.sessions[1].name, None);
+    assert_eq!(list.sessions[1].title(), "question 998");
+    assert_eq!(
+        list.sessions[999].first_message.as_deref(),
+        Some("question 0")
+    );
+    assert!(
+        list.sessions
+            .windows(2)
+            .all(|w| w[0].modified >= w[1].modified)
+    );
+    assert_eq!(newest.cwd, "/proj");
+}
+
+#[test]
+fn a_huge_first_message_gives_a_cut_preview() {
+    let dir = Scratch::new("huge");
+    let long = format!("please {}", "refactor ".repeat(10_000));
+    let p = write_session(dir.path(), 1, 200_000, None, &long);
+    let info = pi::session::session_info(&p).unwrap();
+    let preview = info.first_message.unwrap();
+    assert!(preview.starts_with("please refactor refactor"));
+    assert!(preview.chars().count() <= pi::session::list::PREVIEW_CHARS + 1);
+}
+
+#[test]
+fn a_header_longer_than_the_head_still_lists() {
+    let dir = Scratch::new("longhead");
+    let p = write_session(dir.path(), 1, 100_000, Some("long"), "hi");
+    let text = fs::read_to_string(&p).unwrap();
+    let deep = format!("/{}", "very-long-folder-name/".repeat(400));
+    let text = text.replacen("\"cwd\":\"/proj\"", &format!("\"cwd\":\"{deep}\""), 1);
+    fs::write(&p, text).unwrap();
+    let info = pi::session::session_info(&p).unwrap();
+    assert_eq!(info.cwd, deep);
+    assert_eq!(info.first_message.as_deref(), Some("hi"));
+    assert_eq!(info.name.as_deref(), Some("long"));
+}
+
+#[test]
+fn newest_find_and_scopes() {
+    let dir = Scratch::new("find");
+    let here = SessionPaths::for_cwd(dir.path(), Path::new("/proj"));
+    let there = SessionPaths::for_cwd(dir.path(), Path::new("/other"));
+    fs::create_dir_all(&here.dir).unwrap();
+    fs::create_dir_all(&there.dir).unwrap();
+    assert_eq!(newest_session(&here.dir), None);
+    let a = write_session(&here.dir, 1, 10, None, "a");
+    let b = write_session(&here.dir, 2, 10, None, "b");
+    let c = write_session(&there.dir, 3, 10, None, "c");
+    set_mtime(&a, 100);
+    set_mtime(&b, 50);
+    // The newest file is not a session: passed over.
+    fs::write(here.dir.join("zzz.jsonl"), "garbage\n").unwrap();
+    assert_eq!(newest_session(&here.dir), Some(b.clone()));
+    set_mtime(&a, 10);
+    assert_eq!(newest_session(&here.dir), Some(a.clone()));
+
+    let id_of = |p: &Path| pi::session::list::header_id(p).unwrap();
+    let (ida, idc) = (id_of(&a), id_of(&c));
+    // Full id, unique prefix (ids share their time prefix, so take the random tail).
+    let found = find_session(&here, &ida).unwrap();
+    assert_eq!(found.path, a);
+    assert!(found.in_current_folder);
+    let found = find_session(&here, &idc).unwrap();
+    assert_eq!(found.path, c);
+    assert!(!found.in_current_folder);
+    // A prefix shared by a and b is ambiguous.
+    let shared = &ida[..8];
+    assert!(id_of(&b).starts_with(shared));
+    assert!(matches!(
+        find_session(&here, shared),
+        Err(SessionError::Ambiguous { .. })
+    ));
+    // Paths.
+    let found = find_session(&here, c.to_str().unwrap()).unwrap();
+    assert_eq!(found.id, idc);
+    assert!(!found.in_current_folder);
+    assert!(matches!(
+        find_session(&here, "does-not-exist"),
+        Err(SessionError::NotFound(_))
+    ));
+    assert!(matches!(
+        find_session(&here, "/no/such/file.jsonl"),
+        Err(SessionError::NotFound(_))
+    ));
+    // All folders.
+    assert_eq!(
+        list_sessions(&here, ListScope::CurrentFolder)
+            .sessions
+            .len(),
+        2
+    );
+    assert_eq!(
+        list_sessions(&here, ListScope::AllFolders).sessions.len(),
+        3
+    );
+}
+
+#[test]
+fn fork_copies_the_entries_under_a_new_id() {
+    let dir = Scratch::new("fork");
+    let src = copy_fixture(dir.path(), "");
+    let dest = dir.path().join("sessions").join("--here--");
+    let forked = fork(&src, &dest, Path::new("/here")).unwrap();
+    assert_ne!(forked.id, "01a2361b-5150-7635-b3fd-ab0404bb9f84");
+    assert_eq!(forked.path.parent().unwrap(), dest);
+    let new_lines = lines(&forked.path);
+    let old_lines = lines(&src);
+    assert_eq!(new_lines[1..], old_lines[1..]);
+    let s = Session::load(&forked.path).unwrap();
+    assert_eq!(s.id(), forked.id);
+    assert_eq!(s.cwd(), "/here");
+    assert_eq!(
+        s.header.parent_session.as_deref(),
+        Some(fs::canonicalize(&src).unwrap().to_str().unwrap())
+    );
+    assert_eq!(s.context().messages, fixture_expected_messages());
+    assert_eq!(
+        fs::read_dir(&dest).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+
+    // An old-format source is written out migrated.
+    let forked = fork(Path::new(FIXTURE_V1), &dest, Path::new("/here")).unwrap();
+    let s = Session::load(&forked.path).unwrap();
+    assert!(s.warnings.is_empty());
+    assert_eq!(s.header.version, 3);
+    let old = Session::load(Path::new(FIXTURE_V1)).unwrap();
+    assert_eq!(s.context().messages, old.context().messages);
+    assert!(
+        lines(&forked.path)[1..]
+            .iter()
+            .all(|l| l.contains("\"parentId\""))
+    );
+}
+
+#[test]
+fn large_files_parse_in_two_halves_with_the_same_result() {
+    let dir = Scratch::new("halves");
+    let path = write_session(dir.path(), 7, 6 << 20, Some("big"), "start");
+    // Damage a line in the second half and cut the last line short.
+    let text = fs::read_to_string(&path).unwrap();
+    let mut l: Vec<&str> = text.lines().collect();
+    let bad_line = l.len() * 3 / 4;
+    l[bad_line] = "{\"type\":\"message\",\"id\":";
+    let mut damaged = l.join("\n");
+    damaged.truncate(damaged.len() - 10);
+    fs::write(&path, &damaged).unwrap();
+
+    let from_file = Session::load(&path).unwrap();
+    let from_memory = Session::read(damaged.as_bytes(), Some(&path)).unwrap();
+    assert_eq!(from_file.entries, from_memory.entries);
+    assert_eq!(from_file.warnings, from_memory.warnings);
+    assert_eq!(from_file.warnings[0].line, bad_line + 1);
+    assert_eq!(from_file.warnings.last().unwrap().line, l.len());
+    assert_eq!(from_file.entries.len(), l.len() - 3);
+    // The chain holds across the damaged line: the branch reaches the first message.
+    let ctx = from_file.context();
+    // Every entry but the name is a message.
+    assert_eq!(ctx.messages.len(), from_file.entries.len() - 1);
+    assert_eq!(
+        ctx.messages[0].as_user().unwrap().content.joined_text(),
+        "start"
+    );
+}
+
+#[test]
+fn opening_from_the_command_line_flags() {
+    let dir = Scratch::new("open");
+    let cwd = Path::new("/tmp/mock");
+    let here = SessionPaths::for_cwd(dir.path(), cwd);
+    let there = SessionPaths::for_cwd(dir.path(), Path::new("/elsewhere"));
+
+    // --continue with nothing to continue starts a new session in this folder.
+    let o = open_session(&here, cwd, StartFrom::Continue).unwrap();
+    assert!(!o.resumed);
+    assert!(o.context.messages.is_empty());
+    assert_eq!(o.recorder.path().parent().unwrap(), here.dir);
+    drop(o);
+
+    // With the fixture in this folder, --continue resumes it.
+    fs::create_dir_all(&here.dir).unwrap();
+    let src = copy_fixture(&here.dir, "");
+    let o = open_session(&here, cwd, StartFrom::Continue).unwrap();
+    assert!(o.resumed && !o.other_folder);
+    assert_eq!(o.recorder.path(), src);
+    assert_eq!(o.context.messages, fixture_expected_messages());
+    assert_eq!(o.recorded_cwd, None);
+    assert!(o.warnings.is_empty());
+    drop(o);
+
+    // --session by id prefix from another project's folder.
+    let o = open_session(
+        &there,
+        Path::new("/elsewhere"),
+        StartFrom::Session("01a2361b-5150-7635"),
+    )
+    .unwrap();
+    assert!(o.resumed && o.other_folder);
+    assert_eq!(o.recorded_cwd.as_deref(), Some("/tmp/mock"));
+    drop(o);
+
+    // --fork copies into this folder under a new id.
+    let o = open_session(&there, Path::new("/elsewhere"), StartFrom::Fork("01a2361b")).unwrap();
+    assert!(o.resumed);
+    assert_ne!(
+        o.recorder.session_id(),
+        "01a2361b-5150-7635-b3fd-ab0404bb9f84"
+    );
+    assert_eq!(o.recorder.path().parent().unwrap(), there.dir);
+    assert_eq!(o.context.messages, fixture_expected_messages());
+    assert_eq!(
+        o.recorder.header().parent_session.as_deref(),
+        Some(fs::canonicalize(&src).unwrap().to_str().unwrap())
+    );
+    drop(o);
+
+    // --session with a new path starts a session stored exactly there.
+    let new_path = dir.path().join("mine.jsonl");
+    let mut o = open_session(&here, cwd, StartFrom::Session(new_path.to_str().unwrap())).unwrap();
+    assert!(!o.resumed);
+    o.recorder.append_message(&assistant("hello", vec![], 1));
+    assert!(new_path.is_file());
+    let id = o.recorder.session_id().to_string();
+    drop(o);
+    assert_eq!(Session::load(&new_path).unwrap().id(), id);
+
+    // A file without its header is continued in a repaired copy, never appended to.
+    let headless = dir.path().join("headless.jsonl");
+    let body = lines(Path::new(FIXTURE))[1..].join("\n") + "\n";
+    fs::write(&headless, &body).unwrap();
+    let o = open_session(&here, cwd, StartFrom::File(&headless)).unwrap();
+    assert_ne!(o.recorder.path(), headless);
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.message.contains("repaired copy"))
+    );
+    assert_eq!(o.context.messages, fixture_expected_messages());
+    assert_eq!(fs::read_to_string(&headless).unwrap(), body);
+    let repaired = Session::load(o.recorder.path()).unwrap();
+    assert!(!repaired.header_missing() && repaired.warnings.is_empty());
+    drop(o);
+
+    // A picked file; unknown ids are errors.
+    let o = open_session(&here, cwd, StartFrom::File(&new_path)).unwrap();
+    assert_eq!(o.context.messages.len(), 1);
+    assert!(matches!(
+        open_session(&here, cwd, StartFrom::Session("zzzz")),
+        Err(SessionError::NotFound(_))
+    ));
+    assert_eq!(
+        resume_hint(&id),
+        format!("To resume this session: pi --session {id}")
+    );
+}
+
+// ----- over HTTP: a resumed crash as the Anthropic API receives it --------------------------
+
+mod wire {
+    use super::support::server::{Chunk, Reply, event};
+    use serde_json::json;
+
+    /// A short text answer in the Anthropic Messages stream format.
+    pub fn text_reply(text: &str) -> Reply {
+        let chunks: Vec<Chunk> = vec![
+            event(
+                "message_start",
+                &json!({"type": "message_start", "message": {
+                    "id": "msg_01", "type": "message", "role": "assistant", "content": [],
+                    "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
+                    "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+            ),
+            event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "text", "text": ""}}),
+            ),
+            event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": text}}),
+            ),
+            event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": 0}),
+            ),
+            event(
+                "message_delta",
+                &json!({"type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                        "usage": {"output_tokens": 5}}),
+            ),
+            event("message_stop", &json!({"type": "message_stop"})),
+        ];
+        Reply::sse(chunks)
+    }
+}
+
+#[tokio::test]
+async fn a_crash_mid_tool_resumes_into_a_request_the_api_accepts() {
+    let dir = Scratch::new("http");
+    // The Node.js fixture, cut off after an assistant message that called two tools, one of
+    // which had answered when the process died.
+    let path = copy_fixture(dir.path(), "");
+    let mut l = lines(&path);
+    l.truncate(5);
+    l[4] = l[4].replace(
+        r#"{"type":"toolCall","id":"toolu_01HcG4mE8Qy1","name":"read","arguments":{"path":"README.md"}}"#,
+        r#"{"type":"toolCall","id":"toolu_01HcG4mE8Qy1","name":"read","arguments":{"path":"README.md"}},{"type":"toolCall","id":"toolu_02Zz","name":"bash","arguments":{"command":"cargo test"}}"#,
+    );
+    l.push(lines(Path::new(FIXTURE))[5].clone());
+    fs::write(&path, l.join("\n") + "\n").unwrap();
+
+    let server = support::server::TestServer::start(vec![wire::text_reply("Resumed.")]).await;
+    let providers = support::http_providers(&server, "anthropic");
+    let session = Session::load(&path).unwrap();
+    let recorder = SessionRecorder::resume(&session).unwrap();
+    let ctx = session.into_context();
+    assert_eq!(ctx.placeholders, 1);
+    let model = pi::provider::catalog::Catalog::builtin(&|_| None)
+        .find("anthropic", "claude-sonnet-4-5")
+        .unwrap()
+        .to_model();
+    let agent = Agent::new(AgentSettings::new(Arc::new(providers), model));
+    agent.replace_messages(ctx.messages).unwrap();
+    let task = RecorderTask::spawn(&agent, recorder);
+    agent.prompt_text("The build was stuck; go on.").unwrap();
+    agent.wait_idle().await;
+    let recorder = task.finish().await.unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let messages = requests[0].body["messages"].as_array().unwrap().clone();
+    // Every tool_use is answered by a tool_result in the very next message.
+    let mut calls = 0;
+    for (i, m) in messages.iter().enumerate() {
+        if m["role"] != "assistant" {
+            continue;
+        }
+        for block in m["content"].as_array().unwrap() {
+            if block["type"] != "tool_use" {
+                continue;
+            }
+            calls += 1;
+            let answered = messages[i + 1]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == block["id"]);
+            assert!(answered, "{} has no result: {messages:#?}", block["id"]);
+        }
+    }
+    assert_eq!(calls, 2);
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(last.to_string().contains("The build was stuck"));
+
+    // The answer went to the file, and no key did.
+    let text = fs::read_to_string(recorder.path()).unwrap();
+    assert!(text.contains("Resumed."));
+    assert!(!text.contains("test-key-123"));
+    assert!(requests[0].header("x-api-key").is_some());
+}
