@@ -435,3 +435,145 @@ async fn tools_run_for_real_and_the_tool_set_follows_the_flags() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("teleport"));
 }
+
+fn session_files(h: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let root = h.join("agent/sessions");
+    for d in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            out.push(f.path());
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn sessions_are_saved_and_continued_and_no_session_saves_nothing() {
+    let server = TestServer::start(vec![
+        tags("q"),
+        text_reply("first answer"),
+        text_reply("second answer"),
+    ])
+    .await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args(["-p", "remember 7"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pi --session "),
+        "resume hint on exit"
+    );
+    let files = session_files(&h);
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("\"type\":\"session\"")
+    );
+    assert!(text.contains("remember 7") && text.contains("first answer"));
+    assert!(text.contains("\"model_change\""));
+
+    // -c continues with the saved model (no probe needed) and sends the history.
+    let out = pi(&server, &h)
+        .args(["-c", "-p", "what was it?"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "second answer\n");
+    let reqs = server.requests();
+    let msgs = reqs.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let contents: Vec<String> = msgs
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(contents.contains(&"remember 7".to_string()));
+    assert!(contents.contains(&"first answer".to_string()));
+    assert_eq!(session_files(&h).len(), 1, "continued in the same file");
+
+    let server = TestServer::start(vec![tags("q"), text_reply("x")]).await;
+    let h2 = home();
+    let out = pi(&server, &h2)
+        .args(["-p", "--no-session", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    assert!(session_files(&h2).is_empty());
+}
+
+#[tokio::test]
+async fn a_process_killed_mid_tool_continues_with_a_valid_history() {
+    let call = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_sleep", "function": {"name": "bash", "arguments": "{\"command\":\"sleep 30\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![tags("q"), call, text_reply("recovered")]).await;
+    let h = home();
+    let child = pi(&server, &h)
+        .args(["-p", "run the long thing"])
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    // Wait until the assistant message with the call is on disk.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let files = session_files(&h);
+        if files.len() == 1
+            && std::fs::read_to_string(&files[0])
+                .unwrap_or_default()
+                .contains("call_sleep")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the session file"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    let _ = child.wait_with_output().await;
+    let out = pi(&server, &h)
+        .args(["-c", "-p", "go on"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "recovered\n");
+    let last = server.requests().last().unwrap().body.clone();
+    let msgs = last["messages"].as_array().unwrap();
+    let call_at = msgs
+        .iter()
+        .position(|m| m["tool_calls"][0]["id"] == "call_sleep")
+        .unwrap();
+    assert_eq!(msgs[call_at + 1]["role"], "tool");
+    assert_eq!(msgs[call_at + 1]["tool_call_id"], "call_sleep");
+}

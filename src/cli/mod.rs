@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, ValueEnum};
 
 /// A terminal coding agent.
-#[derive(Parser, Debug, Default)]
+#[derive(Parser, Debug, Default, Clone)]
 #[command(name = "pi", version, about, long_about = None)]
 pub struct Cli {
     /// Messages to send; the first is the prompt, the rest are sent one after another.
@@ -53,6 +53,30 @@ pub struct Cli {
     /// Add to the system prompt (text, or a path to a file).
     #[arg(long = "append-system-prompt")]
     pub append_system_prompt: Option<String>,
+
+    /// Continue the newest session of this folder.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+
+    /// Pick a saved session to resume.
+    #[arg(short = 'r', long = "resume")]
+    pub resume: bool,
+
+    /// Open this session (a file path or an id prefix).
+    #[arg(long, value_name = "PATH|ID")]
+    pub session: Option<String>,
+
+    /// Start from a copy of this session (a file path or an id prefix).
+    #[arg(long, value_name = "PATH|ID")]
+    pub fork: Option<String>,
+
+    /// Do not save this session.
+    #[arg(long = "no-session")]
+    pub no_session: bool,
+
+    /// Where to keep session files (default: ~/.pi/agent/sessions/<folder>).
+    #[arg(long = "session-dir", value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
 
     /// Tools to offer the model, comma-separated (read, bash, edit, write, grep, find, ls).
     /// Default: read, bash, edit, write.

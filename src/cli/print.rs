@@ -122,6 +122,98 @@ fn session_id() -> String {
     )
 }
 
+/// Open the session the flags ask for: `--fork`, `--session`, `-c`, `-r` (a numbered list on
+/// the terminal), else a new one; `None` with `--no-session` or without a home folder.
+pub fn open_session(
+    cli: &Cli,
+    env: &EnvLookup,
+) -> Result<Option<crate::session::OpenedSession>, String> {
+    use crate::session::{ListScope, SessionPaths, StartFrom, list_sessions, open_session};
+    if cli.no_session {
+        return Ok(None);
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let e = env.clone();
+    let agent_dir = config::agent_dir(&move |k| e(k));
+    let e = env.clone();
+    let Some(paths) = SessionPaths::resolve(
+        agent_dir.as_deref(),
+        &cwd,
+        cli.session_dir.as_deref(),
+        &move |k| e(k),
+    ) else {
+        eprintln!("pi: warning: no home folder, so this session is not saved");
+        return Ok(None);
+    };
+    let picked;
+    let from = if let Some(f) = &cli.fork {
+        StartFrom::Fork(f)
+    } else if let Some(s) = &cli.session {
+        StartFrom::Session(s)
+    } else if cli.continue_session {
+        StartFrom::Continue
+    } else if cli.resume {
+        let list = list_sessions(&paths, ListScope::CurrentFolder).sessions;
+        if list.is_empty() {
+            return Err("no saved sessions in this folder to resume".into());
+        }
+        picked = pick_session(&list)?;
+        StartFrom::File(&picked)
+    } else {
+        StartFrom::New
+    };
+    let opened = open_session(&paths, &cwd, from).map_err(|e| e.to_string())?;
+    for w in &opened.warnings {
+        eprintln!("pi: warning: {w}");
+    }
+    Ok(Some(opened))
+}
+
+/// A plain numbered list on stderr; the choice is read from the terminal.
+fn pick_session(list: &[crate::session::SessionInfo]) -> Result<std::path::PathBuf, String> {
+    use std::io::{BufRead, IsTerminal};
+    if !std::io::stdin().is_terminal() {
+        return Err("--resume needs a terminal to pick from; use --session <id> or -c".into());
+    }
+    let shown = list.len().min(30);
+    for (i, s) in list.iter().take(shown).enumerate() {
+        let title: String = s.title().chars().take(70).collect();
+        eprintln!(
+            "{:>3}. {}  {}",
+            i + 1,
+            &s.id.chars().take(8).collect::<String>(),
+            title
+        );
+    }
+    eprint!("Session number [1]: ");
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the choice: {e}"))?;
+    let n = match line.trim() {
+        "" => 1,
+        t => t
+            .parse::<usize>()
+            .map_err(|_| format!("`{t}` is not a session number"))?,
+    };
+    list.get(n.wrapping_sub(1))
+        .filter(|_| n >= 1 && n <= shown)
+        .map(|s| s.path.clone())
+        .ok_or_else(|| format!("there is no session number {n}"))
+}
+
+/// Flush the session and say how to come back to it.
+pub async fn close_session(task: Option<crate::session::RecorderTask>) {
+    if let Some(task) = task
+        && let Some(r) = task.finish().await
+        && r.is_persisted()
+    {
+        eprintln!("{}", crate::session::resume_hint(r.session_id()));
+    }
+}
+
 /// The tools chosen by `--tools` / `--no-tools` (default: read, bash, edit, write).
 pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
     let names: Vec<String> = if cli.no_tools {
@@ -144,6 +236,10 @@ pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTo
 /// An agent ready to take prompts, with what a UI needs to show and switch models.
 pub struct BuiltAgent {
     pub agent: Agent,
+    /// Records the conversation to its session file (absent with `--no-session`).
+    pub session: Option<crate::session::RecorderTask>,
+    /// The session's id (a fresh one when not saving).
+    pub session_id: String,
     /// The catalogue the providers were built from (for a model picker).
     pub catalog: Catalog,
     /// The model the agent starts with.
@@ -165,7 +261,23 @@ pub async fn build_agent(
 ) -> Result<BuiltAgent, String> {
     // Bad flags first: no point probing for a model to then refuse the tool list.
     let tools = active_tools(cli)?;
-    let selection = select::select(cli, config, &mut catalog, env).await?;
+    let opened = open_session(cli, env)?;
+    // A resumed session keeps its model and level unless the flags name others.
+    let mut chosen = cli.clone();
+    if let Some(o) = opened.as_ref().filter(|o| o.resumed) {
+        if chosen.model.is_none()
+            && let Some(m) = &o.context.model
+        {
+            chosen.model = Some(format!("{}/{}", m.provider, m.model_id));
+            chosen.provider = None;
+        }
+        if chosen.thinking.is_none()
+            && let Some(t) = o.context.thinking_level
+        {
+            chosen.thinking = Some(t.as_str().to_string());
+        }
+    }
+    let selection = select::select(&chosen, config, &mut catalog, env).await?;
     for w in &selection.warnings {
         eprintln!("pi: warning: {w}");
     }
@@ -182,8 +294,26 @@ pub async fn build_agent(
     settings.thinking = selection.thinking;
     settings.system_prompt = system_prompt(cli, env, tool_lines);
     settings.retry = retry_policy(config);
+    let agent = Agent::new(settings);
+    let mut session_id = session_id();
+    let mut recorder_task = None;
+    if let Some(mut opened) = opened {
+        if !opened.context.messages.is_empty() {
+            agent
+                .replace_messages(std::mem::take(&mut opened.context.messages))
+                .map_err(|e| e.to_string())?;
+        }
+        opened
+            .recorder
+            .set_model(&selection.model.provider, &selection.model.id);
+        opened.recorder.set_thinking_level(selection.thinking);
+        session_id = opened.recorder.session_id().to_string();
+        recorder_task = Some(crate::session::RecorderTask::spawn(&agent, opened.recorder));
+    }
     Ok(BuiltAgent {
-        agent: Agent::new(settings),
+        agent,
+        session: recorder_task,
+        session_id,
         catalog,
         model: selection.model,
     })
@@ -211,13 +341,15 @@ pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
         eprintln!("pi: nothing to do: give a message, e.g. pi -p \"explain this repo\"");
         return 1;
     }
-    let agent = match build_agent(&cli, &config, catalog, &env).await {
-        Ok(built) => built.agent,
+    let built = match build_agent(&cli, &config, catalog, &env).await {
+        Ok(built) => built,
         Err(e) => {
             eprintln!("pi: {e}");
             return 1;
         }
     };
+    let agent = built.agent;
+    let session_task = built.session;
     let mut events = agent.subscribe();
 
     let json_mode = cli.mode == OutputMode::Json;
@@ -228,7 +360,7 @@ pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
         let header = json!({
             "type": "session",
             "version": 3,
-            "id": session_id(),
+            "id": built.session_id,
             "timestamp": now_ms(),
             "cwd": cwd.display().to_string(),
         });
@@ -263,6 +395,7 @@ pub async fn run(cli: Cli, stdin: Option<String>) -> u8 {
     }
     let _ = out.flush();
     drop(out);
+    close_session(session_task).await;
     if let Some(code) = signal_code {
         return code;
     }

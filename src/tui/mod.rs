@@ -106,6 +106,7 @@ pub async fn run(cli: Cli) -> u8 {
         }
     };
     let agent = built.agent;
+    let session_task = built.session;
     let events = agent.subscribe();
     let thinking = agent.settings().thinking;
     let mut app = App::new(Box::new(agent.clone()), built.model, thinking);
@@ -140,6 +141,9 @@ pub async fn run(cli: Cli) -> u8 {
     let code = event_loop(&mut term, &mut app, &agent, events).await;
     agent.abort(None);
     terminal::restore();
+    // Let an aborted run write its last messages before the file is closed.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), agent.wait_idle()).await;
+    crate::cli::print::close_session(session_task).await;
     match code {
         Ok(c) => c,
         Err(e) => {
