@@ -294,6 +294,9 @@ pub async fn build_agent(
     settings.thinking = selection.thinking;
     settings.system_prompt = system_prompt(cli, env, tool_lines);
     settings.retry = retry_policy(config);
+    settings.steering_mode = config::queue_mode(config.steering_mode.as_deref(), "steering_mode")?;
+    settings.follow_up_mode =
+        config::queue_mode(config.follow_up_mode.as_deref(), "follow_up_mode")?;
     let agent = Agent::new(settings);
     let mut session_id = session_id();
     let mut recorder_task = None;

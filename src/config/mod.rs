@@ -66,6 +66,10 @@ pub struct Config {
     pub thinking: Option<String>,
     /// Seconds without data before a stream counts as dropped.
     pub idle_timeout_secs: Option<u64>,
+    /// How queued steering messages are delivered: "one-at-a-time" or "all".
+    pub steering_mode: Option<String>,
+    /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
+    pub follow_up_mode: Option<String>,
     pub retry: RetryConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
 }
@@ -90,9 +94,26 @@ const TOP_KEYS: &[&str] = &[
     "model",
     "thinking",
     "idle_timeout_secs",
+    "steering_mode",
+    "follow_up_mode",
     "retry",
     "providers",
 ];
+
+/// A queue mode from config: `one-at-a-time` (default) or `all`.
+pub fn queue_mode(
+    value: Option<&str>,
+    key: &str,
+) -> Result<crate::agent::facade::QueueMode, String> {
+    use crate::agent::facade::QueueMode;
+    match value.map(str::trim) {
+        None | Some("one-at-a-time") => Ok(QueueMode::OneAtATime),
+        Some("all") => Ok(QueueMode::All),
+        Some(other) => Err(format!(
+            "config {key}: unknown mode `{other}` (expected \"one-at-a-time\" or \"all\")"
+        )),
+    }
+}
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
 const PROVIDER_KEYS: &[&str] = &["api", "base_url", "key", "headers", "compat", "models"];
 const MODEL_KEYS: &[&str] = &[
@@ -349,6 +370,18 @@ mod tests {
         assert_eq!(l.config.retry.base_delay_ms, Some(10));
         assert_eq!(l.warnings.len(), 1);
         assert!(l.warnings[0].contains("colour"));
+    }
+
+    #[test]
+    fn queue_modes_parse() {
+        use crate::agent::facade::QueueMode;
+        assert_eq!(queue_mode(None, "k").unwrap(), QueueMode::OneAtATime);
+        assert_eq!(queue_mode(Some("all"), "k").unwrap(), QueueMode::All);
+        assert!(
+            queue_mode(Some("some"), "steering_mode")
+                .unwrap_err()
+                .contains("steering_mode")
+        );
     }
 
     #[test]
