@@ -583,7 +583,11 @@ async fn a_bad_queue_mode_in_config_is_reported() {
     let server = TestServer::start(vec![tags("q"), text_reply("x")]).await;
     let h = home();
     std::fs::create_dir_all(h.join("agent")).unwrap();
-    std::fs::write(h.join("agent/config.toml"), "steering_mode = \"sometimes\"\n").unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "steering_mode = \"sometimes\"\n",
+    )
+    .unwrap();
     let out = pi(&server, &h).args(["-p", "hi"]).output().await.unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("steering_mode"));
