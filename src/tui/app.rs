@@ -20,12 +20,14 @@ use super::cells::{Cell, ToolCell, ToolState, View};
 use super::editor::Editor;
 use super::port::{AgentPort, message_text};
 use super::sanitize::sanitize;
+use super::sessions::{SessionHost, SessionPicker};
 use super::slash;
 use super::transcript::Transcript;
 use crate::agent::events::AgentEvent;
 use crate::agent::thinking::ThinkingLevel;
 use crate::agent::types::{AgentMessage, Message, StopReason, Usage};
 use crate::provider::catalog::ModelInfo;
+use crate::session::ListScope;
 
 /// What the loop must do outside the app state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +89,12 @@ pub struct App {
     pub place: Place,
     pub totals: Totals,
     pub picker: Option<ModelPicker>,
+    /// The `/resume` picker, when open.
+    pub sessions: Option<SessionPicker>,
+    /// Lists and opens session files (absent with `--no-session`).
+    pub session_host: Option<Box<dyn SessionHost>>,
+    /// A recorder for the session just resumed, for the loop to switch to.
+    pub pending_recorder: Option<crate::session::SessionRecorder>,
     /// The `/` completion list was dismissed with Esc for the current text.
     pub completion_dismissed: bool,
     pub completion_selected: usize,
@@ -119,6 +127,9 @@ impl App {
             place: Place::default(),
             totals: Totals::default(),
             picker: None,
+            sessions: None,
+            session_host: None,
+            pending_recorder: None,
             completion_dismissed: false,
             completion_selected: 0,
             hint: None,
@@ -390,6 +401,10 @@ impl App {
             self.picker_key(key);
             return;
         }
+        if self.sessions.is_some() {
+            self.sessions_key(key);
+            return;
+        }
         let page = (self.viewport.1 as usize).saturating_sub(2).max(1);
         match key.code {
             KeyCode::Char('c') if ctrl => {
@@ -558,6 +573,7 @@ impl App {
                 self.transcript.follow();
             }
             "model" => self.open_picker(args),
+            "resume" => self.open_sessions(),
             "thinking" => {
                 if args.is_empty() {
                     self.cycle_thinking();
@@ -671,6 +687,136 @@ impl App {
         let order = [Off, Minimal, Low, Medium, High, Xhigh];
         let i = order.iter().position(|l| *l == self.thinking).unwrap_or(0);
         self.set_thinking(order[(i + 1) % order.len()]);
+    }
+
+    // ----- session picker -----------------------------------------------------------------
+
+    /// Open the `/resume` picker on this folder's sessions.
+    pub fn open_sessions(&mut self) {
+        self.dirty = true;
+        let Some(host) = &self.session_host else {
+            self.notice("Sessions are not saved in this run (--no-session)");
+            return;
+        };
+        let list = host.list(ListScope::CurrentFolder);
+        self.sessions = Some(SessionPicker::new(ListScope::CurrentFolder, list));
+    }
+
+    fn sessions_key(&mut self, key: KeyEvent) {
+        let Some(p) = self.sessions.as_mut() else {
+            return;
+        };
+        match key.code {
+            KeyCode::Esc => self.sessions = None,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.sessions = None
+            }
+            KeyCode::Up => p.up(),
+            KeyCode::Down => p.down(),
+            KeyCode::Backspace => p.pop(),
+            KeyCode::Char(c) => p.push(c),
+            KeyCode::Tab | KeyCode::BackTab => {
+                let scope = p.other_scope();
+                let list = self
+                    .session_host
+                    .as_ref()
+                    .map(|h| h.list(scope))
+                    .unwrap_or_default();
+                if let Some(p) = self.sessions.as_mut() {
+                    p.set_scope(scope, list);
+                }
+            }
+            KeyCode::Enter => {
+                let chosen = p.selected_path();
+                self.sessions = None;
+                if let Some(path) = chosen {
+                    self.resume(&path);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Open a saved session: its messages replace the agent's and the transcript.
+    pub fn resume(&mut self, path: &std::path::Path) {
+        if self.is_busy() {
+            self.notice("Cannot resume while the agent is working; press Esc first");
+            return;
+        }
+        let Some(host) = &self.session_host else {
+            return;
+        };
+        let resumed = match host.open(path) {
+            Ok(r) => r,
+            Err(e) => {
+                self.transcript
+                    .push(Cell::Error(format!("cannot open the session: {e}")));
+                return;
+            }
+        };
+        if let Err(e) = self.port.replace_messages(resumed.messages.clone()) {
+            self.notice(format!("Cannot resume now: {e}"));
+            return;
+        }
+        self.pending_recorder = resumed.recorder;
+        self.transcript.clear();
+        self.tools.clear();
+        self.streaming = None;
+        self.totals = Totals::default();
+        self.place.session_name = resumed.name.as_deref().map(sanitize);
+        self.show_messages(&resumed.messages);
+        for w in resumed.warnings {
+            self.notice(sanitize(&w));
+        }
+        self.notice(format!("Resumed {}", sanitize(&path.display().to_string())));
+    }
+
+    /// Render saved messages as cells (user, assistant, one tool cell per call with its result).
+    pub fn show_messages(&mut self, messages: &[AgentMessage]) {
+        let mut calls: HashMap<String, usize> = HashMap::new();
+        for m in messages {
+            match m {
+                AgentMessage::Llm(Message::User(_)) => {
+                    if !self.transcript.is_empty() {
+                        self.transcript.push(Cell::Divider);
+                    }
+                    self.transcript.push(Cell::User(sanitize(&message_text(m))));
+                }
+                AgentMessage::Llm(Message::Assistant(a)) => {
+                    self.transcript.push(Cell::assistant(a.clone(), false));
+                    for call in a.tool_calls() {
+                        let idx = self.transcript.push(Cell::Tool(ToolCell {
+                            id: call.id.clone(),
+                            name: sanitize(&call.name),
+                            args: std::sync::Arc::new(call.arguments.clone()),
+                            state: ToolState::Skipped,
+                            output: String::new(),
+                            diff: None,
+                        }));
+                        calls.insert(call.id.clone(), idx);
+                    }
+                }
+                AgentMessage::Llm(Message::ToolResult(r)) => {
+                    if let Some(idx) = calls.remove(&r.tool_call_id)
+                        && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
+                    {
+                        t.state = ToolState::Done {
+                            ok: !r.is_error,
+                            took: Duration::ZERO,
+                        };
+                        t.output = sanitize(&output_text(&r.content));
+                        t.diff = r
+                            .details
+                            .as_ref()
+                            .and_then(|d| d.get("diff"))
+                            .and_then(serde_json::Value::as_str)
+                            .map(sanitize);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.transcript.follow();
     }
 
     // ----- model picker -------------------------------------------------------------------

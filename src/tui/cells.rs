@@ -91,6 +91,15 @@ fn dim() -> Style {
     Style::new().fg(Color::DarkGray)
 }
 
+/// " (1.2s)", or nothing when the time is unknown (a resumed session's tools).
+fn took_tail(took: Duration) -> String {
+    if took.is_zero() {
+        String::new()
+    } else {
+        format!(" ({})", secs(took))
+    }
+}
+
 fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
@@ -269,16 +278,12 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
             Style::new().fg(Color::Cyan),
             format!(" ({})", secs(view.now.saturating_duration_since(*started))),
         ),
-        ToolState::Done { ok: true, took } => (
-            "✓".into(),
-            Style::new().fg(Color::Green),
-            format!(" ({})", secs(*took)),
-        ),
-        ToolState::Done { ok: false, took } => (
-            "✗".into(),
-            Style::new().fg(Color::Red),
-            format!(" ({})", secs(*took)),
-        ),
+        ToolState::Done { ok: true, took } => {
+            ("✓".into(), Style::new().fg(Color::Green), took_tail(*took))
+        }
+        ToolState::Done { ok: false, took } => {
+            ("✗".into(), Style::new().fg(Color::Red), took_tail(*took))
+        }
         ToolState::Skipped => ("↷".into(), dim(), " (skipped)".into()),
     };
     let head = Line::from(vec![

@@ -20,6 +20,7 @@ pub mod markdown;
 pub mod port;
 pub mod render;
 pub mod sanitize;
+pub mod sessions;
 pub mod slash;
 pub mod terminal;
 pub mod transcript;
@@ -98,7 +99,11 @@ pub async fn run(cli: Cli) -> u8 {
             return 1;
         }
     };
-    let built = match crate::cli::print::build_agent(&cli, &config, catalog, &env).await {
+    // `-r` opens the TUI with the session picker instead of the numbered list on stderr: the
+    // agent starts on a new (not yet written) session until one is chosen.
+    let mut start = cli.clone();
+    start.resume = false;
+    let built = match crate::cli::print::build_agent(&start, &config, catalog, &env).await {
         Ok(b) => b,
         Err(e) => {
             eprintln!("pi: {e}");
@@ -106,12 +111,31 @@ pub async fn run(cli: Cli) -> u8 {
         }
     };
     let agent = built.agent;
-    let session_task = built.session;
+    let mut session_task = built.session;
     let events = agent.subscribe();
     let thinking = agent.settings().thinking;
     let mut app = App::new(Box::new(agent.clone()), built.model, thinking);
     app.models = built.catalog.models().to_vec();
     app.place = place();
+    if !cli.no_session
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        let e = env.clone();
+        let agent_dir = crate::config::agent_dir(&move |k| e(k));
+        let e = env.clone();
+        app.session_host = crate::session::SessionPaths::resolve(
+            agent_dir.as_deref(),
+            &cwd,
+            cli.session_dir.as_deref(),
+            &move |k| e(k),
+        )
+        .map(|paths| {
+            Box::new(sessions::FileSessions { paths, cwd }) as Box<dyn sessions::SessionHost>
+        });
+    }
+    if cli.resume {
+        app.open_sessions();
+    }
 
     terminal::install_panic_hook();
     if let Err(e) = terminal::enter() {
@@ -138,7 +162,7 @@ pub async fn run(cli: Cli) -> u8 {
         app.editor.set_text(&first.join("\n\n"));
         app.submit(app::Delivery::Steer);
     }
-    let code = event_loop(&mut term, &mut app, &agent, events).await;
+    let code = event_loop(&mut term, &mut app, &agent, events, &mut session_task).await;
     agent.abort(None);
     terminal::restore();
     // Let an aborted run write its last messages before the file is closed.
@@ -179,6 +203,7 @@ async fn event_loop<B: Backend + std::io::Write>(
     app: &mut App,
     agent: &Agent,
     mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+    session_task: &mut Option<crate::session::RecorderTask>,
 ) -> std::io::Result<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut input = EventStream::new();
@@ -240,6 +265,15 @@ async fn event_loop<B: Backend + std::io::Write>(
                 }
                 Effect::Copy(text) => terminal::copy_osc52(&text),
             }
+        }
+        if let Some(mut recorder) = app.pending_recorder.take() {
+            // A session was resumed: flush the old file, then record into the chosen one.
+            if let Some(old) = session_task.take() {
+                old.finish().await;
+            }
+            recorder.set_model(&app.model.provider, &app.model.id);
+            recorder.set_thinking_level(app.thinking);
+            *session_task = Some(crate::session::RecorderTask::spawn(agent, recorder));
         }
     }
 }

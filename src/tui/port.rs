@@ -24,6 +24,8 @@ pub trait AgentPort {
     /// Forget the conversation (a new session).
     fn reset(&self);
     fn messages(&self) -> Vec<AgentMessage>;
+    /// Replace the conversation (a resumed session); `Err` while a run is active.
+    fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), String>;
 }
 
 /// The text of a queued or user message.
@@ -70,5 +72,8 @@ impl AgentPort for Agent {
     }
     fn messages(&self) -> Vec<AgentMessage> {
         Agent::messages(self)
+    }
+    fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), String> {
+        Agent::replace_messages(self, messages).map_err(|e| e.to_string())
     }
 }

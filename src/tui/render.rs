@@ -217,6 +217,68 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     if app.picker.is_some() {
         draw_picker(frame, app, main);
     }
+    if app.sessions.is_some() {
+        draw_session_picker(frame, app, main);
+    }
+}
+
+fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
+    use super::sessions::{age, size};
+    use crate::session::ListScope;
+    let Some(p) = &app.sessions else {
+        return;
+    };
+    let matches = p.matches();
+    let h = (matches.len().min(10) as u16 + 3).min(area.height);
+    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+    let scope = match p.scope {
+        ListScope::CurrentFolder => "this folder",
+        ListScope::AllFolders => "all folders",
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(" Resume: ", Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw(sanitize(&p.query)),
+        Span::styled("▏", Style::new().fg(Color::Cyan)),
+        Span::styled(format!("  ({scope})"), Style::new().fg(Color::DarkGray)),
+    ])];
+    let now = std::time::SystemTime::now();
+    let sel = p.selected.min(matches.len().saturating_sub(1));
+    let start = sel.saturating_sub(9);
+    let room = (area.width as usize).saturating_sub(18).max(8);
+    for (i, s) in matches.iter().enumerate().skip(start).take(10) {
+        let style = if i == sel {
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        let title: String = sanitize(s.title()).chars().take(room).collect();
+        let pad = room.saturating_sub(unicode_width::UnicodeWidthStr::width(title.as_str()));
+        lines.push(Line::from(vec![
+            Span::styled(if i == sel { " › " } else { "   " }, style),
+            Span::styled(title, style),
+            Span::styled(
+                format!(
+                    "{:pad$} {:>4} {:>6}",
+                    "",
+                    age(s.modified, now),
+                    size(s.size)
+                ),
+                Style::new().fg(Color::DarkGray),
+            ),
+        ]));
+    }
+    if matches.is_empty() {
+        lines.push(Line::styled(
+            "   no session matches",
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(Style::new().fg(Color::Cyan))
+        .title(" ↑↓ choose · Tab all folders · Enter resume · Esc cancel ");
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
 }
 
 fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {

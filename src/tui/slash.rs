@@ -31,6 +31,11 @@ pub const COMMANDS: &[Command] = &[
         help: "start a new conversation",
     },
     Command {
+        name: "resume",
+        args: "",
+        help: "open a saved session",
+    },
+    Command {
         name: "name",
         args: "<name>",
         help: "name this session",

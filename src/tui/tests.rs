@@ -17,15 +17,18 @@ use super::app::{App, Effect, Place};
 use super::cells::{Cell, ToolCell, ToolState, View};
 use super::port::AgentPort;
 use super::render;
+use super::sessions::{Resumed, SessionHost};
 use super::transcript::{Scroll, Transcript};
 use crate::agent::events::AgentEvent;
 use crate::agent::stream::StreamEvent;
 use crate::agent::thinking::ThinkingLevel;
 use crate::agent::tool::ToolOutput;
 use crate::agent::types::{
-    AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, Usage,
+    AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
+    ToolResultMessage, Usage,
 };
 use crate::provider::catalog::ModelInfo;
+use crate::session::{ListScope, SessionInfo};
 
 #[derive(Default)]
 struct Log {
@@ -35,6 +38,7 @@ struct Log {
     aborts: usize,
     busy: bool,
     models: Vec<String>,
+    replaced: Vec<AgentMessage>,
 }
 
 #[derive(Clone, Default)]
@@ -75,6 +79,14 @@ impl AgentPort for FakePort {
     fn reset(&self) {}
     fn messages(&self) -> Vec<AgentMessage> {
         Vec::new()
+    }
+    fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), String> {
+        let mut l = self.0.borrow_mut();
+        if l.busy {
+            return Err("busy".into());
+        }
+        l.replaced = messages;
+        Ok(())
     }
 }
 
@@ -581,4 +593,164 @@ fn a_large_paste_collapses_and_is_sent_whole() {
     assert_eq!(app.editor.text(), "[paste #1 +30 lines]");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.0.borrow().prompts, [big]);
+}
+
+// ----- the session picker -----------------------------------------------------------------
+
+struct FakeSessions;
+
+fn saved(id: &str, name: Option<&str>, first: &str, cwd: &str, ago: u64, size: u64) -> SessionInfo {
+    SessionInfo {
+        path: std::path::PathBuf::from(format!("/sessions/{id}.jsonl")),
+        id: id.into(),
+        cwd: cwd.into(),
+        name: name.map(Into::into),
+        parent_session: None,
+        created: String::new(),
+        modified: std::time::SystemTime::now() - Duration::from_secs(ago),
+        size,
+        first_message: Some(first.into()),
+    }
+}
+
+impl SessionHost for FakeSessions {
+    fn list(&self, scope: ListScope) -> Vec<SessionInfo> {
+        let mut v = vec![
+            saved(
+                "a1b2c3",
+                None,
+                "fix the failing parser test",
+                "/demo",
+                300,
+                812,
+            ),
+            saved(
+                "d4e5f6",
+                Some("Release notes"),
+                "write the changelog",
+                "/demo",
+                3 * 3600 + 5,
+                4300,
+            ),
+        ];
+        if scope == ListScope::AllFolders {
+            v.push(saved(
+                "0789ab",
+                None,
+                "tune the database indexes",
+                "/db",
+                2 * 86_400 + 5,
+                1_363_149,
+            ));
+        }
+        v
+    }
+    fn open(&self, path: &std::path::Path) -> Result<Resumed, String> {
+        if !path.ends_with("a1b2c3.jsonl") {
+            return Err("no such session".into());
+        }
+        let call = AssistantMessage {
+            content: vec![
+                ContentBlock::text("Let me run the tests."),
+                ContentBlock::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "bash".into(),
+                    arguments: json!({"command": "cargo test"}),
+                    intent: None,
+                    thought_signature: None,
+                }),
+            ],
+            ..Default::default()
+        };
+        let result = ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            content: vec![ContentBlock::text("test parser ... FAILED")],
+            details: None,
+            is_error: true,
+            useless: false,
+            timestamp: 0,
+        };
+        Ok(Resumed {
+            messages: vec![
+                user_msg("fix the failing parser test"),
+                AgentMessage::Llm(Message::Assistant(call)),
+                AgentMessage::Llm(Message::ToolResult(result)),
+                AgentMessage::Llm(Message::Assistant(assistant(vec![ContentBlock::text(
+                    "The **parser** test fails on empty input.",
+                )]))),
+            ],
+            recorder: None,
+            name: None,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+fn app_with_sessions() -> (App, FakePort) {
+    let (mut app, port) = app();
+    app.session_host = Some(Box::new(FakeSessions));
+    (app, port)
+}
+
+#[test]
+fn snapshot_session_picker() {
+    let (mut app, _port) = app_with_sessions();
+    type_text(&mut app, "/resume");
+    app.handle_key(key(KeyCode::Enter));
+    assert!(app.sessions.is_some());
+    let now = Instant::now();
+    let here = screen(&mut app, 70, 12, now);
+    app.handle_key(key(KeyCode::Tab));
+    let all = screen(&mut app, 70, 12, now);
+    type_text(&mut app, "data");
+    let filtered = screen(&mut app, 70, 12, now);
+    insta::assert_snapshot!(format!("{here}\n{all}\n{filtered}"));
+}
+
+#[test]
+fn resume_filters_opens_and_shows_the_transcript() {
+    let (mut app, port) = app_with_sessions();
+    app.transcript.push(Cell::User("an earlier prompt".into()));
+    type_text(&mut app, "/resume");
+    app.handle_key(key(KeyCode::Enter));
+    type_text(&mut app, "parser");
+    assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(1));
+    app.handle_key(key(KeyCode::Enter));
+    assert!(app.sessions.is_none());
+    assert_eq!(port.0.borrow().replaced.len(), 4);
+    let text = screen(&mut app, 70, 20, Instant::now());
+    assert!(!text.contains("an earlier prompt"), "{text}");
+    assert!(text.contains("fix the failing parser test"), "{text}");
+    assert!(text.contains("Let me run the tests."), "{text}");
+    assert!(text.contains("cargo test"), "{text}");
+    assert!(text.contains("FAILED"), "{text}");
+    assert!(text.contains("fails on empty input"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn resume_is_refused_while_the_agent_works_and_esc_closes_the_picker() {
+    let (mut app, port) = app_with_sessions();
+    app.run_command("resume", "");
+    app.handle_key(key(KeyCode::Esc));
+    assert!(app.sessions.is_none());
+    port.0.borrow_mut().busy = true;
+    app.run_command("resume", "");
+    app.handle_key(key(KeyCode::Enter));
+    assert!(port.0.borrow().replaced.is_empty());
+    let text = screen(&mut app, 70, 12, Instant::now());
+    assert!(
+        text.contains("Cannot resume while the agent is working"),
+        "{text}"
+    );
+}
+
+#[test]
+fn resume_without_session_files_says_so() {
+    let (mut app, _port) = app();
+    app.run_command("resume", "");
+    assert!(app.sessions.is_none());
+    let text = screen(&mut app, 70, 12, Instant::now());
+    assert!(text.contains("not saved"), "{text}");
 }
