@@ -188,7 +188,7 @@ struct Run {
     preserve_soft: bool,
     paused_continuations: u32,
     /// The previous turn's tool calls (names and arguments) and how often they repeated.
-    last_calls: Option<String>,
+    last_calls: Option<Vec<(String, serde_json::Value)>>,
     repeats: u32,
     prepared: Vec<PreparedCall>,
     collector: Option<Mutex<RunCollector>>,
@@ -600,16 +600,23 @@ impl Run {
             self.repeats = 0;
             return Ok(());
         }
-        let signature: Vec<(&str, &serde_json::Value)> = assistant
-            .tool_calls()
-            .map(|c| (c.name.as_str(), &c.arguments))
-            .collect();
-        let signature = serde_json::to_string(&signature).unwrap_or_default();
-        if self.last_calls.as_deref() == Some(signature.as_str()) {
+        let same = self.last_calls.as_ref().is_some_and(|last| {
+            last.len() == assistant.tool_calls().count()
+                && last
+                    .iter()
+                    .zip(assistant.tool_calls())
+                    .all(|((name, args), c)| *name == c.name && *args == c.arguments)
+        });
+        if same {
             self.repeats += 1;
         } else {
             self.repeats = 0;
-            self.last_calls = Some(signature);
+            self.last_calls = Some(
+                assistant
+                    .tool_calls()
+                    .map(|c| (c.name.clone(), c.arguments.clone()))
+                    .collect(),
+            );
         }
         if self.repeats >= limit {
             return Err(LoopError::new(format!(
@@ -801,8 +808,14 @@ impl Run {
         context: LlmContext,
     ) -> Result<AssistantMessage, LoopError> {
         let mut attempt: u32 = 0;
+        let mut next_context = Some(context);
         loop {
-            let outcome = self.stream_attempt(context.clone()).await?;
+            // A retry rebuilds the (unchanged) context instead of keeping a copy of every request.
+            let context = match next_context.take() {
+                Some(c) => c,
+                None => self.provider_context().await,
+            };
+            let outcome = self.stream_attempt(context).await?;
             let (message, started_emitted, completed, started) = match outcome {
                 Attempt::Aborted(m) => return Ok(m),
                 Attempt::Final {
