@@ -102,26 +102,6 @@ fn retry_policy(config: &Config) -> RetryPolicy {
     }
 }
 
-/// A random-enough session id (UUID v4 layout) without a dependency.
-fn session_id() -> String {
-    let mut x = now_ms() as u64 ^ (u64::from(std::process::id()) << 32);
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let (a, b) = (next(), next());
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0x0fff,
-        ((b >> 48) & 0x3fff) | 0x8000,
-        b & 0xffff_ffff_ffff
-    )
-}
-
 /// Open the session the flags ask for: `--fork`, `--session`, `-c`, `-r` (a numbered list on
 /// the terminal), else a new one; `None` with `--no-session` or without a home folder.
 pub fn open_session(
@@ -298,7 +278,7 @@ pub async fn build_agent(
     settings.follow_up_mode =
         config::queue_mode(config.follow_up_mode.as_deref(), "follow_up_mode")?;
     let agent = Agent::new(settings);
-    let mut session_id = session_id();
+    let mut session_id = crate::session::ids::uuid_v7();
     let mut recorder_task = None;
     if let Some(mut opened) = opened {
         if !opened.context.messages.is_empty() {
