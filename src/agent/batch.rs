@@ -23,6 +23,7 @@ use super::events::{AgentEvent, EventSink};
 use super::hooks::{
     AfterToolCallInfo, BeforeToolCall, InterruptMode, LoopHooks, SteeringPeek, SteeringSource,
 };
+use super::lock;
 use super::normalize::INTENT_FIELD;
 use super::placeholder::{
     BLOCKED_TEXT, interrupt_skip_details, interrupt_skip_text, not_run_aborted_text,
@@ -191,10 +192,6 @@ struct Batch<'a> {
     /// Cooperative "a steer is waiting" signal.
     steering_soft: CancellationToken,
     trigger: Mutex<Option<SteeringSource>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Run the calls and return their results in the order they were emitted.

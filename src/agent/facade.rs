@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -23,6 +23,7 @@ use super::hooks::{
     InterruptMode, LoopConfig, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource,
     ToolDirective, TurnEndInfo,
 };
+use super::lock;
 use super::placeholder::{PlaceholderReason, placeholder_result};
 use super::run::{RunFailure, check_continuable, run_continue, run_prompt};
 use super::soft::SoftState;
@@ -163,10 +164,6 @@ struct Inner {
     soft: Mutex<SoftState>,
     choices: Mutex<OneShotChoices>,
     suppress_steering_once: AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A conversation with a model and tools. Cheap to clone; clones share everything.

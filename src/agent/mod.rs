@@ -22,3 +22,9 @@ pub mod thinking;
 pub mod tool;
 pub mod types;
 pub mod validate;
+
+/// Lock a mutex, taking the data even if a panicking holder poisoned it (the data here is
+/// always left consistent, and a UI must not die of a poisoned lock).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -14,6 +14,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::lock;
 use super::stream::{EventStream, Provider, ProviderError, ProviderRequest, StreamEvent};
 use super::types::{AssistantMessage, ContentBlock, StopReason, ToolCall};
 
@@ -42,10 +43,6 @@ struct Shared {
 #[derive(Clone, Default)]
 pub struct ScriptedProvider {
     shared: Arc<Shared>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl ScriptedProvider {
