@@ -81,7 +81,7 @@ fn main() {
                     batch_id: "bench".into(),
                     index: 0,
                     total: 1,
-                    tool_calls: vec![],
+                    tool_calls: Vec::new().into(),
                 },
             };
             use pi::agent::tool::AgentTool;

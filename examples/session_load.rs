@@ -108,7 +108,7 @@ fn generate(path: &Path, entries: usize, bytes: usize, seed: u64) -> std::io::Re
         let remaining_entries = entries - w.n;
         if w.n % 20 == 2 || remaining_entries == 1 {
             let len = rng.range(80, 1500);
-            w.emit(EntryKind::Message(AgentMessage::Llm(Message::User(
+            w.emit(EntryKind::Message(AgentMessage::from(Message::User(
                 UserMessage {
                     content: UserContent::Text(text_of(len)),
                     synthetic: false,

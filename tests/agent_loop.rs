@@ -320,7 +320,7 @@ impl LoopHooks for CustomConvert {
             messages
                 .iter()
                 .filter_map(|m| match m {
-                    AgentMessage::Llm(Message::User(u)) => Some(Message::User(u.clone())),
+                    AgentMessage::Llm(l) if matches!(**l, Message::User(_)) => Some((**l).clone()),
                     AgentMessage::Custom(c) => {
                         Some(Message::User(pi::agent::types::UserMessage::new(
                             c.fields["content"].as_str().unwrap_or_default(),
@@ -399,8 +399,11 @@ async fn tool_context_describes_the_batch() {
     idx.sort();
     assert_eq!(idx, [0, 1]);
     assert_eq!(
-        seen[0].tool_calls,
-        [("a".into(), "ctx".into()), ("b".into(), "ctx".into())]
+        seen[0].tool_calls.to_vec(),
+        vec![
+            ("a".to_string(), "ctx".to_string()),
+            ("b".into(), "ctx".into())
+        ]
     );
 }
 

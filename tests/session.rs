@@ -58,7 +58,7 @@ impl Drop for Scratch {
 }
 
 fn user(text: &str, ts: i64) -> AgentMessage {
-    AgentMessage::Llm(Message::User(UserMessage {
+    AgentMessage::from(Message::User(UserMessage {
         content: UserContent::Text(text.into()),
         synthetic: false,
         steering: false,
@@ -190,7 +190,7 @@ fn fixture_expected_messages() -> Vec<AgentMessage> {
         ..Default::default()
     };
     vec![
-        AgentMessage::Llm(Message::User(UserMessage {
+        AgentMessage::from(Message::User(UserMessage {
             content: UserContent::Blocks(vec![ContentBlock::text("What is in README.md?")]),
             synthetic: false,
             steering: false,
@@ -297,7 +297,7 @@ async fn node_fixture_resumes_into_an_agent_and_appends_under_its_leaf() {
     let sent = &provider.requests()[0].context.messages;
     assert_eq!(sent.len(), 5);
     for (got, want) in sent.iter().zip(fixture_expected_messages()) {
-        assert_eq!(AgentMessage::Llm((**got).clone()), want);
+        assert_eq!(AgentMessage::Llm(got.clone()), want);
     }
 
     // The file keeps its old lines byte for byte and grows under the old leaf.
@@ -569,9 +569,9 @@ fn a_failed_write_loses_no_entry_and_is_reported() {
         .context()
         .messages
         .iter()
-        .map(|m| match m {
-            AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
-            AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+        .map(|m| match m.as_llm() {
+            Some(Message::User(u)) => u.content.joined_text(),
+            Some(Message::Assistant(a)) => a.text(),
             _ => String::new(),
         })
         .collect();
@@ -849,9 +849,9 @@ fn branching_follows_parent_ids() {
     let text = |ctx: &pi::session::SessionContext| -> Vec<String> {
         ctx.messages
             .iter()
-            .map(|m| match m {
-                AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
-                AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+            .map(|m| match m.as_llm() {
+                Some(Message::User(u)) => u.content.joined_text(),
+                Some(Message::Assistant(a)) => a.text(),
                 _ => String::new(),
             })
             .collect()
@@ -901,9 +901,9 @@ fn compaction_replaces_the_older_part_with_its_summary() {
     let texts: Vec<String> = ctx
         .messages
         .iter()
-        .map(|m| match m {
-            AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
-            AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+        .map(|m| match m.as_llm() {
+            Some(Message::User(u)) => u.content.joined_text(),
+            Some(Message::Assistant(a)) => a.text(),
             _ => String::new(),
         })
         .collect();
@@ -941,9 +941,9 @@ fn version_one_files_are_chained_and_migrated() {
     let texts: Vec<String> = ctx
         .messages
         .iter()
-        .map(|m| match m {
-            AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
-            AgentMessage::Llm(Message::Assistant(a)) => a.text(),
+        .map(|m| match m.as_llm() {
+            Some(Message::User(u)) => u.content.joined_text(),
+            Some(Message::Assistant(a)) => a.text(),
             other => format!("{other:?}"),
         })
         .collect();

@@ -54,7 +54,7 @@ fn invocation(args: Value, cancel: CancellationToken, progress: ProgressSink) ->
             batch_id: "b".into(),
             index: 0,
             total: 1,
-            tool_calls: vec![("call_1".into(), "t".into())],
+            tool_calls: vec![("call_1".to_string(), "t".to_string())].into(),
         },
     }
 }

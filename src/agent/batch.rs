@@ -33,7 +33,9 @@ use super::tool::{
     Concurrency, IntentMode, ProgressSink, RegisteredTool, ToolCallContext, ToolInvocation,
     ToolOutput, ToolSet,
 };
-use super::types::{AssistantMessage, ContentBlock, ToolCall, ToolResultMessage, now_ms};
+use super::types::{
+    AgentMessage, AssistantMessage, ContentBlock, ToolCall, ToolResultMessage, now_ms,
+};
 use super::validate::{PARSE_ERROR_KEY, strip_sentinels, validate_arguments};
 
 /// How often a running batch looks at the steering queue when nobody notifies it.
@@ -177,7 +179,7 @@ pub struct BatchEnv<'a> {
 
 struct Slot {
     started: bool,
-    result: Option<ToolResultMessage>,
+    result: Option<AgentMessage>,
 }
 
 struct Batch<'a> {
@@ -186,7 +188,7 @@ struct Batch<'a> {
     records: &'a [PreparedCall],
     contexts: Vec<ToolCallContext>,
     slots: Mutex<Vec<Slot>>,
-    completed: Mutex<Vec<ToolResultMessage>>,
+    completed: Mutex<Vec<AgentMessage>>,
     /// Hard interrupt for interruptible calls (also fires with the run signal).
     steering_abort: AbortSignal,
     /// Cooperative "a steer is waiting" signal.
@@ -199,14 +201,14 @@ pub async fn execute_batch(
     assistant: &AssistantMessage,
     records: &[PreparedCall],
     env: &BatchEnv<'_>,
-) -> Vec<ToolResultMessage> {
+) -> Vec<AgentMessage> {
     let total = records.len();
     let first_id = records
         .first()
         .map(|r| r.call.id.clone())
         .unwrap_or_else(|| "batch".into());
-    let batch_id = format!("{}_{}", assistant.timestamp, first_id);
-    let listing: Vec<(String, String)> = records
+    let batch_id: Arc<str> = format!("{}_{}", assistant.timestamp, first_id).into();
+    let listing: Arc<[(String, String)]> = records
         .iter()
         .map(|r| (r.call.id.clone(), r.call.name.clone()))
         .collect();
@@ -361,7 +363,7 @@ impl Batch<'_> {
         }
         self.emit_start(i);
         let rec = &self.records[i];
-        let message = ToolResultMessage {
+        let message: AgentMessage = ToolResultMessage {
             tool_call_id: rec.call.id.clone(),
             tool_name: rec.call.name.clone(),
             content: output.content.clone(),
@@ -369,7 +371,8 @@ impl Batch<'_> {
             is_error,
             useless: output.useless && !is_error,
             timestamp: now_ms(),
-        };
+        }
+        .into();
         lock(&self.slots)[i].result = Some(message.clone());
         let sink = self.env.sink;
         sink.emit(AgentEvent::ToolExecutionEnd {
@@ -379,10 +382,10 @@ impl Batch<'_> {
             is_error,
         });
         sink.emit(AgentEvent::MessageStart {
-            message: message.clone().into(),
+            message: message.clone(),
         });
         sink.emit(AgentEvent::MessageEnd {
-            message: message.clone().into(),
+            message: message.clone(),
         });
         lock(&self.completed).push(message);
     }

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::stream::StreamEvent;
 use super::summary::{RunCoverage, RunSummary};
 use super::tool::ToolOutput;
-use super::types::{AgentMessage, ToolResultMessage};
+use super::types::AgentMessage;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -36,7 +36,8 @@ pub enum AgentEvent {
     TurnStart,
     TurnEnd {
         message: AgentMessage,
-        tool_results: Vec<ToolResultMessage>,
+        /// The turn's tool results (each an `AgentMessage` holding a tool result).
+        tool_results: Vec<AgentMessage>,
     },
     MessageStart {
         message: AgentMessage,
@@ -128,7 +129,10 @@ impl<F: Fn(AgentEvent) + Send + Sync> EventSink for F {
 
 /// Emit the full event quadruple for a result the loop wrote itself (a call that never ran):
 /// `tool_execution_start`, `tool_execution_end` (error), then the result's `message_start`/`end`.
-pub fn emit_synthetic_result(sink: &dyn EventSink, result: &ToolResultMessage, args: Arc<Value>) {
+pub fn emit_synthetic_result(sink: &dyn EventSink, message: &AgentMessage, args: Arc<Value>) {
+    let Some(result) = message.as_tool_result() else {
+        return;
+    };
     sink.emit(AgentEvent::ToolExecutionStart {
         tool_call_id: result.tool_call_id.clone(),
         tool_name: result.tool_name.clone(),
@@ -146,9 +150,10 @@ pub fn emit_synthetic_result(sink: &dyn EventSink, result: &ToolResultMessage, a
         },
         is_error: true,
     });
-    let message: AgentMessage = result.clone().into();
     sink.emit(AgentEvent::MessageStart {
         message: message.clone(),
     });
-    sink.emit(AgentEvent::MessageEnd { message });
+    sink.emit(AgentEvent::MessageEnd {
+        message: message.clone(),
+    });
 }

@@ -541,7 +541,8 @@ impl Agent {
         });
         let mut results = Vec::new();
         for call in message.tool_calls() {
-            let r = placeholder_result(call, PlaceholderReason::Error, None, Some(&text));
+            let r: AgentMessage =
+                placeholder_result(call, PlaceholderReason::Error, None, Some(&text)).into();
             let args = Arc::new(super::validate::strip_sentinels(&call.arguments));
             emit_synthetic_result(sink, &r, args);
             results.push(r);
@@ -552,7 +553,7 @@ impl Agent {
             tool_results: results.clone(),
         });
         let mut all = vec![as_agent];
-        all.extend(results.into_iter().map(AgentMessage::from));
+        all.extend(results);
         sink.emit(AgentEvent::AgentEnd {
             messages: all,
             telemetry: None,
@@ -720,8 +721,10 @@ enum QueueSide {
 
 /// A one-line preview of a queued message for the UI.
 fn preview(m: &AgentMessage) -> String {
+    if let Some(u) = m.as_user() {
+        return u.content.joined_text();
+    }
     match m {
-        AgentMessage::Llm(Message::User(u)) => u.content.joined_text(),
         AgentMessage::Custom(c) => c
             .fields
             .get("content")

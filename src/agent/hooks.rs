@@ -160,7 +160,7 @@ pub struct AfterToolCallInfo<'a> {
 /// Passed to `on_turn_end`.
 pub struct TurnEndInfo<'a> {
     pub message: &'a AssistantMessage,
-    pub tool_results: &'a [super::types::ToolResultMessage],
+    pub tool_results: &'a [AgentMessage],
     pub will_continue: bool,
 }
 

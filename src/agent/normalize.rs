@@ -37,18 +37,18 @@ const DEFAULT_EXAMPLE_INTENT: &str = "example";
 const MAX_EXAMPLE_INTENT_CHARS: usize = 60;
 
 /// Keep user, tool results and assistant messages (except provider refusals); drop the rest.
-pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
+pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Arc<Message>> {
     messages
         .iter()
         .filter_map(|m| match m {
-            AgentMessage::Llm(Message::User(u)) => Some(Message::User(u.clone())),
-            AgentMessage::Llm(Message::ToolResult(r)) => Some(Message::ToolResult(r.clone())),
-            AgentMessage::Llm(Message::Assistant(a))
-                if !a.is_provider_refusal() && !a.is_retried_attempt() =>
-            {
-                Some(Message::Assistant(a.clone()))
-            }
-            _ => None,
+            AgentMessage::Llm(llm) => match &**llm {
+                Message::User(_) | Message::ToolResult(_) => Some(llm.clone()),
+                Message::Assistant(a) if !a.is_provider_refusal() && !a.is_retried_attempt() => {
+                    Some(llm.clone())
+                }
+                _ => None,
+            },
+            AgentMessage::Custom(_) => None,
         })
         .collect()
 }

@@ -40,7 +40,7 @@ use super::thinking::Effort;
 use super::tool::ToolSet;
 use super::types::{
     AgentMessage, AssistantMessage, Message, STOP_PAUSE_TURN, STOP_REFUSAL, STOP_SENSITIVE,
-    STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason, ToolResultMessage,
+    STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason, ToolCall, ToolResultMessage,
 };
 
 /// Re-samples allowed for a backend that keeps pausing its turn.
@@ -141,7 +141,8 @@ pub fn check_continuable(context: &[AgentMessage]) -> Result<(), LoopError> {
 
 /// How one provider call ended.
 enum Attempt {
-    Aborted(AssistantMessage),
+    /// The aborted boundary, already committed.
+    Aborted(AgentMessage),
     Final {
         message: AssistantMessage,
         started_emitted: bool,
@@ -488,14 +489,19 @@ impl Run {
         }
 
         self.open_turn(&inputs);
-        let assistant = self.stream_assistant(context).await?;
+        let committed = self.stream_assistant(context).await?;
+        let Some(assistant) = committed.as_assistant() else {
+            return Err(LoopError::new(
+                "Internal error: the committed reply is not an assistant message",
+            ));
+        };
         self.directive_resolved = false;
         self.host_choice = None;
         self.soft.forced = None;
-        self.check_repetition(&assistant)?;
+        self.check_repetition(assistant)?;
 
-        let calls: Vec<_> = assistant.tool_calls().cloned().collect();
-        let mut results: Vec<ToolResultMessage> = Vec::new();
+        let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
+        let mut results: Vec<AgentMessage> = Vec::new();
         if matches!(
             assistant.stop_reason,
             StopReason::Error | StopReason::Aborted
@@ -522,12 +528,12 @@ impl Run {
                 let r = placeholder_result(call, reason, label.map(String::as_str), upstream);
                 results.push(self.answer(r, status));
             }
-            self.close_turn(assistant, results, false, false).await;
+            self.close_turn(&committed, results, false, false).await;
             return Ok(None);
         }
 
         let mut more;
-        let soft_violation = self.soft_violation(&assistant)?;
+        let soft_violation = self.soft_violation(assistant)?;
         if let Some(tool_name) = soft_violation {
             let label = soft_skip_label(&tool_name);
             for call in &calls {
@@ -556,10 +562,8 @@ impl Run {
                     interrupt_mode: self.cfg.interrupt_mode,
                     collector: self.collector.as_ref(),
                 };
-                results = execute_batch(&assistant, &prepared, &env).await;
-                for r in &results {
-                    self.push(r.clone().into());
-                }
+                results = execute_batch(assistant, &prepared, &env).await;
+                self.context.extend(results.iter().cloned());
                 more = self.signal.reason() != Some(AbortReason::TerminalToolResult);
             }
         } else if !calls.is_empty() {
@@ -584,7 +588,7 @@ impl Run {
         }
 
         let will_continue = more && !self.deadline_passed();
-        self.close_turn(assistant, results, will_continue, true)
+        self.close_turn(&committed, results, will_continue, true)
             .await;
         Ok(Some(more))
     }
@@ -628,12 +632,13 @@ impl Run {
     }
 
     /// Emit a placeholder's event quadruple and insert it.
-    fn answer(&mut self, result: ToolResultMessage, status: ToolStatus) -> ToolResultMessage {
+    fn answer(&mut self, result: ToolResultMessage, status: ToolStatus) -> AgentMessage {
         self.collect(|c| c.record_orphan_tool(&result.tool_name, status));
         let args = Arc::new(self.call_args(&result.tool_call_id));
-        emit_synthetic_result(self.sink.as_ref(), &result, args);
-        self.push(result.clone().into());
-        result
+        let message = AgentMessage::from(result);
+        emit_synthetic_result(self.sink.as_ref(), &message, args);
+        self.push(message.clone());
+        message
     }
 
     /// Feed the run collector, if telemetry is on.
@@ -655,19 +660,22 @@ impl Run {
 
     async fn close_turn(
         &mut self,
-        assistant: AssistantMessage,
-        results: Vec<ToolResultMessage>,
+        committed: &AgentMessage,
+        results: Vec<AgentMessage>,
         will_continue: bool,
         run_hook: bool,
     ) {
         self.sink.emit(AgentEvent::TurnEnd {
-            message: assistant.clone().into(),
+            message: committed.clone(),
             tool_results: results.clone(),
         });
         self.turn_open = false;
-        if run_hook && !self.aborted() {
+        if run_hook
+            && !self.aborted()
+            && let Some(assistant) = committed.as_assistant()
+        {
             let info = TurnEndInfo {
-                message: &assistant,
+                message: assistant,
                 tool_results: &results,
                 will_continue,
             };
@@ -727,19 +735,21 @@ impl Run {
             .hooks
             .transform_context(&self.context, &self.signal)
             .await;
+        let shared = |v: Vec<Message>| v.into_iter().map(Arc::new).collect::<Vec<_>>();
         let custom = match &transformed {
             Some(msgs) => Some(
                 self.hooks
                     .convert_to_llm(msgs)
+                    .map(shared)
                     .unwrap_or_else(|| default_convert_to_llm(msgs)),
             ),
-            None => self.hooks.convert_to_llm(&self.context),
+            None => self.hooks.convert_to_llm(&self.context).map(shared),
         };
         let messages: Arc<Vec<Arc<Message>>> = match custom {
             Some(msgs) => {
                 self.llm_cache = Arc::new(Vec::new());
                 self.converted = 0;
-                Arc::new(msgs.into_iter().map(Arc::new).collect())
+                Arc::new(msgs)
             }
             None => {
                 if self.converted > self.context.len() {
@@ -748,7 +758,7 @@ impl Run {
                 }
                 let fresh = default_convert_to_llm(&self.context[self.converted..]);
                 // The previous request is gone by now, so this appends in place.
-                Arc::make_mut(&mut self.llm_cache).extend(fresh.into_iter().map(Arc::new));
+                Arc::make_mut(&mut self.llm_cache).extend(fresh);
                 self.converted = self.context.len();
                 self.llm_cache.clone()
             }
@@ -803,10 +813,7 @@ impl Run {
     }
 
     /// Stream one reply, emit its message events and commit it to the context.
-    async fn stream_assistant(
-        &mut self,
-        context: LlmContext,
-    ) -> Result<AssistantMessage, LoopError> {
+    async fn stream_assistant(&mut self, context: LlmContext) -> Result<AgentMessage, LoopError> {
         let mut attempt: u32 = 0;
         let mut next_context = Some(context);
         loop {
@@ -978,7 +985,7 @@ impl Run {
         &mut self,
         builder: Option<MessageBuilder>,
         completed: &[String],
-    ) -> AssistantMessage {
+    ) -> AgentMessage {
         let reason = self.signal.reason().unwrap_or(AbortReason::Requested);
         let had_partial = builder.is_some();
         let mut message = match builder {
@@ -990,18 +997,17 @@ impl Run {
         retain_completed_tool_calls(&mut message, completed);
         message.tool_call_abort_messages =
             reason.tool_labels(message.tool_calls().map(|c| c.id.as_str()));
-        self.commit_assistant(&message, had_partial, 0);
-        message
+        self.commit_assistant(message, had_partial, 0)
     }
 
     /// Record, emit (`message_start` unless the partial already had one, then `message_end`)
     /// and insert the final assistant message.
     fn commit_assistant(
         &mut self,
-        message: &AssistantMessage,
+        message: AssistantMessage,
         started_emitted: bool,
         latency_ms: u64,
-    ) {
+    ) -> AgentMessage {
         self.collect(|c| {
             c.record_chat(
                 &message.model,
@@ -1011,14 +1017,15 @@ impl Run {
                 &message.usage,
             )
         });
-        let m: AgentMessage = message.clone().into();
+        let m: AgentMessage = message.into();
         if !started_emitted {
             self.sink
                 .emit(AgentEvent::MessageStart { message: m.clone() });
         }
         self.sink
             .emit(AgentEvent::MessageEnd { message: m.clone() });
-        self.push(m);
+        self.push(m.clone());
+        m
     }
 
     async fn finish(
@@ -1027,7 +1034,7 @@ impl Run {
         started_emitted: bool,
         completed: &[String],
         started: Instant,
-    ) -> Result<AssistantMessage, LoopError> {
+    ) -> Result<AgentMessage, LoopError> {
         if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
             retain_completed_tool_calls(&mut message, completed);
             salvage_interrupted_tool_turn(&mut message, &self.tools);
@@ -1049,12 +1056,11 @@ impl Run {
             )
             .await;
         }
-        self.commit_assistant(
-            &message,
+        Ok(self.commit_assistant(
+            message,
             started_emitted,
             started.elapsed().as_millis() as u64,
-        );
-        Ok(message)
+        ))
     }
 }
 

@@ -114,11 +114,11 @@ impl<E: std::error::Error> From<E> for ToolError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCallContext {
     /// `"<assistant timestamp>_<first call id>"`, shared by every call of one batch.
-    pub batch_id: String,
+    pub batch_id: Arc<str>,
     pub index: usize,
     pub total: usize,
-    /// `(id, name)` of every call in the batch, in call order.
-    pub tool_calls: Vec<(String, String)>,
+    /// `(id, name)` of every call in the batch, in call order (shared by the batch's calls).
+    pub tool_calls: Arc<[(String, String)]>,
 }
 
 /// Sends progress updates for a running call; each becomes a `tool_execution_update` event.

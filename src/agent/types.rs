@@ -9,6 +9,7 @@
 //! `role`) that live in the transcript but reach a provider only if `convert_to_llm` maps them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -441,7 +442,8 @@ impl CustomMessage {
 /// Anything that can stand in the agent's transcript.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentMessage {
-    Llm(Message),
+    /// Shared: the transcript, the event stream and provider requests hold the same message.
+    Llm(Arc<Message>),
     Custom(CustomMessage),
 }
 
@@ -462,7 +464,7 @@ impl<'de> Deserialize<'de> for AgentMessage {
         let role = value.get("role").and_then(Value::as_str).unwrap_or("");
         if LLM_ROLES.contains(&role) {
             Message::deserialize(value)
-                .map(AgentMessage::Llm)
+                .map(|m| AgentMessage::Llm(Arc::new(m)))
                 .map_err(serde::de::Error::custom)
         } else if role.is_empty() {
             Err(serde::de::Error::custom("message has no role"))
@@ -476,7 +478,15 @@ impl<'de> Deserialize<'de> for AgentMessage {
 
 impl AgentMessage {
     pub fn user(text: impl Into<String>) -> Self {
-        AgentMessage::Llm(Message::User(UserMessage::new(text)))
+        AgentMessage::Llm(Arc::new(Message::User(UserMessage::new(text))))
+    }
+
+    /// The provider-facing message, if this is one.
+    pub fn as_llm(&self) -> Option<&Message> {
+        match self {
+            AgentMessage::Llm(m) => Some(m),
+            AgentMessage::Custom(_) => None,
+        }
     }
 
     pub fn role(&self) -> &str {
@@ -488,21 +498,30 @@ impl AgentMessage {
 
     pub fn as_assistant(&self) -> Option<&AssistantMessage> {
         match self {
-            AgentMessage::Llm(Message::Assistant(a)) => Some(a),
+            AgentMessage::Llm(m) => match &**m {
+                Message::Assistant(a) => Some(a),
+                _ => None,
+            },
             _ => None,
         }
     }
 
     pub fn as_tool_result(&self) -> Option<&ToolResultMessage> {
         match self {
-            AgentMessage::Llm(Message::ToolResult(r)) => Some(r),
+            AgentMessage::Llm(m) => match &**m {
+                Message::ToolResult(r) => Some(r),
+                _ => None,
+            },
             _ => None,
         }
     }
 
     pub fn as_user(&self) -> Option<&UserMessage> {
         match self {
-            AgentMessage::Llm(Message::User(u)) => Some(u),
+            AgentMessage::Llm(m) => match &**m {
+                Message::User(u) => Some(u),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -510,9 +529,11 @@ impl AgentMessage {
     /// The explicit attribution of the message, if it carries one.
     pub fn attribution(&self) -> Option<Attribution> {
         match self {
-            AgentMessage::Llm(Message::User(u)) => u.attribution,
-            AgentMessage::Llm(Message::Developer(d)) => d.attribution,
-            AgentMessage::Llm(_) => None,
+            AgentMessage::Llm(m) => match &**m {
+                Message::User(u) => u.attribution,
+                Message::Developer(d) => d.attribution,
+                _ => None,
+            },
             AgentMessage::Custom(c) => c.attribution(),
         }
     }
@@ -520,25 +541,25 @@ impl AgentMessage {
 
 impl From<Message> for AgentMessage {
     fn from(m: Message) -> Self {
-        AgentMessage::Llm(m)
+        AgentMessage::Llm(Arc::new(m))
     }
 }
 
 impl From<AssistantMessage> for AgentMessage {
     fn from(m: AssistantMessage) -> Self {
-        AgentMessage::Llm(Message::Assistant(m))
+        AgentMessage::Llm(Arc::new(Message::Assistant(m)))
     }
 }
 
 impl From<UserMessage> for AgentMessage {
     fn from(m: UserMessage) -> Self {
-        AgentMessage::Llm(Message::User(m))
+        AgentMessage::Llm(Arc::new(Message::User(m)))
     }
 }
 
 impl From<ToolResultMessage> for AgentMessage {
     fn from(m: ToolResultMessage) -> Self {
-        AgentMessage::Llm(Message::ToolResult(m))
+        AgentMessage::Llm(Arc::new(Message::ToolResult(m)))
     }
 }
 

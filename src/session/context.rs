@@ -23,9 +23,7 @@ use super::load::Session;
 use super::time::ms_from_iso;
 use crate::agent::placeholder::{PlaceholderReason, placeholder_result};
 use crate::agent::thinking::ThinkingLevel;
-use crate::agent::types::{
-    AgentMessage, CustomMessage, Message, ToolCall, UserContent, UserMessage,
-};
+use crate::agent::types::{AgentMessage, CustomMessage, ToolCall, UserContent, UserMessage};
 
 /// Label of the placeholder result given to a tool call that has no result in the file.
 pub const UNFINISHED_TOOL_LABEL: &str = "the session ended before this tool finished";
@@ -91,13 +89,13 @@ pub const BRANCH_PREAMBLE: &str = "The conversation went down another path from 
 was then left. This summarizes what happened on that path:";
 
 fn synthetic_user(text: String, timestamp: i64) -> AgentMessage {
-    AgentMessage::Llm(Message::User(UserMessage {
+    AgentMessage::from(UserMessage {
         content: UserContent::Text(text),
         synthetic: true,
         steering: false,
         attribution: None,
         timestamp,
-    }))
+    })
 }
 
 /// The user message standing in for a compaction summary.
@@ -176,13 +174,13 @@ fn convert_custom(message: AgentMessage) -> Option<AgentMessage> {
             }
             synthetic_user(bash_execution_text(&c), ts)
         }
-        "custom" => AgentMessage::Llm(Message::User(UserMessage {
+        "custom" => AgentMessage::from(UserMessage {
             content: user_content_of(c.fields.get("content")),
             synthetic: true,
             steering: false,
             attribution: None,
             timestamp: ts,
-        })),
+        }),
         "compactionSummary" => compaction_summary_message(field_str(&c, "summary")?, ts),
         "branchSummary" => branch_summary_message(field_str(&c, "summary")?, ts),
         _ => AgentMessage::Custom(c),
@@ -206,13 +204,13 @@ fn step_for(entries: &[SessionEntry], i: usize) -> Option<Step> {
     match &e.kind {
         EntryKind::Message(_) => Some(Step::Entry(i)),
         EntryKind::CustomMessage(c) => Some(Step::Made(
-            AgentMessage::Llm(Message::User(UserMessage {
+            AgentMessage::from(UserMessage {
                 content: c.content.clone(),
                 synthetic: true,
                 steering: false,
                 attribution: None,
                 timestamp: entry_ms(e),
-            })),
+            }),
             MessageOrigin::CustomMessage(e.id.clone()),
         )),
         EntryKind::BranchSummary(b) if !b.summary.is_empty() => Some(Step::Made(
@@ -239,7 +237,10 @@ fn scan(
                     model_id: model_id.clone(),
                 });
             }
-            EntryKind::Message(AgentMessage::Llm(Message::Assistant(a))) if !a.model.is_empty() => {
+            EntryKind::Message(m)
+                if let Some(a) = m.as_assistant()
+                    && !a.model.is_empty() =>
+            {
                 model = Some(ModelRef {
                     provider: a.provider.clone(),
                     model_id: a.model.clone(),
@@ -301,11 +302,12 @@ fn unanswered(messages: &[AgentMessage]) -> Vec<(usize, &ToolCall, i64)> {
     let mut open_ts = 0;
     let mut last = 0;
     for (i, m) in messages.iter().enumerate() {
+        if let Some(r) = m.as_tool_result() {
+            open.retain(|c| c.id != r.tool_call_id);
+            last = i;
+            continue;
+        }
         match m {
-            AgentMessage::Llm(Message::ToolResult(r)) => {
-                open.retain(|c| c.id != r.tool_call_id);
-                last = i;
-            }
             AgentMessage::Custom(_) => last = i,
             other => {
                 missing.extend(open.drain(..).map(|c| (last, c, open_ts)));

@@ -19,7 +19,7 @@ use super::entry::{EntryKind, ParsedLine, SessionHeader, parse_line};
 use super::error::SessionError;
 use super::ids::looks_like_uuid;
 use super::paths::{SessionPaths, id_from_file_name};
-use crate::agent::types::{AgentMessage, Message, UserContent};
+use crate::agent::types::UserContent;
 
 /// Bytes read from the start of each file. Small on purpose: on a cold cache the kernel reads
 /// ahead several times what is asked for at the start of a file, and that dominated listing.
@@ -226,7 +226,8 @@ pub fn session_info_counted(path: &Path, bytes_read: &mut u64) -> Option<Session
             continue;
         }
         if let Ok(ParsedLine::Entry(e)) = parse_line(line.as_bytes())
-            && let EntryKind::Message(AgentMessage::Llm(Message::User(u))) = &e.kind
+            && let EntryKind::Message(m) = &e.kind
+            && let Some(u) = m.as_user()
         {
             let text = user_text(&u.content);
             if !text.trim().is_empty() {

@@ -192,8 +192,8 @@ impl App {
                 }
             }
             AgentEvent::TurnStart | AgentEvent::TurnEnd { .. } => {}
-            AgentEvent::MessageStart { message } => match &message {
-                AgentMessage::Llm(Message::User(_)) => {
+            AgentEvent::MessageStart { message } => match message.as_llm() {
+                Some(Message::User(_)) => {
                     if !self.transcript.is_empty()
                         && !matches!(self.transcript.last(), Some(Cell::Divider))
                     {
@@ -201,7 +201,7 @@ impl App {
                     }
                     self.transcript.push(Cell::User(message_text(&message)));
                 }
-                AgentMessage::Llm(Message::Assistant(a)) => {
+                Some(Message::Assistant(a)) => {
                     self.finish_streaming();
                     let idx = self.transcript.push(Cell::assistant(a.clone(), true));
                     self.streaming = Some(idx);
@@ -218,7 +218,7 @@ impl App {
                 }
             }
             AgentEvent::MessageEnd { message } => {
-                if let AgentMessage::Llm(Message::Assistant(a)) = message {
+                if let Some(Message::Assistant(a)) = message.as_llm() {
                     let idx = match self.streaming.take() {
                         Some(i) => i,
                         None => self.transcript.push(Cell::assistant(a.clone(), false)),
@@ -775,14 +775,14 @@ impl App {
     pub fn show_messages(&mut self, messages: &[AgentMessage]) {
         let mut calls: HashMap<String, usize> = HashMap::new();
         for m in messages {
-            match m {
-                AgentMessage::Llm(Message::User(_)) => {
+            match m.as_llm() {
+                Some(Message::User(_)) => {
                     if !self.transcript.is_empty() {
                         self.transcript.push(Cell::Divider);
                     }
                     self.transcript.push(Cell::User(sanitize(&message_text(m))));
                 }
-                AgentMessage::Llm(Message::Assistant(a)) => {
+                Some(Message::Assistant(a)) => {
                     self.transcript.push(Cell::assistant(a.clone(), false));
                     for call in a.tool_calls() {
                         let idx = self.transcript.push(Cell::Tool(ToolCell {
@@ -796,7 +796,7 @@ impl App {
                         calls.insert(call.id.clone(), idx);
                     }
                 }
-                AgentMessage::Llm(Message::ToolResult(r)) => {
+                Some(Message::ToolResult(r)) => {
                     if let Some(idx) = calls.remove(&r.tool_call_id)
                         && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
                     {
@@ -905,11 +905,11 @@ pub fn help_text() -> String {
 pub fn export_markdown(messages: &[AgentMessage]) -> String {
     let mut out = String::from("# pi session\n\n");
     for m in messages {
-        match m {
-            AgentMessage::Llm(Message::User(_)) => {
+        match m.as_llm() {
+            Some(Message::User(_)) => {
                 out.push_str(&format!("## User\n\n{}\n\n", message_text(m)));
             }
-            AgentMessage::Llm(Message::Assistant(a)) => {
+            Some(Message::Assistant(a)) => {
                 let text = a.text();
                 if !text.trim().is_empty() {
                     out.push_str(&format!("## Assistant\n\n{text}\n\n"));
@@ -921,7 +921,7 @@ pub fn export_markdown(messages: &[AgentMessage]) -> String {
                     ));
                 }
             }
-            AgentMessage::Llm(Message::ToolResult(r)) => {
+            Some(Message::ToolResult(r)) => {
                 out.push_str(&format!(
                     "**Result of `{}`{}**\n\n```\n{}\n```\n\n",
                     r.tool_name,

@@ -30,13 +30,13 @@ pub trait AgentPort {
 
 /// The text of a queued or user message.
 pub fn message_text(m: &AgentMessage) -> String {
-    match m {
-        AgentMessage::Llm(Message::User(u)) => match &u.content {
+    match m.as_llm() {
+        Some(Message::User(u)) => match &u.content {
             UserContent::Text(s) => s.clone(),
             c => c.joined_text(),
         },
-        AgentMessage::Llm(Message::Assistant(a)) => a.text(),
-        AgentMessage::Llm(Message::ToolResult(r)) => r.text(),
+        Some(Message::Assistant(a)) => a.text(),
+        Some(Message::ToolResult(r)) => r.text(),
         _ => String::new(),
     }
 }

@@ -314,10 +314,10 @@ fn start_turn_with_tool(app: &mut App) {
     });
     let a = assistant(vec![ContentBlock::text("Let me check.")]);
     app.handle_agent_event(AgentEvent::MessageStart {
-        message: AgentMessage::Llm(Message::Assistant(assistant(vec![]))),
+        message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
     });
     app.handle_agent_event(AgentEvent::MessageEnd {
-        message: AgentMessage::Llm(Message::Assistant(AssistantMessage {
+        message: AgentMessage::from(Message::Assistant(AssistantMessage {
             usage: Usage {
                 input: 1200,
                 output: 45,
@@ -436,10 +436,10 @@ fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
     assert!(app.steering.is_empty() && app.follow_up.is_empty());
     // The run ends aborted: the marker is shown and the tool is no longer running.
     app.handle_agent_event(AgentEvent::MessageStart {
-        message: AgentMessage::Llm(Message::Assistant(assistant(vec![]))),
+        message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
     });
     app.handle_agent_event(AgentEvent::MessageEnd {
-        message: AgentMessage::Llm(Message::Assistant(AssistantMessage {
+        message: AgentMessage::from(Message::Assistant(AssistantMessage {
             stop_reason: StopReason::Aborted,
             ..assistant(vec![])
         })),
@@ -461,7 +461,7 @@ fn streaming_text_is_committed_line_by_line() {
     let (mut app, _port) = app();
     app.handle_agent_event(AgentEvent::AgentStart);
     app.handle_agent_event(AgentEvent::MessageStart {
-        message: AgentMessage::Llm(Message::Assistant(assistant(vec![]))),
+        message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
     });
     let delta = |d: &str| AgentEvent::MessageUpdate {
         assistant_message_event: StreamEvent::TextDelta {
@@ -674,9 +674,9 @@ impl SessionHost for FakeSessions {
         Ok(Resumed {
             messages: vec![
                 user_msg("fix the failing parser test"),
-                AgentMessage::Llm(Message::Assistant(call)),
-                AgentMessage::Llm(Message::ToolResult(result)),
-                AgentMessage::Llm(Message::Assistant(assistant(vec![ContentBlock::text(
+                AgentMessage::from(Message::Assistant(call)),
+                AgentMessage::from(Message::ToolResult(result)),
+                AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
                     "The **parser** test fails on empty input.",
                 )]))),
             ],
