@@ -759,6 +759,19 @@ impl App {
             return;
         }
         self.pending_recorder = resumed.recorder;
+        // The conversation goes on with the model and level it used (the flags' choice only
+        // applies to the session pi started with).
+        if let Some(m) = resumed.model
+            && (m.provider != self.model.provider || m.id != self.model.id)
+        {
+            self.port.set_model(&m);
+            self.model = m;
+        }
+        if let Some(level) = resumed.thinking
+            && level != self.thinking
+        {
+            self.set_thinking(level);
+        }
         self.transcript.clear();
         self.tools.clear();
         self.streaming = None;
@@ -768,7 +781,12 @@ impl App {
         for w in resumed.warnings {
             self.notice(sanitize(&w));
         }
-        self.notice(format!("Resumed {}", sanitize(&path.display().to_string())));
+        self.notice(format!(
+            "Resumed {} with {}/{}",
+            sanitize(&path.display().to_string()),
+            sanitize(&self.model.provider),
+            sanitize(&self.model.id)
+        ));
     }
 
     /// Render saved messages as cells (user, assistant, one tool cell per call with its result).

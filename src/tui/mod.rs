@@ -130,7 +130,11 @@ pub async fn run(cli: Cli) -> u8 {
             &move |k| e(k),
         )
         .map(|paths| {
-            Box::new(sessions::FileSessions { paths, cwd }) as Box<dyn sessions::SessionHost>
+            Box::new(sessions::FileSessions {
+                paths,
+                cwd,
+                catalog: built.catalog.clone(),
+            }) as Box<dyn sessions::SessionHost>
         });
     }
     if cli.resume {

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::agent::thinking::ThinkingLevel;
 use crate::agent::types::AgentMessage;
+use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::session::{ListScope, SessionInfo, SessionPaths, SessionRecorder, StartFrom};
 
 /// A session opened from the picker.
@@ -13,6 +15,11 @@ pub struct Resumed {
     /// Records from now on into the chosen file (`None` in tests).
     pub recorder: Option<SessionRecorder>,
     pub name: Option<String>,
+    /// The model the session last used, resolved against the catalogue (`None` when the
+    /// session names none, or names a provider this setup does not know).
+    pub model: Option<ModelInfo>,
+    /// The thinking level the session last used.
+    pub thinking: Option<ThinkingLevel>,
     pub warnings: Vec<String>,
 }
 
@@ -26,6 +33,8 @@ pub trait SessionHost {
 pub struct FileSessions {
     pub paths: SessionPaths,
     pub cwd: PathBuf,
+    /// Resolves the model a resumed session names.
+    pub catalog: Catalog,
 }
 
 impl SessionHost for FileSessions {
@@ -36,11 +45,27 @@ impl SessionHost for FileSessions {
         let name = crate::session::session_info(path).and_then(|i| i.name);
         let opened = crate::session::open_session(&self.paths, &self.cwd, StartFrom::File(path))
             .map_err(|e| e.to_string())?;
+        let mut warnings: Vec<String> = opened.warnings.iter().map(|w| w.to_string()).collect();
+        let model = opened.context.model.as_ref().and_then(|m| {
+            match self.catalog.resolve(&m.provider, &m.model_id) {
+                Ok((info, _)) => Some(info),
+                Err(e) => {
+                    warnings.push(format!(
+                        "the session used {}/{}, which this setup cannot reach ({e}); \
+                         keeping the current model",
+                        m.provider, m.model_id
+                    ));
+                    None
+                }
+            }
+        });
         Ok(Resumed {
             messages: opened.context.messages,
             recorder: Some(opened.recorder),
             name,
-            warnings: opened.warnings.iter().map(|w| w.to_string()).collect(),
+            model,
+            thinking: opened.context.thinking_level,
+            warnings,
         })
     }
 }

@@ -682,6 +682,8 @@ impl SessionHost for FakeSessions {
             ],
             recorder: None,
             name: None,
+            model: Some(model("sonnet-test", "anthropic")),
+            thinking: Some(ThinkingLevel::High),
             warnings: Vec::new(),
         })
     }
@@ -719,6 +721,10 @@ fn resume_filters_opens_and_shows_the_transcript() {
     app.handle_key(key(KeyCode::Enter));
     assert!(app.sessions.is_none());
     assert_eq!(port.0.borrow().replaced.len(), 4);
+    // The conversation goes on with the session's own model and level.
+    assert_eq!(port.0.borrow().models, ["sonnet-test"]);
+    assert_eq!(app.model.id, "sonnet-test");
+    assert_eq!(app.thinking, ThinkingLevel::High);
     let text = screen(&mut app, 70, 20, Instant::now());
     assert!(!text.contains("an earlier prompt"), "{text}");
     assert!(text.contains("fix the failing parser test"), "{text}");
