@@ -35,12 +35,67 @@ fn tags(model: &str) -> Reply {
     }
 }
 
-struct Screen {
+/// The real `pi` binary running in a pseudo-terminal, its output fed to a vt100 emulator.
+struct Pty {
     parser: Arc<Mutex<vt100::Parser>>,
     raw: Arc<Mutex<Vec<u8>>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// Kept open for as long as the child's output is read.
+    _master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
-impl Screen {
+impl Pty {
+    fn spawn(home: &std::path::Path, server: &TestServer, args: &[&str]) -> Pty {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 100,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_pi"));
+        cmd.args(args);
+        cmd.env_clear();
+        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+        cmd.env("HOME", home);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("PI_CODING_AGENT_DIR", home.join("agent"));
+        cmd.env("OLLAMA_HOST", &server.url);
+        cmd.cwd(home);
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let (p2, r2) = (parser.clone(), raw.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                p2.lock().unwrap().process(&buf[..n]);
+                r2.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let writer = pty.master.take_writer().unwrap();
+        Pty {
+            parser,
+            raw,
+            writer,
+            child,
+            _master: pty.master,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+    }
+
     fn contents(&self) -> String {
         self.parser.lock().unwrap().screen().contents()
     }
@@ -59,6 +114,26 @@ impl Screen {
             std::thread::sleep(Duration::from_millis(30));
         }
     }
+
+    /// Quit with Ctrl+D on an empty editor and return the exit status.
+    fn quit(&mut self) -> portable_pty::ExitStatus {
+        self.send(b"\x04");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "pi did not exit");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+}
+
+fn temp_home(tag: &str) -> std::path::PathBuf {
+    let home = std::env::temp_dir().join(format!("pi-tui-pty-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    home
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,66 +156,25 @@ async fn type_stream_abort_and_quit_in_a_pty() {
         ]),
     ])
     .await;
-    let home = std::env::temp_dir().join(format!("pi-tui-pty-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).unwrap();
-
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 30,
-            cols: 100,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_pi"));
-    cmd.env_clear();
-    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-    cmd.env("HOME", &home);
-    cmd.env("TERM", "xterm-256color");
-    cmd.env("PI_CODING_AGENT_DIR", home.join("agent"));
-    cmd.env("OLLAMA_HOST", &server.url);
-    cmd.cwd(&home);
-    let mut child = pty.slave.spawn_command(cmd).unwrap();
-    drop(pty.slave);
-
-    let parser = Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0)));
-    let raw = Arc::new(Mutex::new(Vec::new()));
-    let mut reader = pty.master.try_clone_reader().unwrap();
-    let (p2, r2) = (parser.clone(), raw.clone());
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            p2.lock().unwrap().process(&buf[..n]);
-            r2.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let mut writer = pty.master.take_writer().unwrap();
-    let screen = Screen { parser, raw };
-    let mut send = |bytes: &[u8]| {
-        writer.write_all(bytes).unwrap();
-        writer.flush().unwrap();
-    };
+    let home = temp_home("abort");
+    let mut screen = Pty::spawn(&home, &server, &[]);
 
     screen.wait_for("qwen3:8b");
     assert!(screen.parser.lock().unwrap().screen().alternate_screen());
-    send(b"say hi");
+    screen.send(b"say hi");
     screen.wait_for("say hi");
-    send(b"\r");
+    screen.send(b"\r");
     let s = screen.wait_for("Second line.");
     assert!(s.contains("Hello from the test server."), "{s}");
 
-    send(b"keep going");
-    send(b"\r");
+    screen.send(b"keep going");
+    screen.send(b"\r");
     screen.wait_for("esc to interrupt");
     screen.wait_for("Thinking about it");
-    send(b"steer me");
-    send(b"\r");
+    screen.send(b"steer me");
+    screen.send(b"\r");
     screen.wait_for("Steering: steer me");
-    send(b"\x1b");
+    screen.send(b"\x1b");
     let s = screen.wait_for("Operation aborted");
     assert!(!s.contains("esc to interrupt"), "{s}");
     assert!(
@@ -148,17 +182,9 @@ async fn type_stream_abort_and_quit_in_a_pty() {
         "the queued message is back in the editor:\n{s}"
     );
 
-    send(b"\x03"); // Ctrl+C clears the editor
+    screen.send(b"\x03"); // Ctrl+C clears the editor
     std::thread::sleep(Duration::from_millis(100));
-    send(b"\x04"); // Ctrl+D quits on an empty editor
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "pi did not exit");
-        std::thread::sleep(Duration::from_millis(30));
-    };
+    let status = screen.quit(); // Ctrl+D quits on an empty editor
     assert!(status.success(), "{status:?}");
     std::thread::sleep(Duration::from_millis(100));
     let p = screen.parser.lock().unwrap();
@@ -172,6 +198,119 @@ async fn type_stream_abort_and_quit_in_a_pty() {
     assert!(
         text.contains("\u{1b}[?2026h"),
         "frames are drawn in synchronized output"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+fn tool_call(id: &str, command: &str) -> Chunk {
+    let args = json!({ "command": command }).to_string();
+    chunk(
+        json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": "bash", "arguments": args}}]}),
+        None,
+    )
+}
+
+/// A tool cell, steering typed while the tool runs, Esc on a later run, quit; then
+/// `pi --resume` picks the session and shows the same transcript, and the conversation goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        // 1: a bash call that takes a moment, so the steer arrives while it runs.
+        Reply::sse(vec![
+            chunk(json!({"content": "Running the check."}), None),
+            tool_call("call_1", "sleep 1.5; echo tool-says-hi"),
+            chunk(json!({}), Some("tool_calls")),
+            raw_data("[DONE]"),
+        ]),
+        // 2: the answer after the tool result and the steering message.
+        Reply::sse(vec![
+            chunk(json!({"content": "Steer received; all green."}), None),
+            chunk(json!({}), Some("stop")),
+            raw_data("[DONE]"),
+        ]),
+        // 3: a run that stalls until Esc.
+        Reply::sse(vec![
+            chunk(json!({"content": "Partial thoughts"}), None),
+            Chunk::Stall,
+        ]),
+        // 4: the second process probes the local server again; then, after resuming, the
+        // conversation goes on.
+        tags("qwen3:8b"),
+        Reply::sse(vec![
+            chunk(json!({"content": "Back again."}), None),
+            chunk(json!({}), Some("stop")),
+            raw_data("[DONE]"),
+        ]),
+    ])
+    .await;
+    let home = temp_home("resume");
+
+    let mut pi = Pty::spawn(&home, &server, &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(b"run the check");
+    pi.send(b"\r");
+    let s = pi.wait_for("$ sleep 1.5; echo tool-says-hi");
+    assert!(s.contains("Running the check."), "{s}");
+    pi.send(b"also mind the steer");
+    pi.send(b"\r");
+    pi.wait_for("Steering: also mind the steer");
+    let s = pi.wait_for("Steer received; all green.");
+    assert!(
+        s.contains("tool-says-hi"),
+        "the tool output is in its cell:\n{s}"
+    );
+    assert!(!s.contains("Steering:"), "the queue was taken:\n{s}");
+
+    pi.send(b"one more thing");
+    pi.send(b"\r");
+    pi.wait_for("Partial thoughts");
+    pi.send(b"\x1b");
+    pi.wait_for("Operation aborted");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(pi.quit().success());
+
+    // The steering message reached the model after the tool result, in the same run.
+    let requests = server.requests();
+    let chats: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert_eq!(chats.len(), 3, "{requests:?}");
+    let second = chats[1].body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = second.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles[roles.len() - 2..], ["tool", "user"], "{second:?}");
+    assert!(
+        second.last().unwrap()["content"]
+            .to_string()
+            .contains("also mind the steer")
+    );
+
+    // Reopen it: the picker lists it; Enter shows the same transcript.
+    let mut pi = Pty::spawn(&home, &server, &["--resume"]);
+    pi.wait_for("run the check");
+    pi.send(b"\r");
+    let s = pi.wait_for("Resumed");
+    for needle in [
+        "run the check",
+        "Running the check.",
+        "$ sleep 1.5; echo tool-says-hi",
+        "also mind the steer",
+        "Steer received; all green.",
+        "one more thing",
+        "Partial thoughts",
+    ] {
+        assert!(s.contains(needle), "missing {needle:?} after resume:\n{s}");
+    }
+    pi.send(b"and now?");
+    pi.send(b"\r");
+    pi.wait_for("Back again.");
+    assert!(pi.quit().success());
+    let last = server.requests().into_iter().last().unwrap();
+    let history = last.body["messages"].to_string();
+    assert!(
+        history.contains("tool-says-hi") && history.contains("also mind the steer"),
+        "the resumed history goes to the model: {history}"
     );
     let _ = std::fs::remove_dir_all(&home);
 }
