@@ -20,6 +20,7 @@ pub mod markdown;
 pub mod port;
 pub mod render;
 pub mod sanitize;
+pub mod scrolling;
 pub mod sessions;
 pub mod slash;
 pub mod terminal;
@@ -148,7 +149,8 @@ pub async fn run(cli: Cli) -> u8 {
         return 1;
     }
     let _guard = terminal::Guard;
-    let mut term = match Terminal::new(CrosstermBackend::new(stdout())) {
+    let backend = scrolling::ScrollingBackend::new(CrosstermBackend::new(stdout()));
+    let mut term = match backend.and_then(Terminal::new) {
         Ok(t) => t,
         Err(e) => {
             terminal::restore();

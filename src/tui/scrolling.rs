@@ -1,0 +1,442 @@
+//! A backend wrapper that turns "everything moved up" into a terminal scroll.
+//!
+//! ratatui redraws every cell that differs from the previous frame. When the transcript follows
+//! new output, each new line moves every visible row up by one, so every row differs and the
+//! whole transcript is rewritten, many times a second while an answer streams. This wrapper sits
+//! between ratatui's `Terminal` and the real backend and keeps a copy of what the terminal shows.
+//! When a frame changes many rows, it looks for a block of rows that merely moved up by `k`
+//! lines; if one saves enough, it scrolls that block inside a scrolling region (DECSTBM + SU),
+//! shifts its copy the same way, and writes only the cells that still differ (the new rows,
+//! the spinner, the editor...). The result on screen is exactly the frame ratatui asked for; only
+//! the bytes written change.
+
+use std::hash::{Hash, Hasher};
+use std::io::{self, Write};
+
+use ratatui::backend::{Backend, ClearType, WindowSize};
+use ratatui::buffer::{Buffer, Cell};
+use ratatui::layout::{Position, Rect, Size};
+
+/// Frames that change fewer rows than this are written as they are.
+const MIN_DIRTY_ROWS: usize = 3;
+/// A scroll must save at least this many row rewrites to be worth its escape sequences.
+const MIN_SAVED_ROWS: i64 = 2;
+
+/// Wraps a writing backend (crossterm) with scroll detection.
+pub struct ScrollingBackend<B: Backend + Write> {
+    inner: B,
+    /// What the terminal shows now.
+    shown: Buffer,
+    /// Scratch for the frame being drawn (kept to reuse its allocation).
+    next: Buffer,
+}
+
+impl<B: Backend + Write> ScrollingBackend<B> {
+    pub fn new(inner: B) -> io::Result<Self> {
+        let size = inner.size()?;
+        let area = Rect::new(0, 0, size.width, size.height);
+        Ok(ScrollingBackend {
+            inner,
+            shown: Buffer::empty(area),
+            next: Buffer::empty(area),
+        })
+    }
+
+    pub fn inner_mut(&mut self) -> &mut B {
+        &mut self.inner
+    }
+
+    fn reset_to(&mut self, area: Rect) {
+        self.shown = Buffer::empty(area);
+        self.next = Buffer::empty(area);
+    }
+
+    /// Scroll rows `top..=bottom` up by `k` on the terminal and in the copy.
+    fn scroll_up(&mut self, top: u16, bottom: u16, k: u16) -> io::Result<()> {
+        // Reset attributes first: the rows scrolled in take the current background.
+        write!(
+            self.inner,
+            "\x1b[0m\x1b[{};{}r\x1b[{}S\x1b[r",
+            top + 1,
+            bottom + 1,
+            k
+        )?;
+        let width = self.shown.area.width as usize;
+        let start = top as usize * width;
+        let end = (bottom as usize + 1) * width;
+        let shift = k as usize * width;
+        let content = &mut self.shown.content[start..end];
+        content.rotate_left(shift);
+        let len = content.len();
+        for cell in &mut content[len - shift..] {
+            *cell = Cell::default();
+        }
+        Ok(())
+    }
+}
+
+fn row_hashes(buf: &Buffer) -> Vec<u64> {
+    let width = buf.area.width as usize;
+    if width == 0 {
+        return Vec::new();
+    }
+    buf.content
+        .chunks(width)
+        .map(|row| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            row.hash(&mut h);
+            h.finish()
+        })
+        .collect()
+}
+
+/// The best upward move: `(top, bottom, k)` such that scrolling rows `top..=bottom` up by `k`
+/// makes the most rows of `next` already right, or `None` if nothing is worth it.
+fn best_scroll(shown: &[u64], next: &[u64], blank: u64) -> Option<(usize, usize, usize)> {
+    let h = shown.len().min(next.len());
+    let mut best: Option<(i64, usize, usize, usize)> = None;
+    for k in 1..h {
+        let mut r = 0;
+        while r + k < h {
+            if next[r] != shown[r + k] {
+                r += 1;
+                continue;
+            }
+            // A run of rows that moved up by k: rows start..=end come from start+k..=end+k.
+            let start = r;
+            let mut saved: i64 = 0;
+            while r + k < h && next[r] == shown[r + k] {
+                if next[r] != shown[r] {
+                    saved += 1;
+                }
+                r += 1;
+            }
+            let end = r - 1;
+            // The k rows below the run come in blank: any that were right already (and not
+            // blank) must be written again.
+            let lost = (end + 1..=end + k)
+                .filter(|&i| next[i] == shown[i] && next[i] != blank)
+                .count() as i64;
+            let gain = saved - lost;
+            if gain >= MIN_SAVED_ROWS && best.is_none_or(|b| gain > b.0) {
+                best = Some((gain, start, end + k, k));
+            }
+        }
+    }
+    best.map(|(_, top, bottom, k)| (top, bottom, k))
+}
+
+impl<B: Backend + Write> Backend for ScrollingBackend<B> {
+    fn draw<'a, I>(&mut self, content: I) -> io::Result<()>
+    where
+        I: Iterator<Item = (u16, u16, &'a Cell)>,
+    {
+        let updates: Vec<(u16, u16, &Cell)> = content.collect();
+        let area = self.shown.area;
+        let mut dirty = vec![false; area.height as usize];
+        for (_, y, _) in &updates {
+            if let Some(d) = dirty.get_mut(*y as usize) {
+                *d = true;
+            }
+        }
+        let dirty_rows = dirty.iter().filter(|d| **d).count();
+        let in_bounds = |x: u16, y: u16| x < area.width && y < area.height;
+
+        if dirty_rows >= MIN_DIRTY_ROWS && area.width > 0 {
+            self.next.clone_from(&self.shown);
+            for (x, y, cell) in &updates {
+                if in_bounds(*x, *y) {
+                    self.next[(*x, *y)] = (*cell).clone();
+                }
+            }
+            let blank = {
+                let row = vec![Cell::default(); area.width as usize];
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                row.as_slice().hash(&mut h);
+                h.finish()
+            };
+            if let Some((top, bottom, k)) =
+                best_scroll(&row_hashes(&self.shown), &row_hashes(&self.next), blank)
+            {
+                self.scroll_up(top as u16, bottom as u16, k as u16)?;
+                let diff = self.shown.diff(&self.next);
+                self.inner.draw(diff.into_iter())?;
+                std::mem::swap(&mut self.shown, &mut self.next);
+                return Ok(());
+            }
+        }
+
+        for (x, y, cell) in &updates {
+            if in_bounds(*x, *y) {
+                self.shown[(*x, *y)] = (*cell).clone();
+            }
+        }
+        self.inner.draw(updates.into_iter())
+    }
+
+    fn append_lines(&mut self, n: u16) -> io::Result<()> {
+        self.inner.append_lines(n)
+    }
+
+    fn hide_cursor(&mut self) -> io::Result<()> {
+        self.inner.hide_cursor()
+    }
+
+    fn show_cursor(&mut self) -> io::Result<()> {
+        self.inner.show_cursor()
+    }
+
+    fn get_cursor_position(&mut self) -> io::Result<Position> {
+        self.inner.get_cursor_position()
+    }
+
+    fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> io::Result<()> {
+        self.inner.set_cursor_position(position)
+    }
+
+    fn clear(&mut self) -> io::Result<()> {
+        self.inner.clear()?;
+        let size = self.inner.size()?;
+        self.reset_to(Rect::new(0, 0, size.width, size.height));
+        Ok(())
+    }
+
+    fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
+        self.inner.clear_region(clear_type)?;
+        // Only a full clear is used (on resize); anything else makes the copy unknown, so
+        // forget it: the next frame is written in full.
+        let size = self.inner.size()?;
+        self.reset_to(Rect::new(0, 0, size.width, size.height));
+        if clear_type != ClearType::All {
+            self.inner.clear()?;
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> io::Result<Size> {
+        self.inner.size()
+    }
+
+    fn window_size(&mut self) -> io::Result<WindowSize> {
+        self.inner.window_size()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Backend::flush(&mut self.inner)
+    }
+}
+
+impl<B: Backend + Write> Write for ScrollingBackend<B> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Write::flush(&mut self.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::CrosstermBackend;
+    use ratatui::style::{Color, Style};
+    use ratatui::text::Line;
+    use ratatui::widgets::Paragraph;
+
+    /// Bytes written, shared with the test.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A crossterm backend writing into memory, with a fixed size.
+    struct Sized {
+        out: CrosstermBackend<Shared>,
+        size: Size,
+    }
+
+    impl Write for Sized {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.out.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Write::flush(&mut self.out)
+        }
+    }
+
+    impl Backend for Sized {
+        fn draw<'a, I: Iterator<Item = (u16, u16, &'a Cell)>>(&mut self, c: I) -> io::Result<()> {
+            self.out.draw(c)
+        }
+        fn hide_cursor(&mut self) -> io::Result<()> {
+            self.out.hide_cursor()
+        }
+        fn show_cursor(&mut self) -> io::Result<()> {
+            self.out.show_cursor()
+        }
+        fn get_cursor_position(&mut self) -> io::Result<Position> {
+            Ok(Position::ORIGIN)
+        }
+        fn set_cursor_position<P: Into<Position>>(&mut self, p: P) -> io::Result<()> {
+            self.out.set_cursor_position(p)
+        }
+        fn clear(&mut self) -> io::Result<()> {
+            self.out.clear()
+        }
+        fn size(&self) -> io::Result<Size> {
+            Ok(self.size)
+        }
+        fn window_size(&mut self) -> io::Result<WindowSize> {
+            Ok(WindowSize {
+                columns_rows: self.size,
+                pixels: Size::default(),
+            })
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Backend::flush(&mut self.out)
+        }
+    }
+
+    fn sized(w: u16, h: u16, bytes: &Shared) -> Sized {
+        Sized {
+            out: CrosstermBackend::new(bytes.clone()),
+            size: Size::new(w, h),
+        }
+    }
+
+    /// A transcript of `n` numbered lines following its end above a status row whose spinner
+    /// changes every frame, like the TUI while an answer streams.
+    fn frame(n: usize, height: u16) -> (Vec<Line<'static>>, Line<'static>) {
+        let rows = height as usize - 1;
+        let lines = (n.saturating_sub(rows)..n)
+            .map(|i| {
+                Line::styled(
+                    format!("line {i}: {}", "word ".repeat(i % 7)),
+                    Style::new().fg(if i % 3 == 0 {
+                        Color::Cyan
+                    } else {
+                        Color::Reset
+                    }),
+                )
+            })
+            .collect();
+        (
+            lines,
+            Line::raw(format!("{} working", ['|', '/', '-', '\\'][n % 4])),
+        )
+    }
+
+    fn run(scrolling: bool, frames: usize, w: u16, h: u16) -> (usize, bool) {
+        let mut parser = vt100::Parser::new(h, w, 0);
+        let mut written = 0;
+        let mut all_match = true;
+        let bytes = Shared::default();
+        let mut check = |expected: &Buffer| {
+            let mut term_bytes = bytes.0.borrow_mut();
+            written += term_bytes.len();
+            parser.process(&term_bytes);
+            term_bytes.clear();
+            let screen = parser.screen();
+            for y in 0..h {
+                let want: String = (0..w).map(|x| expected[(x, y)].symbol()).collect();
+                let got = screen.contents_between(y, 0, y, w);
+                if want.trim_end() != got.trim_end() {
+                    all_match = false;
+                }
+            }
+        };
+        if scrolling {
+            let mut term =
+                Terminal::new(ScrollingBackend::new(sized(w, h, &bytes)).unwrap()).unwrap();
+            for n in 1..=frames {
+                let (lines, status) = frame(n, h);
+                let done = term
+                    .draw(|f| {
+                        let a = f.area();
+                        f.render_widget(
+                            Paragraph::new(lines),
+                            Rect {
+                                height: a.height - 1,
+                                ..a
+                            },
+                        );
+                        f.render_widget(
+                            Paragraph::new(status),
+                            Rect {
+                                y: a.height - 1,
+                                height: 1,
+                                ..a
+                            },
+                        );
+                    })
+                    .unwrap()
+                    .buffer
+                    .clone();
+                check(&done);
+            }
+        } else {
+            let mut term = Terminal::new(sized(w, h, &bytes)).unwrap();
+            for n in 1..=frames {
+                let (lines, status) = frame(n, h);
+                let done = term
+                    .draw(|f| {
+                        let a = f.area();
+                        f.render_widget(
+                            Paragraph::new(lines),
+                            Rect {
+                                height: a.height - 1,
+                                ..a
+                            },
+                        );
+                        f.render_widget(
+                            Paragraph::new(status),
+                            Rect {
+                                y: a.height - 1,
+                                height: 1,
+                                ..a
+                            },
+                        );
+                    })
+                    .unwrap()
+                    .buffer
+                    .clone();
+                check(&done);
+            }
+        }
+        (written, all_match)
+    }
+
+    #[test]
+    fn scrolling_output_is_identical_on_screen_and_much_smaller() {
+        let (plain, plain_ok) = run(false, 200, 80, 24);
+        let (scrolled, scrolled_ok) = run(true, 200, 80, 24);
+        assert!(plain_ok, "plain rendering reproduces the frames");
+        assert!(scrolled_ok, "scrolled rendering reproduces the frames");
+        assert!(
+            scrolled * 5 < plain,
+            "scrolling should write far less: {scrolled} vs {plain} bytes"
+        );
+    }
+
+    #[test]
+    fn finds_the_moved_block_and_ignores_noise() {
+        // Rows 0..4 moved up by 2 (rows 2..6 -> 0..4), the last row changed on its own.
+        let shown = [1, 2, 3, 4, 5, 6, 9, 0];
+        let next = [3, 4, 5, 6, 7, 8, 9, 1];
+        assert_eq!(best_scroll(&shown, &next, 0), Some((0, 5, 2)));
+        // Nothing moved: no scroll.
+        assert_eq!(best_scroll(&shown, &shown, 0), None);
+        // A single moved row is not worth a scroll.
+        assert_eq!(best_scroll(&[1, 2, 3], &[2, 7, 8], 0), None);
+    }
+}
