@@ -194,18 +194,18 @@ async fn wait_signal(s: &mut Option<tokio::signal::unix::Signal>) {
 
 /// Draw one frame inside synchronized output.
 pub fn draw<B: Backend + std::io::Write>(
-    term: &mut Terminal<B>,
+    term: &mut Terminal<scrolling::ScrollingBackend<B>>,
     app: &mut App,
     now: Instant,
 ) -> std::io::Result<()> {
     execute!(term.backend_mut(), BeginSynchronizedUpdate)?;
-    let drawn = term.draw(|f| render::draw(f, app, now)).map(|_| ());
+    let drawn = scrolling::draw_frame(term, |f| render::draw(f, app, now));
     execute!(term.backend_mut(), EndSynchronizedUpdate)?;
     drawn
 }
 
 async fn event_loop<B: Backend + std::io::Write>(
-    term: &mut Terminal<B>,
+    term: &mut Terminal<scrolling::ScrollingBackend<B>>,
     app: &mut App,
     agent: &Agent,
     mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,

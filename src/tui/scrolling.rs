@@ -13,6 +13,8 @@
 use std::hash::{Hash, Hasher};
 use std::io::{self, Write};
 
+use unicode_width::UnicodeWidthStr;
+
 use ratatui::backend::{Backend, ClearType, WindowSize};
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::{Position, Rect, Size};
@@ -27,19 +29,20 @@ pub struct ScrollingBackend<B: Backend + Write> {
     inner: B,
     /// What the terminal shows now.
     shown: Buffer,
-    /// Scratch for the frame being drawn (kept to reuse its allocation).
-    next: Buffer,
+    /// A fingerprint of each row of `shown`.
+    hashes: Vec<u64>,
 }
 
 impl<B: Backend + Write> ScrollingBackend<B> {
     pub fn new(inner: B) -> io::Result<Self> {
         let size = inner.size()?;
-        let area = Rect::new(0, 0, size.width, size.height);
-        Ok(ScrollingBackend {
+        let mut b = ScrollingBackend {
             inner,
-            shown: Buffer::empty(area),
-            next: Buffer::empty(area),
-        })
+            shown: Buffer::empty(Rect::ZERO),
+            hashes: Vec::new(),
+        };
+        b.reset_to(Rect::new(0, 0, size.width, size.height));
+        Ok(b)
     }
 
     pub fn inner_mut(&mut self) -> &mut B {
@@ -48,11 +51,63 @@ impl<B: Backend + Write> ScrollingBackend<B> {
 
     fn reset_to(&mut self, area: Rect) {
         self.shown = Buffer::empty(area);
-        self.next = Buffer::empty(area);
+        let blank = blank_hash(area.width);
+        self.hashes = vec![blank; area.height as usize];
+    }
+
+    /// Write `next` (a whole frame) to the terminal: scroll rows that merely moved, then write
+    /// the cells of the rows that still differ. Rows that did not change cost one comparison.
+    pub fn present(&mut self, next: &Buffer) -> io::Result<()> {
+        if next.area != self.shown.area {
+            self.inner.clear()?;
+            self.reset_to(next.area);
+        }
+        let width = next.area.width as usize;
+        let height = next.area.height as usize;
+        if width == 0 || height == 0 {
+            return Ok(());
+        }
+        let row = |y: usize| y * width..(y + 1) * width;
+        let mut dirty: Vec<bool> = (0..height)
+            .map(|y| self.shown.content[row(y)] != next.content[row(y)])
+            .collect();
+        let next_hashes: Vec<u64> = (0..height)
+            .map(|y| {
+                if dirty[y] {
+                    hash_row(&next.content[row(y)])
+                } else {
+                    self.hashes[y]
+                }
+            })
+            .collect();
+        if dirty.iter().filter(|d| **d).count() >= MIN_DIRTY_ROWS
+            && let Some((top, bottom, k)) =
+                best_scroll(&self.hashes, &next_hashes, blank_hash(next.area.width))
+        {
+            self.scroll_up(top, bottom, k)?;
+            for (y, d) in dirty.iter_mut().enumerate().take(bottom + 1).skip(top) {
+                *d = self.shown.content[row(y)] != next.content[row(y)];
+            }
+        }
+        let mut updates: Vec<(u16, u16, &Cell)> = Vec::new();
+        for (y, _) in dirty.iter().enumerate().filter(|(_, d)| **d) {
+            row_diff(
+                &self.shown.content[row(y)],
+                &next.content[row(y)],
+                y as u16,
+                &mut updates,
+            );
+        }
+        self.inner.draw(updates.into_iter())?;
+        for (y, _) in dirty.iter().enumerate().filter(|(_, d)| **d) {
+            self.shown.content[row(y)].clone_from_slice(&next.content[row(y)]);
+        }
+        self.hashes = next_hashes;
+        Ok(())
     }
 
     /// Scroll rows `top..=bottom` up by `k` on the terminal and in the copy.
-    fn scroll_up(&mut self, top: u16, bottom: u16, k: u16) -> io::Result<()> {
+    fn scroll_up(&mut self, top: usize, bottom: usize, k: usize) -> io::Result<()> {
         // Reset attributes first: the rows scrolled in take the current background.
         write!(
             self.inner,
@@ -62,32 +117,83 @@ impl<B: Backend + Write> ScrollingBackend<B> {
             k
         )?;
         let width = self.shown.area.width as usize;
-        let start = top as usize * width;
-        let end = (bottom as usize + 1) * width;
-        let shift = k as usize * width;
-        let content = &mut self.shown.content[start..end];
-        content.rotate_left(shift);
+        let content = &mut self.shown.content[top * width..(bottom + 1) * width];
+        content.rotate_left(k * width);
         let len = content.len();
-        for cell in &mut content[len - shift..] {
+        for cell in &mut content[len - k * width..] {
             *cell = Cell::default();
+        }
+        let blank = blank_hash(self.shown.area.width);
+        let hashes = &mut self.hashes[top..=bottom];
+        hashes.rotate_left(k);
+        let len = hashes.len();
+        for h in &mut hashes[len - k..] {
+            *h = blank;
         }
         Ok(())
     }
 }
 
-fn row_hashes(buf: &Buffer) -> Vec<u64> {
-    let width = buf.area.width as usize;
-    if width == 0 {
-        return Vec::new();
+/// The cells of one row to write, with ratatui's rules for wide characters: a cell hidden by
+/// the wide character before it is skipped; cells after a changed wide character are rewritten.
+fn row_diff<'a>(shown: &[Cell], next: &'a [Cell], y: u16, out: &mut Vec<(u16, u16, &'a Cell)>) {
+    let mut invalidated: usize = 0;
+    let mut to_skip: usize = 0;
+    for (x, (cur, prev)) in next.iter().zip(shown).enumerate() {
+        if !cur.skip && (cur != prev || invalidated > 0) && to_skip == 0 {
+            out.push((x as u16, y, cur));
+        }
+        let cur_width = cur.symbol().width();
+        to_skip = cur_width.saturating_sub(1);
+        let affected = cur_width.max(prev.symbol().width());
+        invalidated = affected.max(invalidated).saturating_sub(1);
     }
-    buf.content
-        .chunks(width)
-        .map(|row| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            row.hash(&mut h);
-            h.finish()
-        })
-        .collect()
+}
+
+/// A fast, non-cryptographic hasher (multiply-rotate) for row fingerprints. A collision can only
+/// make a scroll less useful, never the screen wrong: cells are always compared for real.
+#[derive(Default)]
+struct RowHasher(u64);
+
+impl Hasher for RowHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = [0u8; 8];
+            v[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(v));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn write_isize(&mut self, v: isize) {
+        self.write_u64(v as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+fn hash_row(row: &[Cell]) -> u64 {
+    let mut h = RowHasher::default();
+    row.hash(&mut h);
+    h.finish()
+}
+
+fn blank_hash(width: u16) -> u64 {
+    hash_row(&vec![Cell::default(); width as usize])
 }
 
 /// The best upward move: `(top, bottom, k)` such that scrolling rows `top..=bottom` up by `k`
@@ -127,49 +233,23 @@ fn best_scroll(shown: &[u64], next: &[u64], blank: u64) -> Option<(usize, usize,
 }
 
 impl<B: Backend + Write> Backend for ScrollingBackend<B> {
+    /// The plain path (ratatui's own diff): keep the copy in step and pass the cells on.
     fn draw<'a, I>(&mut self, content: I) -> io::Result<()>
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
         let updates: Vec<(u16, u16, &Cell)> = content.collect();
         let area = self.shown.area;
-        let mut dirty = vec![false; area.height as usize];
-        for (_, y, _) in &updates {
-            if let Some(d) = dirty.get_mut(*y as usize) {
-                *d = true;
-            }
-        }
-        let dirty_rows = dirty.iter().filter(|d| **d).count();
-        let in_bounds = |x: u16, y: u16| x < area.width && y < area.height;
-
-        if dirty_rows >= MIN_DIRTY_ROWS && area.width > 0 {
-            self.next.clone_from(&self.shown);
-            for (x, y, cell) in &updates {
-                if in_bounds(*x, *y) {
-                    self.next[(*x, *y)] = (*cell).clone();
-                }
-            }
-            let blank = {
-                let row = vec![Cell::default(); area.width as usize];
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                row.as_slice().hash(&mut h);
-                h.finish()
-            };
-            if let Some((top, bottom, k)) =
-                best_scroll(&row_hashes(&self.shown), &row_hashes(&self.next), blank)
-            {
-                self.scroll_up(top as u16, bottom as u16, k as u16)?;
-                let diff = self.shown.diff(&self.next);
-                self.inner.draw(diff.into_iter())?;
-                std::mem::swap(&mut self.shown, &mut self.next);
-                return Ok(());
-            }
-        }
-
+        let mut touched = vec![false; area.height as usize];
         for (x, y, cell) in &updates {
-            if in_bounds(*x, *y) {
+            if *x < area.width && *y < area.height {
                 self.shown[(*x, *y)] = (*cell).clone();
+                touched[*y as usize] = true;
             }
+        }
+        let width = area.width as usize;
+        for (y, _) in touched.iter().enumerate().filter(|(_, t)| **t) {
+            self.hashes[y] = hash_row(&self.shown.content[y * width..(y + 1) * width]);
         }
         self.inner.draw(updates.into_iter())
     }
@@ -202,14 +282,10 @@ impl<B: Backend + Write> Backend for ScrollingBackend<B> {
     }
 
     fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
-        self.inner.clear_region(clear_type)?;
-        // Only a full clear is used (on resize); anything else makes the copy unknown, so
-        // forget it: the next frame is written in full.
-        let size = self.inner.size()?;
-        self.reset_to(Rect::new(0, 0, size.width, size.height));
-        if clear_type != ClearType::All {
-            self.inner.clear()?;
-        }
+        // Only a full clear is used (on resize); after a partial one the copy would be unknown,
+        // so clear everything: the next frame is then written in full.
+        self.clear()?;
+        let _ = clear_type;
         Ok(())
     }
 
@@ -236,6 +312,28 @@ impl<B: Backend + Write> Write for ScrollingBackend<B> {
     }
 }
 
+/// Draw one frame through `render`, presenting it with scroll detection: the ratatui
+/// `Terminal` keeps its buffers and resize handling; only the diff-and-write step is ours.
+pub fn draw_frame<B, F>(
+    term: &mut ratatui::Terminal<ScrollingBackend<B>>,
+    render: F,
+) -> io::Result<()>
+where
+    B: Backend + Write,
+    F: FnOnce(&mut ratatui::Frame),
+{
+    term.autoresize()?;
+    let mut frame = term.get_frame();
+    render(&mut frame);
+    let next = std::mem::replace(term.current_buffer_mut(), Buffer::empty(Rect::ZERO));
+    let presented = term.backend_mut().present(&next);
+    *term.current_buffer_mut() = next;
+    // The drawn frame becomes "previous"; the other buffer is cleared for the next frame.
+    term.swap_buffers();
+    presented?;
+    Backend::flush(term.backend_mut())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,7 +341,7 @@ mod tests {
     use ratatui::backend::CrosstermBackend;
     use ratatui::style::{Color, Style};
     use ratatui::text::Line;
-    use ratatui::widgets::Paragraph;
+    use ratatui::widgets::{Paragraph, Widget};
 
     /// Bytes written, shared with the test.
     #[derive(Clone, Default)]
@@ -360,29 +458,31 @@ mod tests {
                 Terminal::new(ScrollingBackend::new(sized(w, h, &bytes)).unwrap()).unwrap();
             for n in 1..=frames {
                 let (lines, status) = frame(n, h);
-                let done = term
-                    .draw(|f| {
-                        let a = f.area();
-                        f.render_widget(
-                            Paragraph::new(lines),
-                            Rect {
-                                height: a.height - 1,
-                                ..a
-                            },
-                        );
-                        f.render_widget(
-                            Paragraph::new(status),
-                            Rect {
-                                y: a.height - 1,
-                                height: 1,
-                                ..a
-                            },
-                        );
-                    })
-                    .unwrap()
-                    .buffer
-                    .clone();
-                check(&done);
+                draw_frame(&mut term, |f| {
+                    let a = f.area();
+                    f.render_widget(
+                        Paragraph::new(lines),
+                        Rect {
+                            height: a.height - 1,
+                            ..a
+                        },
+                    );
+                    f.render_widget(
+                        Paragraph::new(status),
+                        Rect {
+                            y: a.height - 1,
+                            height: 1,
+                            ..a
+                        },
+                    );
+                })
+                .unwrap();
+                // What the terminal should show: the frame just drawn.
+                let mut expected = Buffer::empty(Rect::new(0, 0, w, h));
+                let (lines, status) = frame(n, h);
+                Paragraph::new(lines).render(Rect::new(0, 0, w, h - 1), &mut expected);
+                Paragraph::new(status).render(Rect::new(0, h - 1, w, 1), &mut expected);
+                check(&expected);
             }
         } else {
             let mut term = Terminal::new(sized(w, h, &bytes)).unwrap();
