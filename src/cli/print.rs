@@ -195,7 +195,10 @@ pub async fn close_session(task: Option<crate::session::RecorderTask>) {
 }
 
 /// The tools chosen by `--tools` / `--no-tools` (default: read, bash, edit, write).
-pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
+pub fn active_tools(
+    cli: &Cli,
+    limits: crate::tools::ToolLimits,
+) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
     let names: Vec<String> = if cli.no_tools {
         Vec::new()
     } else {
@@ -210,7 +213,7 @@ pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTo
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    crate::tools::build(&refs, cwd)
+    crate::tools::build_with_limits(&refs, cwd, limits)
 }
 
 /// An agent ready to take prompts, with what a UI needs to show and switch models.
@@ -240,7 +243,7 @@ pub async fn build_agent(
     env: &EnvLookup,
 ) -> Result<BuiltAgent, String> {
     // Bad flags first: no point probing for a model to then refuse the tool list.
-    let tools = active_tools(cli)?;
+    let tools = active_tools(cli, config.tools.limits())?;
     let opened = open_session(cli, env)?;
     // A resumed session keeps its model and level unless the flags name others.
     let mut chosen = cli.clone();
