@@ -106,6 +106,7 @@ fn retry_policy(config: &Config) -> RetryPolicy {
 /// the terminal), else a new one; `None` with `--no-session` or without a home folder.
 pub fn open_session(
     cli: &Cli,
+    config: &Config,
     env: &EnvLookup,
 ) -> Result<Option<crate::session::OpenedSession>, String> {
     use crate::session::{ListScope, SessionPaths, StartFrom, list_sessions, open_session};
@@ -121,6 +122,7 @@ pub fn open_session(
         agent_dir.as_deref(),
         &cwd,
         cli.session_dir.as_deref(),
+        config.session_dir.as_deref(),
         &move |k| e(k),
     ) else {
         eprintln!("pi: warning: no home folder, so this session is not saved");
@@ -244,7 +246,7 @@ pub async fn build_agent(
 ) -> Result<BuiltAgent, String> {
     // Bad flags first: no point probing for a model to then refuse the tool list.
     let tools = active_tools(cli, config.tools.limits())?;
-    let opened = open_session(cli, env)?;
+    let opened = open_session(cli, config, env)?;
     // A resumed session keeps its model and level unless the flags name others.
     let mut chosen = cli.clone();
     if let Some(o) = opened.as_ref().filter(|o| o.resumed) {

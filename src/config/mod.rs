@@ -131,6 +131,8 @@ pub struct Config {
     pub steering_mode: Option<String>,
     /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
     pub follow_up_mode: Option<String>,
+    /// Where sessions are saved (below `--session-dir` and `PI_CODING_AGENT_SESSION_DIR`).
+    pub session_dir: Option<String>,
     pub retry: RetryConfig,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
@@ -159,6 +161,7 @@ const TOP_KEYS: &[&str] = &[
     "idle_timeout_secs",
     "steering_mode",
     "follow_up_mode",
+    "session_dir",
     "retry",
     "tools",
     "providers",

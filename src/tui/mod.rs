@@ -127,6 +127,7 @@ pub async fn run(cli: Cli) -> u8 {
             agent_dir.as_deref(),
             &cwd,
             cli.session_dir.as_deref(),
+            config.session_dir.as_deref(),
             &move |k| e(k),
         )
         .map(|paths| {
