@@ -131,6 +131,10 @@ pub struct Config {
     pub steering_mode: Option<String>,
     /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
     pub follow_up_mode: Option<String>,
+    /// The TUI's palette: "dark" (default) or "light".
+    pub theme: Option<crate::tui::theme::ThemeName>,
+    /// Colour overrides by token name (see `tui::theme::TOKENS`).
+    pub colors: BTreeMap<String, crate::tui::theme::ColorValue>,
     /// Where sessions are saved (below `--session-dir` and `PI_CODING_AGENT_SESSION_DIR`).
     pub session_dir: Option<String>,
     pub retry: RetryConfig,
@@ -162,6 +166,8 @@ const TOP_KEYS: &[&str] = &[
     "steering_mode",
     "follow_up_mode",
     "session_dir",
+    "theme",
+    "colors",
     "retry",
     "tools",
     "providers",
@@ -222,6 +228,9 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     unknown_keys(table, TOP_KEYS, "", file, out);
     if let Some(toml::Value::Table(r)) = table.get("retry") {
         unknown_keys(r, RETRY_KEYS, "retry.", file, out);
+    }
+    if let Some(toml::Value::Table(c)) = table.get("colors") {
+        unknown_keys(c, crate::tui::theme::TOKENS, "colors.", file, out);
     }
     if let Some(toml::Value::Table(t)) = table.get("tools") {
         unknown_keys(t, TOOLS_KEYS, "tools.", file, out);
@@ -315,6 +324,11 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
 }
 
 impl Config {
+    /// The TUI's colours: the chosen palette with the `[colors]` overrides.
+    pub fn theme(&self) -> crate::tui::theme::Theme {
+        crate::tui::theme::Theme::build(self.theme.unwrap_or_default(), &self.colors)
+    }
+
     /// Add the configured providers and models to the catalogue.
     pub fn apply_to(&self, catalog: &mut Catalog) -> Result<(), String> {
         for (name, p) in &self.providers {
@@ -530,6 +544,56 @@ mod tests {
     }
 
     #[test]
+    fn theme_and_colour_overrides_parse() {
+        use crate::tui::theme::{Theme, ThemeName};
+        use ratatui::style::Color;
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "theme = \"light\"\n[colors]\naccent = \"#102030\"\nerror = 196\nlink = \"light blue\"\n",
+        );
+        write(
+            &d,
+            "proj/.pi/config.toml",
+            "[colors]\ndim = \"245\"\naccnet = \"red\"\n",
+        );
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(l.config.theme, Some(ThemeName::Light));
+        let t = l.config.theme();
+        assert_eq!(t.accent, Color::Rgb(0x10, 0x20, 0x30));
+        assert_eq!(t.error, Color::Indexed(196));
+        assert_eq!(t.link, Color::LightBlue);
+        assert_eq!(t.dim, Color::Indexed(245));
+        assert_eq!(t.success, Theme::LIGHT.success);
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("colors.accnet"), "{:?}", l.warnings);
+        assert_eq!(Config::default().theme(), Theme::DARK);
+    }
+
+    #[test]
+    fn bad_themes_and_colours_name_line_and_column() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "model = \"a/b\"\ntheme = \"solarized\"\n",
+        );
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:2:9"), "{e}");
+        assert!(e.contains("solarized") && e.contains("light"), "{e}");
+        let d = temp();
+        write(&d, "agent/config.toml", "[colors]\n\ncode = \"blurple\"\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:3:8"), "{e}");
+        assert!(e.contains("blurple") && e.contains("#rrggbb"), "{e}");
+        let d = temp();
+        write(&d, "agent/config.toml", "[colors]\ncode = 300\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:2:8") && e.contains("300"), "{e}");
+    }
+
+    #[test]
     fn custom_providers_and_models_join_the_catalogue() {
         let text = r#"
 [providers.lab]
@@ -594,6 +658,8 @@ mod example_tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
+        // The documented colours are the dark theme's.
+        assert_eq!(cfg.theme(), crate::tui::theme::Theme::DARK);
         // The documented numbers are the real defaults.
         assert_eq!(cfg.tools.limits(), crate::tools::ToolLimits::default());
         let mut cat = Catalog::builtin(&|_| None);

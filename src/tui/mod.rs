@@ -10,7 +10,8 @@
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `frame`, `terminal` (hygiene), `port` (the agent as the app sees it).
+//! `frame`, `terminal` (hygiene), `port` (the agent as the app sees it), `theme` (colours, from
+//! the `theme` and `[colors]` keys of config).
 
 pub mod app;
 pub mod cells;
@@ -23,6 +24,7 @@ pub mod sanitize;
 pub mod sessions;
 pub mod slash;
 pub mod terminal;
+pub mod theme;
 pub mod transcript;
 pub mod wrap;
 
@@ -99,6 +101,7 @@ pub async fn run(cli: Cli) -> u8 {
             return 1;
         }
     };
+    theme::set(config.theme());
     // `-r` opens the TUI with the session picker instead of the numbered list on stderr: the
     // agent starts on a new (not yet written) session until one is chosen.
     let mut start = cli.clone();
