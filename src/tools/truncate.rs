@@ -58,9 +58,9 @@ impl Default for ToolLimits {
 /// [`format_size`].
 pub fn limit_size(bytes: usize) -> String {
     const KB: usize = 1024;
-    if bytes >= KB * KB && bytes % (KB * KB) == 0 {
+    if bytes >= KB * KB && bytes.is_multiple_of(KB * KB) {
         format!("{} MB", bytes / (KB * KB))
-    } else if bytes >= KB && bytes % KB == 0 {
+    } else if bytes >= KB && bytes.is_multiple_of(KB) {
         format!("{} KB", bytes / KB)
     } else {
         format_size(bytes as u64)
