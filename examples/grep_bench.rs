@@ -47,7 +47,12 @@ fn main() {
                 }
             };
             let searched = started.elapsed();
-            let (text, _) = format_hits(&result, opts.limit, |p| p.display().to_string());
+            let (text, _) = format_hits(
+                &result,
+                opts.limit,
+                pi::tools::truncate::GREP_MAX_LINE_CHARS,
+                |p| p.display().to_string(),
+            );
             let formatted = started.elapsed();
             if !text.is_empty() {
                 let _ = writeln!(out, "{text}");

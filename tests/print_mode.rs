@@ -592,3 +592,115 @@ async fn a_bad_queue_mode_in_config_is_reported() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("steering_mode"));
 }
+
+fn jsonl_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
+        .count()
+}
+
+#[tokio::test]
+async fn session_dir_from_config_is_used_below_the_variable_and_the_flag() {
+    let server = TestServer::start(vec![
+        tags("q"),
+        text_reply("one"),
+        tags("q"),
+        text_reply("two"),
+        tags("q"),
+        text_reply("three"),
+    ])
+    .await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(h.join("agent/config.toml"), "session_dir = \"~/kept\"\n").unwrap();
+    let run = |cmd: &mut Command| {
+        let out = cmd.output();
+        async move {
+            let out = out.await.unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    // Config only: `~` is the home folder, files go straight into the folder.
+    run(pi(&server, &h).args(["-p", "a"])).await;
+    assert_eq!(jsonl_in(&h.join("kept")), 1);
+    assert!(session_files(&h).is_empty(), "nothing in the default place");
+    // The variable beats the config.
+    run(pi(&server, &h)
+        .env("PI_CODING_AGENT_SESSION_DIR", h.join("from-env"))
+        .args(["-p", "b"]))
+    .await;
+    assert_eq!(jsonl_in(&h.join("from-env")), 1);
+    assert_eq!(jsonl_in(&h.join("kept")), 1);
+    // The flag beats both.
+    let flag = h.join("from-flag");
+    run(pi(&server, &h)
+        .env("PI_CODING_AGENT_SESSION_DIR", h.join("from-env"))
+        .arg("--session-dir")
+        .arg(&flag)
+        .args(["-p", "c"]))
+    .await;
+    assert_eq!(jsonl_in(&flag), 1);
+    assert_eq!(jsonl_in(&h.join("from-env")), 1);
+}
+
+#[tokio::test]
+async fn tool_limits_from_config_reach_the_tools() {
+    let h = home();
+    let body: String = (1..=20).map(|i| format!("row {i}\n")).collect();
+    std::fs::write(h.join("rows.txt"), body).unwrap();
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(h.join("agent/config.toml"), "[tools]\nmax_lines = 3\n").unwrap();
+    let call = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "read", "arguments": "{\"path\":\"rows.txt\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![tags("q"), call, text_reply("ok")]).await;
+    let out = pi(&server, &h)
+        .args(["-p", "--no-session", "read rows.txt"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.requests();
+    let read = reqs[1].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "read")
+        .unwrap()
+        .clone();
+    assert!(
+        read["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("at most 3 lines")
+    );
+    let tool_msg = reqs[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    let text = tool_msg["content"].as_str().unwrap();
+    assert!(text.starts_with("row 1\nrow 2\nrow 3\n"), "{text}");
+    assert!(
+        text.ends_with("[Lines 1-3 of 20 shown. Continue with offset=4.]"),
+        "{text}"
+    );
+}

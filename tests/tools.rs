@@ -1355,3 +1355,123 @@ async fn tools_run_inside_the_agent_loop() {
     );
     assert_eq!(by_id("c6"), ("- buy bread\n".to_string(), false));
 }
+
+// ------------------------------------------------------------------------------------------
+// Configured limits
+// ------------------------------------------------------------------------------------------
+
+/// Tools built with small limits (as `[tools]` in config.toml gives them) cut there, and their
+/// notices and descriptions name the configured numbers, not the defaults.
+#[tokio::test]
+async fn tools_built_with_small_limits_cut_at_them() {
+    let d = tmp();
+    let body: String = (1..=50).map(|i| format!("line {i}\n")).collect();
+    fs::write(d.path().join("f.txt"), &body).unwrap();
+    fs::write(
+        d.path().join("long.txt"),
+        format!("needle {}\n", "x".repeat(100)),
+    )
+    .unwrap();
+    for i in 0..8 {
+        fs::write(d.path().join(format!("e{i}.md")), "needle\n").unwrap();
+    }
+    let limits = tools::ToolLimits {
+        max_lines: 10,
+        max_bytes: 2048,
+        grep_max_line_chars: 20,
+        grep_limit: 3,
+        find_limit: 4,
+        ls_limit: 5,
+    };
+    let built = tools::build_with_limits(tools::ALL_TOOLS, d.path(), limits).unwrap();
+    let get = |name: &str| built.iter().find(|t| t.name() == name).unwrap().clone();
+
+    let read = get("read");
+    assert!(read.description().contains("at most 10 lines or 2 KB"));
+    let s = run_tool(&read, json!({"path": "f.txt"})).await;
+    ok(&s);
+    assert!(s.text.starts_with("line 1\n") && s.text.contains("line 10\n"));
+    assert!(!s.text.contains("line 11\n"));
+    assert!(
+        s.text
+            .ends_with("[Lines 1-10 of 50 shown. Continue with offset=11.]"),
+        "{}",
+        s.text
+    );
+
+    let bash = get("bash");
+    assert!(bash.description().contains("last 10 lines or 2 KB"));
+    let s = run_tool(&bash, json!({"command": "seq 1 30"})).await;
+    ok(&s);
+    assert!(s.text.starts_with("21\n22\n"), "{}", s.text);
+    assert!(s.text.contains("[Lines 21-30 of 30 shown."), "{}", s.text);
+    if let Some(p) = s.details["fullOutputPath"].as_str() {
+        let _ = fs::remove_file(p);
+    }
+
+    let grep = get("grep");
+    assert!(grep.description().contains("(default 3)"));
+    assert!(grep.description().contains("cut at 20 characters"));
+    let s = run_tool(&grep, json!({"pattern": "needle"})).await;
+    ok(&s);
+    assert!(
+        s.text.contains("Stopped at 3 matches. Pass limit=6"),
+        "{}",
+        s.text
+    );
+    let s = run_tool(&grep, json!({"pattern": "needle", "path": "long.txt"})).await;
+    assert!(s.text.contains("[line cut at 20 characters]"), "{}", s.text);
+    assert!(
+        s.text.contains("Lines longer than 20 characters"),
+        "{}",
+        s.text
+    );
+
+    let find = get("find");
+    let s = run_tool(&find, json!({"pattern": "*.md"})).await;
+    assert!(s.text.contains("Stopped at 4 results"), "{}", s.text);
+    assert_eq!(s.text.lines().filter(|l| l.ends_with(".md")).count(), 4);
+
+    let ls = get("ls");
+    assert!(ls.description().contains("(default 5)"));
+    let s = run_tool(&ls, json!({})).await;
+    assert!(s.text.contains("Showing 5 of 10 entries"), "{}", s.text);
+
+    // A byte limit smaller than the output: the notice names it.
+    let small = tools::ToolLimits {
+        max_bytes: 40,
+        ..limits
+    };
+    let ls = tools::build_with_limits(&["ls"], d.path(), small)
+        .unwrap()
+        .pop()
+        .unwrap();
+    let s = run_tool(&ls, json!({"limit": 100})).await;
+    assert!(s.text.contains("Output cut at 40 B after"), "{}", s.text);
+    let read = tools::build_with_limits(&["read"], d.path(), small)
+        .unwrap()
+        .pop()
+        .unwrap();
+    let s = run_tool(&read, json!({"path": "f.txt"})).await;
+    assert!(s.text.contains("(40 B limit)"), "{}", s.text);
+}
+
+/// With no configuration the descriptions still say what they always said.
+#[test]
+fn default_descriptions_name_the_default_limits() {
+    let d = tmp();
+    let built = tools::build(tools::ALL_TOOLS, d.path()).unwrap();
+    let desc = |name: &str| {
+        built
+            .iter()
+            .find(|t| t.name() == name)
+            .unwrap()
+            .description()
+            .to_string()
+    };
+    assert!(desc("read").contains("at most 2000 lines or 50 KB per call; when more remains"));
+    assert!(desc("bash").contains("keeps the last 2000 lines or 50 KB of output; when"));
+    assert!(desc("grep").contains("(default 100); long lines are cut at 500 characters."));
+    assert!(desc("find").contains("at most `limit` (default 1000)."));
+    assert!(desc("ls").ends_with("Returns at most `limit` entries (default 500)."));
+}

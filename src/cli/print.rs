@@ -106,6 +106,7 @@ fn retry_policy(config: &Config) -> RetryPolicy {
 /// the terminal), else a new one; `None` with `--no-session` or without a home folder.
 pub fn open_session(
     cli: &Cli,
+    config: &Config,
     env: &EnvLookup,
 ) -> Result<Option<crate::session::OpenedSession>, String> {
     use crate::session::{ListScope, SessionPaths, StartFrom, list_sessions, open_session};
@@ -121,6 +122,7 @@ pub fn open_session(
         agent_dir.as_deref(),
         &cwd,
         cli.session_dir.as_deref(),
+        config.session_dir.as_deref(),
         &move |k| e(k),
     ) else {
         eprintln!("pi: warning: no home folder, so this session is not saved");
@@ -195,7 +197,10 @@ pub async fn close_session(task: Option<crate::session::RecorderTask>) {
 }
 
 /// The tools chosen by `--tools` / `--no-tools` (default: read, bash, edit, write).
-pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
+pub fn active_tools(
+    cli: &Cli,
+    limits: crate::tools::ToolLimits,
+) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
     let names: Vec<String> = if cli.no_tools {
         Vec::new()
     } else {
@@ -210,7 +215,7 @@ pub fn active_tools(cli: &Cli) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTo
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    crate::tools::build(&refs, cwd)
+    crate::tools::build_with_limits(&refs, cwd, limits)
 }
 
 /// An agent ready to take prompts, with what a UI needs to show and switch models.
@@ -240,8 +245,8 @@ pub async fn build_agent(
     env: &EnvLookup,
 ) -> Result<BuiltAgent, String> {
     // Bad flags first: no point probing for a model to then refuse the tool list.
-    let tools = active_tools(cli)?;
-    let opened = open_session(cli, env)?;
+    let tools = active_tools(cli, config.tools.limits())?;
+    let opened = open_session(cli, config, env)?;
     // A resumed session keeps its model and level unless the flags name others.
     let mut chosen = cli.clone();
     if let Some(o) = opened.as_ref().filter(|o| o.resumed) {

@@ -56,6 +56,67 @@ pub struct ProviderConfig {
     pub models: Vec<ModelConfig>,
 }
 
+/// A whole number of at least 1. A zero or negative value is refused while the file is read,
+/// so the error carries the key's line and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Positive(pub usize);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Positive;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a whole number of at least 1")
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Positive, E> {
+                if n < 1 {
+                    return Err(E::custom(format!(
+                        "must be a whole number of at least 1, not {n}"
+                    )));
+                }
+                self.visit_u64(n.unsigned_abs())
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Positive, E> {
+                match usize::try_from(n) {
+                    Ok(0) => Err(E::custom("must be a whole number of at least 1, not 0")),
+                    Ok(v) => Ok(Positive(v)),
+                    Err(_) => Err(E::custom(format!("{n} is too large"))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Output limits of the tools (`[tools]`); unset keys keep the built-in numbers.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ToolsConfig {
+    pub max_lines: Option<Positive>,
+    pub max_bytes: Option<Positive>,
+    pub grep_max_line_chars: Option<Positive>,
+    pub grep_limit: Option<Positive>,
+    pub find_limit: Option<Positive>,
+    pub ls_limit: Option<Positive>,
+}
+
+impl ToolsConfig {
+    /// The limits the tools get: the configured numbers over the defaults.
+    pub fn limits(&self) -> crate::tools::ToolLimits {
+        let d = crate::tools::ToolLimits::default();
+        let pick = |v: Option<Positive>, default: usize| v.map_or(default, |p| p.0);
+        crate::tools::ToolLimits {
+            max_lines: pick(self.max_lines, d.max_lines),
+            max_bytes: pick(self.max_bytes, d.max_bytes),
+            grep_max_line_chars: pick(self.grep_max_line_chars, d.grep_max_line_chars),
+            grep_limit: pick(self.grep_limit, d.grep_limit),
+            find_limit: pick(self.find_limit, d.find_limit),
+            ls_limit: pick(self.ls_limit, d.ls_limit),
+        }
+    }
+}
+
 /// The merged configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -70,7 +131,15 @@ pub struct Config {
     pub steering_mode: Option<String>,
     /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
     pub follow_up_mode: Option<String>,
+    /// The TUI's palette: "dark" (default) or "light".
+    pub theme: Option<crate::tui::theme::ThemeName>,
+    /// Colour overrides by token name (see `tui::theme::TOKENS`).
+    pub colors: BTreeMap<String, crate::tui::theme::ColorValue>,
+    /// Where sessions are saved (below `--session-dir` and `PI_CODING_AGENT_SESSION_DIR`).
+    pub session_dir: Option<String>,
     pub retry: RetryConfig,
+    /// Output limits of the tools.
+    pub tools: ToolsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
 }
 
@@ -96,7 +165,11 @@ const TOP_KEYS: &[&str] = &[
     "idle_timeout_secs",
     "steering_mode",
     "follow_up_mode",
+    "session_dir",
+    "theme",
+    "colors",
     "retry",
+    "tools",
     "providers",
 ];
 
@@ -115,6 +188,14 @@ pub fn queue_mode(
     }
 }
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
+const TOOLS_KEYS: &[&str] = &[
+    "max_lines",
+    "max_bytes",
+    "grep_max_line_chars",
+    "grep_limit",
+    "find_limit",
+    "ls_limit",
+];
 const PROVIDER_KEYS: &[&str] = &["api", "base_url", "key", "headers", "compat", "models"];
 const MODEL_KEYS: &[&str] = &[
     "id",
@@ -147,6 +228,12 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     unknown_keys(table, TOP_KEYS, "", file, out);
     if let Some(toml::Value::Table(r)) = table.get("retry") {
         unknown_keys(r, RETRY_KEYS, "retry.", file, out);
+    }
+    if let Some(toml::Value::Table(c)) = table.get("colors") {
+        unknown_keys(c, crate::tui::theme::TOKENS, "colors.", file, out);
+    }
+    if let Some(toml::Value::Table(t)) = table.get("tools") {
+        unknown_keys(t, TOOLS_KEYS, "tools.", file, out);
     }
     if let Some(toml::Value::Table(ps)) = table.get("providers") {
         for (name, p) in ps {
@@ -237,6 +324,11 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
 }
 
 impl Config {
+    /// The TUI's colours: the chosen palette with the `[colors]` overrides.
+    pub fn theme(&self) -> crate::tui::theme::Theme {
+        crate::tui::theme::Theme::build(self.theme.unwrap_or_default(), &self.colors)
+    }
+
     /// Add the configured providers and models to the catalogue.
     pub fn apply_to(&self, catalog: &mut Catalog) -> Result<(), String> {
         for (name, p) in &self.providers {
@@ -400,6 +492,108 @@ mod tests {
     }
 
     #[test]
+    fn tool_limits_parse_and_default() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "[tools]\nmax_lines = 5\nmax_bytes = 300\ngrep_limit = 7\n",
+        );
+        write(&d, "proj/.pi/config.toml", "[tools]\nls_limit = 9\n");
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        let limits = l.config.tools.limits();
+        assert_eq!(limits.max_lines, 5);
+        assert_eq!(limits.max_bytes, 300);
+        assert_eq!(limits.grep_limit, 7);
+        assert_eq!(limits.ls_limit, 9);
+        let d0 = crate::tools::ToolLimits::default();
+        assert_eq!(limits.find_limit, d0.find_limit);
+        assert_eq!(limits.grep_max_line_chars, d0.grep_max_line_chars);
+        assert_eq!(Config::default().tools.limits(), d0);
+    }
+
+    #[test]
+    fn bad_tool_limits_name_the_key_line_and_column() {
+        for (text, line) in [
+            ("model = \"a/b\"\n[tools]\nmax_lines = 0\n", 3),
+            ("[tools]\nfind_limit = 10\nmax_bytes = -5\n", 3),
+            ("[tools]\n\ngrep_limit = \"many\"\n", 3),
+        ] {
+            let d = temp();
+            write(&d, "agent/config.toml", text);
+            let e = load(Some(&d.join("agent")), &d).unwrap_err();
+            assert!(e.contains(&format!("config.toml:{line}:")), "{e}");
+            let key = text
+                .lines()
+                .nth(line - 1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            assert!(e.contains(key), "{e}");
+        }
+        let d = temp();
+        write(&d, "agent/config.toml", "[tools]\nmax_lines = 0\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+        let d = temp();
+        write(&d, "agent/config.toml", "[tools]\nmax_line = 10\n");
+        let l = load(Some(&d.join("agent")), &d).unwrap();
+        assert!(l.warnings[0].contains("tools.max_line"), "{:?}", l.warnings);
+    }
+
+    #[test]
+    fn theme_and_colour_overrides_parse() {
+        use crate::tui::theme::{Theme, ThemeName};
+        use ratatui::style::Color;
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "theme = \"light\"\n[colors]\naccent = \"#102030\"\nerror = 196\nlink = \"light blue\"\n",
+        );
+        write(
+            &d,
+            "proj/.pi/config.toml",
+            "[colors]\ndim = \"245\"\naccnet = \"red\"\n",
+        );
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(l.config.theme, Some(ThemeName::Light));
+        let t = l.config.theme();
+        assert_eq!(t.accent, Color::Rgb(0x10, 0x20, 0x30));
+        assert_eq!(t.error, Color::Indexed(196));
+        assert_eq!(t.link, Color::LightBlue);
+        assert_eq!(t.dim, Color::Indexed(245));
+        assert_eq!(t.success, Theme::LIGHT.success);
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("colors.accnet"), "{:?}", l.warnings);
+        assert_eq!(Config::default().theme(), Theme::DARK);
+    }
+
+    #[test]
+    fn bad_themes_and_colours_name_line_and_column() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "model = \"a/b\"\ntheme = \"solarized\"\n",
+        );
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:2:9"), "{e}");
+        assert!(e.contains("solarized") && e.contains("light"), "{e}");
+        let d = temp();
+        write(&d, "agent/config.toml", "[colors]\n\ncode = \"blurple\"\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:3:8"), "{e}");
+        assert!(e.contains("blurple") && e.contains("#rrggbb"), "{e}");
+        let d = temp();
+        write(&d, "agent/config.toml", "[colors]\ncode = 300\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:2:8") && e.contains("300"), "{e}");
+    }
+
+    #[test]
     fn custom_providers_and_models_join_the_catalogue() {
         let text = r#"
 [providers.lab]
@@ -464,6 +658,10 @@ mod example_tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
+        // The documented colours are the dark theme's.
+        assert_eq!(cfg.theme(), crate::tui::theme::Theme::DARK);
+        // The documented numbers are the real defaults.
+        assert_eq!(cfg.tools.limits(), crate::tools::ToolLimits::default());
         let mut cat = Catalog::builtin(&|_| None);
         cfg.apply_to(&mut cat).unwrap();
         assert!(cat.find("lab", "qwen2.5-coder:32b").is_some());

@@ -3,8 +3,9 @@
 //! `<agent dir>/sessions/--<cwd>--/<timestamp>_<uuid>.jsonl`, where `<cwd>` is the working
 //! directory without its leading `/` (or `\`) and with every `/`, `\` and `:` replaced by `-`
 //! (`/tmp/mock` → `--tmp-mock--`), and `<timestamp>` is the header's ISO time with `:` and `.`
-//! replaced by `-`. `--session-dir` (or `PI_CODING_AGENT_SESSION_DIR`) replaces the per-folder
-//! directory: files are then written straight into that directory.
+//! replaced by `-`. `--session-dir` (or `PI_CODING_AGENT_SESSION_DIR`, or `session_dir` in
+//! config.toml) replaces the per-folder directory: files are then written straight into that
+//! directory.
 
 use std::path::{Path, PathBuf};
 
@@ -75,21 +76,41 @@ impl SessionPaths {
         }
     }
 
-    /// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > `<agent dir>/sessions/--<cwd>--`.
-    /// `None` only when there is no override and no agent directory (no home folder).
+    /// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > `session_dir` in config.toml >
+    /// `<agent dir>/sessions/--<cwd>--`. The variable and the config value may start with `~`;
+    /// a relative one is taken from `cwd`. `None` only when there is no override and no agent
+    /// directory (no home folder).
     pub fn resolve(
         agent_dir: Option<&Path>,
         cwd: &Path,
         session_dir_flag: Option<&Path>,
+        config_dir: Option<&str>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Option<Self> {
         if let Some(dir) = session_dir_flag {
             return Some(Self::in_dir(dir, agent_dir));
         }
-        if let Some(dir) = env(SESSION_DIR_ENV).filter(|d| !d.trim().is_empty()) {
-            return Some(Self::in_dir(PathBuf::from(dir), agent_dir));
+        let chosen = env(SESSION_DIR_ENV)
+            .filter(|d| !d.trim().is_empty())
+            .or_else(|| {
+                config_dir
+                    .filter(|d| !d.trim().is_empty())
+                    .map(str::to_string)
+            });
+        if let Some(dir) = chosen {
+            let dir = expand_home(&dir, dirs::home_dir().as_deref());
+            return Some(Self::in_dir(cwd.join(dir), agent_dir));
         }
         agent_dir.map(|a| Self::for_cwd(a, cwd))
+    }
+}
+
+/// `~` and `~/...` as the home folder (left alone without one); anything else as written.
+pub fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
+    match (raw, home) {
+        ("~", Some(h)) => h.to_path_buf(),
+        (r, Some(h)) if r.starts_with("~/") => h.join(&r[2..]),
+        (r, _) => PathBuf::from(r),
     }
 }
 
@@ -131,14 +152,41 @@ mod tests {
         let agent = Path::new("/a");
         let cwd = Path::new("/w/p");
         let none = |_: &str| None;
-        let p = SessionPaths::resolve(Some(agent), cwd, None, &none).unwrap();
+        let p = SessionPaths::resolve(Some(agent), cwd, None, None, &none).unwrap();
         assert_eq!(p.dir, Path::new("/a/sessions/--w-p--"));
         assert_eq!(p.root.as_deref(), Some(Path::new("/a/sessions")));
+        // The config value beats the default...
+        let p = SessionPaths::resolve(Some(agent), cwd, None, Some("/c"), &none).unwrap();
+        assert_eq!(p.dir, Path::new("/c"));
+        assert_eq!(p.root.as_deref(), Some(Path::new("/a/sessions")));
+        // ...and works without an agent directory; a relative one is taken from the cwd.
+        let p = SessionPaths::resolve(None, cwd, None, Some("rel/s"), &none).unwrap();
+        assert_eq!(p.dir, Path::new("/w/p/rel/s"));
+        // An empty value counts as unset.
+        let p = SessionPaths::resolve(Some(agent), cwd, None, Some(" "), &none).unwrap();
+        assert_eq!(p.dir, Path::new("/a/sessions/--w-p--"));
+        // The environment beats the config, the flag beats both.
         let env = |k: &str| (k == SESSION_DIR_ENV).then(|| "/e".to_string());
-        let p = SessionPaths::resolve(Some(agent), cwd, None, &env).unwrap();
+        let p = SessionPaths::resolve(Some(agent), cwd, None, Some("/c"), &env).unwrap();
         assert_eq!(p.dir, Path::new("/e"));
-        let p = SessionPaths::resolve(Some(agent), cwd, Some(Path::new("/f")), &env).unwrap();
+        let p = SessionPaths::resolve(Some(agent), cwd, Some(Path::new("/f")), Some("/c"), &env)
+            .unwrap();
         assert_eq!(p.dir, Path::new("/f"));
-        assert!(SessionPaths::resolve(None, cwd, None, &none).is_none());
+        assert!(SessionPaths::resolve(None, cwd, None, None, &none).is_none());
+    }
+
+    #[test]
+    fn home_is_expanded() {
+        let home = Some(Path::new("/home/me"));
+        assert_eq!(expand_home("~", home), Path::new("/home/me"));
+        assert_eq!(expand_home("~/s/x", home), Path::new("/home/me/s/x"));
+        assert_eq!(expand_home("~other/s", home), Path::new("~other/s"));
+        assert_eq!(expand_home("/abs", home), Path::new("/abs"));
+        assert_eq!(expand_home("~/s", None), Path::new("~/s"));
+        if let Some(h) = dirs::home_dir() {
+            let p = SessionPaths::resolve(None, Path::new("/w"), None, Some("~/pi-s"), &|_| None)
+                .unwrap();
+            assert_eq!(p.dir, h.join("pi-s"));
+        }
     }
 }

@@ -39,7 +39,7 @@ use super::args::Args;
 use super::context::ToolContext;
 use super::fsutil::random_hex;
 use super::process::{GroupGuard, ProcessGroup, Signal};
-use super::truncate::{MAX_BYTES, MAX_LINES, Truncation, format_size, truncate_tail};
+use super::truncate::{ToolLimits, Truncation, format_size, limit_size, truncate_tail};
 use crate::agent::tool::{
     AgentTool, Concurrency, ProgressSink, ToolError, ToolInvocation, ToolOutput,
 };
@@ -53,20 +53,29 @@ const POLL: Duration = Duration::from_millis(20);
 /// After SIGKILL, how long to wait for the pipe to close before giving up on it.
 const AFTER_KILL_CAP: Duration = Duration::from_secs(1);
 
-const DESCRIPTION: &str = "Run a shell command with `bash -c` in the working directory. stdout \
-and stderr are merged. The result keeps the last 2000 lines or 50 KB of output; when there is \
-more, the full output is saved to a file whose path is given. A non-zero exit status makes the \
-result an error. `timeout` (seconds) is optional and has no default, so avoid commands that wait \
-for input or run forever in the foreground; start servers in the background (`cmd &`) instead.";
+fn description(limits: &ToolLimits) -> String {
+    format!(
+        "Run a shell command with `bash -c` in the working directory. stdout and stderr are \
+         merged. The result keeps the last {} lines or {} of output; when there is more, the \
+         full output is saved to a file whose path is given. A non-zero exit status makes the \
+         result an error. `timeout` (seconds) is optional and has no default, so avoid commands \
+         that wait for input or run forever in the foreground; start servers in the background \
+         (`cmd &`) instead.",
+        limits.max_lines,
+        limit_size(limits.max_bytes)
+    )
+}
 
 pub struct BashTool {
     ctx: Arc<ToolContext>,
+    description: String,
     schema: Value,
 }
 
 impl BashTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
         BashTool {
+            description: description(ctx.limits()),
             ctx,
             schema: json!({
                 "type": "object",
@@ -87,7 +96,7 @@ impl AgentTool for BashTool {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        &self.description
     }
 
     fn parameters(&self) -> &Value {
@@ -170,7 +179,7 @@ async fn run_command(
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::new(format!("Cannot read the command's output: {e}")))?;
 
-    let mut out = OutputCollector::new();
+    let mut out = OutputCollector::with_limits(*ctx.limits());
     let mut last_progress: Option<Instant> = None;
     let mut progress_due = false;
     let interval = ctx.progress_interval();
@@ -440,6 +449,7 @@ pub struct OutputCollector {
     newlines: u64,
     last_byte: Option<u8>,
     spill: Spill,
+    limits: ToolLimits,
 }
 
 /// The collector's view at one moment.
@@ -451,11 +461,6 @@ pub struct Snapshot {
     pub spill_error: Option<String>,
 }
 
-/// The tail buffer is trimmed back to this many bytes...
-const KEEP_BYTES: usize = 2 * MAX_BYTES;
-/// ...once it grows past this many.
-const TRIM_AT: usize = 4 * MAX_BYTES;
-
 impl Default for OutputCollector {
     fn default() -> Self {
         Self::new()
@@ -463,7 +468,13 @@ impl Default for OutputCollector {
 }
 
 impl OutputCollector {
+    /// A collector with the default limits.
     pub fn new() -> Self {
+        Self::with_limits(ToolLimits::default())
+    }
+
+    /// A collector cutting at `limits.max_lines` / `limits.max_bytes`.
+    pub fn with_limits(limits: ToolLimits) -> Self {
         OutputCollector {
             buf: Vec::new(),
             partial_start: false,
@@ -471,7 +482,18 @@ impl OutputCollector {
             newlines: 0,
             last_byte: None,
             spill: Spill::NotNeeded,
+            limits,
         }
+    }
+
+    /// The tail buffer is trimmed back to this many bytes...
+    fn keep_bytes(&self) -> usize {
+        self.limits.max_bytes.saturating_mul(2)
+    }
+
+    /// ...once it grows past this many.
+    fn trim_at(&self) -> usize {
+        self.limits.max_bytes.saturating_mul(4)
     }
 
     pub fn push(&mut self, chunk: &[u8]) {
@@ -482,8 +504,8 @@ impl OutputCollector {
         self.newlines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         self.last_byte = chunk.last().copied();
         self.buf.extend_from_slice(chunk);
-        let over_limits =
-            self.total_bytes > MAX_BYTES as u64 || self.total_lines() > MAX_LINES as u64;
+        let over_limits = self.total_bytes > self.limits.max_bytes as u64
+            || self.total_lines() > self.limits.max_lines as u64;
         match &mut self.spill {
             Spill::Active { file, .. } => {
                 if let Err(e) = file.write_all(chunk) {
@@ -496,15 +518,16 @@ impl OutputCollector {
             }
             _ => {}
         }
-        if self.buf.len() > TRIM_AT {
+        if self.buf.len() > self.trim_at() {
             self.trim();
         }
     }
 
     fn trim(&mut self) {
-        let mut cut = self.buf.len() - KEEP_BYTES;
+        let keep = self.keep_bytes();
+        let mut cut = self.buf.len().saturating_sub(keep);
         match memchr::memchr(b'\n', self.buf.get(cut..).unwrap_or_default()) {
-            Some(pos) if pos + 1 < KEEP_BYTES => {
+            Some(pos) if pos + 1 < keep => {
                 cut += pos + 1;
                 self.partial_start = false;
             }
@@ -528,7 +551,7 @@ impl OutputCollector {
 
     pub fn snapshot(&self) -> Snapshot {
         let text = String::from_utf8_lossy(&self.buf);
-        let mut truncation = truncate_tail(&text, MAX_LINES, MAX_BYTES);
+        let mut truncation = truncate_tail(&text, self.limits.max_lines, self.limits.max_bytes);
         // The buffer holds the end of the output; totals cover all of it.
         truncation.total_bytes = self.total_bytes as usize;
         truncation.total_lines = self.total_lines() as usize;
@@ -600,7 +623,7 @@ mod tests {
         }
         let s = c.finish();
         assert_eq!(s.total_lines, 30_000);
-        assert_eq!(s.truncation.output_lines, MAX_LINES);
+        assert_eq!(s.truncation.output_lines, super::super::truncate::MAX_LINES);
         assert!(s.truncation.content.ends_with("line 29999"));
         assert!(s.truncation.content.starts_with("line 28000\n"));
         let path = s.spill_path.unwrap();
@@ -608,6 +631,36 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(full.lines().count(), 30_000);
         assert!(full.starts_with("line 0\n"));
+    }
+
+    #[test]
+    fn configured_limits_cut_the_tail_there() {
+        let limits = ToolLimits {
+            max_lines: 3,
+            max_bytes: 1000,
+            ..ToolLimits::default()
+        };
+        let mut c = OutputCollector::with_limits(limits);
+        for i in 0..10 {
+            c.push(format!("line {i}\n").as_bytes());
+        }
+        let s = c.finish();
+        assert_eq!(s.truncation.content, "line 7\nline 8\nline 9");
+        if let Some(p) = s.spill_path {
+            std::fs::remove_file(p).unwrap();
+        }
+        let mut c = OutputCollector::with_limits(ToolLimits {
+            max_bytes: 10,
+            ..limits
+        });
+        for _ in 0..50 {
+            c.push(b"abcd\n");
+        }
+        let s = c.finish();
+        assert_eq!(s.truncation.content, "abcd\nabcd");
+        if let Some(p) = s.spill_path {
+            std::fs::remove_file(p).unwrap();
+        }
     }
 
     #[test]
@@ -620,7 +673,7 @@ mod tests {
         let s = c.finish();
         assert!(s.truncation.last_line_partial);
         assert!(s.truncation.content.ends_with("xEND"));
-        assert!(s.truncation.output_bytes <= MAX_BYTES);
+        assert!(s.truncation.output_bytes <= super::super::truncate::MAX_BYTES);
         if let Some(p) = s.spill_path {
             assert_eq!(std::fs::metadata(&p).unwrap().len(), 1_000_003);
             std::fs::remove_file(p).unwrap();

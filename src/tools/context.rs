@@ -1,5 +1,5 @@
 //! What every tool shares: the session's working directory, path resolution, per-file write
-//! locks, and the knobs of process handling.
+//! locks, the output limits, and the knobs of process handling.
 //!
 //! Paths from the model are resolved here and nowhere else: a leading `@` (copied from a file
 //! mention) is dropped, odd Unicode spaces become plain spaces, `~` and `~/...` expand to the
@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
+use super::truncate::ToolLimits;
 use crate::agent::tool::ToolError;
 
 /// How long a killed command's process group gets between SIGTERM and SIGKILL.
@@ -32,6 +33,7 @@ pub struct ToolContext {
     cwd: PathBuf,
     kill_grace: Duration,
     progress_interval: Duration,
+    limits: ToolLimits,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -48,6 +50,7 @@ impl ToolContext {
             cwd: lexical_normalize(&cwd),
             kill_grace: DEFAULT_KILL_GRACE,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            limits: ToolLimits::default(),
             locks: Mutex::new(HashMap::new()),
         }
     }
@@ -62,6 +65,17 @@ impl ToolContext {
     pub fn with_progress_interval(mut self, interval: Duration) -> Self {
         self.progress_interval = interval;
         self
+    }
+
+    /// Change the output limits (from config).
+    pub fn with_limits(mut self, limits: ToolLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The output limits every tool of this session works with.
+    pub fn limits(&self) -> &ToolLimits {
+        &self.limits
     }
 
     pub fn cwd(&self) -> &Path {

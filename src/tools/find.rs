@@ -21,18 +21,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::truncate::{MAX_BYTES, append_notices, truncate_head};
+use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use super::walk;
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Results returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 1000;
 
-const DESCRIPTION: &str = "Find files and folders whose names match a glob, e.g. `*.rs`, \
-`Cargo.toml`, or `src/**/*.test.ts` (a pattern with `/` is matched against the path below the \
-search folder). A pattern in lower case ignores case. Searches the working directory or \
-`path`, including hidden files, leaving out what .gitignore excludes. Returns paths relative to the working directory, one per line, \
-folders ending in `/`, at most `limit` (default 1000).";
+fn description(limits: &ToolLimits) -> String {
+    format!(
+        "Find files and folders whose names match a glob, e.g. `*.rs`, `Cargo.toml`, or \
+         `src/**/*.test.ts` (a pattern with `/` is matched against the path below the search \
+         folder). A pattern in lower case ignores case. Searches the working directory or \
+         `path`, including hidden files, leaving out what .gitignore excludes. Returns paths \
+         relative to the working directory, one per line, folders ending in `/`, at most \
+         `limit` (default {}).",
+        limits.find_limit
+    )
+}
 
 /// One entry found.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,19 +114,22 @@ pub fn find(
 
 pub struct FindTool {
     ctx: Arc<ToolContext>,
+    description: String,
     schema: Value,
 }
 
 impl FindTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
+        let default_limit = ctx.limits().find_limit;
         FindTool {
+            description: description(ctx.limits()),
             ctx,
             schema: json!({
                 "type": "object",
                 "properties": {
                     "pattern": {"type": "string", "description": "Glob to match, e.g. *.rs or src/**/*.json"},
                     "path": {"type": "string", "description": "Folder to search (default: the working directory)"},
-                    "limit": {"type": "integer", "description": "Most results to return (default 1000)"}
+                    "limit": {"type": "integer", "description": format!("Most results to return (default {default_limit})")}
                 },
                 "required": ["pattern"]
             }),
@@ -135,7 +144,7 @@ impl AgentTool for FindTool {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        &self.description
     }
 
     fn parameters(&self) -> &Value {
@@ -153,7 +162,7 @@ impl AgentTool for FindTool {
             return Err(ToolError::new("find: the pattern is empty."));
         }
         let raw_path = args.opt_str("path")?.unwrap_or(".").to_string();
-        let limit = args.limit("limit", DEFAULT_LIMIT)?;
+        let limit = args.limit("limit", self.ctx.limits().find_limit)?;
         let root = self.ctx.resolve_existing(&raw_path)?;
         let ctx = self.ctx.clone();
         run_blocking(&call.cancel, move |cancel| {
@@ -184,7 +193,8 @@ impl AgentTool for FindTool {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            let cut = truncate_head(&body, usize::MAX, MAX_BYTES);
+            let max_bytes = ctx.limits().max_bytes;
+            let cut = truncate_head(&body, usize::MAX, max_bytes);
             let mut text = cut.content.clone();
             let mut notes = Vec::new();
             if more {
@@ -194,7 +204,10 @@ impl AgentTool for FindTool {
                 ));
             }
             if cut.truncated() {
-                notes.push("Output cut at 50 KB. Narrow the pattern or the path.".to_string());
+                notes.push(format!(
+                    "Output cut at {}. Narrow the pattern or the path.",
+                    limit_size(max_bytes)
+                ));
             }
             append_notices(&mut text, &notes);
             Ok(ToolOutput::text(text).with_details(json!({

@@ -9,8 +9,9 @@
 //! matches were kept. Below the limit results are complete and deterministic.
 //!
 //! The tool formats `path:line: text` for matches and `path-line- text` for context lines,
-//! paths relative to the working directory, lines cut at [`GREP_MAX_LINE_CHARS`], the whole
-//! output capped at [`MAX_BYTES`].
+//! paths relative to the working directory, lines cut at the session's
+//! [`ToolLimits::grep_max_line_chars`] (500 unless configured), the whole output capped at its
+//! byte limit (50 KB unless configured).
 
 use std::fmt::Write as _;
 use std::io;
@@ -28,21 +29,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ToolContext, run_blocking};
-use super::truncate::{
-    GREP_MAX_LINE_CHARS, MAX_BYTES, append_notices, truncate_head, truncate_line,
-};
+use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head, truncate_line};
 use super::walk;
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Matches returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 100;
 
-const DESCRIPTION: &str = "Search file contents for a regular expression (or, with \
-`literal: true`, for exact text). Searches the working directory or `path` (a folder or a \
-file), including hidden files, skipping binary files and whatever .gitignore excludes. `glob` \
-limits the files searched (e.g. `*.rs`, `src/**/*.ts`). Prints `path:line: text` for each \
-matching line and `path-line- text` for `context` lines. Returns at most `limit` matches \
-(default 100); long lines are cut at 500 characters.";
+fn description(limits: &ToolLimits) -> String {
+    format!(
+        "Search file contents for a regular expression (or, with `literal: true`, for exact \
+         text). Searches the working directory or `path` (a folder or a file), including hidden \
+         files, skipping binary files and whatever .gitignore excludes. `glob` limits the files \
+         searched (e.g. `*.rs`, `src/**/*.ts`). Prints `path:line: text` for each matching line \
+         and `path-line- text` for `context` lines. Returns at most `limit` matches (default \
+         {}); long lines are cut at {} characters.",
+        limits.grep_limit, limits.grep_max_line_chars
+    )
+}
 
 /// What to look for and how.
 #[derive(Clone, Debug)]
@@ -251,10 +255,11 @@ impl Sink for Collect<'_> {
 }
 
 /// Formatted output: at most `limit` matches (with their context), and whether any line was
-/// cut to [`GREP_MAX_LINE_CHARS`].
+/// cut to `max_line_chars`.
 pub fn format_hits(
     result: &SearchResult,
     limit: usize,
+    max_line_chars: usize,
     display: impl Fn(&Path) -> String,
 ) -> (String, bool) {
     let mut out = String::new();
@@ -269,7 +274,7 @@ pub fn format_hits(
                 }
                 shown += 1;
             }
-            let text = truncate_line(&line.text, GREP_MAX_LINE_CHARS);
+            let text = truncate_line(&line.text, max_line_chars);
             cut |= text.len() != line.text.len();
             let sep = if line.is_match { ':' } else { '-' };
             let _ = writeln!(out, "{name}{sep}{}{sep} {text}", line.number);
@@ -281,12 +286,15 @@ pub fn format_hits(
 
 pub struct GrepTool {
     ctx: Arc<ToolContext>,
+    description: String,
     schema: Value,
 }
 
 impl GrepTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
+        let default_limit = ctx.limits().grep_limit;
         GrepTool {
+            description: description(ctx.limits()),
             ctx,
             schema: json!({
                 "type": "object",
@@ -297,7 +305,7 @@ impl GrepTool {
                     "ignoreCase": {"type": "boolean", "description": "Match without regard to case (default false)"},
                     "literal": {"type": "boolean", "description": "Treat the pattern as exact text, not a regex (default false)"},
                     "context": {"type": "integer", "description": "Lines to show before and after each match (default 0)"},
-                    "limit": {"type": "integer", "description": "Most matches to return (default 100)"}
+                    "limit": {"type": "integer", "description": format!("Most matches to return (default {default_limit})")}
                 },
                 "required": ["pattern"]
             }),
@@ -312,7 +320,7 @@ impl AgentTool for GrepTool {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        &self.description
     }
 
     fn parameters(&self) -> &Value {
@@ -339,7 +347,7 @@ impl AgentTool for GrepTool {
                 .opt_str("glob")?
                 .filter(|g| !g.is_empty())
                 .map(str::to_string),
-            limit: args.limit("limit", DEFAULT_LIMIT)?,
+            limit: args.limit("limit", self.ctx.limits().grep_limit)?,
         };
         let root = self.ctx.resolve_existing(&raw_path)?;
         let ctx = self.ctx.clone();
@@ -365,8 +373,11 @@ fn render(ctx: &ToolContext, result: &SearchResult, opts: &GrepOptions) -> ToolO
         }
         return ToolOutput::text(text).with_details(json!({"matches": 0, "errors": result.errors}));
     }
-    let (body, lines_cut) = format_hits(result, opts.limit, |p| ctx.display(p));
-    let cut = truncate_head(&body, usize::MAX, MAX_BYTES);
+    let limits = ctx.limits();
+    let (body, lines_cut) = format_hits(result, opts.limit, limits.grep_max_line_chars, |p| {
+        ctx.display(p)
+    });
+    let cut = truncate_head(&body, usize::MAX, limits.max_bytes);
     let mut text = cut.content.clone();
     let mut notes = Vec::new();
     if result.limit_reached {
@@ -377,12 +388,15 @@ fn render(ctx: &ToolContext, result: &SearchResult, opts: &GrepOptions) -> ToolO
         ));
     }
     if cut.truncated() {
-        notes.push("Output cut at 50 KB. Narrow the pattern, the path or the glob.".to_string());
+        notes.push(format!(
+            "Output cut at {}. Narrow the pattern, the path or the glob.",
+            limit_size(limits.max_bytes)
+        ));
     }
     if lines_cut {
         notes.push(format!(
-            "Lines longer than {GREP_MAX_LINE_CHARS} characters were cut; read the file to see \
-             them whole."
+            "Lines longer than {} characters were cut; read the file to see them whole.",
+            limits.grep_max_line_chars
         ));
     }
     if result.errors > 0 {

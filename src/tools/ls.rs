@@ -2,7 +2,8 @@
 //!
 //! Every entry is listed, dotfiles included, sorted alphabetically without regard to case,
 //! folders (and symlinks to folders) marked with a trailing `/`. At most `limit` entries
-//! ([`DEFAULT_LIMIT`] by default) and 50 KB are returned, with a notice when more exist.
+//! ([`DEFAULT_LIMIT`] by default, or the configured `ls_limit`) and 50 KB (or the configured
+//! `max_bytes`) are returned, with a notice when more exist.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,15 +15,20 @@ use tokio_util::sync::CancellationToken;
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::describe_io_error;
-use super::truncate::{MAX_BYTES, append_notices, truncate_head};
+use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Entries returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 500;
 
-const DESCRIPTION: &str = "List a folder: every entry including dotfiles, sorted \
-alphabetically, folders ending in `/`. Lists the working directory when `path` is not given. \
-Returns at most `limit` entries (default 500).";
+fn description(limits: &ToolLimits) -> String {
+    format!(
+        "List a folder: every entry including dotfiles, sorted alphabetically, folders ending \
+         in `/`. Lists the working directory when `path` is not given. Returns at most `limit` \
+         entries (default {}).",
+        limits.ls_limit
+    )
+}
 
 /// The names in `dir`, sorted, folders with a trailing `/`.
 pub fn list(dir: &Path, cancel: &CancellationToken) -> std::io::Result<Vec<String>> {
@@ -46,18 +52,21 @@ pub fn list(dir: &Path, cancel: &CancellationToken) -> std::io::Result<Vec<Strin
 
 pub struct LsTool {
     ctx: Arc<ToolContext>,
+    description: String,
     schema: Value,
 }
 
 impl LsTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
+        let default_limit = ctx.limits().ls_limit;
         LsTool {
+            description: description(ctx.limits()),
             ctx,
             schema: json!({
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "Folder to list (default: the working directory)"},
-                    "limit": {"type": "integer", "description": "Most entries to return (default 500)"}
+                    "limit": {"type": "integer", "description": format!("Most entries to return (default {default_limit})")}
                 }
             }),
         }
@@ -71,7 +80,7 @@ impl AgentTool for LsTool {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        &self.description
     }
 
     fn parameters(&self) -> &Value {
@@ -85,7 +94,8 @@ impl AgentTool for LsTool {
     async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let args = Args::new("ls", &call.args)?;
         let raw = args.opt_str("path")?.unwrap_or(".").to_string();
-        let limit = args.limit("limit", DEFAULT_LIMIT)?;
+        let limit = args.limit("limit", self.ctx.limits().ls_limit)?;
+        let max_bytes = self.ctx.limits().max_bytes;
         let dir = self.ctx.resolve_existing(&raw)?;
         run_blocking(&call.cancel, move |cancel| {
             match std::fs::metadata(&dir) {
@@ -114,7 +124,7 @@ impl AgentTool for LsTool {
             }
             let total = names.len();
             let shown = &names[..total.min(limit)];
-            let cut = truncate_head(&shown.join("\n"), usize::MAX, MAX_BYTES);
+            let cut = truncate_head(&shown.join("\n"), usize::MAX, max_bytes);
             let mut text = cut.content.clone();
             let mut notes = Vec::new();
             if total > limit {
@@ -124,7 +134,8 @@ impl AgentTool for LsTool {
             }
             if cut.truncated() {
                 notes.push(format!(
-                    "Output cut at 50 KB after {} entries.",
+                    "Output cut at {} after {} entries.",
+                    limit_size(max_bytes),
                     cut.output_lines
                 ));
             }

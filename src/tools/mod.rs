@@ -12,7 +12,8 @@
 //! | `bash` | exclusive | no (only abort or its timeout stop it) |
 //!
 //! Every tool observes the abort token. Shared helpers: [`context`] (working directory, path
-//! resolution, per-file write locks), [`truncate`] (the 2,000-line / 50 KB limits), [`fsutil`]
+//! resolution, per-file write locks), [`truncate`] (the 2,000-line / 50 KB limits and
+//! [`ToolLimits`], which `config.toml` can change), [`fsutil`]
 //! (atomic writes, content sniffing), [`walk`] (the ignore-aware parallel walk), [`process`]
 //! (process groups), [`fuzzy`] and [`diff`] (for `edit`).
 //!
@@ -41,6 +42,7 @@ pub mod walk;
 pub mod write;
 
 pub use context::ToolContext;
+pub use truncate::ToolLimits;
 
 /// The tools a session gets when none are named.
 pub const DEFAULT_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
@@ -51,6 +53,15 @@ pub const ALL_TOOLS: &[&str] = &["read", "bash", "edit", "write", "grep", "find"
 /// The tools named in `names`, in that order (duplicates dropped), working in `cwd`.
 pub fn build(names: &[&str], cwd: impl Into<PathBuf>) -> Result<Vec<Arc<dyn AgentTool>>, String> {
     build_with(names, Arc::new(ToolContext::new(cwd)))
+}
+
+/// [`build`] with the output limits from config instead of the defaults.
+pub fn build_with_limits(
+    names: &[&str],
+    cwd: impl Into<PathBuf>,
+    limits: ToolLimits,
+) -> Result<Vec<Arc<dyn AgentTool>>, String> {
+    build_with(names, Arc::new(ToolContext::new(cwd).with_limits(limits)))
 }
 
 /// [`build`] with a prepared context (to share it, or to change its settings).

@@ -1,8 +1,8 @@
 //! `read`: a file's text (a window of lines) or an image.
 //!
 //! Text is streamed, never loaded whole: lines before `offset` are skipped by counting
-//! newlines, the window is collected up to `limit` lines, [`MAX_LINES`] lines or [`MAX_BYTES`],
-//! and the rest of the file is only counted so the notice can say how many lines there are and
+//! newlines, the window is collected up to `limit` lines and the session's line and byte limits
+//! ([`ToolLimits`]; 2000 lines and 50 KB unless configured), and the rest of the file is only counted so the notice can say how many lines there are and
 //! which `offset` continues. A 100 MB log costs one pass of `memchr` and 50 KB of memory.
 //!
 //! Before any of that the first bytes are sniffed: PNG, JPEG, GIF and WebP files come back as
@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::{describe_io_error, looks_binary, sniff_image};
-use super::truncate::{MAX_BYTES, MAX_LINES, format_size};
+use super::truncate::{ToolLimits, format_size, limit_size};
 use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 use crate::agent::types::{ContentBlock, ImageContent};
 
@@ -39,20 +39,29 @@ const SNIFF_BYTES: usize = 8192;
 /// Largest image sent (raw bytes). Its base64 form stays within the 5 MB most providers take.
 pub const MAX_IMAGE_BYTES: u64 = 3_750_000;
 
-const DESCRIPTION: &str = "Read a file from disk. Text comes back as it is in the file, without \
-line numbers, at most 2000 lines or 50 KB per call; when more remains, a note at the end gives \
-the `offset` to continue from. Use `offset` (first line to show, counting from 1) and `limit` \
-(number of lines) to read part of a large file. PNG, JPEG, GIF and WebP images come back as \
-images. Relative paths are taken from the working directory; `~` is the home folder.";
+fn description(limits: &ToolLimits) -> String {
+    format!(
+        "Read a file from disk. Text comes back as it is in the file, without line numbers, at \
+         most {} lines or {} per call; when more remains, a note at the end gives the `offset` \
+         to continue from. Use `offset` (first line to show, counting from 1) and `limit` \
+         (number of lines) to read part of a large file. PNG, JPEG, GIF and WebP images come \
+         back as images. Relative paths are taken from the working directory; `~` is the home \
+         folder.",
+        limits.max_lines,
+        limit_size(limits.max_bytes)
+    )
+}
 
 pub struct ReadTool {
     ctx: Arc<ToolContext>,
+    description: String,
     schema: Value,
 }
 
 impl ReadTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
         ReadTool {
+            description: description(ctx.limits()),
             ctx,
             schema: json!({
                 "type": "object",
@@ -74,7 +83,7 @@ impl AgentTool for ReadTool {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        &self.description
     }
 
     fn parameters(&self) -> &Value {
@@ -91,8 +100,9 @@ impl AgentTool for ReadTool {
         let offset = args.opt_count("offset", 0)?.unwrap_or(1).max(1);
         let limit = args.opt_count("limit", 1)?;
         let path = self.ctx.resolve_existing(&raw)?;
+        let limits = *self.ctx.limits();
         run_blocking(&call.cancel, move |cancel| {
-            read_path(&path, &raw, offset, limit, &cancel)
+            read_path(&path, &raw, offset, limit, &limits, &cancel)
         })
         .await
     }
@@ -113,6 +123,7 @@ fn read_path(
     raw: &str,
     offset: u64,
     limit: Option<u64>,
+    limits: &ToolLimits,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let meta = fs::metadata(path).map_err(|e| open_error(raw, &e))?;
@@ -145,7 +156,7 @@ fn read_path(
         )));
     }
     let reader = BufReader::with_capacity(64 * 1024, io::Cursor::new(head).chain(file));
-    read_text(reader, raw, offset, limit, cancel)
+    read_text(reader, raw, offset, limit, limits, cancel)
 }
 
 fn read_image(
@@ -295,13 +306,16 @@ fn read_text<R: BufRead>(
     raw: &str,
     offset: u64,
     limit: Option<u64>,
+    limits: &ToolLimits,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
+    let max_bytes = limits.max_bytes;
     let io_err = |e: io::Error| ToolError::new(format!("Cannot read {raw}: {e}"));
     let mut scan = LineScanner::new(reader);
     scan.skip_lines(offset - 1, cancel).map_err(io_err)?;
 
-    let max_lines = limit.map_or(MAX_LINES as u64, |l| l.min(MAX_LINES as u64));
+    let cap_lines = limits.max_lines as u64;
+    let max_lines = limit.map_or(cap_lines, |l| l.min(cap_lines));
     let mut out: Vec<u8> = Vec::new();
     let mut shown = 0u64;
     let mut cut_by_bytes = false;
@@ -310,13 +324,13 @@ fn read_text<R: BufRead>(
     while shown < max_lines {
         line.clear();
         let Some(len) = scan
-            .next_line(MAX_BYTES + 1, &mut line, cancel)
+            .next_line(max_bytes.saturating_add(1), &mut line, cancel)
             .map_err(io_err)?
         else {
             break;
         };
         let sep = u64::from(shown > 0);
-        if out.len() as u64 + sep + len > MAX_BYTES as u64 {
+        if out.len() as u64 + sep + len > max_bytes as u64 {
             cut_by_bytes = true;
             if shown == 0 {
                 oversized_first = Some(len);
@@ -346,9 +360,10 @@ fn read_text<R: BufRead>(
     let mut details = json!({"startLine": offset, "endLine": end, "totalLines": total});
     if let Some(len) = oversized_first {
         let text = format!(
-            "[Line {offset} of {raw} is {} on its own, more than the 50 KB a read returns. Show \
-             part of it with bash: sed -n '{offset}p' {raw} | head -c {MAX_BYTES}]",
-            format_size(len)
+            "[Line {offset} of {raw} is {} on its own, more than the {} a read returns. Show \
+             part of it with bash: sed -n '{offset}p' {raw} | head -c {max_bytes}]",
+            format_size(len),
+            limit_size(max_bytes)
         );
         details["truncatedBy"] = json!("bytes");
         return Ok(ToolOutput::text(text).with_details(details));
@@ -362,10 +377,13 @@ fn read_text<R: BufRead>(
     };
     let mut text = String::from_utf8_lossy(body).into_owned();
     let remaining = total - end;
-    let capped_by_tool =
-        cut_by_bytes || (shown == MAX_LINES as u64 && limit.is_none_or(|l| l > shown));
+    let capped_by_tool = cut_by_bytes || (shown == cap_lines && limit.is_none_or(|l| l > shown));
     if remaining > 0 && capped_by_tool {
-        let why = if cut_by_bytes { " (50 KB limit)" } else { "" };
+        let why = if cut_by_bytes {
+            format!(" ({} limit)", limit_size(max_bytes))
+        } else {
+            String::new()
+        };
         text.push_str(&format!(
             "\n\n[Lines {offset}-{end} of {total} shown{why}. Continue with offset={}.]",
             end + 1
@@ -387,7 +405,15 @@ mod tests {
 
     fn read(text: &str, offset: u64, limit: Option<u64>) -> Result<String, ToolError> {
         let reader = BufReader::with_capacity(7, text.as_bytes());
-        read_text(reader, "f.txt", offset, limit, &CancellationToken::new()).map(|o| {
+        read_text(
+            reader,
+            "f.txt",
+            offset,
+            limit,
+            &ToolLimits::default(),
+            &CancellationToken::new(),
+        )
+        .map(|o| {
             o.content
                 .iter()
                 .filter_map(ContentBlock::as_text)
@@ -443,7 +469,10 @@ mod tests {
 
     #[test]
     fn oversized_first_line_gives_a_sed_hint() {
-        let body = format!("short\n{}\nafter\n", "y".repeat(MAX_BYTES + 10));
+        let body = format!(
+            "short\n{}\nafter\n",
+            "y".repeat(super::super::truncate::MAX_BYTES + 10)
+        );
         let text = read(&body, 2, None).unwrap();
         assert!(text.contains("sed -n '2p' f.txt | head -c"), "{text}");
     }

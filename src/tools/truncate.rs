@@ -1,5 +1,7 @@
 //! Output limits shared by every tool: at most [`MAX_LINES`] lines or [`MAX_BYTES`] bytes,
-//! whichever comes first.
+//! whichever comes first. Those are the defaults; a session's actual numbers are a
+//! [`ToolLimits`] (the `[tools]` table of `config.toml`), which the tools read from their
+//! [`ToolContext`](super::ToolContext).
 //!
 //! Two cuts exist. [`truncate_head`] keeps the beginning (file reads, search results: the model
 //! continues with an offset or a narrower query). [`truncate_tail`] keeps the end (command
@@ -20,6 +22,50 @@ pub const MAX_LINES: usize = 2000;
 pub const MAX_BYTES: usize = 50 * 1024;
 /// Longest line `grep` shows, in characters.
 pub const GREP_MAX_LINE_CHARS: usize = 500;
+
+/// The numbers the tools work with. [`Default`] gives the constants above and the per-tool
+/// result counts (`grep` 100, `find` 1000, `ls` 500).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Most lines `read` and `bash` return.
+    pub max_lines: usize,
+    /// Most bytes any tool returns.
+    pub max_bytes: usize,
+    /// Longest line `grep` shows, in characters.
+    pub grep_max_line_chars: usize,
+    /// Matches `grep` returns when the call gives no `limit`.
+    pub grep_limit: usize,
+    /// Paths `find` returns when the call gives no `limit`.
+    pub find_limit: usize,
+    /// Entries `ls` returns when the call gives no `limit`.
+    pub ls_limit: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        ToolLimits {
+            max_lines: MAX_LINES,
+            max_bytes: MAX_BYTES,
+            grep_max_line_chars: GREP_MAX_LINE_CHARS,
+            grep_limit: super::grep::DEFAULT_LIMIT,
+            find_limit: super::find::DEFAULT_LIMIT,
+            ls_limit: super::ls::DEFAULT_LIMIT,
+        }
+    }
+}
+
+/// A byte limit as people write it: `50 KB` for a whole number of KB (or MB), else
+/// [`format_size`].
+pub fn limit_size(bytes: usize) -> String {
+    const KB: usize = 1024;
+    if bytes >= KB * KB && bytes.is_multiple_of(KB * KB) {
+        format!("{} MB", bytes / (KB * KB))
+    } else if bytes >= KB && bytes.is_multiple_of(KB) {
+        format!("{} KB", bytes / KB)
+    } else {
+        format_size(bytes as u64)
+    }
+}
 
 /// Which limit a cut hit first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -314,6 +360,14 @@ mod tests {
         let cut = truncate_line(&long, 3);
         assert!(cut.starts_with("üüü…"), "{cut}");
         assert!(cut.contains("cut at 3 characters"));
+    }
+
+    #[test]
+    fn limits_read_as_written() {
+        assert_eq!(limit_size(MAX_BYTES), "50 KB");
+        assert_eq!(limit_size(2 * 1024 * 1024), "2 MB");
+        assert_eq!(limit_size(100), "100 B");
+        assert_eq!(limit_size(1536), "1.5 KB");
     }
 
     #[test]

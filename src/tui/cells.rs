@@ -15,12 +15,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::markdown;
 use super::sanitize::sanitize;
+use super::theme::{self, fg};
 use super::wrap::{wrap_all, wrap_line};
 use crate::agent::stream::MessageBuilder;
 use crate::agent::types::{AssistantMessage, ContentBlock};
@@ -88,7 +89,7 @@ pub enum Cell {
 }
 
 fn dim() -> Style {
-    Style::new().fg(Color::DarkGray)
+    Style::new().fg(theme::current().dim)
 }
 
 /// " (1.2s)", or nothing when the time is unknown (a resumed session's tools).
@@ -135,19 +136,16 @@ impl Cell {
                     .enumerate()
                     .map(|(i, l)| {
                         let p = if i == 0 { "Error: " } else { "" };
-                        Line::styled(format!("{p}{l}"), Style::new().fg(Color::Red))
+                        Line::styled(format!("{p}{l}"), fg(|t| t.error))
                     })
                     .collect::<Vec<_>>(),
                 width,
             ),
             Cell::Aborted(m) => vec![Line::styled(
                 sanitize(m),
-                Style::new().fg(Color::Red).add_modifier(Modifier::DIM),
+                fg(|t| t.error).add_modifier(Modifier::DIM),
             )],
-            Cell::Notice(m) => wrap_all(
-                &[Line::styled(sanitize(m), Style::new().fg(Color::Yellow))],
-                width,
-            ),
+            Cell::Notice(m) => wrap_all(&[Line::styled(sanitize(m), fg(|t| t.warning))], width),
             Cell::Info(m) => wrap_all(
                 &sanitize(m)
                     .lines()
@@ -164,7 +162,8 @@ impl Cell {
 }
 
 fn user_lines(text: &str, width: usize) -> Vec<Line<'static>> {
-    let style = Style::new().bg(Color::Indexed(236)).fg(Color::White);
+    let t = theme::current();
+    let style = Style::new().bg(t.user_bg).fg(t.user_fg);
     let mut out = Vec::new();
     for l in sanitize(text).lines() {
         let line = Line::from(format!(" {l}"));
@@ -275,15 +274,11 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
     let (mark, mark_style, tail) = match &t.state {
         ToolState::Running { started } => (
             view.spinner(*started).to_string(),
-            Style::new().fg(Color::Cyan),
+            fg(|t| t.accent),
             format!(" ({})", secs(view.now.saturating_duration_since(*started))),
         ),
-        ToolState::Done { ok: true, took } => {
-            ("✓".into(), Style::new().fg(Color::Green), took_tail(*took))
-        }
-        ToolState::Done { ok: false, took } => {
-            ("✗".into(), Style::new().fg(Color::Red), took_tail(*took))
-        }
+        ToolState::Done { ok: true, took } => ("✓".into(), fg(|t| t.success), took_tail(*took)),
+        ToolState::Done { ok: false, took } => ("✗".into(), fg(|t| t.error), took_tail(*took)),
         ToolState::Skipped => ("↷".into(), dim(), " (skipped)".into()),
     };
     let head = Line::from(vec![
@@ -307,9 +302,11 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
     let diff = t.diff.is_some();
     let style_of = |l: &str| {
         if diff && l.starts_with('+') {
-            Style::new().fg(Color::Green)
-        } else if (diff && l.starts_with('-')) || failed {
-            Style::new().fg(Color::Red)
+            fg(|t| t.diff_added)
+        } else if diff && l.starts_with('-') {
+            fg(|t| t.diff_removed)
+        } else if failed {
+            fg(|t| t.error)
         } else {
             dim()
         }

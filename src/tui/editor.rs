@@ -5,7 +5,7 @@
 //! walk the history of sent prompts when the editor is empty or already browsing history.
 //! Key routing (what Enter or Esc mean) belongs to the app, not here.
 
-use ratatui::style::{Color, Style};
+use ratatui::style::Style;
 use tui_textarea::{CursorMove, TextArea};
 
 pub struct Editor {
@@ -20,7 +20,7 @@ fn fresh() -> TextArea<'static> {
     let mut a = TextArea::default();
     a.set_cursor_line_style(Style::default());
     a.set_placeholder_text("Type a message · / for commands");
-    a.set_placeholder_style(Style::new().fg(Color::DarkGray));
+    a.set_placeholder_style(Style::new().fg(super::theme::current().dim));
     a
 }
 

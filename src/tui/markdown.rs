@@ -12,10 +12,11 @@
 //! turning into **bold** a moment later. The caller re-renders only when that prefix grows.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::sanitize::sanitize;
+use super::theme;
 use super::wrap::wrap_line;
 
 /// The prefix of a streaming `text` that can be rendered now: up to its last newline.
@@ -69,8 +70,7 @@ impl Builder {
                 None => self.prefix(),
             };
             if !p.is_empty() {
-                self.current
-                    .push(Span::styled(p, Style::new().fg(Color::DarkGray)));
+                self.current.push(Span::styled(p, theme::fg(|t| t.dim)));
             }
         }
         self.current.push(Span::styled(t.to_string(), self.style()));
@@ -99,6 +99,7 @@ impl Builder {
 /// Render markdown `source` to lines no wider than `width`.
 pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
     let source = sanitize(source);
+    let palette = theme::current();
     let mut b = Builder {
         out: Vec::new(),
         current: Vec::new(),
@@ -121,9 +122,9 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 Tag::Heading { level, .. } => {
                     b.blank();
                     let color = match level {
-                        HeadingLevel::H1 => Color::Magenta,
-                        HeadingLevel::H2 => Color::Cyan,
-                        _ => Color::Blue,
+                        HeadingLevel::H1 => palette.heading_1,
+                        HeadingLevel::H2 => palette.heading_2,
+                        _ => palette.heading_3,
                     };
                     b.push_style(|s| s.fg(color).add_modifier(Modifier::BOLD));
                 }
@@ -139,12 +140,12 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                         && !lang.is_empty()
                     {
                         b.out.push((
-                            Line::styled(format!("```{lang}"), Style::new().fg(Color::DarkGray)),
+                            Line::styled(format!("```{lang}"), Style::new().fg(palette.dim)),
                             0,
                         ));
                     }
                     b.prefixes.push("  ".into());
-                    b.push_style(|_| Style::new().fg(Color::Yellow));
+                    b.push_style(|_| Style::new().fg(palette.code));
                 }
                 Tag::List(start) => {
                     if b.lists.is_empty() {
@@ -174,7 +175,7 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 Tag::Strikethrough => b.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT)),
                 Tag::Link { dest_url, .. } => {
                     b.link = Some(dest_url.to_string());
-                    b.push_style(|s| s.fg(Color::Blue).add_modifier(Modifier::UNDERLINED));
+                    b.push_style(|s| s.fg(palette.link).add_modifier(Modifier::UNDERLINED));
                 }
                 Tag::Image { dest_url, .. } => {
                     b.text(&format!("[image: {dest_url}]"));
@@ -229,7 +230,7 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 TagEnd::Link => {
                     b.styles.pop();
                     if let Some(url) = b.link.take() {
-                        let style = Style::new().fg(Color::DarkGray);
+                        let style = Style::new().fg(palette.dim);
                         b.current.push(Span::styled(format!(" ({url})"), style));
                     }
                 }
@@ -252,7 +253,7 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                             .map(|c| if c == '│' { '┼' } else { '─' })
                             .collect();
                         b.out
-                            .push((Line::styled(rule, Style::new().fg(Color::DarkGray)), 0));
+                            .push((Line::styled(rule, Style::new().fg(palette.dim)), 0));
                     }
                 }
                 TagEnd::TableCell => {
@@ -287,7 +288,7 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 if b.in_table {
                     b.cell.push_str(&t);
                 } else {
-                    let style = b.style().fg(Color::Yellow);
+                    let style = b.style().fg(palette.code);
                     b.push_style(|_| style);
                     b.text(&t);
                     b.styles.pop();
@@ -298,7 +299,7 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
             Event::Rule => {
                 b.blank();
                 b.out.push((
-                    Line::styled("─".repeat(width.min(40)), Style::new().fg(Color::DarkGray)),
+                    Line::styled("─".repeat(width.min(40)), Style::new().fg(palette.dim)),
                     0,
                 ));
                 b.blank();

@@ -10,7 +10,8 @@
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `frame`, `terminal` (hygiene), `port` (the agent as the app sees it).
+//! `frame`, `terminal` (hygiene), `port` (the agent as the app sees it), `theme` (colours, from
+//! the `theme` and `[colors]` keys of config).
 
 pub mod app;
 pub mod cells;
@@ -24,6 +25,7 @@ pub mod scrolling;
 pub mod sessions;
 pub mod slash;
 pub mod terminal;
+pub mod theme;
 pub mod transcript;
 pub mod wrap;
 
@@ -100,6 +102,7 @@ pub async fn run(cli: Cli) -> u8 {
             return 1;
         }
     };
+    theme::set(config.theme());
     // `-r` opens the TUI with the session picker instead of the numbered list on stderr: the
     // agent starts on a new (not yet written) session until one is chosen.
     let mut start = cli.clone();
@@ -128,6 +131,7 @@ pub async fn run(cli: Cli) -> u8 {
             agent_dir.as_deref(),
             &cwd,
             cli.session_dir.as_deref(),
+            config.session_dir.as_deref(),
             &move |k| e(k),
         )
         .map(|paths| {

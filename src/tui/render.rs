@@ -17,6 +17,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use super::app::App;
 use super::cells::SPINNER;
 use super::sanitize::sanitize;
+use super::theme::{self, fg};
 use super::wrap::width as text_width;
 use crate::agent::thinking::ThinkingLevel;
 
@@ -31,13 +32,14 @@ pub fn tokens(n: u64) -> String {
 }
 
 fn thinking_color(level: ThinkingLevel) -> Color {
+    let t = theme::current().thinking;
     match level {
-        ThinkingLevel::Off | ThinkingLevel::Inherit => Color::DarkGray,
-        ThinkingLevel::Minimal => Color::Blue,
-        ThinkingLevel::Low => Color::Cyan,
-        ThinkingLevel::Medium => Color::Green,
-        ThinkingLevel::High => Color::Yellow,
-        ThinkingLevel::Xhigh | ThinkingLevel::Max => Color::Magenta,
+        ThinkingLevel::Off | ThinkingLevel::Inherit => t[0],
+        ThinkingLevel::Minimal => t[1],
+        ThinkingLevel::Low => t[2],
+        ThinkingLevel::Medium => t[3],
+        ThinkingLevel::High => t[4],
+        ThinkingLevel::Xhigh | ThinkingLevel::Max => t[5],
     }
 }
 
@@ -58,7 +60,7 @@ fn truncate(s: &str, max: usize) -> String {
 
 fn queued_lines(app: &App, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let style = Style::new().fg(Color::DarkGray);
+    let style = fg(|t| t.dim);
     for (label, list) in [("Steering", &app.steering), ("Follow-up", &app.follow_up)] {
         for m in list {
             let first = sanitize(m).lines().next().unwrap_or_default().to_string();
@@ -82,7 +84,7 @@ fn queued_lines(app: &App, width: usize) -> Vec<Line<'static>> {
 
 fn status_line(app: &App, now: Instant) -> Line<'static> {
     if let Some(h) = &app.hint {
-        return Line::styled(format!(" {h}"), Style::new().fg(Color::Yellow));
+        return Line::styled(format!(" {h}"), fg(|t| t.warning));
     }
     let Some(start) = app.working else {
         return Line::default();
@@ -91,17 +93,17 @@ fn status_line(app: &App, now: Instant) -> Line<'static> {
     let frame = SPINNER[(elapsed.as_millis() / 80) as usize % SPINNER.len()];
     let label = app.retry.clone().unwrap_or_else(|| "Working...".into());
     Line::from(vec![
-        Span::styled(format!(" {frame} "), Style::new().fg(Color::Cyan)),
+        Span::styled(format!(" {frame} "), fg(|t| t.accent)),
         Span::raw(label),
         Span::styled(
             format!(" ({}s · esc to interrupt)", elapsed.as_secs()),
-            Style::new().fg(Color::DarkGray),
+            fg(|t| t.dim),
         ),
     ])
 }
 
 fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
-    let dim = Style::new().fg(Color::DarkGray);
+    let dim = fg(|t| t.dim);
     let mut place = app.place.cwd.clone();
     if let Some(b) = &app.place.branch {
         place.push_str(&format!(" ({b})"));
@@ -123,9 +125,9 @@ fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
         let pct = t.context as f64 * 100.0 / window as f64;
         stats.push_str(&format!(" {pct:.1}%/{}", tokens(window)));
         if pct > 90.0 {
-            Style::new().fg(Color::Red)
+            fg(|t| t.error)
         } else if pct > 70.0 {
-            Style::new().fg(Color::Yellow)
+            fg(|t| t.warning)
         } else {
             dim
         }
@@ -200,13 +202,13 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
             .take(n as usize)
             .map(|(i, c)| {
                 let style = if i == sel {
-                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+                    fg(|t| t.accent).add_modifier(Modifier::BOLD)
                 } else {
                     Style::default()
                 };
                 Line::from(vec![
                     Span::styled(format!(" /{:<10}", c.name), style),
-                    Span::styled(format!(" {}", c.help), Style::new().fg(Color::DarkGray)),
+                    Span::styled(format!(" {}", c.help), fg(|t| t.dim)),
                 ])
             })
             .collect();
@@ -238,8 +240,8 @@ fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
     let mut lines = vec![Line::from(vec![
         Span::styled(" Resume: ", Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(sanitize(&p.query)),
-        Span::styled("▏", Style::new().fg(Color::Cyan)),
-        Span::styled(format!("  ({scope})"), Style::new().fg(Color::DarkGray)),
+        Span::styled("▏", fg(|t| t.accent)),
+        Span::styled(format!("  ({scope})"), fg(|t| t.dim)),
     ])];
     let now = std::time::SystemTime::now();
     let sel = p.selected.min(matches.len().saturating_sub(1));
@@ -247,7 +249,7 @@ fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
     let room = (area.width as usize).saturating_sub(18).max(8);
     for (i, s) in matches.iter().enumerate().skip(start).take(10) {
         let style = if i == sel {
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+            fg(|t| t.accent).add_modifier(Modifier::BOLD)
         } else {
             Style::default()
         };
@@ -263,19 +265,16 @@ fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
                     age(s.modified, now),
                     size(s.size)
                 ),
-                Style::new().fg(Color::DarkGray),
+                fg(|t| t.dim),
             ),
         ]));
     }
     if matches.is_empty() {
-        lines.push(Line::styled(
-            "   no session matches",
-            Style::new().fg(Color::DarkGray),
-        ));
+        lines.push(Line::styled("   no session matches", fg(|t| t.dim)));
     }
     let block = Block::default()
         .borders(Borders::TOP)
-        .border_style(Style::new().fg(Color::Cyan))
+        .border_style(fg(|t| t.accent))
         .title(" ↑↓ choose · Tab all folders · Enter resume · Esc cancel ");
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
@@ -291,14 +290,14 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
     let mut lines = vec![Line::from(vec![
         Span::styled(" Model: ", Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(sanitize(&p.query)),
-        Span::styled("▏", Style::new().fg(Color::Cyan)),
+        Span::styled("▏", fg(|t| t.accent)),
     ])];
     let sel = p.selected.min(matches.len().saturating_sub(1));
     let start = sel.saturating_sub(9);
     for (i, m) in matches.iter().enumerate().skip(start).take(10) {
         let current = m.id == app.model.id && m.provider == app.model.provider;
         let style = if i == sel {
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+            fg(|t| t.accent).add_modifier(Modifier::BOLD)
         } else {
             Style::default()
         };
@@ -311,19 +310,16 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
                     tokens(m.context_window),
                     if current { "  (current)" } else { "" }
                 ),
-                Style::new().fg(Color::DarkGray),
+                fg(|t| t.dim),
             ),
         ]));
     }
     if matches.is_empty() {
-        lines.push(Line::styled(
-            "   no model matches",
-            Style::new().fg(Color::DarkGray),
-        ));
+        lines.push(Line::styled("   no model matches", fg(|t| t.dim)));
     }
     let block = Block::default()
         .borders(Borders::TOP)
-        .border_style(Style::new().fg(Color::Cyan))
+        .border_style(fg(|t| t.accent))
         .title(" ↑↓ choose · Enter select · Esc cancel ");
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
