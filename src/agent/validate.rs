@@ -3,7 +3,9 @@
 //! Models get arguments subtly wrong in a handful of recurring ways: an array sent as a JSON
 //! string, `"true"` for `true`, `"5"` for `5`, `null` for an optional field they meant to leave
 //! out, an enum value with a stray space, a key with trailing whitespace, or the whole argument
-//! object double-encoded as a string. When the arguments as given fail the schema,
+//! object double-encoded as a string; keys sent JSON-encoded, nested values sent as flattened
+//! paths (`edits[0].oldText`), arguments spilled into a string after a stray `</arg_value>` tag,
+//! or a tool's one string argument under another name. When the arguments as given fail the schema,
 //! [`validate_arguments`] repairs those mistakes, guided by the schema's top-level `properties`
 //! and by which properties the validator actually rejected, and validates again (a few passes at
 //! most). Arguments that pass as given are returned untouched.
@@ -46,17 +48,24 @@ pub fn validate_arguments(tool: &RegisteredTool, args: &Value) -> Result<Value, 
         ));
     }
     let validator = tool.validator()?;
+    let schema = tool.tool.parameters();
+    let healed = spilled_arguments(schema, args);
+    let args = healed.as_ref().unwrap_or(args);
     if validator.is_valid(args) {
         return Ok(args.clone());
     }
-    let schema = tool.tool.parameters();
     let mut current = decode_non_object(args).unwrap_or_else(|| args.clone());
+    if let Some(reshaped) = reshape(schema, &current) {
+        current = reshaped;
+    }
     for _ in 0..MAX_REPAIR_PASSES {
         if validator.is_valid(&current) {
             return Ok(current);
         }
         let rejected = rejected_properties(&validator, &current);
-        match repair_pass(schema, &current, &rejected) {
+        let repaired = repair_pass(schema, &current, &rejected)
+            .or_else(|| repair_nested(schema, &validator, &current));
+        match repaired {
             Some(next) => current = next,
             None => break,
         }
@@ -128,6 +137,309 @@ fn decode_non_object(args: &Value) -> Option<Value> {
         Value::Null => Some(Value::Object(Map::new())),
         _ => None,
     }
+}
+
+/// Closing tag of an XML-style argument some models leak into a JSON string value.
+const ARG_VALUE_CLOSE: &str = "</arg_value>";
+
+/// Structural repairs on the argument object, before any value is looked at: keys sent
+/// JSON-encoded (`"\"path\""`), nested values sent as flattened paths (`"edits[0].oldText"`),
+/// other arguments spilled into a string after a stray `</arg_value>` tag, and the one string
+/// argument a tool needs sent under another name. Each applies only where the schema shows what
+/// was meant; `None` when nothing changed.
+fn reshape(schema: &Value, args: &Value) -> Option<Value> {
+    let map = args.as_object()?;
+    let props = schema.get("properties").and_then(Value::as_object)?;
+    let known = |k: &str| props.contains_key(k);
+    let mut out = Map::new();
+    let mut changed = false;
+    let mut flattened: Vec<(String, Value)> = Vec::new();
+    for (key, value) in map {
+        if known(key) {
+            out.insert(key.clone(), value.clone());
+            continue;
+        }
+        if let Ok(decoded) = serde_json::from_str::<String>(key.trim())
+            && known(&decoded)
+            && !map.contains_key(&decoded)
+        {
+            out.insert(decoded, value.clone());
+            changed = true;
+            continue;
+        }
+        if let Some(root) = path_root(key)
+            && known(root)
+            && !map.contains_key(root)
+        {
+            flattened.push((key.clone(), value.clone()));
+            changed = true;
+            continue;
+        }
+        out.insert(key.clone(), value.clone());
+    }
+    for (path, value) in flattened {
+        if !insert_path(&mut out, &path, value.clone()) {
+            out.insert(path, value);
+        }
+    }
+    if let Some((healed, _)) = heal_spill(&out, props) {
+        out = healed;
+        changed = true;
+    }
+    changed |= rename_single_string(&mut out, schema, props);
+    changed.then_some(Value::Object(out))
+}
+
+/// The property name a flattened path starts with (`edits` in `edits[0].oldText`), if `key`
+/// is a path at all.
+fn path_root(key: &str) -> Option<&str> {
+    let end = key.find(['.', '['])?;
+    (end > 0).then(|| &key[..end])
+}
+
+/// One step of a flattened path.
+enum Step {
+    Field(String),
+    Index(usize),
+}
+
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut rest = path;
+    let first_end = rest.find(['.', '[']).unwrap_or(rest.len());
+    steps.push(Step::Field(rest[..first_end].to_string()));
+    rest = &rest[first_end..];
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            if end == 0 {
+                return None;
+            }
+            steps.push(Step::Field(r[..end].to_string()));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let close = r.find(']')?;
+            let index: usize = r[..close].trim().parse().ok()?;
+            if index > 1000 {
+                return None; // not a real list position; leave the key alone
+            }
+            steps.push(Step::Index(index));
+            rest = &r[close + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// Put `value` at `path` inside `root`, creating objects and arrays on the way; `false` if the
+/// path does not parse or runs into a value of another shape.
+fn insert_path(root: &mut Map<String, Value>, path: &str, value: Value) -> bool {
+    let Some(steps) = parse_path(path) else {
+        return false;
+    };
+    let Some((Step::Field(first), rest)) = steps.split_first() else {
+        return false;
+    };
+    let mut slot = root.entry(first.clone()).or_insert(Value::Null);
+    for step in rest {
+        slot = match step {
+            Step::Field(name) => {
+                if slot.is_null() {
+                    *slot = Value::Object(Map::new());
+                }
+                match slot {
+                    Value::Object(m) => m.entry(name.clone()).or_insert(Value::Null),
+                    _ => return false,
+                }
+            }
+            Step::Index(i) => {
+                if slot.is_null() {
+                    *slot = Value::Array(Vec::new());
+                }
+                match slot {
+                    Value::Array(items) => {
+                        if items.len() <= *i {
+                            items.resize(*i + 1, Value::Null);
+                        }
+                        &mut items[*i]
+                    }
+                    _ => return false,
+                }
+            }
+        };
+    }
+    if !slot.is_null() {
+        return false;
+    }
+    *slot = value;
+    true
+}
+
+/// A string value that runs past a stray `</arg_value>` carries the arguments that followed it
+/// in the model's XML-style call (`<arg_key>k</arg_key><arg_value>v</arg_value>`): cut each such
+/// value at the tag and recover those arguments where they are declared and missing. `None` when
+/// no value has the tag; otherwise the healed arguments and how many were recovered.
+fn heal_spill(
+    args: &Map<String, Value>,
+    props: &Map<String, Value>,
+) -> Option<(Map<String, Value>, usize)> {
+    if !args
+        .values()
+        .any(|v| v.as_str().is_some_and(|s| s.contains(ARG_VALUE_CLOSE)))
+    {
+        return None;
+    }
+    let mut out = args.clone();
+    let mut found: Vec<(String, String)> = Vec::new();
+    for value in out.values_mut() {
+        let Value::String(s) = value else {
+            continue;
+        };
+        let Some(at) = s.find(ARG_VALUE_CLOSE) else {
+            continue;
+        };
+        let tail = s[at + ARG_VALUE_CLOSE.len()..].to_string();
+        s.truncate(at);
+        let mut rest = tail.as_str();
+        while let Some(k0) = rest.find("<arg_key>") {
+            let after_key = &rest[k0 + "<arg_key>".len()..];
+            let Some(k1) = after_key.find("</arg_key>") else {
+                break;
+            };
+            let key = after_key[..k1].trim().to_string();
+            let after = &after_key[k1 + "</arg_key>".len()..];
+            let Some(v0) = after.find("<arg_value>") else {
+                break;
+            };
+            let body = &after[v0 + "<arg_value>".len()..];
+            let v1 = body.find(ARG_VALUE_CLOSE).unwrap_or(body.len());
+            found.push((key, body[..v1].to_string()));
+            rest = body.get(v1 + ARG_VALUE_CLOSE.len()..).unwrap_or("");
+        }
+    }
+    let mut recovered = 0;
+    for (key, text) in found {
+        if props.contains_key(&key) && !out.contains_key(&key) {
+            // The recovered text is typed by the schema in the value repairs that follow.
+            out.insert(key, Value::String(text));
+            recovered += 1;
+        }
+    }
+    Some((out, recovered))
+}
+
+/// Before validation: heal a spill only when it clearly is one (it carries at least one declared,
+/// missing argument), so a value that merely mentions the tag is left alone.
+fn spilled_arguments(schema: &Value, args: &Value) -> Option<Value> {
+    let map = args.as_object()?;
+    let props = schema.get("properties").and_then(Value::as_object)?;
+    let (healed, recovered) = heal_spill(map, props)?;
+    (recovered > 0).then_some(Value::Object(healed))
+}
+
+/// Value repairs below the top level: each issue's path is followed through the schema
+/// (`properties`, `items`) to the property's own schema, and the value there is repaired as a
+/// top-level one would be. `None` when nothing changed.
+fn repair_nested(schema: &Value, validator: &jsonschema::Validator, args: &Value) -> Option<Value> {
+    let mut out = args.clone();
+    let mut changed = false;
+    let paths: BTreeSet<String> = validator
+        .iter_errors(args)
+        .map(|e| e.instance_path().as_str().to_string())
+        .filter(|p| p.matches('/').count() >= 2)
+        .collect();
+    for path in paths {
+        let segments: Vec<String> = path
+            .trim_start_matches('/')
+            .split('/')
+            .map(unescape_pointer_segment)
+            .collect();
+        let Some((last, parents)) = segments.split_last() else {
+            continue;
+        };
+        let mut parent_schema = schema;
+        let mut ok = true;
+        for seg in parents {
+            let next = if seg.parse::<usize>().is_ok() && parent_schema.get("items").is_some() {
+                parent_schema.get("items")
+            } else {
+                parent_schema.get("properties").and_then(|p| p.get(seg))
+            };
+            match next {
+                Some(n) => parent_schema = n,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        let Some(prop) = parent_schema.get("properties").and_then(|p| p.get(last)) else {
+            continue;
+        };
+        if !ok {
+            continue;
+        }
+        let required = parent_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(last)));
+        let Some(value) = out.pointer(&path) else {
+            continue;
+        };
+        match repair_value(prop, value, required) {
+            Fix::Keep => {}
+            Fix::Replace(v) => {
+                if let Some(slot) = out.pointer_mut(&path) {
+                    *slot = v;
+                    changed = true;
+                }
+            }
+            Fix::Remove => {
+                let parent_path = &path[..path.rfind('/').unwrap_or(0)];
+                if let Some(Value::Object(m)) = out.pointer_mut(parent_path) {
+                    m.remove(last.as_str());
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// A tool whose only required argument is a string, called with that argument missing and
+/// exactly one unknown string argument instead (`{"cmd": "ls"}` for `command`): rename it.
+fn rename_single_string(
+    args: &mut Map<String, Value>,
+    schema: &Value,
+    props: &Map<String, Value>,
+) -> bool {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let [wanted] = required.as_slice() else {
+        return false;
+    };
+    let is_string = props
+        .get(*wanted)
+        .is_some_and(|p| declared_types(p).contains(&"string"));
+    if !is_string || args.contains_key(*wanted) {
+        return false;
+    }
+    let unknown: Vec<&String> = args.keys().filter(|k| !props.contains_key(*k)).collect();
+    let [only] = unknown.as_slice() else {
+        return false;
+    };
+    if !args.get(*only).is_some_and(Value::is_string) {
+        return false;
+    }
+    let key = (*only).clone();
+    if let Some(v) = args.remove(&key) {
+        args.insert((*wanted).to_string(), v);
+    }
+    true
 }
 
 /// Reverses the escaping of one JSON-pointer segment.
@@ -523,6 +835,98 @@ mod tests {
             validate_arguments(&t, &json!({"path": "a", "mode": " slow\n"})),
             Ok(json!({"path": "a", "mode": "slow"}))
         );
+    }
+
+    #[test]
+    fn json_encoded_keys_are_decoded() {
+        let t = full_tool();
+        let args = json!({"\"path\"": "a.txt", "\"limit\"": 2});
+        assert_eq!(
+            validate_arguments(&t, &args),
+            Ok(json!({"path": "a.txt", "limit": 2}))
+        );
+    }
+
+    fn edit_tool() -> RegisteredTool {
+        tool(json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "edits": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                    "required": ["oldText", "newText"]
+                }},
+                "opts": {"type": "object", "properties": {"depth": {"type": "integer"}}}
+            },
+            "required": ["path", "edits"],
+            "additionalProperties": false
+        }))
+    }
+
+    #[test]
+    fn flattened_paths_are_rebuilt() {
+        let t = edit_tool();
+        let args = json!({
+            "path": "a.rs",
+            "edits[0].oldText": "x",
+            "edits[0].newText": "y",
+            "edits[1].oldText": "p",
+            "edits[1].newText": "q",
+            "opts.depth": "3"
+        });
+        assert_eq!(
+            validate_arguments(&t, &args),
+            Ok(json!({
+                "path": "a.rs",
+                "edits": [{"oldText": "x", "newText": "y"}, {"oldText": "p", "newText": "q"}],
+                "opts": {"depth": 3}
+            }))
+        );
+    }
+
+    #[test]
+    fn flattened_paths_do_not_override_a_real_value() {
+        let t = edit_tool();
+        // `edits` is given, so `edits[0].oldText` is an unknown key and stays one: the call fails.
+        let args = json!({"path": "a", "edits": [], "edits[0].oldText": "x"});
+        let err = validate_arguments(&t, &args).unwrap_err();
+        assert!(err.contains("edits[0].oldText"), "{err}");
+    }
+
+    #[test]
+    fn arguments_spilled_after_arg_value_are_recovered() {
+        let t = full_tool();
+        let args = json!({
+            "path": "src/a.rs</arg_value>\n<arg_key>limit</arg_key>\n<arg_value>40</arg_value>"
+        });
+        assert_eq!(
+            validate_arguments(&t, &args),
+            Ok(json!({"path": "src/a.rs", "limit": 40}))
+        );
+    }
+
+    #[test]
+    fn a_valid_value_containing_the_tag_is_left_alone() {
+        let t = full_tool();
+        let args = json!({"path": "notes about </arg_value> tags"});
+        assert_eq!(validate_arguments(&t, &args), Ok(args.clone()));
+    }
+
+    #[test]
+    fn the_one_string_argument_under_another_name_is_renamed() {
+        let t = tool(json!({
+            "type": "object",
+            "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
+            "required": ["command"],
+            "additionalProperties": false
+        }));
+        assert_eq!(
+            validate_arguments(&t, &json!({"cmd": "ls -la", "timeout": 5})),
+            Ok(json!({"command": "ls -la", "timeout": 5}))
+        );
+        // Two unknown strings: which one was meant is not clear, so it fails.
+        assert!(validate_arguments(&t, &json!({"cmd": "ls", "shell": "sh"})).is_err());
     }
 
     #[test]
