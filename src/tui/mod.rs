@@ -10,12 +10,14 @@
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `frame`, `terminal` (hygiene), `port` (the agent as the app sees it).
+//! `highlight` (code colours, loaded lazily), `frame`, `terminal` (hygiene), `port` (the agent
+//! as the app sees it).
 
 pub mod app;
 pub mod cells;
 pub mod editor;
 pub mod frame;
+pub mod highlight;
 pub mod markdown;
 pub mod port;
 pub mod render;
