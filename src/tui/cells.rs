@@ -12,6 +12,7 @@
 //! Diffs (`edit` results with a `diff` detail, or text that looks like a unified diff) are
 //! coloured.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,6 +72,34 @@ pub struct ToolCell {
 pub struct AssistantCell {
     pub builder: MessageBuilder,
     pub streaming: bool,
+    /// Rows of the streaming text's finished blocks, so a frame parses only the new part.
+    stream: StreamRows,
+}
+
+/// A [`markdown::StreamCache`] behind a `RefCell`, because rendering takes `&self`. A clone
+/// starts empty (the cache is only an accelerator; its rows are recomputed on demand).
+#[derive(Default)]
+struct StreamRows(RefCell<markdown::StreamCache>);
+
+impl Clone for StreamRows {
+    fn clone(&self) -> Self {
+        StreamRows::default()
+    }
+}
+
+impl std::fmt::Debug for StreamRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamRows")
+    }
+}
+
+impl StreamRows {
+    fn render(&self, text: &str, width: usize) -> Vec<Line<'static>> {
+        match self.0.try_borrow_mut() {
+            Ok(mut cache) => cache.render(text, width),
+            Err(_) => markdown::render(text, width),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -118,6 +147,7 @@ impl Cell {
         Cell::Assistant(AssistantCell {
             builder: MessageBuilder::new(message),
             streaming,
+            stream: StreamRows::default(),
         })
     }
 
@@ -189,7 +219,8 @@ fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'st
         let last = i + 1 == blocks;
         match block {
             ContentBlock::Text(t) => {
-                let text = if a.streaming && last {
+                let live = a.streaming && last;
+                let text = if live {
                     markdown::committed(&t.text)
                 } else {
                     &t.text
@@ -200,7 +231,11 @@ fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'st
                 if !out.is_empty() {
                     out.push(Line::default());
                 }
-                out.extend(markdown::render(text, width));
+                if live {
+                    out.extend(a.stream.render(text, width));
+                } else {
+                    out.extend(markdown::render(text, width));
+                }
             }
             ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => {
                 if !out.is_empty() {
