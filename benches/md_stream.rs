@@ -63,7 +63,7 @@ fn model() -> ModelInfo {
 /// About 57 KB of the kind of markdown a coding model writes.
 fn document() -> String {
     let mut s = String::new();
-    for i in 0..30 {
+    for i in 0..52 {
         s.push_str(&format!(
             "## Step {i}: change `module_{i}`\n\n\
              The function **parse_{i}** reads the *input* and returns a `Result`; it fails \

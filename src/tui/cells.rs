@@ -21,6 +21,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::markdown;
+use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::wrap::{wrap_all, wrap_line};
 use crate::agent::stream::MessageBuilder;
@@ -94,10 +95,10 @@ impl std::fmt::Debug for StreamRows {
 }
 
 impl StreamRows {
-    fn render(&self, text: &str, width: usize) -> Vec<Line<'static>> {
+    fn rows(&self, text: &str, width: usize) -> Rows {
         match self.0.try_borrow_mut() {
-            Ok(mut cache) => cache.render(text, width),
-            Err(_) => markdown::render(text, width),
+            Ok(mut cache) => cache.rows(text, width),
+            Err(_) => markdown::render(text, width).into(),
         }
     }
 }
@@ -151,12 +152,26 @@ impl Cell {
         })
     }
 
+    /// [`Cell::lines`] as shared chunks: a streaming answer's finished blocks are not copied.
+    pub fn rows(&self, width: usize, view: &View) -> Rows {
+        match self {
+            Cell::Assistant(a) => {
+                let mut rows = assistant_rows(a, width.max(4), view);
+                if !rows.is_empty() {
+                    rows.push(Line::default());
+                }
+                rows
+            }
+            _ => self.lines(width, view).into(),
+        }
+    }
+
     /// Rendered rows for `width` columns, ending with a blank spacer row.
     pub fn lines(&self, width: usize, view: &View) -> Vec<Line<'static>> {
         let width = width.max(4);
         let mut out = match self {
             Cell::User(text) => user_lines(text, width),
-            Cell::Assistant(a) => assistant_lines(a, width, view),
+            Cell::Assistant(a) => assistant_rows(a, width, view).to_vec(),
             Cell::Tool(t) => tool_lines(t, width, view),
             Cell::Divider => vec![Line::styled("─".repeat(width), dim())],
             Cell::Error(m) => wrap_all(
@@ -211,9 +226,9 @@ fn user_lines(text: &str, width: usize) -> Vec<Line<'static>> {
     out
 }
 
-fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'static>> {
+fn assistant_rows(a: &AssistantCell, width: usize, view: &View) -> Rows {
     let message = a.builder.message();
-    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut out = Rows::default();
     let blocks = message.content.len();
     for (i, block) in message.content.iter().enumerate() {
         let last = i + 1 == blocks;
@@ -232,7 +247,7 @@ fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'st
                     out.push(Line::default());
                 }
                 if live {
-                    out.extend(a.stream.render(text, width));
+                    out.append(a.stream.rows(text, width));
                 } else {
                     out.extend(markdown::render(text, width));
                 }

@@ -18,6 +18,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::{self, Memo};
+use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::wrap::wrap_line;
 
@@ -405,20 +406,18 @@ fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
     }
 }
 
-/// `head` and `tail` rendered separately, joined the way one render would have: a spacer
-/// between them when both have rows.
-fn join(head: &[Line<'static>], tail: Vec<Line<'static>>) -> Vec<Line<'static>> {
-    let mut out = Vec::with_capacity(head.len() + 1 + tail.len());
-    out.extend_from_slice(head);
-    append(&mut out, tail);
-    out
-}
-
-fn append(head: &mut Vec<Line<'static>>, tail: Vec<Line<'static>>) {
-    if !head.is_empty() && !tail.is_empty() {
-        head.push(Line::default());
+/// Append separately rendered `rows` to `head` the way one render would have joined them:
+/// a spacer between the two when both have rows.
+fn append(head: &mut Rows, rows: Vec<Line<'static>>) {
+    if rows.is_empty() {
+        return;
     }
-    head.extend(tail);
+    let mut part = Vec::with_capacity(rows.len() + 1);
+    if !head.is_empty() {
+        part.push(Line::default());
+    }
+    part.extend(rows);
+    head.extend(part);
 }
 
 /// Characters that open an escape sequence in [`sanitize`], which may swallow newlines.
@@ -455,8 +454,8 @@ pub struct StreamCache {
     width: usize,
     /// The raw text of the stable prefix.
     prefix: String,
-    /// `render(prefix, width)`.
-    lines: Vec<Line<'static>>,
+    /// `render(prefix, width)`, in shared chunks (one per advance).
+    lines: Rows,
     memo: Memo,
     whole: bool,
 }
@@ -464,24 +463,30 @@ pub struct StreamCache {
 impl StreamCache {
     /// `render(text, width)`, reusing the rows of the part of `text` seen before.
     pub fn render(&mut self, text: &str, width: usize) -> Vec<Line<'static>> {
+        self.rows(text, width).to_vec()
+    }
+
+    /// [`StreamCache::render`] as shared chunks: the cached rows are not copied.
+    pub fn rows(&mut self, text: &str, width: usize) -> Rows {
         if self.width != width || !text.starts_with(self.prefix.as_str()) {
             self.width = width;
             self.prefix.clear();
-            self.lines.clear();
+            self.lines = Rows::default();
             self.whole = false;
         }
         if self.whole {
-            return render_source(text, width, &mut self.memo).lines;
+            return render_source(text, width, &mut self.memo).lines.into();
         }
         let tail = &text[self.prefix.len()..];
         let rendered = render_source(tail, width, &mut self.memo);
         if rendered.has_refdefs {
             self.whole = true;
             self.prefix.clear();
-            self.lines.clear();
-            return render_source(text, width, &mut self.memo).lines;
+            self.lines = Rows::default();
+            return render_source(text, width, &mut self.memo).lines.into();
         }
-        let out = join(&self.lines, rendered.lines);
+        let mut out = self.lines.clone();
+        append(&mut out, rendered.lines);
         if let Some(cut) = stable_cut(tail, rendered.last_block_line) {
             let done = &tail[..cut];
             let rows = render_source(done, width, &mut self.memo).lines;
@@ -652,6 +657,17 @@ mod tests {
         let other = "Other text\n\nwith two blocks\n";
         assert_eq!(cache.render(other, 30), render(other, 30));
         assert_eq!(cache.cached_len(), "Other text\n\n".len());
+    }
+
+    #[test]
+    fn the_cached_rows_are_shared_not_copied() {
+        let doc = long_document(1);
+        let mut cache = StreamCache::default();
+        cache.rows(&doc, 60);
+        let first = cache.rows(&doc, 60);
+        let again = cache.rows(&doc, 60);
+        assert!(first.shares_with(&again));
+        assert_eq!(again.to_vec(), render(&doc, 60));
     }
 
     fn fg_of(lines: &[Line<'static>], text: &str) -> Vec<Option<Color>> {

@@ -10,7 +10,7 @@
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `highlight` (code colours, loaded lazily), `frame`, `terminal` (hygiene), `port` (the agent
+//! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `frame`, `terminal` (hygiene), `port` (the agent
 //! as the app sees it).
 
 pub mod app;
@@ -21,6 +21,7 @@ pub mod highlight;
 pub mod markdown;
 pub mod port;
 pub mod render;
+pub mod rows;
 pub mod sanitize;
 pub mod sessions;
 pub mod slash;
