@@ -12,6 +12,7 @@
 //! Diffs (`edit` results with a `diff` detail, or text that looks like a unified diff) are
 //! coloured.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::markdown;
+use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::{wrap_all, wrap_line};
@@ -72,6 +74,34 @@ pub struct ToolCell {
 pub struct AssistantCell {
     pub builder: MessageBuilder,
     pub streaming: bool,
+    /// Rows of the streaming text's finished blocks, so a frame parses only the new part.
+    stream: StreamRows,
+}
+
+/// A [`markdown::StreamCache`] behind a `RefCell`, because rendering takes `&self`. A clone
+/// starts empty (the cache is only an accelerator; its rows are recomputed on demand).
+#[derive(Default)]
+struct StreamRows(RefCell<markdown::StreamCache>);
+
+impl Clone for StreamRows {
+    fn clone(&self) -> Self {
+        StreamRows::default()
+    }
+}
+
+impl std::fmt::Debug for StreamRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamRows")
+    }
+}
+
+impl StreamRows {
+    fn rows(&self, text: &str, width: usize) -> Rows {
+        match self.0.try_borrow_mut() {
+            Ok(mut cache) => cache.rows(text, width),
+            Err(_) => markdown::render(text, width).into(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -119,7 +149,22 @@ impl Cell {
         Cell::Assistant(AssistantCell {
             builder: MessageBuilder::new(message),
             streaming,
+            stream: StreamRows::default(),
         })
+    }
+
+    /// [`Cell::lines`] as shared chunks: a streaming answer's finished blocks are not copied.
+    pub fn rows(&self, width: usize, view: &View) -> Rows {
+        match self {
+            Cell::Assistant(a) => {
+                let mut rows = assistant_rows(a, width.max(4), view);
+                if !rows.is_empty() {
+                    rows.push(Line::default());
+                }
+                rows
+            }
+            _ => self.lines(width, view).into(),
+        }
     }
 
     /// Rendered rows for `width` columns, ending with a blank spacer row.
@@ -127,7 +172,7 @@ impl Cell {
         let width = width.max(4);
         let mut out = match self {
             Cell::User(text) => user_lines(text, width),
-            Cell::Assistant(a) => assistant_lines(a, width, view),
+            Cell::Assistant(a) => assistant_rows(a, width, view).to_vec(),
             Cell::Tool(t) => tool_lines(t, width, view),
             Cell::Divider => vec![Line::styled("─".repeat(width), dim())],
             Cell::Error(m) => wrap_all(
@@ -180,15 +225,16 @@ fn user_lines(text: &str, width: usize) -> Vec<Line<'static>> {
     out
 }
 
-fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'static>> {
+fn assistant_rows(a: &AssistantCell, width: usize, view: &View) -> Rows {
     let message = a.builder.message();
-    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut out = Rows::default();
     let blocks = message.content.len();
     for (i, block) in message.content.iter().enumerate() {
         let last = i + 1 == blocks;
         match block {
             ContentBlock::Text(t) => {
-                let text = if a.streaming && last {
+                let live = a.streaming && last;
+                let text = if live {
                     markdown::committed(&t.text)
                 } else {
                     &t.text
@@ -199,7 +245,11 @@ fn assistant_lines(a: &AssistantCell, width: usize, view: &View) -> Vec<Line<'st
                 if !out.is_empty() {
                     out.push(Line::default());
                 }
-                out.extend(markdown::render(text, width));
+                if live {
+                    out.append(a.stream.rows(text, width));
+                } else {
+                    out.extend(markdown::render(text, width));
+                }
             }
             ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => {
                 if !out.is_empty() {

@@ -4,17 +4,21 @@
 //! wraps them to the width: headings (bold, coloured), emphasis, strong, strikethrough, inline
 //! code, fenced and indented code blocks (a gutter, no wrapping of meaning), block quotes (`│`
 //! gutter), ordered and bullet lists with nesting, links (text underlined, then the URL dim),
-//! rules and tables (cells joined by `│`). Syntax highlighting of code blocks is not done yet;
-//! code is one colour.
+//! rules and tables (cells joined by `│`). Fenced blocks that name a language are coloured by
+//! `highlight` (syntect, loaded on the first such block); others keep the one code colour.
 //!
 //! Streaming: [`committed`] returns the part of a growing text that is safe to show, i.e. up to
 //! the last completed line. A partial last line is held back, so a frame never shows `**bo`
-//! turning into **bold** a moment later. The caller re-renders only when that prefix grows.
+//! turning into **bold** a moment later. [`StreamCache`] renders that growing text without
+//! re-parsing it all each frame: the complete top-level blocks before the last one are
+//! rendered once and kept (per width); only the last, unfinished block is parsed again.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::highlight::{self, Memo};
+use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::theme;
 use super::wrap::wrap_line;
@@ -27,7 +31,7 @@ pub fn committed(text: &str) -> &str {
     }
 }
 
-struct Builder {
+struct Builder<'m> {
     out: Vec<(Line<'static>, usize)>,
     current: Vec<Span<'static>>,
     styles: Vec<Style>,
@@ -35,14 +39,18 @@ struct Builder {
     prefixes: Vec<String>,
     lists: Vec<Option<u64>>,
     pending_item: Option<String>,
-    in_code: bool,
+    /// The fenced or indented code block being collected: its language word (if fenced with
+    /// one) and its text so far. Code is emitted whole at the block's end, so it can be
+    /// coloured with the highlighter's state carried from line to line.
+    code: Option<(Option<String>, String)>,
+    memo: &'m mut Memo,
     link: Option<String>,
     table_row: Vec<String>,
     in_table: bool,
     cell: String,
 }
 
-impl Builder {
+impl Builder<'_> {
     fn style(&self) -> Style {
         self.styles.last().copied().unwrap_or_default()
     }
@@ -61,6 +69,12 @@ impl Builder {
             self.cell.push_str(t);
             return;
         }
+        self.line_start();
+        self.current.push(Span::styled(t.to_string(), self.style()));
+    }
+
+    /// Put the gutter (quote bars, list indent or a pending bullet) at the start of a line.
+    fn line_start(&mut self) {
         if self.current.is_empty() {
             let p = match self.pending_item.take() {
                 Some(bullet) => {
@@ -73,7 +87,6 @@ impl Builder {
                 self.current.push(Span::styled(p, theme::fg(|t| t.dim)));
             }
         }
-        self.current.push(Span::styled(t.to_string(), self.style()));
     }
 
     fn flush(&mut self) {
@@ -88,16 +101,68 @@ impl Builder {
         self.out.push((Line::from(spans), indent));
     }
 
+    /// End the line and leave one spacer row, never two, never at the top.
     fn blank(&mut self) {
         self.flush();
-        if self.out.last().is_some_and(|(l, _)| l.width() > 0) {
+        if self.out.last().is_some_and(|(l, _)| !is_spacer(l)) {
             self.out.push((Line::default(), 0));
+        }
+    }
+
+    /// Emit a finished code block, coloured when its language is known and highlights.
+    fn code_block(&mut self, lang: Option<String>, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut lines: Vec<&str> = text.split('\n').collect();
+        if text.ends_with('\n') {
+            lines.pop();
+        }
+        let coloured = lang
+            .as_deref()
+            .and_then(highlight::syntax_for)
+            .and_then(|syntax| highlight::highlight(&lines, syntax, self.memo));
+        match coloured {
+            Some(rows) => {
+                for spans in rows {
+                    self.line_start();
+                    self.current.extend(spans);
+                    if self.current.is_empty() {
+                        self.current.push(Span::raw(""));
+                    }
+                    self.flush();
+                }
+            }
+            None => {
+                for line in lines {
+                    self.text(line);
+                    self.flush();
+                }
+            }
         }
     }
 }
 
+/// The empty row [`Builder::blank`] puts between blocks (every other row has a span).
+fn is_spacer(line: &Line<'_>) -> bool {
+    line.spans.is_empty()
+}
+
+/// What [`render_source`] learnt besides the lines.
+struct Rendered {
+    lines: Vec<Line<'static>>,
+    /// Newlines before the line where the last top-level block starts (0: one block only).
+    last_block_line: usize,
+    /// The text defines link references, which may resolve links anywhere in it.
+    has_refdefs: bool,
+}
+
 /// Render markdown `source` to lines no wider than `width`.
 pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
+    render_source(source, width, &mut Memo::default()).lines
+}
+
+fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
     let source = sanitize(source);
     let palette = theme::current();
     let mut b = Builder {
@@ -107,7 +172,8 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
         prefixes: Vec::new(),
         lists: Vec::new(),
         pending_item: None,
-        in_code: false,
+        code: None,
+        memo,
         link: None,
         table_row: Vec::new(),
         in_table: false,
@@ -115,7 +181,22 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
     };
     let options =
         Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
-    for event in Parser::new_ext(&source, options) {
+    let parser = Parser::new_ext(&source, options).into_offset_iter();
+    let has_refdefs = parser.reference_definitions().iter().next().is_some();
+    let mut depth = 0usize;
+    let mut last_block = 0;
+    for (event, range) in parser {
+        match &event {
+            Event::Start(_) => {
+                if depth == 0 {
+                    last_block = range.start;
+                }
+                depth += 1;
+            }
+            Event::End(_) => depth = depth.saturating_sub(1),
+            Event::Rule if depth == 0 => last_block = range.start,
+            _ => {}
+        }
         match event {
             Event::Start(tag) => match tag {
                 Tag::Paragraph => {}
@@ -135,7 +216,7 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 }
                 Tag::CodeBlock(kind) => {
                     b.blank();
-                    b.in_code = true;
+                    let mut language = None;
                     if let CodeBlockKind::Fenced(lang) = kind
                         && !lang.is_empty()
                     {
@@ -143,7 +224,9 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                             Line::styled(format!("```{lang}"), Style::new().fg(palette.dim)),
                             0,
                         ));
+                        language = Some(lang.to_string());
                     }
+                    b.code = Some((language, String::new()));
                     b.prefixes.push("  ".into());
                     b.push_style(|_| Style::new().fg(palette.code));
                 }
@@ -208,7 +291,9 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 }
                 TagEnd::CodeBlock => {
                     b.flush();
-                    b.in_code = false;
+                    if let Some((lang, text)) = b.code.take() {
+                        b.code_block(lang, &text);
+                    }
                     b.prefixes.pop();
                     b.styles.pop();
                     b.blank();
@@ -256,6 +341,10 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                             .push((Line::styled(rule, Style::new().fg(palette.dim)), 0));
                     }
                 }
+                TagEnd::HtmlBlock => {
+                    b.styles.pop();
+                    b.blank();
+                }
                 TagEnd::TableCell => {
                     let cell = std::mem::take(&mut b.cell);
                     b.table_row.push(cell.trim().to_string());
@@ -264,26 +353,10 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                     b.styles.pop();
                 }
             },
-            Event::Text(t) => {
-                if b.in_code {
-                    let mut first = true;
-                    for line in t.split('\n') {
-                        if !first {
-                            b.flush();
-                        }
-                        first = false;
-                        if !line.is_empty() {
-                            b.text(line);
-                        }
-                    }
-                    // A code block's text ends with a newline; drop the empty tail line.
-                    if t.ends_with('\n') {
-                        b.current.clear();
-                    }
-                } else {
-                    b.text(&t);
-                }
-            }
+            Event::Text(t) => match &mut b.code {
+                Some((_, code)) => code.push_str(&t),
+                None => b.text(&t),
+            },
             Event::Code(t) => {
                 if b.in_table {
                     b.cell.push_str(&t);
@@ -305,24 +378,135 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
                 b.blank();
             }
             Event::TaskListMarker(done) => b.text(if done { "[x] " } else { "[ ] " }),
-            Event::Html(t) | Event::InlineHtml(t) => b.text(t.trim_end_matches('\n')),
+            Event::Html(t) => {
+                b.text(t.trim_end_matches('\n'));
+                if t.ends_with('\n') {
+                    b.flush();
+                }
+            }
+            Event::InlineHtml(t) => b.text(&t),
             Event::FootnoteReference(t) => b.text(&format!("[{t}]")),
             _ => {}
         }
     }
     b.flush();
-    while b.out.last().is_some_and(|(l, _)| l.width() == 0) {
+    while b.out.last().is_some_and(|(l, _)| is_spacer(l)) {
         b.out.pop();
     }
-    b.out
-        .iter()
-        .flat_map(|(l, indent)| wrap_line(l, width, *indent))
-        .collect()
+    Rendered {
+        lines: b
+            .out
+            .iter()
+            .flat_map(|(l, indent)| wrap_line(l, width, *indent))
+            .collect(),
+        last_block_line: source[..last_block.min(source.len())]
+            .bytes()
+            .filter(|&c| c == b'\n')
+            .count(),
+        has_refdefs,
+    }
+}
+
+/// Append separately rendered `rows` to `head` the way one render would have joined them:
+/// a spacer between the two when both have rows.
+fn append(head: &mut Rows, rows: Vec<Line<'static>>) {
+    if rows.is_empty() {
+        return;
+    }
+    let mut part = Vec::with_capacity(rows.len() + 1);
+    if !head.is_empty() {
+        part.push(Line::default());
+    }
+    part.extend(rows);
+    head.extend(part);
+}
+
+/// Characters that open an escape sequence in [`sanitize`], which may swallow newlines.
+fn opens_escape(c: char) -> bool {
+    matches!(
+        c,
+        '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{9e}' | '\u{9f}'
+    )
+}
+
+/// Where the first `lines` lines of `text` end (the byte after the `lines`-th newline), if
+/// there are that many and no escape sequence starts before it. Past that point sanitising
+/// and parsing a piece alone gives what it gives inside the whole text.
+fn stable_cut(text: &str, lines: usize) -> Option<usize> {
+    if lines == 0 {
+        return None;
+    }
+    let cut = text.match_indices('\n').nth(lines - 1)?.0 + 1;
+    (!text[..cut].contains(opens_escape)).then_some(cut)
+}
+
+/// Renders a growing markdown text (a streaming answer) at a cost proportional to what is new.
+///
+/// Markdown is parsed line by line into blocks; once a later top-level block has started, the
+/// blocks before it can no longer change. The cache keeps the rendered rows of that stable
+/// prefix, keyed by the prefix text and the width, and each call parses only the rest (the
+/// last block, usually). The rows are exactly [`render`]'s for the whole text: a text that is
+/// not an extension of the cached prefix, or a new width, starts over; a text with link
+/// reference definitions (which resolve links anywhere, earlier ones included) is rendered
+/// whole every time. Code blocks still streaming are coloured incrementally by the
+/// highlighter's [`Memo`].
+#[derive(Default)]
+pub struct StreamCache {
+    width: usize,
+    /// The raw text of the stable prefix.
+    prefix: String,
+    /// `render(prefix, width)`, in shared chunks (one per advance).
+    lines: Rows,
+    memo: Memo,
+    whole: bool,
+}
+
+impl StreamCache {
+    /// `render(text, width)`, reusing the rows of the part of `text` seen before.
+    pub fn render(&mut self, text: &str, width: usize) -> Vec<Line<'static>> {
+        self.rows(text, width).to_vec()
+    }
+
+    /// [`StreamCache::render`] as shared chunks: the cached rows are not copied.
+    pub fn rows(&mut self, text: &str, width: usize) -> Rows {
+        if self.width != width || !text.starts_with(self.prefix.as_str()) {
+            self.width = width;
+            self.prefix.clear();
+            self.lines = Rows::default();
+            self.whole = false;
+        }
+        if self.whole {
+            return render_source(text, width, &mut self.memo).lines.into();
+        }
+        let tail = &text[self.prefix.len()..];
+        let rendered = render_source(tail, width, &mut self.memo);
+        if rendered.has_refdefs {
+            self.whole = true;
+            self.prefix.clear();
+            self.lines = Rows::default();
+            return render_source(text, width, &mut self.memo).lines.into();
+        }
+        let mut out = self.lines.clone();
+        append(&mut out, rendered.lines);
+        if let Some(cut) = stable_cut(tail, rendered.last_block_line) {
+            let done = &tail[..cut];
+            let rows = render_source(done, width, &mut self.memo).lines;
+            append(&mut self.lines, rows);
+            self.prefix.push_str(done);
+        }
+        out
+    }
+
+    /// Bytes of the text whose rows are cached (for tests).
+    pub fn cached_len(&self) -> usize {
+        self.prefix.len()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratatui::style::Color;
 
     fn plain(lines: &[Line<'static>]) -> Vec<String> {
         lines
@@ -368,5 +552,222 @@ mod tests {
     fn escapes_in_markdown_are_removed() {
         let out = plain(&render("hi \u{1b}[2Jthere", 40));
         assert_eq!(out, ["hi there"]);
+    }
+
+    /// A markdown answer with every kind of block the renderer knows, the awkward cases
+    /// included: loose and nested lists, code in lists, blank lines inside code, a setext
+    /// heading, an indented code block, an HTML block, tables, quotes and a rule.
+    fn long_document(sections: usize) -> String {
+        let mut s = String::from(
+            "Intro paragraph that wraps across the width of the screen a few times over.\n\n",
+        );
+        for i in 0..sections {
+            s.push_str(&format!(
+                "## Section {i}\n\nSome **bold** and *italic* text with `code` and a [link](https://e.com/{i}).\n\
+                 It goes on for a second line.\n\n\
+                 - item one\n- item two\n  continued\n  - nested {i}\n\n- loose item\n\n\
+                 1. first\n2. second\n\n   para in item\n\n   ```sh\n   echo {i}\n   ```\n\n\
+                 ```rust\nfn f{i}() -> u32 {{\n    let s = \"str {{\";\n\n    // comment\n    {i}\n}}\n```\n\n\
+                 > quoted *text*\n> more\n\n\
+                 | col | other |\n|-----|-------|\n| {i} | `x` |\n| y | z |\n\n\
+                 Setext {i}\n---------\n\n\
+                 ```python\ndef g{i}():\n    '''doc'''\n    return {i}\n```\n\n\
+                 ```nosuchlang\nplain {i}\n```\n\n\
+                 ```\nno language\n```\n\n\
+                 \x20   indented code {i}\n\n    more indented\n\n\
+                 <div>\nhtml {i}\n</div>\n\n\
+                 ***\n\nTail paragraph {i}.\n"
+            ));
+        }
+        s
+    }
+
+    /// Small deterministic pseudo-random numbers (xorshift), so the test needs no crate.
+    fn chunk_sizes(seed: u64) -> impl Iterator<Item = usize> {
+        let mut x = seed;
+        std::iter::repeat_with(move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 40) as usize + 1
+        })
+    }
+
+    /// Stream `doc` in random chunks through one cache; at every step the rows must equal a
+    /// fresh full render. Returns how many bytes the cache held at the end.
+    fn stream_matches_full_render(doc: &str, width: usize, seed: u64) -> usize {
+        let mut cache = StreamCache::default();
+        let mut at = 0;
+        let mut last = None;
+        for size in chunk_sizes(seed) {
+            if at >= doc.len() {
+                break;
+            }
+            let mut end = (at + size).min(doc.len());
+            while !doc.is_char_boundary(end) {
+                end += 1;
+            }
+            at = end;
+            let text = committed(&doc[..at]);
+            if last == Some(text.len()) {
+                continue;
+            }
+            last = Some(text.len());
+            assert_eq!(
+                cache.render(text, width),
+                render(text, width),
+                "width {width}, after {} bytes",
+                text.len()
+            );
+        }
+        assert_eq!(cache.render(doc, width), render(doc, width));
+        cache.cached_len()
+    }
+
+    #[test]
+    fn streaming_cache_equals_a_full_render_at_every_step() {
+        let doc = long_document(3);
+        for (width, seed) in [(80, 0x9e37_79b9_7f4a_7c15), (33, 0x2545_f491_4f6c_dd1d)] {
+            let cached = stream_matches_full_render(&doc, width, seed);
+            // The cache really holds the finished blocks: all but the last one.
+            assert!(cached > doc.len() - 40, "cached {cached} of {}", doc.len());
+        }
+    }
+
+    #[test]
+    fn streaming_cache_handles_link_definitions_and_escapes() {
+        // A reference definition resolves a link written before it.
+        let refs = "See [the docs][d].\n\n- a\n- b\n\n[d]: https://example.com\n\nAfter.\n";
+        stream_matches_full_render(refs, 40, 7);
+        // An escape sequence that swallows newlines (OSC without terminator) and a stray CSI.
+        let esc = "one\n\n\u{1b}]0;title\n\ntwo\u{7}\n\nthree \u{1b}[31mred\n\n```rust\nlet a = 1;\n```\n\nend\n";
+        stream_matches_full_render(esc, 40, 11);
+        let out = render(esc, 40);
+        assert!(
+            out.iter()
+                .all(|l| l.spans.iter().all(|s| !s.content.contains('\u{1b}')))
+        );
+    }
+
+    #[test]
+    fn streaming_cache_starts_over_on_a_new_width_or_text() {
+        let doc = long_document(1);
+        let mut cache = StreamCache::default();
+        assert_eq!(cache.render(&doc, 50), render(&doc, 50));
+        assert!(cache.cached_len() > 0);
+        assert_eq!(cache.render(&doc, 30), render(&doc, 30));
+        let other = "Other text\n\nwith two blocks\n";
+        assert_eq!(cache.render(other, 30), render(other, 30));
+        assert_eq!(cache.cached_len(), "Other text\n\n".len());
+    }
+
+    #[test]
+    fn the_cached_rows_are_shared_not_copied() {
+        let doc = long_document(1);
+        let mut cache = StreamCache::default();
+        cache.rows(&doc, 60);
+        let first = cache.rows(&doc, 60);
+        let again = cache.rows(&doc, 60);
+        assert!(first.shares_with(&again));
+        assert_eq!(again.to_vec(), render(&doc, 60));
+    }
+
+    fn fg_of(lines: &[Line<'static>], text: &str) -> Vec<Option<Color>> {
+        lines
+            .iter()
+            .flat_map(|l| l.spans.iter())
+            .filter(|s| s.content.contains(text))
+            .map(|s| s.style.fg)
+            .collect()
+    }
+
+    #[test]
+    fn code_colours_follow_the_light_and_dark_palettes() {
+        use crate::tui::theme::{self, Theme};
+        let md = "```rust\nfn main() { let x = \"s\"; }\n```\n";
+        let colours = |t: Theme| {
+            theme::scoped(t, || {
+                let out = render(md, 60);
+                out[1]
+                    .spans
+                    .iter()
+                    .skip(1)
+                    .map(|s| s.style.fg)
+                    .collect::<Vec<_>>()
+            })
+        };
+        let (dark, light) = (colours(Theme::DARK), colours(Theme::LIGHT));
+        assert_ne!(dark, light, "the light palette has its own code colours");
+        assert!(light.iter().all(|c| matches!(c, Some(Color::Rgb(..)))));
+    }
+
+    #[test]
+    fn known_languages_are_coloured_and_others_stay_plain() {
+        let md = "```rust\nfn main() { let x = \"s\"; }\n```\n\n```nosuchlang\nfn main() {}\n```\n\n```\nfn main() {}\n```\n";
+        let out = render(md, 60);
+        // Rust: several distinct theme colours, none of them the plain code colour.
+        let colours: std::collections::HashSet<_> =
+            out[1].spans.iter().skip(1).map(|s| s.style.fg).collect();
+        assert!(colours.len() >= 3, "{:?}", out[1]);
+        assert!(colours.iter().all(|c| matches!(c, Some(Color::Rgb(..)))));
+        assert!(out[1].spans.iter().all(|s| s.style.bg.is_none()));
+        // Unknown language and no language: the one plain code colour.
+        let plain = fg_of(&out[4..], "fn main() {}");
+        assert_eq!(plain, [Some(Color::Yellow), Some(Color::Yellow)]);
+    }
+
+    #[test]
+    fn fence_info_strings_map_to_grammars() {
+        let name = |info: &str| highlight::syntax_for(info).map(|s| s.name.as_str());
+        assert_eq!(name("rust"), Some("Rust"));
+        assert_eq!(name("rs"), Some("Rust"));
+        assert_eq!(name("rust,ignore"), Some("Rust"));
+        assert_eq!(name("py"), Some("Python"));
+        assert_eq!(name("python title=\"x.py\""), Some("Python"));
+        assert_eq!(name("{.sh}"), Some("Bourne Again Shell (bash)"));
+        assert_eq!(name("bash"), Some("Bourne Again Shell (bash)"));
+        assert_eq!(name("ts"), Some("JavaScript"));
+        assert_eq!(name("JSON"), Some("JSON"));
+        assert_eq!(name(""), None);
+        assert_eq!(name("text"), None);
+        assert_eq!(name("nosuchlang"), None);
+    }
+
+    #[test]
+    fn over_long_lines_and_odd_code_fall_back_or_colour_without_panicking() {
+        let long = format!("```rust\nlet s = \"{}\";\n```\n", "x".repeat(5_000));
+        let out = render(&long, 50);
+        assert!(out.len() > 50);
+        assert!(
+            out[1..]
+                .iter()
+                .flat_map(|l| l.spans.iter().skip(1))
+                .all(|s| s.style.fg == Some(Color::Yellow))
+        );
+        // Unbalanced strings, stray braces, control characters, odd Unicode.
+        let odd = "```python\n'''\nnever closed \u{7} é 中文\n}}}))\n\tdef (\n```\n\n```rust\n\"\n/*\n```\n";
+        let out = plain(&render(odd, 30));
+        assert!(
+            out.contains(&"  never closed  é 中文".to_string()),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn code_blocks_keep_their_blank_lines_and_html_is_its_own_block() {
+        let out = plain(&render("```\na\n\nb\n```\n", 20));
+        assert_eq!(out, ["  a", "  ", "  b"]);
+        let out = plain(&render("<div>\nx\n</div>\n\nafter\n", 20));
+        assert_eq!(out, ["<div>", "x", "</div>", "", "after"]);
+    }
+
+    #[test]
+    fn an_unfinished_code_block_is_coloured_as_it_grows() {
+        let full = "```python\ndef f():\n    return \"s\"\n\nprint(f())\n```\n";
+        let mut cache = StreamCache::default();
+        for end in 1..full.len() {
+            let text = committed(&full[..end]);
+            assert_eq!(cache.render(text, 40), render(text, 40), "{text:?}");
+        }
     }
 }

@@ -10,16 +10,19 @@
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `frame`, `terminal` (hygiene), `port` (the agent as the app sees it), `theme` (colours, from
-//! the `theme` and `[colors]` keys of config).
+//! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `frame`,
+//! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
+//! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
 
 pub mod app;
 pub mod cells;
 pub mod editor;
 pub mod frame;
+pub mod highlight;
 pub mod markdown;
 pub mod port;
 pub mod render;
+pub mod rows;
 pub mod sanitize;
 pub mod scrolling;
 pub mod sessions;

@@ -202,6 +202,62 @@ fn snapshot_user_and_assistant_markdown() {
     insta::assert_snapshot!(cells_screen(cells, &view(now), 60, 28));
 }
 
+/// The screen with its colours: ratatui's buffer dump lists each run of cells whose style
+/// changes, so a snapshot shows which code got which colour.
+fn styled_cells_screen(cells: Vec<Cell>, w: u16, h: u16) -> String {
+    let mut t = Transcript::default();
+    for c in cells {
+        t.push(c);
+    }
+    let rows = t.visible(w as usize, h as usize, &view(Instant::now()));
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| f.render_widget(Paragraph::new(rows), f.area()))
+        .unwrap();
+    format!("{:?}", term.backend().buffer())
+}
+
+fn answer(md: &str) -> Cell {
+    Cell::assistant(assistant(vec![ContentBlock::text(md)]), false)
+}
+
+#[test]
+fn snapshot_highlighted_rust_and_python() {
+    let md = "Rust:\n\n```rust\n// add one\nfn inc(x: u32) -> u32 {\n    x + 1\n}\n```\n\nPython:\n\n```py\ndef greet(name):\n    return f\"hi {name}\"\n```";
+    insta::assert_snapshot!(styled_cells_screen(vec![answer(md)], 40, 14));
+}
+
+#[test]
+fn snapshot_unknown_language_code_block_is_plain() {
+    let md = "```klingon\nqapla' 42\n```\n\n```\nno language\n```";
+    insta::assert_snapshot!(styled_cells_screen(vec![answer(md)], 30, 6));
+}
+
+#[test]
+fn a_streaming_answer_shows_the_same_rows_as_the_finished_one() {
+    let (mut app, _port) = app();
+    app.handle_agent_event(AgentEvent::AgentStart);
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
+    });
+    let md = "## Plan\n\n- read\n- fix\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nDone.\n";
+    let now = Instant::now();
+    for piece in md.as_bytes().chunks(7) {
+        let delta = String::from_utf8_lossy(piece).into_owned();
+        app.handle_agent_event(AgentEvent::MessageUpdate {
+            assistant_message_event: StreamEvent::TextDelta {
+                content_index: 0,
+                delta,
+            },
+        });
+        screen(&mut app, 40, 24, now);
+    }
+    let streamed = screen(&mut app, 40, 24, now);
+    let finished = cells_screen(vec![answer(md)], &view(now), 40, 24);
+    for row in finished.lines().map(|l| l.trim_matches('"').trim_end()) {
+        assert!(streamed.contains(row), "{row:?} missing from\n{streamed}");
+    }
+}
+
 #[test]
 fn snapshot_thinking_shown_and_hidden() {
     let now = Instant::now();

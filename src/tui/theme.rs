@@ -50,6 +50,8 @@ pub struct Theme {
     /// The editor's rules by thinking level: off, minimal, low, medium, high, xhigh.
     /// Part of the palette, not overridable.
     pub thinking: [Color; 6],
+    /// The bundled syntect theme that colours code blocks (`src/tui/highlight.rs`).
+    pub syntax: &'static str,
 }
 
 /// The names of the overridable tokens, as written in `[colors]`.
@@ -95,6 +97,7 @@ impl Theme {
             Color::Yellow,
             Color::Magenta,
         ],
+        syntax: "base16-ocean.dark",
     };
 
     /// For light backgrounds.
@@ -121,6 +124,7 @@ impl Theme {
             Color::Indexed(130),
             Color::Indexed(90),
         ],
+        syntax: "InspiredGitHub",
     };
 
     /// The named palette with `overrides` (token → colour) applied; unknown tokens are skipped

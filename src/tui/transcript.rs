@@ -2,7 +2,8 @@
 //!
 //! Finished cells keep their wrapped lines for the width and view they were last drawn at, so
 //! a frame re-wraps nothing that did not change; live cells (see [`Cell::is_live`]) render
-//! each frame. Rendering a frame walks from the bottom (following output) or from an absolute
+//! each frame (a streaming answer's finished blocks come back as shared [`Rows`] chunks, not
+//! copies). Rendering a frame walks from the bottom (following output) or from an absolute
 //! top row (scrolled up), touching only the cells on screen plus cached heights.
 //!
 //! Scrolling is [`Scroll::Follow`] (stick to the newest output) until the person scrolls up;
@@ -12,6 +13,7 @@
 use ratatui::text::Line;
 
 use super::cells::{Cell, View};
+use super::rows::Rows;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scroll {
@@ -27,7 +29,7 @@ struct CacheKey {
 
 struct Entry {
     cell: Cell,
-    cache: Option<(CacheKey, Vec<Line<'static>>)>,
+    cache: Option<(CacheKey, Rows)>,
 }
 
 pub struct Transcript {
@@ -86,7 +88,7 @@ impl Transcript {
         self.view_gen += 1;
     }
 
-    fn lines_of(&mut self, i: usize, width: usize, view: &View) -> &[Line<'static>] {
+    fn lines_of(&mut self, i: usize, width: usize, view: &View) -> Option<&Rows> {
         let key = CacheKey {
             width,
             view_gen: self.view_gen,
@@ -94,18 +96,15 @@ impl Transcript {
         let e = &mut self.entries[i];
         let fresh = matches!(&e.cache, Some((k, _)) if *k == key) && !e.cell.is_live();
         if !fresh {
-            e.cache = Some((key, e.cell.lines(width, view)));
+            e.cache = Some((key, e.cell.rows(width, view)));
         }
-        match &e.cache {
-            Some((_, l)) => l,
-            None => &[],
-        }
+        e.cache.as_ref().map(|(_, rows)| rows)
     }
 
     /// Total rendered height at `width` (renders uncached cells).
     pub fn height(&mut self, width: usize, view: &View) -> usize {
         (0..self.entries.len())
-            .map(|i| self.lines_of(i, width, view).len())
+            .map(|i| self.lines_of(i, width, view).map_or(0, Rows::len))
             .sum()
     }
 
@@ -115,7 +114,9 @@ impl Transcript {
             Scroll::Follow => {
                 let mut rows: Vec<Line<'static>> = Vec::with_capacity(height);
                 for i in (0..self.entries.len()).rev() {
-                    let lines = self.lines_of(i, width, view);
+                    let Some(lines) = self.lines_of(i, width, view) else {
+                        continue;
+                    };
                     for l in lines.iter().rev() {
                         if rows.len() == height {
                             break;
@@ -140,7 +141,9 @@ impl Transcript {
                 let mut rows = Vec::with_capacity(height);
                 let mut row = 0;
                 for i in 0..self.entries.len() {
-                    let lines = self.lines_of(i, width, view);
+                    let Some(lines) = self.lines_of(i, width, view) else {
+                        continue;
+                    };
                     if row + lines.len() <= top {
                         row += lines.len();
                         continue;
