@@ -12,7 +12,7 @@ window:
   * CPU used while idle afterwards (IDLE seconds, nothing happening).
 
 Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and calls this)
-Environment: TOKENS, RATE, ROWS, COLS, IDLE.
+Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks).
 """
 import json
 import os
@@ -33,6 +33,7 @@ RATE = int(os.environ.get("RATE", "2000"))
 ROWS = int(os.environ.get("ROWS", "50"))
 COLS = int(os.environ.get("COLS", "200"))
 IDLE = float(os.environ.get("IDLE", "5"))
+CODE = os.environ.get("CODE", "1") != "0"  # CODE=0: no fenced code blocks (no highlighting)
 TICK = 0.01  # the server sends RATE*TICK tokens every TICK seconds
 
 WORDS = ("the agent reads files runs commands and edits code while the person watches "
@@ -47,7 +48,7 @@ def tokens():
         w = WORDS[i % len(WORDS)]
         if i % 600 == 0:
             out.append(f"\n\n## Part {i // 600 + 1}\n\n")
-        elif i % 250 == 125:
+        elif CODE and i % 250 == 125:
             out.append("\n\n```rust\nfn main() { println!(\"step\"); }\n```\n\n")
         elif i % 90 == 0:
             out.append("\n\n")

@@ -200,12 +200,18 @@ async fn wait_signal(s: &mut Option<tokio::signal::unix::Signal>) {
 }
 
 /// Draw one frame inside synchronized output.
+/// `resized`: the terminal may have changed size since the last frame (checking costs a system
+/// call, so it is done only then).
 pub fn draw<B: Backend + std::io::Write>(
     term: &mut Terminal<scrolling::ScrollingBackend<B>>,
     app: &mut App,
     now: Instant,
+    resized: bool,
 ) -> std::io::Result<()> {
     execute!(term.backend_mut(), BeginSynchronizedUpdate)?;
+    if resized {
+        term.autoresize()?;
+    }
     let drawn = scrolling::draw_frame(term, |f| render::draw(f, app, now));
     execute!(term.backend_mut(), EndSynchronizedUpdate)?;
     drawn
@@ -223,14 +229,21 @@ async fn event_loop<B: Backend + std::io::Write>(
     let mut frames = FrameScheduler::default();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    // What woke the loop last: the person (keys, paste, mouse, resize) or the agent.
+    let mut by_person = true;
+    let mut resized = true;
     loop {
         if app.dirty {
-            frames.mark_dirty();
+            if by_person {
+                frames.mark_dirty();
+            } else {
+                frames.mark_streamed();
+            }
             app.dirty = false;
         }
         let now = Instant::now();
         if frames.due(now, app.animating()) {
-            draw(term, app, now)?;
+            draw(term, app, now, std::mem::take(&mut resized))?;
             frames.drawn(now);
         }
         let deadline = frames.deadline(app.animating());
@@ -240,16 +253,23 @@ async fn event_loop<B: Backend + std::io::Write>(
                 None => std::future::pending().await,
             }
         };
+        by_person = false;
         tokio::select! {
-            ev = input.next() => match ev {
-                Some(Ok(Event::Key(k))) => app.handle_key(k),
-                Some(Ok(Event::Paste(p))) => app.handle_paste(&p),
-                Some(Ok(Event::Mouse(m))) => app.handle_mouse(m),
-                Some(Ok(Event::Resize(..))) => app.dirty = true,
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e),
-                None => return Ok(0),
-            },
+            ev = input.next() => {
+                by_person = true;
+                match ev {
+                    Some(Ok(Event::Key(k))) => app.handle_key(k),
+                    Some(Ok(Event::Paste(p))) => app.handle_paste(&p),
+                    Some(Ok(Event::Mouse(m))) => app.handle_mouse(m),
+                    Some(Ok(Event::Resize(..))) => {
+                        resized = true;
+                        app.dirty = true;
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok(0),
+                }
+            }
             ev = events.recv() => {
                 if let Some(e) = ev {
                     app.handle_agent_event(e);
@@ -274,6 +294,7 @@ async fn event_loop<B: Backend + std::io::Write>(
                 Effect::Suspend => {
                     terminal::suspend()?;
                     term.clear()?;
+                    resized = true;
                     app.dirty = true;
                 }
                 Effect::Copy(text) => terminal::copy_osc52(&text),

@@ -171,10 +171,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
 
     app.viewport = (main.width, main.height);
     let view = app.view(now);
-    let rows = app
-        .transcript
-        .visible(main.width as usize, main.height as usize, &view);
-    frame.render_widget(Paragraph::new(rows), main);
+    app.transcript.render(main, frame.buffer_mut(), &view);
     frame.render_widget(Paragraph::new(queued), queue_area);
     frame.render_widget(Paragraph::new(status_line(app, now)), status_area);
 

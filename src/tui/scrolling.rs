@@ -188,7 +188,19 @@ impl Hasher for RowHasher {
 
 fn hash_row(row: &[Cell]) -> u64 {
     let mut h = RowHasher::default();
-    row.hash(&mut h);
+    for cell in row {
+        let symbol = cell.symbol();
+        if symbol == " " {
+            h.write_u64(0x20);
+        } else {
+            h.write(symbol.as_bytes());
+        }
+        // Colours and modifiers: their Debug-free hash through the derived impls is slower
+        // than needed; fold them in as words.
+        cell.fg.hash(&mut h);
+        cell.bg.hash(&mut h);
+        h.write_u16(cell.modifier.bits());
+    }
     h.finish()
 }
 
@@ -313,7 +325,8 @@ impl<B: Backend + Write> Write for ScrollingBackend<B> {
 }
 
 /// Draw one frame through `render`, presenting it with scroll detection: the ratatui
-/// `Terminal` keeps its buffers and resize handling; only the diff-and-write step is ours.
+/// `Terminal` keeps its buffers (call its `autoresize` first when the size may have changed);
+/// only the diff-and-write step is ours.
 pub fn draw_frame<B, F>(
     term: &mut ratatui::Terminal<ScrollingBackend<B>>,
     render: F,
@@ -322,7 +335,6 @@ where
     B: Backend + Write,
     F: FnOnce(&mut ratatui::Frame),
 {
-    term.autoresize()?;
     let mut frame = term.get_frame();
     render(&mut frame);
     let next = std::mem::replace(term.current_buffer_mut(), Buffer::empty(Rect::ZERO));

@@ -10,7 +10,10 @@
 //! then [`Scroll::Anchored`] keeps an absolute top row, which new output appended below does
 //! not move. Scrolling back to the bottom (PgDn/End) follows again.
 
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 use ratatui::text::Line;
+use ratatui::widgets::Widget;
 
 use super::cells::{Cell, View};
 use super::rows::Rows;
@@ -108,27 +111,30 @@ impl Transcript {
             .sum()
     }
 
-    /// The rows visible in a viewport of `height` rows.
-    pub fn visible(&mut self, width: usize, height: usize, view: &View) -> Vec<Line<'static>> {
+    /// Which rows fill a viewport of `height` rows, top to bottom: `(cell, first row, count)`.
+    /// Renders (or reuses) only the cells on screen, plus cached heights when scrolled up.
+    fn visible_slices(
+        &mut self,
+        width: usize,
+        height: usize,
+        view: &View,
+    ) -> Vec<(usize, usize, usize)> {
+        let mut slices = Vec::new();
         match self.scroll {
             Scroll::Follow => {
-                let mut rows: Vec<Line<'static>> = Vec::with_capacity(height);
+                let mut left = height;
                 for i in (0..self.entries.len()).rev() {
-                    let Some(lines) = self.lines_of(i, width, view) else {
-                        continue;
-                    };
-                    for l in lines.iter().rev() {
-                        if rows.len() == height {
-                            break;
-                        }
-                        rows.push(l.clone());
-                    }
-                    if rows.len() == height {
+                    if left == 0 {
                         break;
                     }
+                    let n = self.lines_of(i, width, view).map_or(0, Rows::len);
+                    let take = n.min(left);
+                    if take > 0 {
+                        slices.push((i, n - take, take));
+                        left -= take;
+                    }
                 }
-                rows.reverse();
-                rows
+                slices.reverse();
             }
             Scroll::Anchored { top } => {
                 let total = self.height(width, view);
@@ -138,29 +144,60 @@ impl Transcript {
                 } else {
                     Scroll::Anchored { top }
                 };
-                let mut rows = Vec::with_capacity(height);
+                let mut left = height;
                 let mut row = 0;
                 for i in 0..self.entries.len() {
-                    let Some(lines) = self.lines_of(i, width, view) else {
-                        continue;
-                    };
-                    if row + lines.len() <= top {
-                        row += lines.len();
+                    if left == 0 {
+                        break;
+                    }
+                    let n = self.lines_of(i, width, view).map_or(0, Rows::len);
+                    if row + n <= top {
+                        row += n;
                         continue;
                     }
                     let skip = top.saturating_sub(row);
-                    for l in lines.iter().skip(skip) {
-                        if rows.len() == height {
-                            break;
-                        }
-                        rows.push(l.clone());
+                    let take = (n - skip).min(left);
+                    if take > 0 {
+                        slices.push((i, skip, take));
+                        left -= take;
                     }
-                    row += lines.len();
-                    if rows.len() == height {
-                        break;
-                    }
+                    row += n;
                 }
-                rows
+            }
+        }
+        slices
+    }
+
+    fn cached_rows(&self, i: usize) -> Option<&Rows> {
+        self.entries
+            .get(i)
+            .and_then(|e| e.cache.as_ref())
+            .map(|(_, rows)| rows)
+    }
+
+    /// The rows visible in a viewport of `height` rows (copies; for tests and tools).
+    pub fn visible(&mut self, width: usize, height: usize, view: &View) -> Vec<Line<'static>> {
+        let slices = self.visible_slices(width, height, view);
+        let mut out = Vec::with_capacity(height);
+        for (i, first, count) in slices {
+            if let Some(rows) = self.cached_rows(i) {
+                out.extend(rows.iter().skip(first).take(count).cloned());
+            }
+        }
+        out
+    }
+
+    /// Draw the visible rows straight into `buf` (no copies of the lines).
+    pub fn render(&mut self, area: Rect, buf: &mut Buffer, view: &View) {
+        let slices = self.visible_slices(area.width as usize, area.height as usize, view);
+        let mut y = area.y;
+        for (i, first, count) in slices {
+            let Some(rows) = self.cached_rows(i) else {
+                continue;
+            };
+            for line in rows.iter().skip(first).take(count) {
+                line.render(Rect::new(area.x, y, area.width, 1), buf);
+                y += 1;
             }
         }
     }
