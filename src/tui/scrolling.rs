@@ -195,8 +195,8 @@ fn hash_row(row: &[Cell]) -> u64 {
         } else {
             h.write(symbol.as_bytes());
         }
-        // Colours and modifiers: their Debug-free hash through the derived impls is slower
-        // than needed; fold them in as words.
+        // The symbol and the style words only: cheaper than the derived hash of the whole cell
+        // (blank cells, the most common, cost one word).
         cell.fg.hash(&mut h);
         cell.bg.hash(&mut h);
         h.write_u16(cell.modifier.bits());
