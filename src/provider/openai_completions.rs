@@ -9,6 +9,8 @@
 //! `finish_reason`; a final usage chunk; `data: [DONE]`. Servers differ in what they omit
 //! (ids, `[DONE]`, usage), so the decoder fills the gaps instead of failing.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
@@ -231,9 +233,84 @@ struct Decoder {
     saw_id: bool,
     tool_keys: Vec<String>,
     generated_ids: usize,
+    /// Always take the general path (tests compare the two).
+    no_fast_path: bool,
+}
+
+/// The fields of a streamed chunk the fast path reads (unknown fields are skipped).
+#[derive(serde::Deserialize)]
+struct FastChunk<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    choices: Vec<FastChoice<'a>>,
+    #[serde(default)]
+    usage: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct FastChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<FastDelta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct FastDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<serde::de::IgnoredAny>,
 }
 
 impl Decoder {
+    /// The common chunk (text or reasoning deltas, a finish reason) read into borrowed typed
+    /// fields without building a JSON tree. `false` when the chunk has anything else (tool
+    /// calls, usage, an error, several choices) or does not parse: the general path handles it.
+    fn fast_event(&mut self, data: &str, out: &mut MessageStream) -> bool {
+        let Ok(chunk) = serde_json::from_str::<FastChunk>(data) else {
+            return false;
+        };
+        if chunk.error.is_some() || chunk.usage.is_some() || chunk.choices.len() > 1 {
+            return false;
+        }
+        let choice = chunk.choices.first();
+        if choice.is_some_and(|c| c.delta.as_ref().is_some_and(|d| d.tool_calls.is_some())) {
+            return false;
+        }
+        out.start();
+        if !self.saw_id
+            && let Some(id) = chunk.id.as_deref()
+        {
+            out.set_response_id(id);
+            self.saw_id = true;
+        }
+        if let Some(choice) = choice {
+            if let Some(delta) = &choice.delta {
+                for t in [&delta.reasoning_content, &delta.reasoning]
+                    .into_iter()
+                    .flatten()
+                {
+                    out.thinking_delta("think", t);
+                }
+                if let Some(t) = &delta.content {
+                    out.text_delta("text", t);
+                }
+            }
+            if let Some(reason) = &choice.finish_reason {
+                self.finish_reason = Some(reason.to_string());
+            }
+        }
+        true
+    }
+
     fn complete(&mut self, out: &mut MessageStream) {
         if out.is_finished() {
             return;
@@ -279,6 +356,9 @@ impl WireDecoder for Decoder {
         if data == "[DONE]" {
             self.done = true;
             self.complete(out);
+            return Ok(());
+        }
+        if !self.no_fast_path && self.fast_event(data, out) {
             return Ok(());
         }
         let chunk = parse_json(event)?;
@@ -456,5 +536,53 @@ mod tests {
             body.headers
                 .contains(&("authorization".into(), "Bearer k".into()))
         );
+    }
+
+    #[test]
+    fn the_fast_path_decodes_exactly_like_the_general_one() {
+        let chunks = [
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"reasoning":" ok"}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"Hel\u00e9 \"q\""}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"content":null}}],"usage":null}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t1","function":{"name":"read","arguments":"{\"path\":"}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a\"}"}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#,
+            "[DONE]",
+        ];
+        let run = |no_fast_path: bool| {
+            let mut d = Decoder {
+                no_fast_path,
+                ..Decoder::default()
+            };
+            let mut out = MessageStream::new(&model("openai", "gpt-4o"));
+            for c in chunks {
+                let ev = SseEvent {
+                    event: String::new(),
+                    data: c.to_string(),
+                };
+                d.event(&ev, &mut out).unwrap();
+            }
+            d.end(&mut out);
+            // Timestamps are the clock's; everything else must match.
+            fn no_clock(v: &mut Value) {
+                match v {
+                    Value::Object(m) => {
+                        m.remove("timestamp");
+                        m.values_mut().for_each(no_clock);
+                    }
+                    Value::Array(a) => a.iter_mut().for_each(no_clock),
+                    _ => {}
+                }
+            }
+            let mut v = serde_json::to_value(out.drain()).unwrap();
+            no_clock(&mut v);
+            v
+        };
+        let fast = run(false);
+        assert_eq!(fast, run(true));
+        assert!(fast.to_string().contains("Helé"), "{fast}");
     }
 }
