@@ -132,7 +132,7 @@ async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
         vec![
             Step::Delay(Duration::from_millis(60)),
             Step::Event(StreamEvent::Start {
-                partial: reply::base(),
+                partial: Box::new(reply::base()),
             }),
         ]
         .into_iter()

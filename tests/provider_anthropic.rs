@@ -206,8 +206,8 @@ fn terminal(events: &[StreamEvent]) -> AssistantMessage {
         kinds(events)
     );
     match events.last() {
-        Some(StreamEvent::Done { message, .. }) => message.clone(),
-        Some(StreamEvent::Error { error, .. }) => error.clone(),
+        Some(StreamEvent::Done { message, .. }) => (**message).clone(),
+        Some(StreamEvent::Error { error, .. }) => (**error).clone(),
         other => panic!("stream did not end with done/error: {other:?}"),
     }
 }

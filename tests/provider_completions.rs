@@ -62,8 +62,8 @@ fn kinds(events: &[StreamEvent]) -> Vec<String> {
 
 fn last_message(events: &[StreamEvent]) -> pi::agent::types::AssistantMessage {
     match events.last().unwrap() {
-        StreamEvent::Done { message, .. } => message.clone(),
-        StreamEvent::Error { error, .. } => error.clone(),
+        StreamEvent::Done { message, .. } => (**message).clone(),
+        StreamEvent::Error { error, .. } => (**error).clone(),
         other => panic!("not terminal: {other:?}"),
     }
 }

@@ -930,7 +930,7 @@ impl Run {
                 StreamEvent::Done { message, .. } | StreamEvent::Error { error: message, .. } => {
                     drop(stream);
                     return Ok(Attempt::Final {
-                        message,
+                        message: *message,
                         started_emitted: builder.is_some(),
                         completed,
                         started,
@@ -939,9 +939,9 @@ impl Run {
                 StreamEvent::Start { ref partial } => match &mut builder {
                     None => {
                         self.sink.emit(AgentEvent::MessageStart {
-                            message: partial.clone().into(),
+                            message: (**partial).clone().into(),
                         });
-                        builder = Some(MessageBuilder::new(partial.clone()));
+                        builder = Some(MessageBuilder::new((**partial).clone()));
                     }
                     Some(b) => {
                         // The provider restarted the attempt: same message, fresh content.

@@ -177,7 +177,9 @@ pub mod reply {
 
     /// `start`, then the text (in the given pieces) and calls, without a terminal event.
     pub fn open(pieces: &[&str], calls: &[ToolCall]) -> (Script, AssistantMessage) {
-        let mut steps = vec![Step::Event(StreamEvent::Start { partial: base() })];
+        let mut steps = vec![Step::Event(StreamEvent::Start {
+            partial: Box::new(base()),
+        })];
         let mut message = base();
         if !pieces.is_empty() {
             let index = message.content.len();
@@ -224,7 +226,7 @@ pub mod reply {
         message.stop_reason = stop_for(calls);
         steps.push(Step::Event(StreamEvent::Done {
             reason: message.stop_reason,
-            message,
+            message: Box::new(message),
         }));
         steps
     }
@@ -247,7 +249,10 @@ pub mod reply {
         let (mut steps, mut message) = open(pieces, calls);
         message.stop_reason = reason;
         message.stop_details = details;
-        steps.push(Step::Event(StreamEvent::Done { reason, message }));
+        steps.push(Step::Event(StreamEvent::Done {
+            reason,
+            message: Box::new(message),
+        }));
         steps
     }
 
@@ -267,7 +272,7 @@ pub mod reply {
         message.transient = Some(crate::agent::types::TransientError { retry_after_ms });
         steps.push(Step::Event(StreamEvent::Error {
             reason: StopReason::Error,
-            error: message,
+            error: Box::new(message),
         }));
         steps
     }
@@ -279,7 +284,7 @@ pub mod reply {
         message.error_message = Some(error_message.to_string());
         steps.push(Step::Event(StreamEvent::Error {
             reason: StopReason::Error,
-            error: message,
+            error: Box::new(message),
         }));
         steps
     }

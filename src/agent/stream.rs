@@ -121,7 +121,8 @@ impl std::fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
-/// One event of a provider response.
+/// One event of a provider response. The message-carrying variants are boxed so every event
+/// stays small: deltas by the thousand move through channels, and each move copies the enum.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -131,7 +132,7 @@ impl std::error::Error for ProviderError {}
 pub enum StreamEvent {
     /// The response opened. `partial` holds metadata (api, provider, model) and no content yet.
     Start {
-        partial: AssistantMessage,
+        partial: Box<AssistantMessage>,
     },
     TextStart {
         content_index: usize,
@@ -189,12 +190,12 @@ pub enum StreamEvent {
     /// Terminal: the response finished. `message` is the authoritative final message.
     Done {
         reason: StopReason,
-        message: AssistantMessage,
+        message: Box<AssistantMessage>,
     },
     /// Terminal: the response failed or was aborted; `error` has `errorMessage` set.
     Error {
         reason: StopReason,
-        error: AssistantMessage,
+        error: Box<AssistantMessage>,
     },
 }
 
@@ -264,7 +265,7 @@ impl MessageBuilder {
     pub fn apply(&mut self, event: &StreamEvent) {
         match event {
             StreamEvent::Start { partial } => {
-                self.message = partial.clone();
+                self.message = (**partial).clone();
                 self.tool_json.clear();
             }
             StreamEvent::TextStart { content_index } => {
@@ -361,11 +362,11 @@ impl MessageBuilder {
                     ContentBlock::Image(content.clone());
             }
             StreamEvent::Done { message, .. } => {
-                self.message = message.clone();
+                self.message = (**message).clone();
                 self.tool_json.clear();
             }
             StreamEvent::Error { error, .. } => {
-                self.message = error.clone();
+                self.message = (**error).clone();
                 self.tool_json.clear();
             }
         }

@@ -82,7 +82,7 @@ impl MessageStream {
         if !self.started {
             self.started = true;
             self.out.push(StreamEvent::Start {
-                partial: self.message.clone(),
+                partial: Box::new(self.message.clone()),
             });
         }
     }
@@ -356,12 +356,12 @@ impl MessageStream {
         if refusal {
             self.out.push(StreamEvent::Error {
                 reason: StopReason::Error,
-                error: message,
+                error: Box::new(message),
             });
         } else {
             self.out.push(StreamEvent::Done {
                 reason: message.stop_reason,
-                message,
+                message: Box::new(message),
             });
         }
     }
@@ -390,7 +390,7 @@ impl MessageStream {
         self.stamp();
         self.out.push(StreamEvent::Error {
             reason: StopReason::Error,
-            error: self.message.clone(),
+            error: Box::new(self.message.clone()),
         });
     }
 }
