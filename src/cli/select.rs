@@ -107,15 +107,16 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
 
 /// Look for a local Ollama and llama.cpp server; the first model found wins.
 pub async fn probe_local(env: &EnvLookup, catalog: &mut Catalog) -> Option<ModelInfo> {
-    let client = reqwest::Client::builder()
-        .connect_timeout(PROBE)
-        .no_proxy()
-        .build()
-        .ok()?;
     let ollama = env("OLLAMA_HOST")
         .filter(|h| !h.trim().is_empty())
         .map(|h| crate::provider::catalog::ollama_root(&h))
         .unwrap_or_else(|| "http://127.0.0.1:11434".to_string());
+    let mut builder = reqwest::Client::builder().connect_timeout(PROBE).no_proxy();
+    if !ollama.to_ascii_lowercase().starts_with("https://") {
+        // Both servers speak plain HTTP: no root certificates to load.
+        builder = builder.tls_certs_only(Vec::new());
+    }
+    let client = builder.build().ok()?;
     let llamacpp = "http://127.0.0.1:8080".to_string();
     let (tags_url, models_url) = (
         format!("{ollama}/api/tags"),

@@ -56,7 +56,10 @@ pub struct Providers {
     cli_key: Option<String>,
     env: EnvLookup,
     idle_timeout: Duration,
+    /// For `https://` endpoints (loads the system's root certificates once).
     client: OnceLock<Result<reqwest::Client, String>>,
+    /// For plain `http://` endpoints (local servers): no certificates to load.
+    plain_client: OnceLock<Result<reqwest::Client, String>>,
     keys: Mutex<HashMap<String, Option<String>>>,
 }
 
@@ -68,6 +71,7 @@ impl Providers {
             env,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             client: OnceLock::new(),
+            plain_client: OnceLock::new(),
             keys: Mutex::new(HashMap::new()),
         }
     }
@@ -81,16 +85,30 @@ impl Providers {
         &self.catalog
     }
 
-    fn client(&self) -> Result<reqwest::Client, String> {
-        self.client
-            .get_or_init(|| {
-                reqwest::Client::builder()
-                    .connect_timeout(Duration::from_secs(30))
-                    .tcp_nodelay(true)
-                    .build()
-                    .map_err(|e| format!("could not set up HTTPS: {e}"))
-            })
-            .clone()
+    /// The HTTP client for `url`. Plain-HTTP endpoints (Ollama, llama.cpp, vLLM on this
+    /// machine) get a client without root certificates, so talking to them never pays for
+    /// reading and parsing the system's certificate store.
+    fn client(&self, url: &str) -> Result<reqwest::Client, String> {
+        let plain = url
+            .get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+        let cell = if plain {
+            &self.plain_client
+        } else {
+            &self.client
+        };
+        cell.get_or_init(|| {
+            let mut builder = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(30))
+                .tcp_nodelay(true);
+            if plain {
+                builder = builder.tls_certs_only(Vec::new());
+            }
+            builder
+                .build()
+                .map_err(|e| format!("could not set up the HTTP client: {e}"))
+        })
+        .clone()
     }
 
     /// The key for a provider, resolved once (a `!command` runs once per process).
@@ -133,7 +151,7 @@ impl Provider for Providers {
         let prepared = self.prepare(&request).and_then(|(model, key)| {
             let api = wire_api(model.api);
             let http_request = api.build(&model, &request, key.as_deref())?;
-            let client = self.client()?;
+            let client = self.client(&http_request.url)?;
             Ok((model, api, http_request, client))
         });
         match prepared {
@@ -172,5 +190,26 @@ fn fallback_model(request: &ProviderRequest) -> ModelInfo {
         pricing: catalog::Pricing::default(),
         headers: Vec::new(),
         compat: catalog::Compat::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_endpoints_get_the_client_without_certificates() {
+        let p = Providers::new(Arc::new(Catalog::default()), None, Arc::new(|_| None));
+        assert!(
+            p.client("http://127.0.0.1:11434/v1/chat/completions")
+                .is_ok()
+        );
+        assert!(p.plain_client.get().is_some());
+        assert!(
+            p.client.get().is_none(),
+            "no certificate store was loaded for a local server"
+        );
+        assert!(p.client("HTTPS://api.example.com/v1/messages").is_ok());
+        assert!(p.client.get().is_some());
     }
 }
