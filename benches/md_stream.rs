@@ -10,55 +10,13 @@ use pi::agent::events::AgentEvent;
 use pi::agent::stream::StreamEvent;
 use pi::agent::thinking::ThinkingLevel;
 use pi::agent::types::{AgentMessage, AssistantMessage, Message};
-use pi::provider::catalog::{Api, ModelInfo};
 use pi::tui::app::App;
-use pi::tui::port::AgentPort;
 use pi::tui::render;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-struct Idle;
-
-impl AgentPort for Idle {
-    fn prompt(&self, _text: String) -> Result<(), String> {
-        Ok(())
-    }
-    fn steer(&self, _text: String) {}
-    fn follow_up(&self, _text: String) {}
-    fn abort(&self) {}
-    fn take_queued(&self) -> Vec<String> {
-        Vec::new()
-    }
-    fn is_busy(&self) -> bool {
-        true
-    }
-    fn set_model(&self, _model: &ModelInfo) {}
-    fn set_thinking(&self, _level: ThinkingLevel) {}
-    fn reset(&self) {}
-    fn messages(&self) -> Vec<AgentMessage> {
-        Vec::new()
-    }
-    fn replace_messages(&self, _messages: Vec<AgentMessage>) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-fn model() -> ModelInfo {
-    ModelInfo {
-        id: "qwen3:8b".into(),
-        name: "qwen3:8b".into(),
-        provider: "ollama".into(),
-        api: Api::OpenAiCompletions,
-        base_url: String::new(),
-        context_window: 128_000,
-        max_tokens: 16_384,
-        reasoning: true,
-        images: false,
-        pricing: Default::default(),
-        headers: Vec::new(),
-        compat: Default::default(),
-    }
-}
+mod common;
+use common::{Idle, model};
 
 /// About 57 KB of the kind of markdown a coding model writes.
 fn document() -> String {
@@ -111,7 +69,11 @@ fn stream(c: &mut Criterion) {
     group.throughput(Throughput::Elements(steps as u64));
     group.bench_function("10_byte_steps_120x40", |b| {
         b.iter(|| {
-            let mut app = App::new(Box::new(Idle), model(), ThinkingLevel::Medium);
+            let mut app = App::new(
+                Box::new(Idle { busy: true }),
+                model(),
+                ThinkingLevel::Medium,
+            );
             let mut term = match Terminal::new(TestBackend::new(120, 40)) {
                 Ok(t) => t,
                 Err(e) => panic!("test backend: {e}"),

@@ -7,63 +7,25 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use pi::agent::thinking::ThinkingLevel;
-use pi::agent::types::{AgentMessage, AssistantMessage, ContentBlock};
-use pi::provider::catalog::{Api, ModelInfo};
+use pi::agent::types::{AssistantMessage, ContentBlock};
 use pi::tui::app::App;
 use pi::tui::cells::{Cell, ToolCell, ToolState};
-use pi::tui::port::AgentPort;
 use pi::tui::render;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
 
-struct Idle;
-
-impl AgentPort for Idle {
-    fn prompt(&self, _text: String) -> Result<(), String> {
-        Ok(())
-    }
-    fn steer(&self, _text: String) {}
-    fn follow_up(&self, _text: String) {}
-    fn abort(&self) {}
-    fn take_queued(&self) -> Vec<String> {
-        Vec::new()
-    }
-    fn is_busy(&self) -> bool {
-        false
-    }
-    fn set_model(&self, _model: &ModelInfo) {}
-    fn set_thinking(&self, _level: ThinkingLevel) {}
-    fn reset(&self) {}
-    fn messages(&self) -> Vec<AgentMessage> {
-        Vec::new()
-    }
-    fn replace_messages(&self, _messages: Vec<AgentMessage>) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-fn model() -> ModelInfo {
-    ModelInfo {
-        id: "qwen3:8b".into(),
-        name: "qwen3:8b".into(),
-        provider: "ollama".into(),
-        api: Api::OpenAiCompletions,
-        base_url: String::new(),
-        context_window: 128_000,
-        max_tokens: 16_384,
-        reasoning: true,
-        images: false,
-        pricing: Default::default(),
-        headers: Vec::new(),
-        compat: Default::default(),
-    }
-}
+mod common;
+use common::{Idle, model};
 
 const MD: &str = "## Step\n\nI will **read** the file, then run `cargo test`:\n\n1. read `src/main.rs`\n2. fix the *bug*\n\n> a quote\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n";
 
 fn app_with(messages: usize) -> App {
-    let mut app = App::new(Box::new(Idle), model(), ThinkingLevel::Medium);
+    let mut app = App::new(
+        Box::new(Idle { busy: false }),
+        model(),
+        ThinkingLevel::Medium,
+    );
     for i in 0..messages {
         let cell = match i % 3 {
             0 => Cell::User(format!(
