@@ -25,6 +25,18 @@ fn text_reply(text: &str) -> Reply {
     ])
 }
 
+/// A reply with one tool call (`args` is the raw JSON text the model sends).
+fn call_reply(id: &str, name: &str, args: &str) -> Reply {
+    Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ])
+}
+
 fn tags(model: &str) -> Reply {
     Reply {
         status: 200,
@@ -180,14 +192,7 @@ async fn a_provider_error_exits_1_with_the_message_and_no_key() {
 
 #[tokio::test]
 async fn max_turns_ends_a_looping_run_with_a_clear_message() {
-    let call = Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "nothing", "arguments": "{}"}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ]);
+    let call = call_reply("c1", "nothing", "{}");
     let server = TestServer::start(vec![tags("qwen3:8b"), call.clone(), call.clone(), call]).await;
     let h = home();
     let out = pi(&server, &h)
@@ -359,14 +364,7 @@ async fn context_files_and_appended_text_reach_the_system_prompt() {
 async fn tools_run_for_real_and_the_tool_set_follows_the_flags() {
     let h = home();
     std::fs::write(h.join("notes.txt"), "the answer is 42\n").unwrap();
-    let call = Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "read", "arguments": "{\"path\":\"notes.txt\"}"}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ]);
+    let call = call_reply("c1", "read", "{\"path\":\"notes.txt\"}");
     let server = TestServer::start(vec![tags("qwen3:8b"), call, text_reply("It says 42.")]).await;
     let out = pi(&server, &h)
         .args(["-p", "what does notes.txt say?"])
@@ -520,14 +518,7 @@ async fn sessions_are_saved_and_continued_and_no_session_saves_nothing() {
 
 #[tokio::test]
 async fn a_process_killed_mid_tool_continues_with_a_valid_history() {
-    let call = Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": "call_sleep", "function": {"name": "bash", "arguments": "{\"command\":\"sleep 30\"}"}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ]);
+    let call = call_reply("call_sleep", "bash", "{\"command\":\"sleep 30\"}");
     let server = TestServer::start(vec![tags("q"), call, text_reply("recovered")]).await;
     let h = home();
     let child = pi(&server, &h)
@@ -657,14 +648,7 @@ async fn tool_limits_from_config_reach_the_tools() {
     std::fs::write(h.join("rows.txt"), body).unwrap();
     std::fs::create_dir_all(h.join("agent")).unwrap();
     std::fs::write(h.join("agent/config.toml"), "[tools]\nmax_lines = 3\n").unwrap();
-    let call = Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "read", "arguments": "{\"path\":\"rows.txt\"}"}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ]);
+    let call = call_reply("c1", "read", "{\"path\":\"rows.txt\"}");
     let server = TestServer::start(vec![tags("q"), call, text_reply("ok")]).await;
     let out = pi(&server, &h)
         .args(["-p", "--no-session", "read rows.txt"])
