@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::stream::StreamEvent;
 use super::summary::{RunCoverage, RunSummary};
 use super::tool::ToolOutput;
-use super::types::AgentMessage;
+use super::types::{AgentMessage, ToolResultMessage};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -129,10 +129,12 @@ impl<F: Fn(AgentEvent) + Send + Sync> EventSink for F {
 
 /// Emit the full event quadruple for a result the loop wrote itself (a call that never ran):
 /// `tool_execution_start`, `tool_execution_end` (error), then the result's `message_start`/`end`.
-pub fn emit_synthetic_result(sink: &dyn EventSink, message: &AgentMessage, args: Arc<Value>) {
-    let Some(result) = message.as_tool_result() else {
-        return;
-    };
+/// Returns the result as the transcript message the events carried.
+pub fn emit_synthetic_result(
+    sink: &dyn EventSink,
+    result: ToolResultMessage,
+    args: Arc<Value>,
+) -> AgentMessage {
     sink.emit(AgentEvent::ToolExecutionStart {
         tool_call_id: result.tool_call_id.clone(),
         tool_name: result.tool_name.clone(),
@@ -150,10 +152,12 @@ pub fn emit_synthetic_result(sink: &dyn EventSink, message: &AgentMessage, args:
         },
         is_error: true,
     });
+    let message = AgentMessage::from(result);
     sink.emit(AgentEvent::MessageStart {
         message: message.clone(),
     });
     sink.emit(AgentEvent::MessageEnd {
         message: message.clone(),
     });
+    message
 }

@@ -541,11 +541,9 @@ impl Agent {
         });
         let mut results = Vec::new();
         for call in message.tool_calls() {
-            let r: AgentMessage =
-                placeholder_result(call, PlaceholderReason::Error, None, Some(&text)).into();
+            let r = placeholder_result(call, PlaceholderReason::Error, None, Some(&text));
             let args = Arc::new(super::validate::strip_sentinels(&call.arguments));
-            emit_synthetic_result(sink, &r, args);
-            results.push(r);
+            results.push(emit_synthetic_result(sink, r, args));
         }
         lock(&self.inner.state).error = Some(text);
         sink.emit(AgentEvent::TurnEnd {

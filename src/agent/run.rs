@@ -635,8 +635,7 @@ impl Run {
     fn answer(&mut self, result: ToolResultMessage, status: ToolStatus) -> AgentMessage {
         self.collect(|c| c.record_orphan_tool(&result.tool_name, status));
         let args = Arc::new(self.call_args(&result.tool_call_id));
-        let message = AgentMessage::from(result);
-        emit_synthetic_result(self.sink.as_ref(), &message, args);
+        let message = emit_synthetic_result(self.sink.as_ref(), result, args);
         self.push(message.clone());
         message
     }
