@@ -358,32 +358,21 @@ fn repair_nested(schema: &Value, validator: &jsonschema::Validator, args: &Value
         let Some((last, parents)) = segments.split_last() else {
             continue;
         };
-        let mut parent_schema = schema;
-        let mut ok = true;
-        for seg in parents {
-            let next = if seg.parse::<usize>().is_ok() && parent_schema.get("items").is_some() {
-                parent_schema.get("items")
-            } else {
-                parent_schema.get("properties").and_then(|p| p.get(seg))
-            };
-            match next {
-                Some(n) => parent_schema = n,
-                None => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
+        // The schema of the object holding the value: `items` for list positions,
+        // `properties` for fields.
+        let Some(parent_schema) = parents
+            .iter()
+            .try_fold(schema, |s, seg| match s.get("items") {
+                Some(items) if seg.parse::<usize>().is_ok() => Some(items),
+                _ => s.get("properties").and_then(|p| p.get(seg)),
+            })
+        else {
+            continue;
+        };
         let Some(prop) = parent_schema.get("properties").and_then(|p| p.get(last)) else {
             continue;
         };
-        if !ok {
-            continue;
-        }
-        let required = parent_schema
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(last)));
+        let required = required_names(parent_schema).any(|r| r == last);
         let Some(value) = out.pointer(&path) else {
             continue;
         };
@@ -414,11 +403,7 @@ fn rename_single_string(
     schema: &Value,
     props: &Map<String, Value>,
 ) -> bool {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required: Vec<&str> = required_names(schema).collect();
     let [wanted] = required.as_slice() else {
         return false;
     };
@@ -440,6 +425,16 @@ fn rename_single_string(
         args.insert((*wanted).to_string(), v);
     }
     true
+}
+
+/// The names an object schema lists under `required`.
+fn required_names(schema: &Value) -> impl Iterator<Item = &str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 /// Reverses the escaping of one JSON-pointer segment.
@@ -556,11 +551,7 @@ fn repair_value(prop: &Value, value: &Value, required: bool) -> Fix {
 fn repair_pass(schema: &Value, args: &Value, rejected: &BTreeSet<String>) -> Option<Value> {
     let map = args.as_object()?;
     let props = schema.get("properties").and_then(Value::as_object)?;
-    let required: BTreeSet<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required: BTreeSet<&str> = required_names(schema).collect();
     let mut out = Map::new();
     let mut changed = false;
     for (key, value) in map {
