@@ -51,13 +51,7 @@ impl FrameScheduler {
         if self.dirty {
             Some(last + FRAME_INTERVAL)
         } else if self.streamed {
-            Some(
-                last + STREAM_INTERVAL.min(if animating {
-                    SPINNER_INTERVAL
-                } else {
-                    STREAM_INTERVAL
-                }),
-            )
+            Some(last + STREAM_INTERVAL)
         } else if animating {
             Some(last + SPINNER_INTERVAL)
         } else {

@@ -111,6 +111,8 @@ pub fn syntax_for(info: &str) -> Option<&'static SyntaxReference> {
 #[derive(Default)]
 pub struct Memo {
     syntax: String,
+    /// The syntect theme the remembered spans were coloured with.
+    theme: &'static str,
     lines: Vec<String>,
     spans: Vec<Vec<Span<'static>>>,
     state: Option<(ParseState, HighlightState)>,
@@ -141,14 +143,16 @@ fn highlight_with(
     }
     let theme = assets.theme()?;
     let highlighter = Highlighter::new(theme);
-    let key = format!("{}\u{0}{}", syntax.name, super::theme::current().syntax);
-    let reusable = memo.syntax == key
+    let theme_name = super::theme::current().syntax;
+    let reusable = memo.syntax == syntax.name
+        && memo.theme == theme_name
         && memo.state.is_some()
         && memo.lines.len() <= lines.len()
         && memo.lines.iter().zip(lines).all(|(a, b)| a == b);
     if !reusable {
         *memo = Memo {
-            syntax: key,
+            syntax: syntax.name.clone(),
+            theme: theme_name,
             ..Memo::default()
         };
     }

@@ -31,6 +31,8 @@ pub struct ScrollingBackend<B: Backend + Write> {
     shown: Buffer,
     /// A fingerprint of each row of `shown`.
     hashes: Vec<u64>,
+    /// The fingerprint of a blank row of `shown`'s width.
+    blank: u64,
 }
 
 impl<B: Backend + Write> ScrollingBackend<B> {
@@ -40,6 +42,7 @@ impl<B: Backend + Write> ScrollingBackend<B> {
             inner,
             shown: Buffer::empty(Rect::ZERO),
             hashes: Vec::new(),
+            blank: 0,
         };
         b.reset_to(Rect::new(0, 0, size.width, size.height));
         Ok(b)
@@ -51,8 +54,8 @@ impl<B: Backend + Write> ScrollingBackend<B> {
 
     fn reset_to(&mut self, area: Rect) {
         self.shown = Buffer::empty(area);
-        let blank = blank_hash(area.width);
-        self.hashes = vec![blank; area.height as usize];
+        self.blank = hash_row(&vec![Cell::default(); area.width as usize]);
+        self.hashes = vec![self.blank; area.height as usize];
     }
 
     /// Write `next` (a whole frame) to the terminal: scroll rows that merely moved, then write
@@ -81,8 +84,7 @@ impl<B: Backend + Write> ScrollingBackend<B> {
             })
             .collect();
         if dirty.iter().filter(|d| **d).count() >= MIN_DIRTY_ROWS
-            && let Some((top, bottom, k)) =
-                best_scroll(&self.hashes, &next_hashes, blank_hash(next.area.width))
+            && let Some((top, bottom, k)) = best_scroll(&self.hashes, &next_hashes, self.blank)
         {
             self.scroll_up(top, bottom, k)?;
             for (y, d) in dirty.iter_mut().enumerate().take(bottom + 1).skip(top) {
@@ -123,7 +125,7 @@ impl<B: Backend + Write> ScrollingBackend<B> {
         for cell in &mut content[len - k * width..] {
             *cell = Cell::default();
         }
-        let blank = blank_hash(self.shown.area.width);
+        let blank = self.blank;
         let hashes = &mut self.hashes[top..=bottom];
         hashes.rotate_left(k);
         let len = hashes.len();
@@ -202,10 +204,6 @@ fn hash_row(row: &[Cell]) -> u64 {
         h.write_u16(cell.modifier.bits());
     }
     h.finish()
-}
-
-fn blank_hash(width: u16) -> u64 {
-    hash_row(&vec![Cell::default(); width as usize])
 }
 
 /// The best upward move: `(top, bottom, k)` such that scrolling rows `top..=bottom` up by `k`
