@@ -237,6 +237,16 @@ struct Decoder {
     no_fast_path: bool,
 }
 
+/// A chunk's reasoning (servers name it `reasoning_content` or `reasoning`) and text deltas.
+fn text_deltas(out: &mut MessageStream, reasoning: [Option<&str>; 2], content: Option<&str>) {
+    for t in reasoning.into_iter().flatten() {
+        out.thinking_delta("think", t);
+    }
+    if let Some(t) = content {
+        out.text_delta("text", t);
+    }
+}
+
 /// The fields of a streamed chunk the fast path reads (unknown fields are skipped).
 #[derive(serde::Deserialize)]
 struct FastChunk<'a> {
@@ -285,30 +295,38 @@ impl Decoder {
         if choice.is_some_and(|c| c.delta.as_ref().is_some_and(|d| d.tool_calls.is_some())) {
             return false;
         }
+        self.begin(out, chunk.id.as_deref());
+        if let Some(choice) = choice {
+            if let Some(delta) = &choice.delta {
+                text_deltas(
+                    out,
+                    [
+                        delta.reasoning_content.as_deref(),
+                        delta.reasoning.as_deref(),
+                    ],
+                    delta.content.as_deref(),
+                );
+            }
+            self.note_finish(choice.finish_reason.as_deref());
+        }
+        true
+    }
+
+    /// Every chunk opens the message (once) and names the response (the first id seen).
+    fn begin(&mut self, out: &mut MessageStream, id: Option<&str>) {
         out.start();
         if !self.saw_id
-            && let Some(id) = chunk.id.as_deref()
+            && let Some(id) = id
         {
             out.set_response_id(id);
             self.saw_id = true;
         }
-        if let Some(choice) = choice {
-            if let Some(delta) = &choice.delta {
-                for t in [&delta.reasoning_content, &delta.reasoning]
-                    .into_iter()
-                    .flatten()
-                {
-                    out.thinking_delta("think", t);
-                }
-                if let Some(t) = &delta.content {
-                    out.text_delta("text", t);
-                }
-            }
-            if let Some(reason) = &choice.finish_reason {
-                self.finish_reason = Some(reason.to_string());
-            }
+    }
+
+    fn note_finish(&mut self, reason: Option<&str>) {
+        if let Some(reason) = reason {
+            self.finish_reason = Some(reason.to_string());
         }
-        true
     }
 
     fn complete(&mut self, out: &mut MessageStream) {
@@ -380,23 +398,15 @@ impl WireDecoder for Decoder {
             out.fail(message, None, transient.then(TransientError::default));
             return Ok(());
         }
-        out.start();
-        if !self.saw_id
-            && let Some(id) = chunk.get("id").and_then(Value::as_str)
-        {
-            out.set_response_id(id);
-            self.saw_id = true;
-        }
+        self.begin(out, chunk.get("id").and_then(Value::as_str));
         if let Some(choice) = chunk.pointer("/choices/0") {
             if let Some(delta) = choice.get("delta") {
-                for field in ["reasoning_content", "reasoning"] {
-                    if let Some(t) = delta.get(field).and_then(Value::as_str) {
-                        out.thinking_delta("think", t);
-                    }
-                }
-                if let Some(t) = delta.get("content").and_then(Value::as_str) {
-                    out.text_delta("text", t);
-                }
+                let text = |field: &str| delta.get(field).and_then(Value::as_str);
+                text_deltas(
+                    out,
+                    [text("reasoning_content"), text("reasoning")],
+                    text("content"),
+                );
                 if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                     for (pos, call) in calls.iter().enumerate() {
                         let index = call
@@ -432,9 +442,7 @@ impl WireDecoder for Decoder {
                     }
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(reason.to_string());
-            }
+            self.note_finish(choice.get("finish_reason").and_then(Value::as_str));
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage(usage, out);
