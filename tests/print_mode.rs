@@ -2,7 +2,7 @@
 
 mod support;
 
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -73,21 +73,23 @@ fn pi(server: &TestServer, home: &std::path::Path) -> Command {
     c
 }
 
-#[tokio::test]
-async fn print_mode_prints_the_answer_from_a_local_server() {
-    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("Hello there")]).await;
-    let h = home();
-    let out = pi(&server, &h)
-        .args(["-p", "say hi"])
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello there\n");
+/// Run `pi` with `args` and require it to succeed (stderr shown if not).
+async fn run_ok(server: &TestServer, home: &std::path::Path, args: &[&str]) -> Output {
+    let out = pi(server, home).args(args).output().await.unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[tokio::test]
+async fn print_mode_prints_the_answer_from_a_local_server() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("Hello there")]).await;
+    let h = home();
+    let out = run_ok(&server, &h, &["-p", "say hi"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello there\n");
     let reqs = server.requests();
     assert_eq!(reqs[0].path, "/api/tags");
     assert_eq!(reqs[1].path, "/v1/chat/completions");
@@ -366,16 +368,7 @@ async fn tools_run_for_real_and_the_tool_set_follows_the_flags() {
     std::fs::write(h.join("notes.txt"), "the answer is 42\n").unwrap();
     let call = call_reply("c1", "read", "{\"path\":\"notes.txt\"}");
     let server = TestServer::start(vec![tags("qwen3:8b"), call, text_reply("It says 42.")]).await;
-    let out = pi(&server, &h)
-        .args(["-p", "what does notes.txt say?"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&server, &h, &["-p", "what does notes.txt say?"]).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
     let reqs = server.requests();
     let names: Vec<&str> = reqs[1].body["tools"]
@@ -454,16 +447,7 @@ async fn sessions_are_saved_and_continued_and_no_session_saves_nothing() {
     ])
     .await;
     let h = home();
-    let out = pi(&server, &h)
-        .args(["-p", "remember 7"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&server, &h, &["-p", "remember 7"]).await;
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("pi --session "),
         "resume hint on exit"
@@ -481,16 +465,7 @@ async fn sessions_are_saved_and_continued_and_no_session_saves_nothing() {
     assert!(text.contains("\"model_change\""));
 
     // -c continues with the saved model (no probe needed) and sends the history.
-    let out = pi(&server, &h)
-        .args(["-c", "-p", "what was it?"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&server, &h, &["-c", "-p", "what was it?"]).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "second answer\n");
     let reqs = server.requests();
     let msgs = reqs.last().unwrap().body["messages"]
@@ -548,16 +523,7 @@ async fn a_process_killed_mid_tool_continues_with_a_valid_history() {
         .status()
         .unwrap();
     let _ = child.wait_with_output().await;
-    let out = pi(&server, &h)
-        .args(["-c", "-p", "go on"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&server, &h, &["-c", "-p", "go on"]).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "recovered\n");
     let last = server.requests().last().unwrap().body.clone();
     let msgs = last["messages"].as_array().unwrap();
@@ -650,16 +616,7 @@ async fn tool_limits_from_config_reach_the_tools() {
     std::fs::write(h.join("agent/config.toml"), "[tools]\nmax_lines = 3\n").unwrap();
     let call = call_reply("c1", "read", "{\"path\":\"rows.txt\"}");
     let server = TestServer::start(vec![tags("q"), call, text_reply("ok")]).await;
-    let out = pi(&server, &h)
-        .args(["-p", "--no-session", "read rows.txt"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&server, &h, &["-p", "--no-session", "read rows.txt"]).await;
     let reqs = server.requests();
     let read = reqs[1].body["tools"]
         .as_array()
