@@ -676,6 +676,12 @@ impl App {
         }
     }
 
+    /// Talk to `model` from now on (the agent and the footer).
+    fn set_model(&mut self, model: ModelInfo) {
+        self.port.set_model(&model);
+        self.model = model;
+    }
+
     fn set_thinking(&mut self, level: ThinkingLevel) {
         self.thinking = level;
         self.port.set_thinking(level);
@@ -764,8 +770,7 @@ impl App {
         if let Some(m) = resumed.model
             && (m.provider != self.model.provider || m.id != self.model.id)
         {
-            self.port.set_model(&m);
-            self.model = m;
+            self.set_model(m);
         }
         if let Some(level) = resumed.thinking
             && level != self.thinking
@@ -886,9 +891,8 @@ impl App {
                 let chosen = self.picker_matches().get(sel).map(|m| (*m).clone());
                 self.picker = None;
                 if let Some(m) = chosen {
-                    self.port.set_model(&m);
                     self.notice(format!("Model: {}/{}", m.provider, m.id));
-                    self.model = m;
+                    self.set_model(m);
                 }
             }
             _ => {}
