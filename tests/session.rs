@@ -208,6 +208,11 @@ fn fixture_expected_messages() -> Vec<AgentMessage> {
     ]
 }
 
+/// The field names of a JSON object, in file order.
+fn field_names(v: &Value) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
 #[test]
 fn node_fixture_loads_with_model_thinking_and_context() {
     let s = Session::load(Path::new(FIXTURE)).unwrap();
@@ -459,13 +464,10 @@ fn header_and_file_name_follow_the_node_layout() {
     assert_eq!(stamp.len(), "2026-12-02T09-34-49-681Z".len());
     assert!(!stamp.contains(':') && !stamp.contains('.'));
     let header: Value = serde_json::from_str(&lines(&path)[0]).unwrap();
-    let keys: Vec<&str> = header
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["type", "version", "id", "timestamp", "cwd"]);
+    assert_eq!(
+        field_names(&header),
+        ["type", "version", "id", "timestamp", "cwd"]
+    );
     assert_eq!(header["version"], 3);
     assert_eq!(
         pi::session::time::file_stamp(header["timestamp"].as_str().unwrap()),
@@ -474,13 +476,10 @@ fn header_and_file_name_follow_the_node_layout() {
     let id = rec.session_id();
     assert_eq!(&id[14..15], "7", "UUIDv7: {id}");
     let entry: Value = serde_json::from_str(&lines(&path)[1]).unwrap();
-    let keys: Vec<&str> = entry
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["type", "id", "parentId", "timestamp", "message"]);
+    assert_eq!(
+        field_names(&entry),
+        ["type", "id", "parentId", "timestamp", "message"]
+    );
     assert_eq!(entry["parentId"], Value::Null);
 }
 
