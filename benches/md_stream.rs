@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use pi::agent::events::AgentEvent;
-use pi::agent::stream::StreamEvent;
-use pi::agent::thinking::ThinkingLevel;
-use pi::agent::types::{AgentMessage, AssistantMessage, Message};
+use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::stream::StreamEvent;
+use pi::agent::protocol::thinking::ThinkingLevel;
+use pi::agent::protocol::types::{AgentMessage, AssistantMessage, Message};
 use pi::tui::app::App;
 use pi::tui::render;
 use ratatui::Terminal;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use pi::agent::thinking::ThinkingLevel;
-use pi::agent::types::{AssistantMessage, ContentBlock};
+use pi::agent::protocol::thinking::ThinkingLevel;
+use pi::agent::protocol::types::{AssistantMessage, ContentBlock};
 use pi::tui::app::App;
 use pi::tui::cells::{Cell, ToolCell, ToolState};
 use pi::tui::render;

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pi::agent::tool::{ProgressSink, ToolCallContext, ToolInvocation};
+use pi::agent::protocol::tool::{ProgressSink, ToolCallContext, ToolInvocation};
 use pi::tools::ToolContext;
 use pi::tools::grep::{GrepOptions, GrepTool, format_hits, search};
 use serde_json::json;
@@ -89,7 +89,7 @@ fn main() {
                     tool_calls: Vec::new().into(),
                 },
             };
-            use pi::agent::tool::AgentTool;
+            use pi::agent::protocol::tool::AgentTool;
             match runtime.block_on(tool.execute(call)) {
                 Ok(o) => {
                     for block in &o.content {

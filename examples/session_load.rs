@@ -14,13 +14,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pi::agent::facade::{Agent, AgentSettings};
-use pi::agent::scripted::ScriptedProvider;
-use pi::agent::stream::Model;
-use pi::agent::types::{
+use pi::agent::engine::facade::{Agent, AgentSettings};
+use pi::agent::protocol::stream::Model;
+use pi::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
     ToolResultMessage, Usage, UserContent, UserMessage,
 };
+use pi::agent::scripted::ScriptedProvider;
 use pi::session::ids::{random_u64, uuid_v7_at};
 use pi::session::paths::session_file_name;
 use pi::session::time::iso_from_ms;

@@ -10,18 +10,18 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use pi::agent::events::AgentEvent;
-use pi::agent::facade::{Agent, AgentError, AgentSettings, QueueMode, classify_steering};
-use pi::agent::hooks::SteeringSource;
-use pi::agent::placeholder::interrupt_skip_text;
-use pi::agent::scripted::{Script, ScriptedProvider, Step, reply};
-use pi::agent::stream::{Model, ProviderRequest, StreamEvent};
-use pi::agent::thinking::{Effort, ThinkingLevel};
-use pi::agent::tool::AgentTool;
-use pi::agent::types::{
+use pi::agent::engine::facade::{Agent, AgentError, AgentSettings, QueueMode, classify_steering};
+use pi::agent::policy::placeholder::interrupt_skip_text;
+use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::hooks::SteeringSource;
+use pi::agent::protocol::stream::{Model, ProviderRequest, StreamEvent};
+use pi::agent::protocol::thinking::{Effort, ThinkingLevel};
+use pi::agent::protocol::tool::AgentTool;
+use pi::agent::protocol::types::{
     AgentMessage, Attribution, CustomMessage, Message, STOP_REFUSAL, StopDetails, StopReason,
     UserMessage,
 };
+use pi::agent::scripted::{Script, ScriptedProvider, Step, reply};
 use serde_json::{Map, Value, json};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -775,7 +775,7 @@ async fn continue_from_an_assistant_tail_runs_a_queued_follow_up() {
     let mut answer = reply::base();
     answer
         .content
-        .push(pi::agent::types::ContentBlock::text("first"));
+        .push(pi::agent::protocol::types::ContentBlock::text("first"));
     agent
         .replace_messages(vec![AgentMessage::user("hi"), answer.into()])
         .unwrap();
@@ -1067,19 +1067,19 @@ struct SwitchGate {
 }
 
 #[async_trait::async_trait]
-impl pi::agent::hooks::LoopHooks for SwitchGate {
+impl pi::agent::protocol::hooks::LoopHooks for SwitchGate {
     fn has_model_gate(&self) -> bool {
         true
     }
     async fn before_model_call(
         &self,
-        _c: &pi::agent::stream::LlmContext,
-        _s: &pi::agent::abort::AbortSignal,
-    ) -> Result<pi::agent::hooks::GateDecision, String> {
+        _c: &pi::agent::protocol::stream::LlmContext,
+        _s: &pi::agent::protocol::abort::AbortSignal,
+    ) -> Result<pi::agent::protocol::hooks::GateDecision, String> {
         Ok(if self.stop.load(Ordering::SeqCst) {
-            pi::agent::hooks::GateDecision::Stop(Some("held".into()))
+            pi::agent::protocol::hooks::GateDecision::Stop(Some("held".into()))
         } else {
-            pi::agent::hooks::GateDecision::Proceed
+            pi::agent::protocol::hooks::GateDecision::Proceed
         })
     }
 }
@@ -1095,7 +1095,7 @@ fn gated(p: &ScriptedProvider) -> (Agent, Arc<std::sync::atomic::AtomicBool>) {
     (a, stop)
 }
 
-fn choices(p: &ScriptedProvider) -> Vec<Option<pi::agent::stream::ToolChoice>> {
+fn choices(p: &ScriptedProvider) -> Vec<Option<pi::agent::protocol::stream::ToolChoice>> {
     p.requests()
         .iter()
         .map(|r| r.options.tool_choice.clone())
@@ -1104,7 +1104,7 @@ fn choices(p: &ScriptedProvider) -> Vec<Option<pi::agent::stream::ToolChoice>> {
 
 #[tokio::test]
 async fn a_forced_choice_from_a_gate_stopped_run_is_served_on_the_next_prompt() {
-    use pi::agent::stream::ToolChoice;
+    use pi::agent::protocol::stream::ToolChoice;
     let p = ScriptedProvider::new([
         reply::tools(&[reply::call("c1", "todo", json!({}))]),
         reply::text("ok"),
@@ -1122,7 +1122,7 @@ async fn a_forced_choice_from_a_gate_stopped_run_is_served_on_the_next_prompt() 
 
 #[tokio::test]
 async fn a_deferred_choice_is_dropped_when_its_tool_is_gone_or_queues_are_cleared() {
-    use pi::agent::stream::ToolChoice;
+    use pi::agent::protocol::stream::ToolChoice;
     let p = ScriptedProvider::new([reply::text("ok"), reply::text("ok")]);
     let (a, stop) = gated(&p);
     a.force_tool_choice(ToolChoice::Tool("todo".into()));
@@ -1130,9 +1130,10 @@ async fn a_deferred_choice_is_dropped_when_its_tool_is_gone_or_queues_are_cleare
     a.wait_idle().await;
     stop.store(false, Ordering::SeqCst);
     a.update_settings(|s| {
-        s.tools = Arc::new(pi::agent::tool::ToolSet::new(
-            [TestTool::echo("bash").arc()],
-        ))
+        s.tools = Arc::new(pi::agent::protocol::tool::ToolSet::new([TestTool::echo(
+            "bash",
+        )
+        .arc()]))
     });
     a.prompt_text("second").unwrap();
     a.wait_idle().await;
@@ -1152,7 +1153,7 @@ async fn a_deferred_choice_is_dropped_when_its_tool_is_gone_or_queues_are_cleare
 
 #[tokio::test]
 async fn a_served_choice_is_not_deferred_again_by_a_later_gate_stop() {
-    use pi::agent::stream::ToolChoice;
+    use pi::agent::protocol::stream::ToolChoice;
     let p = ScriptedProvider::new([reply::text("ok"), reply::text("ok")]);
     let (a, stop) = gated(&p);
     stop.store(false, Ordering::SeqCst);

@@ -8,22 +8,22 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use pi::agent::abort::{AbortReason, AbortSignal, DEADLINE_TEXT, DEFAULT_ABORT_TEXT};
-use pi::agent::events::AgentEvent;
-use pi::agent::hooks::{
+use pi::agent::engine::run::{MAX_PAUSED_TURN_CONTINUATIONS, run_continue};
+use pi::agent::policy::soft::SoftState;
+use pi::agent::protocol::abort::{AbortReason, AbortSignal, DEADLINE_TEXT, DEFAULT_ABORT_TEXT};
+use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::hooks::{
     AfterToolCallInfo, AsideEntry, AsideHooks, BeforeToolCall, ContextRefresh, GateDecision,
     Injected, LoopHooks, ResultOverride, SoftToolRequirement, SteeringPeek, SteeringSource,
     ToolDirective, TurnEndInfo,
 };
-use pi::agent::run::{MAX_PAUSED_TURN_CONTINUATIONS, run_continue};
-use pi::agent::scripted::{Step, reply};
-use pi::agent::soft::SoftState;
-use pi::agent::stream::{LlmContext, StreamEvent, ToolChoice};
-use pi::agent::tool::{AgentTool, Concurrency, ToolOutput, ToolSet};
-use pi::agent::types::{
+use pi::agent::protocol::stream::{LlmContext, StreamEvent, ToolChoice};
+use pi::agent::protocol::tool::{AgentTool, Concurrency, ToolOutput, ToolSet};
+use pi::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, CustomMessage, Message, STOP_PAUSE_TURN,
     STOP_REFUSAL, STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason, ToolCall,
 };
+use pi::agent::scripted::{Step, reply};
 use serde_json::{Value, json};
 use support::*;
 
@@ -322,7 +322,7 @@ impl LoopHooks for CustomConvert {
                 .filter_map(|m| match m {
                     AgentMessage::Llm(l) if matches!(**l, Message::User(_)) => Some((**l).clone()),
                     AgentMessage::Custom(c) => {
-                        Some(Message::User(pi::agent::types::UserMessage::new(
+                        Some(Message::User(pi::agent::protocol::types::UserMessage::new(
                             c.fields["content"].as_str().unwrap_or_default(),
                         )))
                     }
@@ -1265,7 +1265,11 @@ impl LoopHooks for Gate {
             GateDecision::Proceed
         })
     }
-    fn transform_provider_context(&self, ctx: &mut LlmContext, _m: &pi::agent::stream::Model) {
+    fn transform_provider_context(
+        &self,
+        ctx: &mut LlmContext,
+        _m: &pi::agent::protocol::stream::Model,
+    ) {
         ctx.system_prompt.push("added by transform".into());
     }
 }
@@ -1786,7 +1790,7 @@ async fn message_updates_carry_deltas_not_the_whole_message() {
     let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
     let p = scripts(vec![reply::full(&refs, &[])]);
     let (rec, out) = run(config(&p, vec![]), "go", vec![]).await;
-    let mut builder = pi::agent::stream::MessageBuilder::new(reply::base());
+    let mut builder = pi::agent::protocol::stream::MessageBuilder::new(reply::base());
     for e in rec.all() {
         if let AgentEvent::MessageUpdate {
             assistant_message_event,
@@ -1855,7 +1859,7 @@ impl LoopHooks for Soft {
 }
 
 /// The todo tool satisfies the requirement: the host clears it when the tool runs.
-fn soft_config(p: &pi::agent::scripted::ScriptedProvider) -> pi::agent::hooks::LoopConfig {
+fn soft_config(p: &pi::agent::scripted::ScriptedProvider) -> pi::agent::engine::config::LoopConfig {
     let active = Arc::new(AtomicBool::new(true));
     let a = active.clone();
     let todo = TestTool::new("todo", move |_| {
@@ -2046,7 +2050,7 @@ async fn whitespace_only_error_results_get_a_fallback_text() {
     let (rec, _) = run(config(&p, vec![tool.arc()]), "go", vec![]).await;
     let r = &rec.tool_results()[0];
     assert!(r.2);
-    assert_eq!(r.1, pi::agent::coerce::EMPTY_ERROR_TEXT);
+    assert_eq!(r.1, pi::agent::policy::coerce::EMPTY_ERROR_TEXT);
 }
 
 #[tokio::test]
@@ -2073,8 +2077,8 @@ async fn concurrency_is_resolved_from_prepared_arguments() {
         }
         async fn execute(
             &self,
-            inv: pi::agent::tool::ToolInvocation,
-        ) -> Result<ToolOutput, pi::agent::tool::ToolError> {
+            inv: pi::agent::protocol::tool::ToolInvocation,
+        ) -> Result<ToolOutput, pi::agent::protocol::tool::ToolError> {
             tokio::time::sleep(Duration::from_millis(if inv.tool_call_id == "a" {
                 60
             } else {
@@ -2102,7 +2106,7 @@ async fn concurrency_is_resolved_from_prepared_arguments() {
 #[tokio::test]
 async fn a_thrown_empty_error_also_gets_the_fallback_text() {
     let tool = TestTool::new("silent", |_| async {
-        Err(pi::agent::tool::ToolError::new(""))
+        Err(pi::agent::protocol::tool::ToolError::new(""))
     });
     let p = scripts(vec![
         reply::tools(&[reply::call("c1", "silent", json!({}))]),
@@ -2113,7 +2117,7 @@ async fn a_thrown_empty_error_also_gets_the_fallback_text() {
         rec.tool_results()[0],
         (
             "c1".into(),
-            pi::agent::coerce::EMPTY_ERROR_TEXT.into(),
+            pi::agent::policy::coerce::EMPTY_ERROR_TEXT.into(),
             true
         )
     );
@@ -2134,7 +2138,7 @@ async fn prompt_asides_are_committed_when_they_enter_the_context() {
     );
     let p = scripts(vec![reply::text("ok")]);
     let rec = Recorder::default();
-    pi::agent::run::run_prompt(
+    pi::agent::engine::run::run_prompt(
         vec![prompt],
         vec![],
         config(&p, vec![]),
@@ -2269,8 +2273,10 @@ async fn a_wake_up_interrupts_before_the_poll_would() {
     );
 }
 
-fn fast_retries(mut c: pi::agent::hooks::LoopConfig) -> pi::agent::hooks::LoopConfig {
-    c.retry = pi::agent::hooks::RetryPolicy {
+fn fast_retries(
+    mut c: pi::agent::engine::config::LoopConfig,
+) -> pi::agent::engine::config::LoopConfig {
+    c.retry = pi::agent::engine::config::RetryPolicy {
         max_retries: 3,
         base_delay: Duration::from_millis(5),
         max_delay: Duration::from_millis(200),

@@ -9,22 +9,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use pi::agent::abort::AbortSignal;
-use pi::agent::events::AgentEvent;
-use pi::agent::hooks::LoopConfig;
-use pi::agent::run::run_prompt;
-use pi::agent::soft::SoftState;
-use pi::agent::stream::{
+use pi::agent::engine::config::LoopConfig;
+use pi::agent::engine::run::run_prompt;
+use pi::agent::policy::soft::SoftState;
+use pi::agent::policy::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
+use pi::agent::protocol::abort::AbortSignal;
+use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::stream::{
     LlmContext, Model, Provider, ProviderRequest, StreamEvent, StreamOptions, ToolChoice, ToolSpec,
 };
-use pi::agent::thinking::Effort;
-use pi::agent::tool::ToolSet;
-use pi::agent::types::{
+use pi::agent::protocol::thinking::Effort;
+use pi::agent::protocol::tool::ToolSet;
+use pi::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, RedactedThinkingContent,
     STOP_PAUSE_TURN, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
     UserContent, UserMessage,
 };
-use pi::agent::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 use pi::provider::anthropic::AnthropicMessages;
 use pi::provider::catalog::Catalog;
 use pi::provider::wire::WireApi;

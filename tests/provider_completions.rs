@@ -6,10 +6,10 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pi::agent::stream::{
+use pi::agent::protocol::stream::{
     LlmContext, Model, Provider, ProviderRequest, StreamEvent, StreamOptions, ToolChoice, ToolSpec,
 };
-use pi::agent::types::{Message, StopReason, UserMessage};
+use pi::agent::protocol::types::{Message, StopReason, UserMessage};
 use serde_json::{Value, json};
 use support::server::{Chunk, Reply, TestServer, event, raw_data};
 use support::*;
@@ -60,7 +60,7 @@ fn kinds(events: &[StreamEvent]) -> Vec<String> {
         .collect()
 }
 
-fn last_message(events: &[StreamEvent]) -> pi::agent::types::AssistantMessage {
+fn last_message(events: &[StreamEvent]) -> pi::agent::protocol::types::AssistantMessage {
     match events.last().unwrap() {
         StreamEvent::Done { message, .. } => (**message).clone(),
         StreamEvent::Error { error, .. } => (**error).clone(),
@@ -324,13 +324,14 @@ async fn the_loop_runs_a_tool_round_over_http() {
     ])
     .await;
     let providers = Arc::new(http_providers(&server, "ollama"));
-    let mut c = pi::agent::hooks::LoopConfig::new(
+    let mut c = pi::agent::engine::config::LoopConfig::new(
         providers,
         Model::new("ollama", "openai-completions", "qwen3"),
     );
-    c.tools = Arc::new(pi::agent::tool::ToolSet::new(
-        [TestTool::echo("echo").arc()],
-    ));
+    c.tools = Arc::new(pi::agent::protocol::tool::ToolSet::new([TestTool::echo(
+        "echo",
+    )
+    .arc()]));
     let (_, out) = run(c, "go", vec![]).await;
     let out = out.unwrap();
     assert_eq!(
@@ -362,7 +363,7 @@ async fn the_loop_retries_a_server_error_then_succeeds() {
     ])
     .await;
     let providers = Arc::new(http_providers(&server, "ollama"));
-    let c = pi::agent::hooks::LoopConfig::new(
+    let c = pi::agent::engine::config::LoopConfig::new(
         providers,
         Model::new("ollama", "openai-completions", "qwen3"),
     );

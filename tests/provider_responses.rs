@@ -8,16 +8,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use pi::agent::stream::{
+use pi::agent::policy::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
+use pi::agent::protocol::stream::{
     LlmContext, Provider, ProviderRequest, StreamEvent, StreamOptions, ToolChoice, ToolSpec,
 };
-use pi::agent::thinking::Effort;
-use pi::agent::tool::ToolSet;
-use pi::agent::types::{
+use pi::agent::protocol::thinking::Effort;
+use pi::agent::protocol::tool::ToolSet;
+use pi::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, ImageContent, Message, STOP_REFUSAL, StopReason,
     TextContent, ToolCall, ToolResultMessage, UserContent, UserMessage,
 };
-use pi::agent::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 use pi::provider::catalog::{Catalog, ModelInfo};
 use pi::provider::openai_responses::Responses;
 use pi::provider::wire::WireApi;
@@ -732,7 +732,7 @@ fn foreign_history_is_replayed_without_provider_ids() {
     // An Anthropic turn: its thinking is dropped, its tool call keeps only the call id.
     let mut a = AssistantMessage::empty("anthropic-messages", "anthropic", "claude-sonnet-4-5");
     a.content = vec![
-        ContentBlock::Thinking(pi::agent::types::ThinkingContent {
+        ContentBlock::Thinking(pi::agent::protocol::types::ThinkingContent {
             thinking: "hmm".into(),
             thinking_signature: Some("EqQBCkgIARABGAIiQ".into()),
             item_id: None,
@@ -1140,8 +1140,10 @@ async fn agent_loop_runs_a_tool_call_then_answers_over_http() {
         .reply();
     let server = TestServer::start(vec![first, second]).await;
     let providers = http_providers(&server, "openai");
-    let mut config =
-        pi::agent::hooks::LoopConfig::new(Arc::new(providers), catalog_model("gpt-5").to_model());
+    let mut config = pi::agent::engine::config::LoopConfig::new(
+        Arc::new(providers),
+        catalog_model("gpt-5").to_model(),
+    );
     config.system_prompt = vec!["You are pi.".into()];
     config.tools = Arc::new(ToolSet::new(vec![
         TestTool::echo("read")

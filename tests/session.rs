@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use pi::agent::facade::{Agent, AgentSettings};
-use pi::agent::scripted::{ScriptedProvider, reply};
-use pi::agent::stream::Model;
-use pi::agent::thinking::ThinkingLevel;
-use pi::agent::types::{
+use pi::agent::engine::facade::{Agent, AgentSettings};
+use pi::agent::protocol::stream::Model;
+use pi::agent::protocol::thinking::ThinkingLevel;
+use pi::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, Cost, CustomMessage, Message, StopReason,
     TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
 };
+use pi::agent::scripted::{ScriptedProvider, reply};
 use pi::session::entry::{ParsedLine, parse_line};
 use pi::session::list::{HEAD_BYTES, TAIL_BYTES};
 use pi::session::{

@@ -12,13 +12,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pi::agent::scripted::reply;
-use pi::agent::tool::{
+use pi::agent::policy::validate::validate_arguments;
+use pi::agent::protocol::tool::{
     AgentTool, Concurrency, ProgressSink, RegisteredTool, ToolCallContext, ToolError,
     ToolInvocation, ToolOutput,
 };
-use pi::agent::types::ContentBlock;
-use pi::agent::validate::validate_arguments;
+use pi::agent::protocol::types::ContentBlock;
+use pi::agent::scripted::reply;
 use pi::tools::{self, ToolContext};
 use serde_json::{Value, json};
 use support::*;
@@ -390,7 +390,7 @@ async fn read_keeps_crlf_lines_and_drops_a_bom() {
     ok(&s);
     // The tool returns the lines as stored; the loop's coercion strips the CRs the model sees.
     assert_eq!(s.text, "one\r\ntwo\r");
-    let (coerced, _) = pi::agent::coerce::coerce_output(s.output.unwrap());
+    let (coerced, _) = pi::agent::policy::coerce::coerce_output(s.output.unwrap());
     assert_eq!(coerced.content[0].as_text().unwrap(), "one\ntwo");
 }
 

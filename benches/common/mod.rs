@@ -1,7 +1,7 @@
 //! Pieces the TUI benchmarks share: an agent port that does nothing and a model to show.
 
-use pi::agent::thinking::ThinkingLevel;
-use pi::agent::types::AgentMessage;
+use pi::agent::protocol::thinking::ThinkingLevel;
+use pi::agent::protocol::types::AgentMessage;
 use pi::provider::catalog::{Api, ModelInfo};
 use pi::tui::port::AgentPort;
 

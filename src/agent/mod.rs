@@ -1,27 +1,23 @@
-//! The agent loop and everything it owns: messages, events, tool scheduling, steering, abort.
+//! The agent: the loop and everything it owns (messages, events, tool scheduling, steering,
+//! abort), in three layers.
 //!
-//! This module knows nothing of the terminal, HTTP or files. It talks to model backends through
-//! the [`stream::Provider`] trait and to tools through [`tool::AgentTool`]; everything it does is
-//! reported as [`events::AgentEvent`]s.
+//! * [`protocol`] — the contract: messages and content blocks, events, commands, the provider
+//!   stream trait, the tool trait, the host hooks, thinking levels. It depends on nothing else
+//!   in the crate; providers, tools, sessions and front ends build on it.
+//! * [`engine`] — the loop itself: runs and turns ([`engine::run`]), tool batches
+//!   ([`engine::batch`]), the long-lived [`engine::facade::Agent`] and the task that serves it
+//!   over a command channel ([`engine::task`]).
+//! * [`policy`] — the rules the loop applies to what passes through it: context conversion and
+//!   normalisation, the append-only prompt-cache log, argument validation and coercion, soft
+//!   tool requirements, placeholder results, the run summary.
+//!
+//! Nothing here knows of the terminal, HTTP or files.
 
-pub mod abort;
-pub mod append_only;
-pub mod batch;
-pub mod coerce;
-pub mod events;
-pub mod facade;
-pub mod hooks;
-pub mod normalize;
-pub mod placeholder;
-pub mod run;
+pub mod engine;
+pub mod policy;
+pub mod protocol;
+#[cfg(any(test, feature = "test-support"))]
 pub mod scripted;
-pub mod soft;
-pub mod stream;
-pub mod summary;
-pub mod thinking;
-pub mod tool;
-pub mod types;
-pub mod validate;
 
 /// Lock a mutex, taking the data even if a panicking holder poisoned it (the data here is
 /// always left consistent, and a UI must not die of a poisoned lock).

@@ -14,9 +14,11 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::lock;
-use super::stream::{EventStream, Provider, ProviderError, ProviderRequest, StreamEvent};
-use super::types::{AssistantMessage, ContentBlock, StopReason, ToolCall};
+use crate::agent::lock;
+use crate::agent::protocol::stream::{
+    EventStream, Provider, ProviderError, ProviderRequest, StreamEvent,
+};
+use crate::agent::protocol::types::{AssistantMessage, ContentBlock, StopReason, ToolCall};
 
 /// One step of a scripted response.
 #[derive(Clone, Debug)]
@@ -244,7 +246,7 @@ pub mod reply {
         pieces: &[&str],
         calls: &[ToolCall],
         reason: StopReason,
-        details: Option<crate::agent::types::StopDetails>,
+        details: Option<crate::agent::protocol::types::StopDetails>,
     ) -> Script {
         let (mut steps, mut message) = open(pieces, calls);
         message.stop_reason = reason;
@@ -269,7 +271,7 @@ pub mod reply {
         }
         message.stop_reason = StopReason::Error;
         message.error_message = Some(error_message.to_string());
-        message.transient = Some(crate::agent::types::TransientError { retry_after_ms });
+        message.transient = Some(crate::agent::protocol::types::TransientError { retry_after_ms });
         steps.push(Step::Event(StreamEvent::Error {
             reason: StopReason::Error,
             error: Box::new(message),
@@ -293,7 +295,7 @@ pub mod reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::stream::{LlmContext, Model, StreamOptions};
+    use crate::agent::protocol::stream::{LlmContext, Model, StreamOptions};
 
     fn request() -> ProviderRequest {
         ProviderRequest {

@@ -14,10 +14,10 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Cli, OutputMode, select, text_or_file};
-use crate::agent::events::AgentEvent;
-use crate::agent::facade::{Agent, AgentSettings};
-use crate::agent::hooks::RetryPolicy;
-use crate::agent::types::{AgentMessage, StopReason, now_ms};
+use crate::agent::engine::config::RetryPolicy;
+use crate::agent::engine::facade::{Agent, AgentSettings};
+use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
 use crate::config::{self, Config, context};
 use crate::provider::catalog::{Catalog, format_model_table};
 use crate::provider::{EnvLookup, Providers, process_env};
@@ -200,7 +200,7 @@ pub async fn close_session(task: Option<crate::session::RecorderTask>) {
 pub fn active_tools(
     cli: &Cli,
     limits: crate::tools::ToolLimits,
-) -> Result<Vec<Arc<dyn crate::agent::tool::AgentTool>>, String> {
+) -> Result<Vec<Arc<dyn crate::agent::protocol::tool::AgentTool>>, String> {
     let names: Vec<String> = if cli.no_tools {
         Vec::new()
     } else {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Cli;
-use crate::agent::thinking::ThinkingLevel;
+use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::config::Config;
 use crate::provider::EnvLookup;
 use crate::provider::catalog::{Catalog, ModelInfo};

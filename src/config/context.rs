@@ -140,7 +140,7 @@ pub fn build(parts: &PromptParts) -> String {
 
 /// Today's date as `YYYY-MM-DD` (UTC).
 pub fn today() -> String {
-    let days = crate::agent::types::now_ms() / 86_400_000;
+    let days = crate::agent::protocol::types::now_ms() / 86_400_000;
     // Civil-from-days (Howard Hinnant).
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -177,8 +177,8 @@ const TOP_KEYS: &[&str] = &[
 pub fn queue_mode(
     value: Option<&str>,
     key: &str,
-) -> Result<crate::agent::facade::QueueMode, String> {
-    use crate::agent::facade::QueueMode;
+) -> Result<crate::agent::engine::facade::QueueMode, String> {
+    use crate::agent::engine::facade::QueueMode;
     match value.map(str::trim) {
         None | Some("one-at-a-time") => Ok(QueueMode::OneAtATime),
         Some("all") => Ok(QueueMode::All),
@@ -427,7 +427,7 @@ mod tests {
         let d = std::env::temp_dir().join(format!(
             "pi-config-test-{}-{}",
             std::process::id(),
-            crate::agent::types::now_ms() + rand_suffix()
+            crate::agent::protocol::types::now_ms() + rand_suffix()
         ));
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn queue_modes_parse() {
-        use crate::agent::facade::QueueMode;
+        use crate::agent::engine::facade::QueueMode;
         assert_eq!(queue_mode(None, "k").unwrap(), QueueMode::OneAtATime);
         assert_eq!(queue_mode(Some("all"), "k").unwrap(), QueueMode::All);
         assert!(

@@ -32,13 +32,13 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
-use crate::agent::stream::{ProviderRequest, ToolChoice, ToolSpec};
-use crate::agent::thinking::Effort;
-use crate::agent::types::{
+use crate::agent::policy::validate::PARSE_ERROR_KEY;
+use crate::agent::protocol::stream::{ProviderRequest, ToolChoice, ToolSpec};
+use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, STOP_PAUSE_TURN, STOP_REFUSAL,
     StopDetails, StopReason, ToolResultMessage, TransientError, UserContent,
 };
-use crate::agent::validate::PARSE_ERROR_KEY;
 
 /// The `anthropic-version` header every request carries.
 pub const API_VERSION: &str = "2023-06-01";
@@ -631,8 +631,8 @@ impl WireDecoder for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::stream::{LlmContext, Model, StreamOptions};
-    use crate::agent::types::{ThinkingContent, ToolCall, UserMessage};
+    use crate::agent::protocol::stream::{LlmContext, Model, StreamOptions};
+    use crate::agent::protocol::types::{ThinkingContent, ToolCall, UserMessage};
     use crate::provider::catalog::Catalog;
 
     fn sonnet() -> ModelInfo {

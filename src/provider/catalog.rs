@@ -9,8 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::stream::Model;
-use crate::agent::types::{Cost, Usage};
+use crate::agent::protocol::stream::Model;
+use crate::agent::protocol::types::{Cost, Usage};
 
 /// The wire protocol of a provider.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::catalog::ModelInfo;
-use crate::agent::stream::StreamEvent;
-use crate::agent::types::{
+use crate::agent::policy::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
+use crate::agent::protocol::stream::StreamEvent;
+use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, StopDetails, StopReason, TextContent, ThinkingContent,
     ToolCall, TransientError, Usage, empty_object, now_ms,
 };
-use crate::agent::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -188,7 +188,7 @@ impl MessageStream {
         self.start();
         let index = self.message.content.len();
         self.message.content.push(ContentBlock::RedactedThinking(
-            crate::agent::types::RedactedThinkingContent {
+            crate::agent::protocol::types::RedactedThinkingContent {
                 data: data.to_string(),
             },
         ));
@@ -342,8 +342,8 @@ impl MessageStream {
         self.finished = true;
         // A refusal is an error stop, kept in the transcript but never replayed.
         let refusal = details.as_ref().is_some_and(|d| {
-            d.kind == crate::agent::types::STOP_REFUSAL
-                || d.kind == crate::agent::types::STOP_SENSITIVE
+            d.kind == crate::agent::protocol::types::STOP_REFUSAL
+                || d.kind == crate::agent::protocol::types::STOP_SENSITIVE
         });
         self.message.stop_reason = if refusal { StopReason::Error } else { reason };
         self.message.stop_details = details;
@@ -527,7 +527,7 @@ mod tests {
         s.finish(
             StopReason::Stop,
             Some(StopDetails {
-                kind: crate::agent::types::STOP_REFUSAL.into(),
+                kind: crate::agent::protocol::types::STOP_REFUSAL.into(),
                 ..Default::default()
             }),
         );

@@ -18,8 +18,8 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseParser;
 use super::wire::{HttpRequest, WireApi};
-use crate::agent::stream::{EventStream, ProviderError, StreamEvent};
-use crate::agent::types::TransientError;
+use crate::agent::protocol::stream::{EventStream, ProviderError, StreamEvent};
+use crate::agent::protocol::types::TransientError;
 
 /// Whether a status is worth retrying.
 pub fn is_transient_status(status: u16) -> bool {

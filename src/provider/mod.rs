@@ -24,7 +24,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::stream::{EventStream, Provider, ProviderRequest, StreamEvent};
+use crate::agent::protocol::stream::{EventStream, Provider, ProviderRequest, StreamEvent};
 use catalog::{Api, Catalog, ModelInfo};
 use emit::MessageStream;
 use http::HttpSettings;

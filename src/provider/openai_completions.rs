@@ -17,12 +17,12 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
-use crate::agent::stream::{ProviderRequest, ToolChoice};
-use crate::agent::thinking::Effort;
-use crate::agent::types::{
+use crate::agent::policy::validate::PARSE_ERROR_KEY;
+use crate::agent::protocol::stream::{ProviderRequest, ToolChoice};
+use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::{
     ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
 };
-use crate::agent::validate::PARSE_ERROR_KEY;
 
 pub struct ChatCompletions;
 
@@ -461,8 +461,10 @@ impl WireDecoder for Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::stream::{LlmContext, ProviderRequest, StreamOptions, ToolSpec};
-    use crate::agent::types::{AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+    use crate::agent::protocol::stream::{LlmContext, ProviderRequest, StreamOptions, ToolSpec};
+    use crate::agent::protocol::types::{
+        AssistantMessage, ToolCall, ToolResultMessage, UserMessage,
+    };
     use crate::provider::catalog::Catalog;
     use std::sync::Arc;
 
@@ -472,7 +474,11 @@ mod tests {
 
     fn request(messages: Vec<Message>) -> ProviderRequest {
         ProviderRequest {
-            model: crate::agent::stream::Model::new("ollama", "openai-completions", "qwen"),
+            model: crate::agent::protocol::stream::Model::new(
+                "ollama",
+                "openai-completions",
+                "qwen",
+            ),
             context: LlmContext {
                 system_prompt: vec!["be brief".into()],
                 messages: Arc::new(messages.into_iter().map(Arc::new).collect()),

@@ -30,9 +30,9 @@ use super::catalog::{Api, ModelInfo};
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
-use crate::agent::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
-use crate::agent::thinking::Effort;
-use crate::agent::types::{
+use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
+use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, STOP_REFUSAL, StopDetails, StopReason,
     ThinkingContent, ToolResultMessage, TransientError, UserContent,
 };

@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
-use crate::agent::stream::ProviderRequest;
+use crate::agent::protocol::stream::ProviderRequest;
 
 /// A request ready to send.
 #[derive(Clone, Debug, PartialEq)]

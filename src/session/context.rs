@@ -21,9 +21,11 @@ use serde_json::Value;
 use super::entry::{EntryKind, SessionEntry};
 use super::load::Session;
 use super::time::ms_from_iso;
-use crate::agent::placeholder::{PlaceholderReason, placeholder_result};
-use crate::agent::thinking::ThinkingLevel;
-use crate::agent::types::{AgentMessage, CustomMessage, ToolCall, UserContent, UserMessage};
+use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::{
+    AgentMessage, CustomMessage, ToolCall, UserContent, UserMessage,
+};
 
 /// Label of the placeholder result given to a tool call that has no result in the file.
 pub const UNFINISHED_TOOL_LABEL: &str = "the session ended before this tool finished";

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::fast_message::{FastMessage, read_user_content};
 use super::time::iso_from_ms;
-use crate::agent::types::{AgentMessage, UserContent};
+use crate::agent::protocol::types::{AgentMessage, UserContent};
 
 /// The format version this crate writes.
 pub const CURRENT_VERSION: u32 = 3;

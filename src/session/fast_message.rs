@@ -19,7 +19,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::agent::types::{
+use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Attribution, ContentBlock, CustomMessage, DeveloperMessage,
     ImageContent, Message, RedactedThinkingContent, StopDetails, StopReason, TextContent,
     ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
@@ -288,7 +288,7 @@ pub(crate) fn read_user_content<'de, D: Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::{Cost, StopDetails};
+    use crate::agent::protocol::types::{Cost, StopDetails};
     use serde_json::json;
 
     fn both(v: &Value) -> (AgentMessage, AgentMessage) {

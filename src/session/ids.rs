@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::agent::types::now_ms;
+use crate::agent::protocol::types::now_ms;
 
 /// 64 random bits.
 pub fn random_u64() -> u64 {

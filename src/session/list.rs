@@ -19,7 +19,7 @@ use super::entry::{EntryKind, ParsedLine, SessionHeader, parse_line};
 use super::error::SessionError;
 use super::ids::looks_like_uuid;
 use super::paths::{SessionPaths, id_from_file_name};
-use crate::agent::types::UserContent;
+use crate::agent::protocol::types::UserContent;
 
 /// Bytes read from the start of each file. Small on purpose: on a cold cache the kernel reads
 /// ahead several times what is asked for at the start of a file, and that dominated listing.

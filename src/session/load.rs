@@ -25,7 +25,7 @@ use super::error::{LoadWarning, SessionError};
 use super::ids::{entry_id, looks_like_uuid, uuid_v7};
 use super::paths::id_from_file_name;
 use super::time::iso_now;
-use crate::agent::types::{AgentMessage, CustomMessage};
+use crate::agent::protocol::types::{AgentMessage, CustomMessage};
 
 /// A loaded session: header, every entry in file order, and an id index.
 #[derive(Clone, Debug)]

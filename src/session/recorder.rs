@@ -31,9 +31,9 @@ use super::ids::{IdSet, uuid_v7};
 use super::load::Session;
 use super::paths::session_file_name;
 use super::time::iso_now;
-use crate::agent::events::AgentEvent;
-use crate::agent::thinking::ThinkingLevel;
-use crate::agent::types::AgentMessage;
+use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::AgentMessage;
 
 /// Receives write failures as they happen.
 pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;

@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::recorder::SessionRecorder;
-use crate::agent::events::AgentEvent;
-use crate::agent::facade::Agent;
+use crate::agent::engine::facade::Agent;
+use crate::agent::protocol::events::AgentEvent;
 
 type Change = Box<dyn FnOnce(&mut SessionRecorder) + Send>;
 

@@ -5,7 +5,7 @@
 //! milliseconds (that is the agent's own unit). Formatting and parsing are done here by hand
 //! (days-from-civil arithmetic) so the crate needs no date library.
 
-use crate::agent::types::now_ms;
+use crate::agent::protocol::types::now_ms;
 
 /// Days since 1970-01-01 → (year, month 1..=12, day 1..=31), proleptic Gregorian.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {

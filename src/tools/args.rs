@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::agent::tool::ToolError;
+use crate::agent::protocol::tool::ToolError;
 
 /// A view of one call's argument object.
 pub struct Args<'a> {

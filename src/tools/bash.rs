@@ -40,7 +40,7 @@ use super::context::ToolContext;
 use super::fsutil::random_hex;
 use super::process::{GroupGuard, ProcessGroup, Signal};
 use super::truncate::{ToolLimits, Truncation, format_size, limit_size, truncate_tail};
-use crate::agent::tool::{
+use crate::agent::protocol::tool::{
     AgentTool, Concurrency, ProgressSink, ToolError, ToolInvocation, ToolOutput,
 };
 

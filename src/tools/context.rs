@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
 use super::truncate::ToolLimits;
-use crate::agent::tool::ToolError;
+use crate::agent::protocol::tool::ToolError;
 
 /// How long a killed command's process group gets between SIGTERM and SIGKILL.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);

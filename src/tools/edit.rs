@@ -26,7 +26,7 @@ use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::diff::{numbered_diff, unified_patch};
 use super::fsutil::{describe_io_error, write_atomic};
 use super::fuzzy::{Normalized, normalize, normalize_plain};
-use crate::agent::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
+use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
 const BOM: &str = "\u{FEFF}";
 /// Largest file `edit` takes on (it holds the file and its new version in memory).

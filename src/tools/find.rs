@@ -23,7 +23,7 @@ use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use super::walk;
-use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
+use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Results returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 1000;

@@ -31,7 +31,7 @@ use super::args::Args;
 use super::context::{ToolContext, run_blocking};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head, truncate_line};
 use super::walk;
-use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
+use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Matches returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 100;

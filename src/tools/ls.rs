@@ -16,7 +16,7 @@ use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::describe_io_error;
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
-use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
+use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
 /// Entries returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 500;

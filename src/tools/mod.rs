@@ -23,7 +23,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::agent::tool::AgentTool;
+use crate::agent::protocol::tool::AgentTool;
 
 pub mod args;
 pub mod bash;

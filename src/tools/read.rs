@@ -31,8 +31,8 @@ use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::{describe_io_error, looks_binary, sniff_image};
 use super::truncate::{ToolLimits, format_size, limit_size};
-use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
-use crate::agent::types::{ContentBlock, ImageContent};
+use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
+use crate::agent::protocol::types::{ContentBlock, ImageContent};
 
 /// How many leading bytes are sniffed for image signatures and NUL bytes.
 const SNIFF_BYTES: usize = 8192;

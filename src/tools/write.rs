@@ -14,7 +14,7 @@ use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::{describe_io_error, write_atomic, write_target};
 use super::truncate::format_size;
-use crate::agent::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
+use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
 const DESCRIPTION: &str = "Write `content` to a file, creating it (and any missing parent \
 folders) or replacing everything in it. For changes to part of an existing file use `edit` \

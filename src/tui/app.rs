@@ -23,9 +23,9 @@ use super::sanitize::sanitize;
 use super::sessions::{SessionHost, SessionPicker};
 use super::slash;
 use super::transcript::Transcript;
-use crate::agent::events::AgentEvent;
-use crate::agent::thinking::ThinkingLevel;
-use crate::agent::types::{AgentMessage, Message, StopReason, Usage};
+use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::{AgentMessage, Message, StopReason, Usage};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
 
@@ -657,7 +657,7 @@ impl App {
                 let path = if args.is_empty() {
                     PathBuf::from(format!(
                         "pi-session-{}.md",
-                        crate::agent::types::now_ms() / 1000
+                        crate::agent::protocol::types::now_ms() / 1000
                     ))
                 } else {
                     PathBuf::from(args)
@@ -900,12 +900,14 @@ impl App {
     }
 }
 
-fn output_text(content: &[crate::agent::types::ContentBlock]) -> String {
+fn output_text(content: &[crate::agent::protocol::types::ContentBlock]) -> String {
     content
         .iter()
         .filter_map(|b| match b {
-            crate::agent::types::ContentBlock::Text(t) => Some(t.text.clone()),
-            crate::agent::types::ContentBlock::Image(i) => Some(format!("[image {}]", i.mime_type)),
+            crate::agent::protocol::types::ContentBlock::Text(t) => Some(t.text.clone()),
+            crate::agent::protocol::types::ContentBlock::Image(i) => {
+                Some(format!("[image {}]", i.mime_type))
+            }
             _ => None,
         })
         .collect::<Vec<_>>()

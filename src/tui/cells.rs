@@ -25,8 +25,8 @@ use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::{wrap_all, wrap_line};
-use crate::agent::stream::MessageBuilder;
-use crate::agent::types::{AssistantMessage, ContentBlock};
+use crate::agent::protocol::stream::MessageBuilder;
+use crate::agent::protocol::types::{AssistantMessage, ContentBlock};
 
 /// Braille spinner frames.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];

@@ -46,8 +46,8 @@ use ratatui::backend::{Backend, CrosstermBackend};
 use app::{App, Effect, Place};
 use frame::FrameScheduler;
 
-use crate::agent::events::AgentEvent;
-use crate::agent::facade::Agent;
+use crate::agent::engine::facade::Agent;
+use crate::agent::protocol::events::AgentEvent;
 use crate::cli::Cli;
 
 /// The current branch from `.git/HEAD` (following a worktree's `gitdir:` file), if any.

@@ -1,13 +1,13 @@
 //! The UI's view of the agent: the few commands it sends, as a trait.
 //!
-//! The real implementation is [`crate::agent::facade::Agent`], whose runs already live on
+//! The real implementation is [`crate::agent::engine::facade::Agent`], whose runs already live on
 //! their own tokio task: every method here only takes a short lock and returns, so nothing the
 //! agent or a tool does can block a keypress. Tests implement the trait with a recorder and
 //! feed `AgentEvent`s by hand, so the app can be driven without a model.
 
-use crate::agent::facade::Agent;
-use crate::agent::thinking::ThinkingLevel;
-use crate::agent::types::{AgentMessage, Message, UserContent};
+use crate::agent::engine::facade::Agent;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::{AgentMessage, Message, UserContent};
 use crate::provider::catalog::ModelInfo;
 
 pub trait AgentPort {

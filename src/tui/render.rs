@@ -19,7 +19,7 @@ use super::cells::SPINNER;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::width as text_width;
-use crate::agent::thinking::ThinkingLevel;
+use crate::agent::protocol::thinking::ThinkingLevel;
 
 /// 999, 1.2k, 45k, 1.3M.
 pub fn tokens(n: u64) -> String {

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::agent::thinking::ThinkingLevel;
-use crate::agent::types::AgentMessage;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::AgentMessage;
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::session::{ListScope, SessionInfo, SessionPaths, SessionRecorder, StartFrom};
 

@@ -19,11 +19,11 @@ use super::port::AgentPort;
 use super::render;
 use super::sessions::{Resumed, SessionHost};
 use super::transcript::{Scroll, Transcript};
-use crate::agent::events::AgentEvent;
-use crate::agent::stream::StreamEvent;
-use crate::agent::thinking::ThinkingLevel;
-use crate::agent::tool::ToolOutput;
-use crate::agent::types::{
+use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::stream::StreamEvent;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::tool::ToolOutput;
+use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
     ToolResultMessage, Usage,
 };

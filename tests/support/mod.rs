@@ -9,15 +9,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pi::agent::abort::AbortSignal;
-use pi::agent::events::{AgentEvent, EventSink};
-use pi::agent::hooks::{Injected, LoopConfig, LoopHooks, NoHooks};
-use pi::agent::run::{RunFailure, RunOutcome, run_prompt};
+use pi::agent::engine::config::LoopConfig;
+use pi::agent::engine::run::{RunFailure, RunOutcome, run_prompt};
+use pi::agent::policy::soft::SoftState;
+use pi::agent::protocol::abort::AbortSignal;
+use pi::agent::protocol::events::{AgentEvent, EventSink};
+use pi::agent::protocol::hooks::{Injected, LoopHooks, NoHooks};
+use pi::agent::protocol::stream::Model;
+use pi::agent::protocol::tool::{
+    AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput, ToolSet,
+};
+use pi::agent::protocol::types::AgentMessage;
 use pi::agent::scripted::{Script, ScriptedProvider};
-use pi::agent::soft::SoftState;
-use pi::agent::stream::Model;
-use pi::agent::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput, ToolSet};
-use pi::agent::types::AgentMessage;
 use serde_json::{Value, json};
 
 /// Records every event.
@@ -274,9 +277,9 @@ pub fn http_providers(server: &server::TestServer, provider: &str) -> pi::provid
 
 /// Run one provider request to its end and collect the events.
 pub async fn collect(
-    provider: &dyn pi::agent::stream::Provider,
-    request: pi::agent::stream::ProviderRequest,
-) -> Vec<pi::agent::stream::StreamEvent> {
+    provider: &dyn pi::agent::protocol::stream::Provider,
+    request: pi::agent::protocol::stream::ProviderRequest,
+) -> Vec<pi::agent::protocol::stream::StreamEvent> {
     use futures::StreamExt;
     let stream = provider.stream(request, tokio_util::sync::CancellationToken::new());
     stream.filter_map(|r| async move { r.ok() }).collect().await

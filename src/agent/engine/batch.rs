@@ -17,26 +17,27 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::abort::{AbortReason, AbortSignal};
-use super::coerce::{coerce_output, sanitize_text};
-use super::events::{AgentEvent, EventSink};
-use super::hooks::{
-    AfterToolCallInfo, BeforeToolCall, InterruptMode, LoopHooks, SteeringPeek, SteeringSource,
-};
-use super::lock;
-use super::normalize::INTENT_FIELD;
-use super::placeholder::{
+use crate::agent::lock;
+use crate::agent::policy::coerce::{coerce_output, sanitize_text};
+use crate::agent::policy::normalize::INTENT_FIELD;
+use crate::agent::policy::placeholder::{
     BLOCKED_TEXT, interrupt_skip_details, interrupt_skip_text, not_run_aborted_text,
 };
-use super::summary::{RunCollector, ToolStatus};
-use super::tool::{
+use crate::agent::policy::summary::RunCollector;
+use crate::agent::policy::validate::{PARSE_ERROR_KEY, strip_sentinels, validate_arguments};
+use crate::agent::protocol::abort::{AbortReason, AbortSignal};
+use crate::agent::protocol::events::{AgentEvent, EventSink};
+use crate::agent::protocol::hooks::{
+    AfterToolCallInfo, BeforeToolCall, InterruptMode, LoopHooks, SteeringPeek, SteeringSource,
+};
+use crate::agent::protocol::summary::ToolStatus;
+use crate::agent::protocol::tool::{
     Concurrency, IntentMode, ProgressSink, RegisteredTool, ToolCallContext, ToolInvocation,
     ToolOutput, ToolSet,
 };
-use super::types::{
+use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, ToolCall, ToolResultMessage, now_ms,
 };
-use super::validate::{PARSE_ERROR_KEY, strip_sentinels, validate_arguments};
 
 /// How often a running batch looks at the steering queue when nobody notifies it.
 pub const STEERING_POLL: Duration = Duration::from_millis(250);

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::thinking::Effort;
-use super::types::{
+use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, RedactedThinkingContent, StopReason,
     TextContent, ThinkingContent, ToolCall, empty_object,
 };

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::stream::{Model, ToolSpec};
-use super::tool::{AgentTool, IntentMode, ToolExample, ToolSet};
-use super::types::{AgentMessage, ContentBlock, Message};
+use crate::agent::protocol::stream::{Model, ToolSpec};
+use crate::agent::protocol::tool::{AgentTool, IntentMode, ToolExample, ToolSet};
+use crate::agent::protocol::types::{AgentMessage, ContentBlock, Message};
 
 /// Name of the optional argument in which the model states why it calls a tool.
 pub const INTENT_FIELD: &str = "i";
@@ -492,8 +492,8 @@ pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::tool::{ToolError, ToolInvocation, ToolOutput};
-    use crate::agent::types::{AssistantMessage, ThinkingContent, UserMessage};
+    use crate::agent::protocol::tool::{ToolError, ToolInvocation, ToolOutput};
+    use crate::agent::protocol::types::{AssistantMessage, ThinkingContent, UserMessage};
 
     /// A configurable tool for normalisation tests (also used by `append_only` tests).
     pub(crate) struct TestTool {

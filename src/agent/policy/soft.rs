@@ -5,9 +5,9 @@
 //! calls skipped and the next request forced to the tool, at most [`MAX_SOFT_ESCALATIONS`]
 //! times in a row before the run fails rather than loop forever.
 
-use super::hooks::SoftToolRequirement;
-use super::stream::ToolChoice;
-use super::types::AssistantMessage;
+use crate::agent::protocol::hooks::SoftToolRequirement;
+use crate::agent::protocol::stream::ToolChoice;
+use crate::agent::protocol::types::AssistantMessage;
 
 /// Forced turns allowed before the run gives up on a requirement.
 pub const MAX_SOFT_ESCALATIONS: u32 = 3;
@@ -75,10 +75,12 @@ pub fn escalation_error(tool_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::{ContentBlock, ToolCall, empty_object};
+    use crate::agent::protocol::types::{ContentBlock, ToolCall, empty_object};
     use std::sync::Arc;
 
-    fn req(satisfies: Option<crate::agent::hooks::ToolCallPredicate>) -> SoftToolRequirement {
+    fn req(
+        satisfies: Option<crate::agent::protocol::hooks::ToolCallPredicate>,
+    ) -> SoftToolRequirement {
         SoftToolRequirement {
             id: "r1".into(),
             tool_name: "todo".into(),

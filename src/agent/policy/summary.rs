@@ -1,179 +1,15 @@
-//! Per-run telemetry: what a run cost, what it called, and what went wrong.
+//! Per-run telemetry: the collector that fills a [`RunSummary`] and [`RunCoverage`].
 //!
 //! The loop feeds a [`RunCollector`] as it goes: one chat record per provider call (or a failed
 //! call), one tool record per executed call, and orphan tool records for calls that never ran
-//! (placeholders, skipped or aborted calls). At the end it reads two snapshots:
-//!
-//! * [`RunSummary`]: counts by stop reason and tool status, latencies, token usage, the cost
-//!   estimate (with reasons when a price was unknown) and error counts by type;
-//! * [`RunCoverage`]: which tools were offered, which were used, which were not, and which
-//!   models and providers answered.
-//!
-//! Every map is a `BTreeMap` and every list is sorted and deduplicated, so the JSON is stable.
+//! (placeholders, skipped or aborted calls). At the end it reads the two snapshots.
 //! [`aggregate_summaries`] and [`aggregate_coverage`] fold several runs into one. Counters
 //! saturate instead of overflowing; nothing here panics.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
-use super::types::{StopReason, Usage};
-
-/// Provider calls of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ChatStats {
-    pub total: u64,
-    /// Calls per stop reason (`stop`, `toolUse`, `error`, ...).
-    pub by_stop_reason: BTreeMap<String, u64>,
-    pub total_latency_ms: u64,
-}
-
-/// Tool calls by how they ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ToolCounts {
-    pub total: u64,
-    pub ok: u64,
-    pub error: u64,
-    pub skipped: u64,
-    pub blocked: u64,
-    pub timeout: u64,
-    pub aborted: u64,
-    pub total_latency_ms: u64,
-}
-
-impl ToolCounts {
-    fn record(&mut self, status: ToolStatus, latency_ms: u64) {
-        self.total = self.total.saturating_add(1);
-        let slot = match status {
-            ToolStatus::Ok => &mut self.ok,
-            ToolStatus::Error => &mut self.error,
-            ToolStatus::Skipped => &mut self.skipped,
-            ToolStatus::Blocked => &mut self.blocked,
-            ToolStatus::Timeout => &mut self.timeout,
-            ToolStatus::Aborted => &mut self.aborted,
-        };
-        *slot = slot.saturating_add(1);
-        self.total_latency_ms = self.total_latency_ms.saturating_add(latency_ms);
-    }
-
-    fn merge(&mut self, other: &ToolCounts) {
-        self.total = self.total.saturating_add(other.total);
-        self.ok = self.ok.saturating_add(other.ok);
-        self.error = self.error.saturating_add(other.error);
-        self.skipped = self.skipped.saturating_add(other.skipped);
-        self.blocked = self.blocked.saturating_add(other.blocked);
-        self.timeout = self.timeout.saturating_add(other.timeout);
-        self.aborted = self.aborted.saturating_add(other.aborted);
-        self.total_latency_ms = self.total_latency_ms.saturating_add(other.total_latency_ms);
-    }
-}
-
-/// Tool calls of a run: the totals, and the same counters per tool name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ToolStats {
-    #[serde(flatten)]
-    pub totals: ToolCounts,
-    pub by_name: BTreeMap<String, ToolCounts>,
-}
-
-/// Token usage of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct UsageStats {
-    /// Everything the model read: fresh input plus cache reads plus cache writes.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Input served from the prompt cache (part of `input_tokens`).
-    pub cached_input_tokens: u64,
-    /// Input written to the prompt cache (part of `input_tokens`).
-    pub cache_write_tokens: u64,
-    /// Reasoning tokens (part of `output_tokens`).
-    pub reasoning_output_tokens: u64,
-    /// The provider's total, or input + output when it gave none.
-    pub total_tokens: u64,
-}
-
-/// The cost estimate of a run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct CostStats {
-    pub estimated_usd: f64,
-    /// Why some calls are missing from the estimate (sorted, deduplicated).
-    pub unavailable_reasons: Vec<String>,
-}
-
-/// Errors of a run, by type (chat stop reasons, error class names, `tool_*` statuses).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ErrorStats {
-    pub total: u64,
-    pub by_type: BTreeMap<String, u64>,
-}
-
-/// Everything a run did, in numbers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct RunSummary {
-    pub chats: ChatStats,
-    pub tools: ToolStats,
-    pub usage: UsageStats,
-    pub cost: CostStats,
-    pub errors: ErrorStats,
-    /// Provider calls made (successful or not).
-    pub step_count: u32,
-}
-
-/// Which tools and models a run touched. Every list is sorted and deduplicated.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct RunCoverage {
-    pub tools_available: Vec<String>,
-    pub tools_invoked: Vec<String>,
-    /// Available but never invoked.
-    pub tools_unused: Vec<String>,
-    pub models_used: Vec<String>,
-    pub providers_used: Vec<String>,
-}
-
-/// How a tool call ended, for the summary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolStatus {
-    Ok,
-    Error,
-    Skipped,
-    Blocked,
-    Timeout,
-    Aborted,
-}
-
-impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Ok => "ok",
-            ToolStatus::Error => "error",
-            ToolStatus::Skipped => "skipped",
-            ToolStatus::Blocked => "blocked",
-            ToolStatus::Timeout => "timeout",
-            ToolStatus::Aborted => "aborted",
-        }
-    }
-
-    /// The error type recorded for this status when no more specific one is known.
-    pub fn default_error_type(self) -> Option<&'static str> {
-        match self {
-            ToolStatus::Ok => None,
-            ToolStatus::Error => Some("tool_error"),
-            ToolStatus::Skipped => Some("tool_skipped"),
-            ToolStatus::Blocked => Some("tool_blocked"),
-            ToolStatus::Timeout => Some("tool_timeout"),
-            ToolStatus::Aborted => Some("tool_aborted"),
-        }
-    }
-}
+use crate::agent::protocol::summary::{RunCoverage, RunSummary, ToolCounts, ToolStatus};
+use crate::agent::protocol::types::{StopReason, Usage};
 
 fn bump(map: &mut BTreeMap<String, u64>, key: &str, n: u64) {
     match map.get_mut(key) {
@@ -440,7 +276,7 @@ pub fn aggregate_coverage(coverages: &[RunCoverage]) -> RunCoverage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::Cost;
+    use crate::agent::protocol::types::Cost;
     use serde_json::json;
 
     fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64, cost: f64) -> Usage {

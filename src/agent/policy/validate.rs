@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::tool::RegisteredTool;
+use crate::agent::protocol::tool::RegisteredTool;
 
 /// Key a provider puts in the arguments when the model's JSON did not parse.
 pub const PARSE_ERROR_KEY: &str = "__parseError";
@@ -647,7 +647,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
+    use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
     struct SchemaTool {
         schema: Value,

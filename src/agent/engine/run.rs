@@ -19,26 +19,28 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
-use super::abort::{AbortReason, AbortSignal, DEADLINE_TEXT};
-use super::batch::{BatchEnv, PreparedCall, execute_batch, prepare_calls};
-use super::events::{AgentEvent, EventSink, emit_synthetic_result};
-use super::hooks::{
-    AsideEntry, GateDecision, Injected, LoopConfig, LoopHooks, SoftToolRequirement, ToolDirective,
-    TurnEndInfo,
-};
-use super::normalize::{
+use crate::agent::engine::answer::emit_synthetic_result;
+use crate::agent::engine::batch::{BatchEnv, PreparedCall, execute_batch, prepare_calls};
+use crate::agent::engine::config::LoopConfig;
+use crate::agent::policy::normalize::{
     ToolNormalizeOptions, default_convert_to_llm, normalize_messages_for_provider, normalize_tools,
 };
-use super::placeholder::{PlaceholderReason, placeholder_result, soft_skip_label};
-use super::soft::{SoftState, escalation_error, hard_choice_blocks, is_compliant};
-use super::stream::{
+use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result, soft_skip_label};
+use crate::agent::policy::soft::{SoftState, escalation_error, hard_choice_blocks, is_compliant};
+use crate::agent::policy::summary::RunCollector;
+use crate::agent::protocol::abort::{AbortReason, AbortSignal, DEADLINE_TEXT};
+use crate::agent::protocol::events::{AgentEvent, EventSink};
+use crate::agent::protocol::hooks::{
+    AsideEntry, GateDecision, Injected, LoopHooks, SoftToolRequirement, ToolDirective, TurnEndInfo,
+};
+use crate::agent::protocol::stream::{
     LlmContext, MessageBuilder, Model, ProviderRequest, StreamEvent, StreamOptions, ToolChoice,
     ToolSpec,
 };
-use super::summary::{RunCollector, ToolStatus};
-use super::thinking::Effort;
-use super::tool::ToolSet;
-use super::types::{
+use crate::agent::protocol::summary::ToolStatus;
+use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::tool::ToolSet;
+use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Message, STOP_PAUSE_TURN, STOP_REFUSAL, STOP_SENSITIVE,
     STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason, ToolCall, ToolResultMessage,
 };
@@ -653,7 +655,7 @@ impl Run {
             .rev()
             .find_map(|m| m.as_assistant())
             .and_then(|a| a.tool_calls().find(|c| c.id == id))
-            .map(|c| super::validate::strip_sentinels(&c.arguments))
+            .map(|c| crate::agent::policy::validate::strip_sentinels(&c.arguments))
             .unwrap_or_default()
     }
 
@@ -720,7 +722,7 @@ impl Run {
         {
             return Ok(None);
         }
-        if self.soft.escalations >= super::soft::MAX_SOFT_ESCALATIONS {
+        if self.soft.escalations >= crate::agent::policy::soft::MAX_SOFT_ESCALATIONS {
             return Err(LoopError::new(escalation_error(&req.tool_name)));
         }
         self.soft.forced = Some(ToolChoice::Tool(req.tool_name.clone()));
@@ -846,7 +848,7 @@ impl Run {
                 if started_emitted {
                     // Show the failed attempt, but keep it out of what the model sees.
                     message.stop_details = Some(StopDetails {
-                        kind: super::types::STOP_RETRIED.to_string(),
+                        kind: crate::agent::protocol::types::STOP_RETRIED.to_string(),
                         category: None,
                         explanation: message.error_message.clone(),
                     });
@@ -1068,7 +1070,7 @@ impl Run {
 pub fn retain_completed_tool_calls(message: &mut AssistantMessage, completed: &[String]) {
     let before = message.content.len();
     message.content.retain(|b| match b {
-        super::types::ContentBlock::ToolCall(c) => completed.contains(&c.id),
+        crate::agent::protocol::types::ContentBlock::ToolCall(c) => completed.contains(&c.id),
         _ => true,
     });
     if message.content.len() == before {

@@ -20,8 +20,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::tool::ToolOutput;
-use super::types::{ContentBlock, ImageContent, TextContent, empty_object};
+use crate::agent::protocol::tool::ToolOutput;
+use crate::agent::protocol::types::{ContentBlock, ImageContent, TextContent, empty_object};
 
 /// Text shown when an error result has nothing to say.
 pub const EMPTY_ERROR_TEXT: &str = "Tool failed without any output.";
@@ -313,7 +313,7 @@ fn block_from_value(value: Value) -> Option<ContentBlock> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::{RedactedThinkingContent, ThinkingContent, ToolCall};
+    use crate::agent::protocol::types::{RedactedThinkingContent, ThinkingContent, ToolCall};
     use serde_json::json;
 
     fn texts(o: &ToolOutput) -> Vec<&str> {

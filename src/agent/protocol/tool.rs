@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::types::{ContentBlock, empty_object};
+use crate::agent::protocol::types::{ContentBlock, empty_object};
 
 /// How a call may overlap with the other calls of its batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

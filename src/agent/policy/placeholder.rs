@@ -8,8 +8,8 @@
 
 use serde_json::{Value, json};
 
-use super::hooks::SteeringSource;
-use super::types::{ContentBlock, ToolCall, ToolResultMessage, now_ms};
+use crate::agent::protocol::hooks::SteeringSource;
+use crate::agent::protocol::types::{ContentBlock, ToolCall, ToolResultMessage, now_ms};
 
 /// Why a call was answered with a placeholder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub const BLOCKED_TEXT: &str = "This tool call was blocked before it ran.";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::empty_object;
+    use crate::agent::protocol::types::empty_object;
 
     fn call() -> ToolCall {
         ToolCall {

@@ -19,10 +19,12 @@ use std::io;
 
 use serde::Serialize;
 
-use super::normalize::{ToolNormalizeOptions, intent_allowed_by_env, normalize_tools_with};
-use super::stream::{LlmContext, ToolSpec};
-use super::tool::ToolSet;
-use super::types::{ContentBlock, Message, UserContent};
+use crate::agent::policy::normalize::{
+    ToolNormalizeOptions, intent_allowed_by_env, normalize_tools_with,
+};
+use crate::agent::protocol::stream::{LlmContext, ToolSpec};
+use crate::agent::protocol::tool::ToolSet;
+use crate::agent::protocol::types::{ContentBlock, Message, UserContent};
 
 /// What [`StablePrefix::fingerprint`] reports before the first build.
 pub const UNBUILT_FINGERPRINT: &str = "<unbuilt>";
@@ -492,9 +494,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::normalize::tests::TestTool;
-    use crate::agent::tool::ToolExample;
-    use crate::agent::types::{
+    use crate::agent::policy::normalize::tests::TestTool;
+    use crate::agent::protocol::tool::ToolExample;
+    use crate::agent::protocol::types::{
         AssistantMessage, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
     };
 
@@ -795,7 +797,7 @@ mod tests {
         );
 
         // Different roles with the same content differ.
-        let developer = Message::Developer(crate::agent::types::DeveloperMessage {
+        let developer = Message::Developer(crate::agent::protocol::types::DeveloperMessage {
             content: UserContent::Text("x".into()),
             attribution: None,
             timestamp: 1,

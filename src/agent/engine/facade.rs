@@ -16,21 +16,25 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::abort::{AbortReason, AbortSignal};
-use super::events::{AgentEvent, EventSink, emit_synthetic_result};
-use super::hooks::{
+use crate::agent::engine::answer::emit_synthetic_result;
+use crate::agent::engine::config::LoopConfig;
+use crate::agent::engine::run::{RunFailure, check_continuable, run_continue, run_prompt};
+use crate::agent::lock;
+use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
+use crate::agent::policy::soft::SoftState;
+use crate::agent::protocol::abort::{AbortReason, AbortSignal};
+use crate::agent::protocol::events::{AgentEvent, EventSink};
+use crate::agent::protocol::hooks::{
     AfterToolCallInfo, AsideEntry, BeforeToolCall, ContextRefresh, GateDecision, Injected,
-    InterruptMode, LoopConfig, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource,
-    ToolDirective, TurnEndInfo,
+    InterruptMode, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource, ToolDirective,
+    TurnEndInfo,
 };
-use super::lock;
-use super::placeholder::{PlaceholderReason, placeholder_result};
-use super::run::{RunFailure, check_continuable, run_continue, run_prompt};
-use super::soft::SoftState;
-use super::stream::{LlmContext, MessageBuilder, Model, Provider, StreamEvent, ToolChoice};
-use super::thinking::ThinkingLevel;
-use super::tool::{AgentTool, ToolSet};
-use super::types::{
+use crate::agent::protocol::stream::{
+    LlmContext, MessageBuilder, Model, Provider, StreamEvent, ToolChoice,
+};
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::tool::{AgentTool, ToolSet};
+use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Attribution, ContentBlock, Message, StopReason, ToolCall,
     UserMessage,
 };
@@ -96,7 +100,7 @@ pub struct AgentSettings {
     pub intent_tracing: bool,
     pub prune_tool_descriptions: bool,
     pub telemetry: bool,
-    pub retry: super::hooks::RetryPolicy,
+    pub retry: crate::agent::engine::config::RetryPolicy,
     pub deadline: Option<std::time::Instant>,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
@@ -120,7 +124,7 @@ impl AgentSettings {
             intent_tracing: false,
             prune_tool_descriptions: false,
             telemetry: false,
-            retry: super::hooks::RetryPolicy::default(),
+            retry: crate::agent::engine::config::RetryPolicy::default(),
             deadline: None,
             hooks: Arc::new(NoHooks),
         }
@@ -476,7 +480,9 @@ impl Agent {
             deadline: s.deadline,
             telemetry: s.telemetry,
             retry: s.retry,
-            max_repeated_tool_turns: Some(super::hooks::DEFAULT_MAX_REPEATED_TOOL_TURNS),
+            max_repeated_tool_turns: Some(
+                crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
+            ),
             append_only: None,
             hooks: Arc::new(FacadeHooks {
                 agent: self.clone(),
@@ -542,7 +548,9 @@ impl Agent {
         let mut results = Vec::new();
         for call in message.tool_calls() {
             let r = placeholder_result(call, PlaceholderReason::Error, None, Some(&text));
-            let args = Arc::new(super::validate::strip_sentinels(&call.arguments));
+            let args = Arc::new(crate::agent::policy::validate::strip_sentinels(
+                &call.arguments,
+            ));
             results.push(emit_synthetic_result(sink, r, args));
         }
         lock(&self.inner.state).error = Some(text);

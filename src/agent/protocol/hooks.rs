@@ -5,17 +5,16 @@
 //! [`LoopConfig`] holds what is fixed for one run.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::abort::AbortSignal;
-use super::stream::{LlmContext, Model, Provider, StreamEvent, ToolChoice};
-use super::thinking::Effort;
-use super::tool::{AgentTool, ToolCallContext, ToolOutput, ToolSet};
-use super::types::{AgentMessage, AssistantMessage, Message, ToolCall};
+use crate::agent::protocol::abort::AbortSignal;
+use crate::agent::protocol::stream::{LlmContext, Model, StreamEvent, ToolChoice};
+use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::tool::{AgentTool, ToolCallContext, ToolOutput, ToolSet};
+use crate::agent::protocol::types::{AgentMessage, AssistantMessage, Message, ToolCall};
 
 /// Who queued the steering message that would be taken next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,7 +140,7 @@ pub enum BeforeToolCall {
 /// Fields an `after_tool_call` hook replaces in the result.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ResultOverride {
-    pub content: Option<Vec<super::types::ContentBlock>>,
+    pub content: Option<Vec<crate::agent::protocol::types::ContentBlock>>,
     pub details: Option<Value>,
     pub is_error: Option<bool>,
     pub useless: Option<bool>,
@@ -298,101 +297,3 @@ pub trait LoopHooks: Send + Sync {
 pub struct NoHooks;
 
 impl LoopHooks for NoHooks {}
-
-/// How transient model-call failures are retried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (0 disables retrying).
-    pub max_retries: u32,
-    /// First backoff; doubled each retry, with ±25 % jitter.
-    pub base_delay: std::time::Duration,
-    /// Longest wait, also the cap on a server's `Retry-After`.
-    pub max_delay: std::time::Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            base_delay: std::time::Duration::from_secs(1),
-            max_delay: std::time::Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The wait before retry number `attempt` (1-based).
-    pub fn delay(&self, attempt: u32, retry_after_ms: Option<u64>) -> std::time::Duration {
-        if let Some(ms) = retry_after_ms {
-            return std::time::Duration::from_millis(ms).min(self.max_delay);
-        }
-        let exp = self
-            .base_delay
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-        // Jitter from the clock's low bits: enough to spread clients, no RNG needed.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let factor = 0.75 + f64::from(nanos % 1000) / 2000.0;
-        exp.mul_f64(factor).min(self.max_delay)
-    }
-}
-
-/// Default for [`LoopConfig::max_repeated_tool_turns`]: six identical tool turns in a row.
-pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
-
-/// What is fixed for one run.
-#[derive(Clone)]
-pub struct LoopConfig {
-    pub provider: Arc<dyn Provider>,
-    pub model: Model,
-    pub system_prompt: Vec<String>,
-    pub tools: Arc<ToolSet>,
-    pub reasoning: Option<Effort>,
-    pub disable_reasoning: bool,
-    /// Applied to every turn unless a directive overrides it.
-    pub tool_choice: Option<ToolChoice>,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<u64>,
-    pub session_id: Option<String>,
-    pub interrupt_mode: InterruptMode,
-    /// Add the optional `i` (intent) argument to every tool schema and strip it before execution.
-    pub intent_tracing: bool,
-    pub prune_tool_descriptions: bool,
-    pub deadline: Option<Instant>,
-    /// Collect a run summary and coverage (delivered with `agent_end`).
-    pub telemetry: bool,
-    pub retry: RetryPolicy,
-    /// Fail the run when this many turns in a row repeat the previous turn's exact tool calls.
-    pub max_repeated_tool_turns: Option<u32>,
-    /// Keep provider messages in an append-only log so the prompt cache stays warm.
-    pub append_only: Option<Arc<std::sync::Mutex<super::append_only::AppendOnlyContext>>>,
-    pub hooks: Arc<dyn LoopHooks>,
-}
-
-impl LoopConfig {
-    pub fn new(provider: Arc<dyn Provider>, model: Model) -> Self {
-        LoopConfig {
-            provider,
-            model,
-            system_prompt: Vec::new(),
-            tools: Arc::new(ToolSet::default()),
-            reasoning: None,
-            disable_reasoning: false,
-            tool_choice: None,
-            temperature: None,
-            max_tokens: None,
-            session_id: None,
-            interrupt_mode: InterruptMode::Immediate,
-            intent_tracing: false,
-            prune_tool_descriptions: false,
-            deadline: None,
-            telemetry: false,
-            retry: RetryPolicy::default(),
-            max_repeated_tool_turns: Some(DEFAULT_MAX_REPEATED_TOOL_TURNS),
-            append_only: None,
-            hooks: Arc::new(NoHooks),
-        }
-    }
-}

@@ -1,0 +1,9 @@
+//! The loop: a run's turns ([`run`]), one message's tool batch ([`batch`]), answers for calls
+//! that did not run ([`answer`]), what is fixed for a run ([`config`]), and the long-lived
+//! [`facade::Agent`] that owns the transcript and the queues.
+
+pub mod answer;
+pub mod batch;
+pub mod config;
+pub mod facade;
+pub mod run;

@@ -1,0 +1,14 @@
+//! The rules the loop applies to what passes through it.
+//!
+//! [`normalize`] (transcript → provider messages, tool schemas with the intent field),
+//! [`append_only`] (the prompt-cache-stable request log), [`validate`] and [`coerce`] (tool
+//! arguments in, tool results out), [`soft`] (soft tool requirements), [`placeholder`]
+//! (results for calls that never ran) and [`summary`] (the run collector).
+
+pub mod append_only;
+pub mod coerce;
+pub mod normalize;
+pub mod placeholder;
+pub mod soft;
+pub mod summary;
+pub mod validate;

@@ -1,0 +1,15 @@
+//! The agent's contract: what flows in and out of the loop, and the traits it calls through.
+//!
+//! Messages ([`types`]), the event stream ([`events`]), the commands a front end sends
+//! ([`command`]), the provider stream ([`stream`]), tools ([`tool`]), host hooks ([`hooks`]),
+//! abort signals ([`abort`]), thinking levels ([`thinking`]) and the run report
+//! ([`summary`]). This module depends on nothing else in the crate.
+
+pub mod abort;
+pub mod events;
+pub mod hooks;
+pub mod stream;
+pub mod summary;
+pub mod thinking;
+pub mod tool;
+pub mod types;
