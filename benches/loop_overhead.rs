@@ -120,7 +120,7 @@ async fn run_turns(provider: Arc<Replay>) -> Vec<AgentMessage> {
         sink,
     )
     .await;
-    match out {
+    match out.into_result() {
         Ok(o) => o.context,
         Err(f) => panic!("bench run failed: {}", f.error),
     }

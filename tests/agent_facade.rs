@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use pi::agent::engine::facade::{Agent, AgentError, AgentSettings, QueueMode, classify_steering};
 use pi::agent::policy::placeholder::interrupt_skip_text;
-use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::events::{AgentEvent, RunEvent};
 use pi::agent::protocol::hooks::SteeringSource;
 use pi::agent::protocol::stream::{Model, ProviderRequest, StreamEvent};
 use pi::agent::protocol::thinking::{Effort, ThinkingLevel};
@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-type Rx = UnboundedReceiver<AgentEvent>;
+type Rx = UnboundedReceiver<RunEvent>;
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -65,7 +65,8 @@ async fn until(rx: &mut Rx, k: &str) -> Vec<AgentEvent> {
         let e = tokio::time::timeout(WAIT, rx.recv())
             .await
             .unwrap_or_else(|_| panic!("timed out waiting for {k}; got {:?}", kinds(&out)))
-            .expect("event channel closed");
+            .expect("event channel closed")
+            .event;
         let done = kind(&e) == k || e.kind() == k;
         out.push(e);
         if done {
@@ -172,7 +173,7 @@ fn queue_updates(events: &[AgentEvent]) -> Vec<(Vec<String>, Vec<String>)> {
 fn drain(rx: &mut Rx) -> Vec<AgentEvent> {
     let mut out = Vec::new();
     while let Ok(e) = rx.try_recv() {
-        out.push(e);
+        out.push(e.event);
     }
     out
 }
@@ -277,7 +278,6 @@ async fn prompt_while_running_is_busy_and_wait_idle_returns_after_the_run() {
     tokio::time::timeout(WAIT, agent.wait_idle()).await.unwrap();
     let st = agent.state();
     assert!(!st.is_streaming);
-    assert!(st.stream_message.is_none());
     assert_eq!(roles(&st.messages), ["user", "assistant"]);
     assert_eq!(texts(&st.messages), ["one", "first"]);
     assert_eq!(
@@ -855,7 +855,6 @@ async fn out_of_band_failure_after_start_closes_the_run_with_an_error_turn() {
     assert!(!st.is_streaming);
     assert_eq!(roles(&st.messages), ["user", "assistant"]);
     assert_eq!(&st.messages[1], &ends[1]);
-    assert!(agent.streaming_message().is_none());
 }
 
 #[tokio::test]
@@ -941,11 +940,15 @@ async fn failure_after_a_completed_tool_call_gives_it_a_placeholder_and_drops_th
     assert_eq!(details["upstreamError"], "stream broke");
     assert_eq!(details["__synthetic"], true);
 
-    if let Some(AgentEvent::AgentEnd { messages, .. }) = events.last() {
-        assert_eq!(roles(messages), ["assistant", "toolResult"]);
-    }
+    let Some(AgentEvent::AgentEnd { messages, .. }) = events.last() else {
+        panic!("the run must end with agent_end");
+    };
+    assert_eq!(roles(messages), ["user", "assistant", "toolResult"]);
     let st = agent.state();
-    assert_eq!(roles(&st.messages), ["user", "assistant", "toolResult"]);
+    assert_eq!(
+        &st.messages, messages,
+        "the agent keeps what agent_end reported"
+    );
     assert_eq!(st.error.as_deref(), Some("stream broke"));
     assert!(st.pending_tool_calls.is_empty());
 }
@@ -1054,7 +1057,6 @@ async fn replace_messages_is_refused_while_streaming_and_reset_clears_everything
     let st = agent.state();
     assert!(st.messages.is_empty());
     assert!(st.error.is_none());
-    assert!(st.stream_message.is_none());
     assert!(!agent.has_queued_messages());
     assert!(agent.peek_steering_queue().is_empty());
     assert!(agent.peek_follow_up_queue().is_empty());

@@ -453,13 +453,22 @@ async fn schema_violations_are_error_results_and_the_tool_does_not_run() {
     assert!(r.2 && r.1.contains("path"), "{}", r.1);
 }
 
-fn salvage_script(error: &str, names: &[&str]) -> Vec<Step> {
-    let calls: Vec<ToolCall> = names
+fn calls_named(names: &[&str]) -> Vec<ToolCall> {
+    names
         .iter()
         .enumerate()
         .map(|(i, n)| reply::call(&format!("c{i}"), n, json!({})))
-        .collect();
-    reply::error(&[], &calls, error)
+        .collect()
+}
+
+/// Complete calls, then a stream that broke (as a provider marks it).
+fn salvage_script(error: &str, names: &[&str]) -> Vec<Step> {
+    reply::broken(&[], &calls_named(names), error)
+}
+
+/// Complete calls, then an error the provider reported (not a broken stream).
+fn reported_error_script(error: &str, names: &[&str]) -> Vec<Step> {
+    reply::error(&[], &calls_named(names), error)
 }
 
 #[tokio::test]
@@ -488,7 +497,7 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
     // Ordinary transient error.
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
-    let p = scripts(vec![salvage_script(
+    let p = scripts(vec![reported_error_script(
         "overloaded_error: try later",
         &["echo"],
     )]);
@@ -541,8 +550,21 @@ async fn no_salvage_for_refusals_unknown_tools_text_only_or_ordinary_errors() {
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
+    // An error the provider reported, even if its text reads like a broken stream.
+    let tool = TestTool::echo("echo");
+    let calls = tool.calls.clone();
+    let p = scripts(vec![reported_error_script(
+        "stream_read_error: the server says so",
+        &["echo"],
+    )]);
+    run(config(&p, vec![tool.arc()]), "go", vec![])
+        .await
+        .1
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
     // Text only: stays an error turn, and the run ends.
-    let p = scripts(vec![reply::error(&["half"], &[], "stream_read_error")]);
+    let p = scripts(vec![reply::broken(&["half"], &[], "stream_read_error")]);
     let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
     assert_eq!(
         out.unwrap().new_messages()[1]
@@ -1348,9 +1370,25 @@ async fn a_throwing_gate_opens_the_turn_before_failing() {
             "agent_start",
             "turn_start",
             "message_start:user",
-            "message_end:user"
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
         ]
     );
+    let failure = out_failure(&rec);
+    assert_eq!(failure.stop_reason, StopReason::Error);
+    assert_eq!(failure.error_message.as_deref(), Some("gate exploded"));
+}
+
+/// The error reply that closed a failed run.
+fn out_failure(rec: &Recorder) -> AssistantMessage {
+    rec.agent_end_messages()
+        .iter()
+        .rev()
+        .find_map(|m| m.as_assistant().cloned())
+        .expect("a failed run ends with an error reply")
 }
 
 #[tokio::test]
@@ -1396,7 +1434,7 @@ async fn continue_checks_the_tail_and_emits_no_prompt() {
         Arc::new(Recorder::default()),
     )
     .await;
-    assert!(r.unwrap_err().error.message.contains("empty"));
+    assert!(r.unwrap_err().message.contains("empty"));
 
     let tail = vec![
         AgentMessage::user("hi"),
@@ -1410,7 +1448,7 @@ async fn continue_checks_the_tail_and_emits_no_prompt() {
         Arc::new(Recorder::default()),
     )
     .await;
-    assert!(r.unwrap_err().error.message.contains("assistant"));
+    assert!(r.unwrap_err().message.contains("assistant"));
 
     let rec = Recorder::default();
     let mut fields = serde_json::Map::new();
@@ -2147,6 +2185,7 @@ async fn prompt_asides_are_committed_when_they_enter_the_context() {
         Arc::new(rec.clone()),
     )
     .await
+    .into_result()
     .unwrap();
     assert_eq!(
         committed.load(Ordering::SeqCst),
@@ -2419,12 +2458,12 @@ async fn complete_tool_calls_are_salvaged_instead_of_retried() {
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
     let p = scripts(vec![
-        reply::transient_error(
+        mark_broken(reply::transient_error(
             &[],
             &[reply::call("c1", "echo", json!({}))],
             "stream_read_error: reset",
             None,
-        ),
+        )),
         reply::text("ok"),
     ]);
     let (rec, _) = run(fast_retries(config(&p, vec![tool.arc()])), "go", vec![]).await;
@@ -2456,4 +2495,12 @@ async fn a_model_repeating_the_same_call_is_stopped() {
         .1
         .unwrap();
     assert_eq!(p.request_count(), 9);
+}
+
+/// The same script, its final error marked as a stream that broke.
+fn mark_broken(mut steps: Vec<Step>) -> Vec<Step> {
+    if let Some(Step::Event(StreamEvent::Error { error, .. })) = steps.last_mut() {
+        error.stream_broken = true;
+    }
+    steps
 }

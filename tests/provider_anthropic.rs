@@ -1032,6 +1032,7 @@ async fn the_loop_runs_a_tool_and_sends_back_the_paired_result() {
         Arc::new(rec.clone()),
     )
     .await
+    .into_result()
     .unwrap_or_else(|f| panic!("run failed: {:?}", f.error));
 
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);

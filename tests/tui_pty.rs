@@ -231,7 +231,8 @@ async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
         ]),
         // 3: a run that stalls until Esc.
         Reply::sse(vec![
-            chunk(json!({"content": "Partial thoughts"}), None),
+            // A whole line, so the screen shows it while the reply is still streaming.
+            chunk(json!({"content": "Partial thoughts\n\n"}), None),
             Chunk::Stall,
         ]),
         // 4: the second process probes the local server again; then, after resuming, the
@@ -300,7 +301,15 @@ async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
         "one more thing",
         "Partial thoughts",
     ] {
-        assert!(s.contains(needle), "missing {needle:?} after resume:\n{s}");
+        if !s.contains(needle) {
+            let mut files = String::new();
+            for e in walk(&home) {
+                if e.extension().is_some_and(|x| x == "jsonl") {
+                    files.push_str(&std::fs::read_to_string(&e).unwrap_or_default());
+                }
+            }
+            panic!("missing {needle:?} after resume:\n{s}\nfiles:\n{files}");
+        }
     }
     pi.send(b"and now?");
     pi.send(b"\r");
@@ -313,4 +322,19 @@ async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
         "the resumed history goes to the model: {history}"
     );
     let _ = std::fs::remove_dir_all(&home);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
 }

@@ -281,9 +281,19 @@ pub mod reply {
 
     /// A reply that fails in-band with `error` after the given content.
     pub fn error(pieces: &[&str], calls: &[ToolCall], error_message: &str) -> Script {
+        failed(pieces, calls, error_message, false)
+    }
+
+    /// Like [`error`], for a stream that broke while being read (the provider marks it so).
+    pub fn broken(pieces: &[&str], calls: &[ToolCall], error_message: &str) -> Script {
+        failed(pieces, calls, error_message, true)
+    }
+
+    fn failed(pieces: &[&str], calls: &[ToolCall], error_message: &str, broken: bool) -> Script {
         let (mut steps, mut message) = open(pieces, calls);
         message.stop_reason = StopReason::Error;
         message.error_message = Some(error_message.to_string());
+        message.stream_broken = broken;
         steps.push(Step::Event(StreamEvent::Error {
             reason: StopReason::Error,
             error: Box::new(message),

@@ -16,7 +16,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::{Cli, OutputMode, select, text_or_file};
 use crate::agent::engine::config::RetryPolicy;
 use crate::agent::engine::facade::{Agent, AgentSettings};
-use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::events::{AgentEvent, RunEvent};
 use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
 use crate::config::{self, Config, context};
 use crate::provider::catalog::{Catalog, format_model_table};
@@ -452,7 +452,7 @@ async fn next_signal(
 /// Forward events until `agent_end`. Returns an exit code if a signal ended the run.
 async fn pump(
     agent: &Agent,
-    events: &mut UnboundedReceiver<AgentEvent>,
+    events: &mut UnboundedReceiver<RunEvent>,
     out: &mut impl Write,
     json_mode: bool,
     max_turns: Option<u32>,
@@ -472,7 +472,7 @@ async fn pump(
                 continue;
             }
         };
-        let Some(event) = event else {
+        let Some(RunEvent { event, .. }) = event else {
             return signalled;
         };
         let is_end = matches!(event, AgentEvent::AgentEnd { .. });

@@ -369,6 +369,22 @@ impl MessageStream {
     /// Finish with an error. Tool calls still open never reached their end and are dropped by
     /// the loop; text and thinking are closed so the partial can be shown.
     pub fn fail(&mut self, message: &str, status: Option<u16>, transient: Option<TransientError>) {
+        self.finish_with_error(message, status, transient, false);
+    }
+
+    /// Finish with an error because the stream itself broke (see
+    /// `AssistantMessage::stream_broken`).
+    pub fn fail_broken(&mut self, message: &str, transient: Option<TransientError>) {
+        self.finish_with_error(message, None, transient, true);
+    }
+
+    fn finish_with_error(
+        &mut self,
+        message: &str,
+        status: Option<u16>,
+        transient: Option<TransientError>,
+        broken: bool,
+    ) {
         if self.finished {
             return;
         }
@@ -387,6 +403,7 @@ impl MessageStream {
         self.message.error_message = Some(message.to_string());
         self.message.error_status = status;
         self.message.transient = transient;
+        self.message.stream_broken = broken;
         self.stamp();
         self.out.push(StreamEvent::Error {
             reason: StopReason::Error,

@@ -221,9 +221,8 @@ async fn run_call(
         match next {
             Err(_) => {
                 let secs = settings.idle_timeout.as_secs_f64();
-                out.fail(
+                out.fail_broken(
                     &format!("stream read error: no data from the provider for {secs:.1} s"),
-                    None,
                     transient(None),
                 );
                 break;
@@ -232,24 +231,22 @@ async fn run_call(
                 parser.finish(&mut events);
                 for ev in events.drain(..) {
                     if let Err(e) = decoder.event(&ev, &mut out) {
-                        out.fail(&e, None, None);
+                        out.fail_broken(&e, None);
                         break;
                     }
                 }
                 decoder.end(&mut out);
                 if !out.is_finished() {
-                    out.fail(
+                    out.fail_broken(
                         "stream read error: the provider closed the connection before the response was complete",
-                        None,
                         transient(None),
                     );
                 }
                 break;
             }
             Ok(Some(Err(e))) => {
-                out.fail(
+                out.fail_broken(
                     &format!("stream read error: {}", describe(e)),
-                    None,
                     transient(None),
                 );
                 break;
@@ -261,7 +258,7 @@ async fn run_call(
                         break;
                     }
                     if let Err(e) = decoder.event(&ev, &mut out) {
-                        out.fail(&e, None, None);
+                        out.fail_broken(&e, None);
                     }
                 }
             }

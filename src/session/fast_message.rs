@@ -243,6 +243,7 @@ impl From<WireAssistant> for AssistantMessage {
             duration: w.duration,
             ttft: w.ttft,
             transient: None,
+            stream_broken: false,
         }
     }
 }
@@ -368,6 +369,7 @@ mod tests {
                 duration: Some(9),
                 ttft: Some(10),
                 transient: None,
+                stream_broken: false,
             })
             .into(),
             Message::ToolResult(ToolResultMessage {

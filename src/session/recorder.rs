@@ -434,12 +434,24 @@ impl SessionRecorder {
     /// Record what an agent event means for the session (see the module notes).
     pub fn handle(&mut self, event: &AgentEvent) {
         match event {
-            AgentEvent::MessageEnd { message } => {
+            // A failed attempt that was retried is shown live, never kept.
+            AgentEvent::MessageEnd { message } if !message.is_retried_attempt() => {
                 self.append_message(message);
             }
             AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. } => self.sync_and_report(),
             _ => {}
         }
+    }
+
+    /// The events [`SessionRecorder::handle`] acts on (a subscription filter: the recorder
+    /// need not be woken by every streamed delta).
+    pub fn wants(event: &AgentEvent) -> bool {
+        matches!(
+            event,
+            AgentEvent::MessageEnd { .. }
+                | AgentEvent::TurnEnd { .. }
+                | AgentEvent::AgentEnd { .. }
+        )
     }
 
     /// Write and sync, sending a failure to the reporter.

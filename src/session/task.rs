@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::recorder::SessionRecorder;
 use crate::agent::engine::facade::Agent;
-use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::events::{AgentEvent, RunEvent};
 
 type Change = Box<dyn FnOnce(&mut SessionRecorder) + Send>;
 
@@ -42,12 +42,12 @@ fn lock(m: &Mutex<SessionRecorder>) -> MutexGuard<'_, SessionRecorder> {
 impl RecorderTask {
     /// Subscribe to `agent` and record from now on. Must be called inside a tokio runtime.
     pub fn spawn(agent: &Agent, recorder: SessionRecorder) -> Self {
-        Self::from_events(agent.subscribe(), recorder)
+        Self::from_events(agent.subscribe_filtered(SessionRecorder::wants), recorder)
     }
 
     /// Record the events arriving on `events`.
     pub fn from_events(
-        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        mut events: mpsc::UnboundedReceiver<RunEvent>,
         recorder: SessionRecorder,
     ) -> Self {
         let session_id = recorder.session_id().to_string();
@@ -61,14 +61,14 @@ impl RecorderTask {
                 tokio::select! {
                     biased;
                     ev = events.recv() => match ev {
-                        Some(ev) => feed(&task_shared, ev).await,
+                        Some(ev) => feed(&task_shared, ev.event).await,
                         None => break,
                     },
                     cmd = command_rx.recv() => match cmd {
                         Some(Command::Apply(f)) => f(&mut lock(&task_shared)),
                         Some(Command::Finish(tx)) => {
                             while let Ok(ev) = events.try_recv() {
-                                feed(&task_shared, ev).await;
+                                feed(&task_shared, ev.event).await;
                             }
                             done = Some(tx);
                             break;

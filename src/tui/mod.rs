@@ -47,7 +47,6 @@ use app::{App, Effect, Place};
 use frame::FrameScheduler;
 
 use crate::agent::engine::facade::Agent;
-use crate::agent::protocol::events::AgentEvent;
 use crate::cli::Cli;
 
 /// The current branch from `.git/HEAD` (following a worktree's `gitdir:` file), if any.
@@ -221,7 +220,7 @@ async fn event_loop<B: Backend + std::io::Write>(
     term: &mut Terminal<scrolling::ScrollingBackend<B>>,
     app: &mut App,
     agent: &Agent,
-    mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<crate::agent::protocol::events::RunEvent>,
     session_task: &mut Option<crate::session::RecorderTask>,
 ) -> std::io::Result<u8> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -272,9 +271,9 @@ async fn event_loop<B: Backend + std::io::Write>(
             }
             ev = events.recv() => {
                 if let Some(e) = ev {
-                    app.handle_agent_event(e);
+                    app.handle_agent_event(e.event);
                     while let Ok(e) = events.try_recv() {
-                        app.handle_agent_event(e);
+                        app.handle_agent_event(e.event);
                     }
                 }
             }

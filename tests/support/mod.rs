@@ -244,7 +244,7 @@ pub async fn run_with_signal(
         Arc::new(rec.clone()),
     )
     .await;
-    (rec, out)
+    (rec, out.into_result())
 }
 
 pub fn scripts(list: Vec<Script>) -> ScriptedProvider {

@@ -30,6 +30,7 @@ use crate::agent::protocol::events::{AgentEvent, EventSink};
 use crate::agent::protocol::hooks::{
     AfterToolCallInfo, BeforeToolCall, InterruptMode, LoopHooks, SteeringPeek, SteeringSource,
 };
+use crate::agent::protocol::panic::{contain, contain_sync};
 use crate::agent::protocol::summary::ToolStatus;
 use crate::agent::protocol::tool::{
     Concurrency, IntentMode, ProgressSink, RegisteredTool, ToolCallContext, ToolInvocation,
@@ -71,8 +72,9 @@ pub async fn prepare_calls(
             continue;
         };
         let tool: Option<Arc<RegisteredTool>> = tools.find(&call.name).cloned().or_else(|| {
-            hooks
-                .resolve_fallback_tool(&call.name)
+            contain_sync(|| hooks.resolve_fallback_tool(&call.name))
+                .ok()
+                .flatten()
                 .map(|t| Arc::new(RegisteredTool::new(t)))
         });
 
@@ -92,7 +94,7 @@ pub async fn prepare_calls(
             && let Some(t) = &tool
             && t.tool.intent_mode() == IntentMode::Omit
         {
-            intent = t.tool.derive_intent(&args);
+            intent = contain_sync(|| t.tool.derive_intent(&args)).ok().flatten();
         }
         if intent.is_some() {
             call.intent = intent.clone();
@@ -129,10 +131,10 @@ pub async fn prepare_calls(
             && let Some(t) = &tool
         {
             let mut exec = rec.exec_args.clone();
-            match hooks
-                .before_tool_call(&snapshot, call, &mut exec, signal)
+            let decision = contain(hooks.before_tool_call(&snapshot, call, &mut exec, signal))
                 .await
-            {
+                .unwrap_or_else(|panic| Err(hook_panic_text("before_tool_call", &panic)));
+            match decision {
                 Ok(BeforeToolCall::Proceed) => rec.exec_args = exec,
                 Ok(BeforeToolCall::Block(reason)) => rec.blocked = Some(reason),
                 Ok(BeforeToolCall::Revise(new_args)) => match validate_arguments(t, &new_args) {
@@ -149,20 +151,30 @@ pub async fn prepare_calls(
             if rec.validation_error.is_none() {
                 rec.event_args = Arc::new(rec.exec_args.clone());
             }
-            rec.concurrency = t
-                .tool
-                .concurrency(&rec.exec_args)
-                .unwrap_or(Concurrency::Exclusive);
-            rec.interruptible = t.tool.interruptible(&rec.exec_args).unwrap_or(false);
+            rec.concurrency = concurrency_of(t, &rec.exec_args);
+            rec.interruptible = contain_sync(|| t.tool.interruptible(&rec.exec_args))
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or(false);
         } else if let Some(t) = &tool {
-            rec.concurrency = t
-                .tool
-                .concurrency(&rec.exec_args)
-                .unwrap_or(Concurrency::Exclusive);
+            rec.concurrency = concurrency_of(t, &rec.exec_args);
         }
         prepared.push(rec);
     }
     prepared
+}
+
+/// How a call may overlap with others: a tool that fails (or panics) to say runs alone.
+fn concurrency_of(tool: &RegisteredTool, args: &Value) -> Concurrency {
+    contain_sync(|| tool.tool.concurrency(args))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(Concurrency::Exclusive)
+}
+
+/// The error a panicking hook becomes.
+fn hook_panic_text(hook: &str, panic: &str) -> String {
+    format!("The {hook} hook crashed: {panic}")
 }
 
 fn has_parse_error(args: &Value) -> bool {
@@ -435,33 +447,44 @@ impl Batch<'_> {
                     .unwrap_or(BLOCKED_TEXT);
                 (ToolOutput::error(text), true)
             }
-            (Some(tool), None, None) => {
-                let args = self
-                    .env
+            (Some(tool), None, None) => match contain_sync(|| {
+                self.env
                     .hooks
-                    .transform_tool_arguments(rec.exec_args.clone(), name);
-                let invocation = ToolInvocation {
-                    tool_call_id: rec.call.id.clone(),
-                    args,
-                    cancel: tool_signal.token().clone(),
-                    steering: self.steering_soft.clone(),
-                    progress: self.progress_sink(i),
-                    context: self.contexts[i].clone(),
-                };
-                match tool.tool.execute(invocation).await {
-                    Ok(out) => {
-                        completed = true;
-                        let (out, malformed) = coerce_output(out);
-                        let err = out.is_error || malformed;
-                        (out, err)
-                    }
-                    Err(e) => {
-                        // Same boundary as returned results: sanitised, never empty.
-                        let (output, _) = coerce_output(ToolOutput::error(e.0));
-                        (output, true)
+                    .transform_tool_arguments(rec.exec_args.clone(), name)
+            }) {
+                Err(panic) => (
+                    ToolOutput::error(hook_panic_text("transform_tool_arguments", &panic)),
+                    true,
+                ),
+                Ok(args) => {
+                    let invocation = ToolInvocation {
+                        tool_call_id: rec.call.id.clone(),
+                        args,
+                        cancel: tool_signal.token().clone(),
+                        steering: self.steering_soft.clone(),
+                        progress: self.progress_sink(i),
+                        context: self.contexts[i].clone(),
+                    };
+                    match contain(tool.tool.execute(invocation)).await {
+                        Ok(Ok(out)) => {
+                            completed = true;
+                            let (out, malformed) = coerce_output(out);
+                            let err = out.is_error || malformed;
+                            (out, err)
+                        }
+                        Ok(Err(e)) => {
+                            // Same boundary as returned results: sanitised, never empty.
+                            let (output, _) = coerce_output(ToolOutput::error(e.0));
+                            (output, true)
+                        }
+                        Err(panic) => {
+                            let text = format!("The {name} tool crashed: {panic}");
+                            let (output, _) = coerce_output(ToolOutput::error(text));
+                            (output, true)
+                        }
                     }
                 }
-            }
+            },
         };
 
         if !tool_signal.is_aborted() || completed {
@@ -473,7 +496,10 @@ impl Batch<'_> {
                 is_error,
                 context: &self.contexts[i],
             };
-            match self.env.hooks.after_tool_call(info, self.env.signal).await {
+            let after = contain(self.env.hooks.after_tool_call(info, self.env.signal))
+                .await
+                .unwrap_or_else(|panic| Err(hook_panic_text("after_tool_call", &panic)));
+            match after {
                 Ok(None) => {}
                 Ok(Some(over)) => {
                     if let Some(c) = over.content {

@@ -18,25 +18,25 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use crate::agent::engine::answer::emit_synthetic_result;
 use crate::agent::engine::config::LoopConfig;
-use crate::agent::engine::run::{RunFailure, check_continuable, run_continue, run_prompt};
+use crate::agent::engine::run::{check_continuable, run_continue, run_prompt};
 use crate::agent::lock;
+use crate::agent::policy::placeholder::unanswered_calls;
 use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
 use crate::agent::policy::soft::SoftState;
+use crate::agent::policy::validate::strip_sentinels;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal};
-use crate::agent::protocol::events::{AgentEvent, EventSink};
+use crate::agent::protocol::events::{AgentEvent, EventSink, RunEvent, RunId};
 use crate::agent::protocol::hooks::{
     AfterToolCallInfo, AsideEntry, BeforeToolCall, ContextRefresh, GateDecision, Injected,
     InterruptMode, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource, ToolDirective,
     TurnEndInfo,
 };
-use crate::agent::protocol::stream::{
-    LlmContext, MessageBuilder, Model, Provider, StreamEvent, ToolChoice,
-};
+use crate::agent::protocol::panic::contain;
+use crate::agent::protocol::stream::{LlmContext, Model, Provider, StreamEvent, ToolChoice};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::tool::{AgentTool, ToolSet};
 use crate::agent::protocol::types::{
-    AgentMessage, AssistantMessage, Attribution, ContentBlock, Message, StopReason, ToolCall,
-    UserMessage,
+    AgentMessage, AssistantMessage, Attribution, Message, ToolCall, UserMessage,
 };
 
 /// How many queued messages one boundary takes.
@@ -75,8 +75,6 @@ impl std::error::Error for AgentError {}
 pub struct AgentState {
     pub messages: Vec<AgentMessage>,
     pub is_streaming: bool,
-    /// The assistant message being streamed, if any.
-    pub stream_message: Option<AssistantMessage>,
     pub pending_tool_calls: BTreeSet<String>,
     pub error: Option<String>,
 }
@@ -142,14 +140,6 @@ struct Queues {
     follow_up: VecDeque<AgentMessage>,
 }
 
-/// What the facade tracks of the live run to close it after a failure.
-#[derive(Default)]
-struct Live {
-    turn_open: bool,
-    builder: Option<MessageBuilder>,
-    completed_calls: Vec<String>,
-}
-
 struct RunHandle {
     id: u64,
     signal: AbortSignal,
@@ -160,11 +150,10 @@ struct Inner {
     settings: Mutex<AgentSettings>,
     queues: Mutex<Queues>,
     steer_notify: Arc<Notify>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<AgentEvent>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     run: Mutex<Option<RunHandle>>,
     next_run: Mutex<u64>,
     idle: watch::Sender<u64>,
-    live: Mutex<Live>,
     soft: Mutex<SoftState>,
     choices: Mutex<OneShotChoices>,
     suppress_steering_once: AtomicBool,
@@ -189,7 +178,6 @@ impl Agent {
                 run: Mutex::new(None),
                 next_run: Mutex::new(0),
                 idle,
-                live: Mutex::new(Live::default()),
                 soft: Mutex::new(SoftState::default()),
                 suppress_steering_once: AtomicBool::new(false),
                 choices: Mutex::new(OneShotChoices::default()),
@@ -230,10 +218,19 @@ impl Agent {
         lock(&self.inner.settings).clone()
     }
 
-    /// Receive every event from now on.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<AgentEvent> {
+    /// Receive every event from now on, each with the run it belongs to.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<RunEvent> {
+        self.subscribe_filtered(|_| true)
+    }
+
+    /// Receive the events `wanted` accepts (a session recorder has no use for the deltas, and
+    /// should not be woken by each one).
+    pub fn subscribe_filtered(
+        &self,
+        wanted: fn(&AgentEvent) -> bool,
+    ) -> mpsc::UnboundedReceiver<RunEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.inner.subscribers).push(tx);
+        lock(&self.inner.subscribers).push(Subscriber { tx, wanted });
         rx
     }
 
@@ -378,7 +375,6 @@ impl Agent {
             let mut st = lock(&self.inner.state);
             st.messages.clear();
             st.error = None;
-            st.stream_message = None;
             st.pending_tool_calls.clear();
         }
         self.clear_all_queues();
@@ -407,7 +403,6 @@ impl Agent {
         let mut st = lock(&self.inner.state);
         st.is_streaming = true;
         st.error = None;
-        *lock(&self.inner.live) = Live::default();
         Ok((id, signal))
     }
 
@@ -419,17 +414,16 @@ impl Agent {
             *run = None;
             let mut st = lock(&self.inner.state);
             st.is_streaming = false;
-            st.stream_message = None;
             st.pending_tool_calls.clear();
             drop(st);
             if let Some(e) = agent_end {
-                self.broadcast(e);
+                self.broadcast(Some(id), e);
             }
             drop(run);
             self.inner.idle.send_modify(|v| *v = id);
         } else if let Some(e) = agent_end {
             drop(run);
-            self.broadcast(e);
+            self.broadcast(Some(id), e);
         }
     }
 
@@ -445,20 +439,58 @@ impl Agent {
         let config = self.loop_config(&settings);
         let context = self.messages();
         let soft = lock(&self.inner.soft).clone();
-        let facade_sink = Arc::new(FacadeSink::new(self.clone()));
+        let facade_sink = Arc::new(FacadeSink::new(self.clone(), id));
         let sink: Arc<dyn EventSink> = facade_sink.clone();
-        let result = match kind {
-            RunKind::Prompt(prompts) => {
-                run_prompt(prompts, context, config, soft, signal.clone(), sink).await
+        let run = async {
+            match kind {
+                RunKind::Prompt(prompts) => {
+                    Ok(run_prompt(prompts, context, config, soft, signal.clone(), sink).await)
+                }
+                RunKind::Continue => {
+                    run_continue(context, config, soft, signal.clone(), sink).await
+                }
             }
-            RunKind::Continue => run_continue(context, config, soft, signal.clone(), sink).await,
         };
-        match result {
-            Ok(outcome) => *lock(&self.inner.soft) = outcome.soft_state,
-            Err(failure) => self.close_failed_run(failure, &signal, &settings.model, &facade_sink),
+        match contain(run).await {
+            Ok(Ok(outcome)) => {
+                *lock(&self.inner.soft) = outcome.soft_state;
+                let mut st = lock(&self.inner.state);
+                st.messages = outcome.context;
+                st.error = outcome.error.map(|e| e.message).or(st.error.take());
+            }
+            Ok(Err(refused)) => {
+                // Checked before the run started: nothing was emitted.
+                lock(&self.inner.state).error = Some(refused.message);
+            }
+            Err(panic) => self.backstop(&facade_sink, &panic),
         }
         let agent_end = lock(&facade_sink.held_end).take();
         self.release(id, agent_end);
+    }
+
+    /// The loop itself could not close the run (it closes every failure it can catch): answer
+    /// whatever call is left open in the transcript the events built, and end the run.
+    fn backstop(&self, sink: &FacadeSink, panic: &str) {
+        let text = format!("Internal error: {panic}");
+        lock(&self.inner.state).error = Some(text.clone());
+        if lock(&sink.held_end).is_some() {
+            return;
+        }
+        let messages = self.messages();
+        let results: Vec<AgentMessage> = unanswered_calls(&messages)
+            .into_iter()
+            .map(|call| {
+                let r =
+                    placeholder_result(call, PlaceholderReason::Error, Some(&text), Some(&text));
+                let args = Arc::new(strip_sentinels(&call.arguments));
+                emit_synthetic_result(sink, r, args)
+            })
+            .collect();
+        sink.emit(AgentEvent::AgentEnd {
+            messages: results,
+            telemetry: None,
+            coverage: None,
+        });
     }
 
     fn loop_config(&self, s: &AgentSettings) -> LoopConfig {
@@ -489,82 +521,6 @@ impl Agent {
                 user: s.hooks.clone(),
             }),
         }
-    }
-
-    /// Close a run whose loop failed with balanced events (see module docs).
-    fn close_failed_run(
-        &self,
-        failure: RunFailure,
-        signal: &AbortSignal,
-        model: &Model,
-        sink: &FacadeSink,
-    ) {
-        let live = std::mem::take(&mut *lock(&self.inner.live));
-        if signal.is_aborted() {
-            let mut m = AssistantMessage::empty(&model.api, &model.provider, &model.id);
-            m.stop_reason = StopReason::Aborted;
-            m.error_message = Some(signal.reason_text());
-            let message: AgentMessage = m.into();
-            {
-                let mut st = lock(&self.inner.state);
-                st.messages.push(message.clone());
-                st.error = Some(signal.reason_text());
-            }
-            sink.emit(AgentEvent::AgentEnd {
-                messages: vec![message],
-                telemetry: None,
-                coverage: None,
-            });
-            return;
-        }
-        let text = failure.error.message;
-        let streaming = live.builder.is_some();
-        let mut message = match live.builder {
-            Some(b) => b.into_message(),
-            None => {
-                let mut m = AssistantMessage::empty(&model.api, &model.provider, &model.id);
-                m.content.push(ContentBlock::text(""));
-                m
-            }
-        };
-        message.content.retain(|b| match b {
-            ContentBlock::ToolCall(c) => live.completed_calls.contains(&c.id),
-            _ => true,
-        });
-        message.stop_reason = StopReason::Error;
-        message.error_message = Some(text.clone());
-        if !live.turn_open {
-            sink.emit(AgentEvent::TurnStart);
-        }
-        let as_agent: AgentMessage = message.clone().into();
-        if !streaming {
-            sink.emit(AgentEvent::MessageStart {
-                message: as_agent.clone(),
-            });
-        }
-        sink.emit(AgentEvent::MessageEnd {
-            message: as_agent.clone(),
-        });
-        let mut results = Vec::new();
-        for call in message.tool_calls() {
-            let r = placeholder_result(call, PlaceholderReason::Error, None, Some(&text));
-            let args = Arc::new(crate::agent::policy::validate::strip_sentinels(
-                &call.arguments,
-            ));
-            results.push(emit_synthetic_result(sink, r, args));
-        }
-        lock(&self.inner.state).error = Some(text);
-        sink.emit(AgentEvent::TurnEnd {
-            message: as_agent.clone(),
-            tool_results: results.clone(),
-        });
-        let mut all = vec![as_agent];
-        all.extend(results);
-        sink.emit(AgentEvent::AgentEnd {
-            messages: all,
-            telemetry: None,
-            coverage: None,
-        });
     }
 
     fn take_queue(&self, side: QueueSide, signal: &AbortSignal) -> Vec<AgentMessage> {
@@ -616,59 +572,47 @@ impl Agent {
                 q.follow_up.iter().map(preview).collect(),
             )
         };
-        self.broadcast(AgentEvent::QueueUpdate {
-            steering,
-            follow_up,
-        });
+        self.broadcast(
+            None,
+            AgentEvent::QueueUpdate {
+                steering,
+                follow_up,
+            },
+        );
     }
 
-    fn broadcast(&self, event: AgentEvent) {
+    fn broadcast(&self, run: Option<RunId>, event: AgentEvent) {
         let mut subs = lock(&self.inner.subscribers);
-        subs.retain(|tx| !tx.is_closed());
-        if let Some((last, rest)) = subs.split_last() {
-            for tx in rest {
-                let _ = tx.send(event.clone());
-            }
-            let _ = last.send(event);
+        subs.retain(|s| !s.tx.is_closed());
+        let mut takers = subs.iter().filter(|s| (s.wanted)(&event));
+        let Some(mut current) = takers.next() else {
+            return;
+        };
+        // Every taker but the last gets a copy; the last gets the event itself.
+        for next in takers {
+            let _ = current.tx.send(RunEvent {
+                run,
+                event: event.clone(),
+            });
+            current = next;
         }
+        let _ = current.tx.send(RunEvent { run, event });
     }
 
-    /// Apply an event to the state (the only way `state.messages` grows during a run).
+    /// Apply an event to the state: the transcript grows with each `message_end` during a run
+    /// (a failed attempt that was retried is shown, never kept), and the run's outcome
+    /// replaces it at the end.
     fn apply(&self, event: &AgentEvent) {
         let mut st = lock(&self.inner.state);
-        let mut live = lock(&self.inner.live);
         match event {
-            AgentEvent::TurnStart => live.turn_open = true,
             AgentEvent::TurnEnd { message, .. } => {
-                live.turn_open = false;
                 if let Some(a) = message.as_assistant()
                     && let Some(e) = &a.error_message
                 {
                     st.error = Some(e.clone());
                 }
             }
-            AgentEvent::MessageStart { message } => {
-                if let Some(a) = message.as_assistant() {
-                    live.builder = Some(MessageBuilder::new(a.clone()));
-                    live.completed_calls.clear();
-                    st.stream_message = Some(a.clone());
-                }
-            }
-            AgentEvent::MessageUpdate {
-                assistant_message_event,
-            } => {
-                if let Some(b) = &mut live.builder {
-                    b.apply(assistant_message_event);
-                    if let StreamEvent::ToolCallEnd { tool_call, .. } = assistant_message_event {
-                        live.completed_calls.push(tool_call.id.clone());
-                    }
-                }
-            }
-            AgentEvent::MessageEnd { message } => {
-                if message.role() == "assistant" {
-                    live.builder = None;
-                }
-                st.stream_message = None;
+            AgentEvent::MessageEnd { message } if !message.is_retried_attempt() => {
                 st.messages.push(message.clone());
             }
             AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
@@ -677,23 +621,8 @@ impl Agent {
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
                 st.pending_tool_calls.remove(tool_call_id);
             }
-            AgentEvent::AgentEnd { .. } => {
-                st.stream_message = None;
-            }
             _ => {}
         }
-    }
-}
-
-// Copying the streaming message into the state on every delta would cost O(n²) for a long
-// reply; the state holds it as of `message_start`, and this folds it on demand.
-impl Agent {
-    /// The message being streamed right now, folded from the deltas seen so far.
-    pub fn streaming_message(&self) -> Option<AssistantMessage> {
-        lock(&self.inner.live)
-            .builder
-            .as_ref()
-            .map(|b| b.message().clone())
     }
 }
 
@@ -764,13 +693,15 @@ pub fn classify_steering(next: &[&AgentMessage]) -> SteeringSource {
 /// released (see [`Agent::release`]).
 struct FacadeSink {
     agent: Agent,
+    run: RunId,
     held_end: Mutex<Option<AgentEvent>>,
 }
 
 impl FacadeSink {
-    fn new(agent: Agent) -> Self {
+    fn new(agent: Agent, run: RunId) -> Self {
         FacadeSink {
             agent,
+            run,
             held_end: Mutex::new(None),
         }
     }
@@ -781,12 +712,18 @@ impl EventSink for FacadeSink {
         self.agent.apply(&event);
         if matches!(event, AgentEvent::AgentEnd { .. }) {
             if let Some(previous) = lock(&self.held_end).replace(event) {
-                self.agent.broadcast(previous);
+                self.agent.broadcast(Some(self.run), previous);
             }
         } else {
-            self.agent.broadcast(event);
+            self.agent.broadcast(Some(self.run), event);
         }
     }
+}
+
+/// One receiver of the event stream, and which events it wants.
+struct Subscriber {
+    tx: mpsc::UnboundedSender<RunEvent>,
+    wanted: fn(&AgentEvent) -> bool,
 }
 
 /// The facade's side of the loop: its queues, its live settings, then the host's hooks.

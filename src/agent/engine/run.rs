@@ -11,8 +11,13 @@
 //! `tool_execution_start`/`update`*/`end` and its result message, then `turn_end`.
 //! Error and aborted replies end the run at once: no follow-ups are taken, queues are kept.
 //!
-//! A run that fails (`Err`) has emitted no `agent_end`; the `Agent` facade closes it with an
-//! error turn.
+//! Every run ends with `agent_end`, and every tool call in the transcript has a result by then.
+//! A run that fails (a hook error, the repeated-call guard, an unmet soft requirement, an
+//! out-of-band provider failure, a panic anywhere in the loop) is closed here, by the one
+//! place that knows the transcript: the reply being streamed ends as an error, or an error
+//! reply is added, and every unanswered call gets a placeholder. A transient model-call failure
+//! is retried as a step of its own: after the backoff, the same turn makes the call again,
+//! through the settings refresh, the context sync and the pre-model gate like any call.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -22,33 +27,39 @@ use futures::StreamExt;
 use crate::agent::engine::answer::emit_synthetic_result;
 use crate::agent::engine::batch::{BatchEnv, PreparedCall, execute_batch, prepare_calls};
 use crate::agent::engine::config::LoopConfig;
+use crate::agent::lock;
 use crate::agent::policy::normalize::{
     ToolNormalizeOptions, default_convert_to_llm, normalize_messages_for_provider, normalize_tools,
 };
-use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result, soft_skip_label};
+use crate::agent::policy::placeholder::{
+    PlaceholderReason, placeholder_result, soft_skip_label, unanswered_calls,
+};
 use crate::agent::policy::soft::{SoftState, escalation_error, hard_choice_blocks, is_compliant};
 use crate::agent::policy::summary::RunCollector;
+use crate::agent::policy::validate::strip_sentinels;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal, DEADLINE_TEXT};
 use crate::agent::protocol::events::{AgentEvent, EventSink};
 use crate::agent::protocol::hooks::{
     AsideEntry, GateDecision, Injected, LoopHooks, SoftToolRequirement, ToolDirective, TurnEndInfo,
 };
+use crate::agent::protocol::panic::{contain, contain_sync};
 use crate::agent::protocol::stream::{
-    LlmContext, MessageBuilder, Model, ProviderRequest, StreamEvent, StreamOptions, ToolChoice,
-    ToolSpec,
+    EventStream, LlmContext, MessageBuilder, Model, ProviderError, ProviderRequest, StreamEvent,
+    StreamOptions, ToolChoice, ToolSpec,
 };
 use crate::agent::protocol::summary::ToolStatus;
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::tool::ToolSet;
 use crate::agent::protocol::types::{
-    AgentMessage, AssistantMessage, Message, STOP_PAUSE_TURN, STOP_REFUSAL, STOP_SENSITIVE,
-    STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason, ToolCall, ToolResultMessage,
+    AgentMessage, AssistantMessage, ContentBlock, Message, STOP_PAUSE_TURN, STOP_REFUSAL,
+    STOP_RETRIED, STOP_SENSITIVE, STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason,
+    ToolCall, ToolResultMessage,
 };
 
 /// Re-samples allowed for a backend that keeps pausing its turn.
 pub const MAX_PAUSED_TURN_CONTINUATIONS: u32 = 8;
 
-/// A run that failed; the facade turns it into an error turn.
+/// Why a run failed. The loop has already closed it (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoopError {
     pub message: String,
@@ -70,7 +81,8 @@ impl std::fmt::Display for LoopError {
 
 impl std::error::Error for LoopError {}
 
-/// What a finished run leaves behind.
+/// What a finished run leaves behind. A failed run is closed like any other: its error turn and
+/// its placeholder results are in `context`, and `error` says why it failed.
 #[derive(Debug)]
 pub struct RunOutcome {
     /// The whole transcript after the run.
@@ -79,6 +91,8 @@ pub struct RunOutcome {
     pub first_new: usize,
     /// Soft-requirement state to carry into the next run (kept after a gate stop).
     pub soft_state: SoftState,
+    /// Why the run failed, if it did.
+    pub error: Option<LoopError>,
 }
 
 impl RunOutcome {
@@ -86,14 +100,24 @@ impl RunOutcome {
     pub fn new_messages(&self) -> &[AgentMessage] {
         &self.context[self.first_new..]
     }
+
+    /// `Ok` for a run that ended normally, `Err` (with the outcome) for one that failed.
+    pub fn into_result(self) -> Result<RunOutcome, RunFailure> {
+        match self.error.clone() {
+            None => Ok(self),
+            Some(error) => Err(RunFailure {
+                error,
+                outcome: Box::new(self),
+            }),
+        }
+    }
 }
 
-/// A failed run, with what it had done before failing.
+/// A failed run: why, and what it left (already closed: every tool call answered).
 #[derive(Debug)]
 pub struct RunFailure {
     pub error: LoopError,
-    pub context: Vec<AgentMessage>,
-    pub new_messages: Vec<AgentMessage>,
+    pub outcome: Box<RunOutcome>,
 }
 
 /// Start a run with new prompt messages.
@@ -104,28 +128,25 @@ pub async fn run_prompt(
     soft_state: SoftState,
     signal: AbortSignal,
     sink: Arc<dyn EventSink>,
-) -> Result<RunOutcome, RunFailure> {
+) -> RunOutcome {
     Run::new(context, config, soft_state, &signal, sink)
         .execute(prompts)
         .await
 }
 
-/// Continue from the current transcript (its tail must not be an assistant message).
+/// Continue from the current transcript. `Err` (with nothing emitted) when its tail cannot be
+/// continued (see [`check_continuable`]).
 pub async fn run_continue(
     context: Vec<AgentMessage>,
     config: LoopConfig,
     soft_state: SoftState,
     signal: AbortSignal,
     sink: Arc<dyn EventSink>,
-) -> Result<RunOutcome, RunFailure> {
-    check_continuable(&context).map_err(|error| RunFailure {
-        error,
-        context: context.clone(),
-        new_messages: Vec::new(),
-    })?;
-    Run::new(context, config, soft_state, &signal, sink)
+) -> Result<RunOutcome, LoopError> {
+    check_continuable(&context)?;
+    Ok(Run::new(context, config, soft_state, &signal, sink)
         .execute(Vec::new())
-        .await
+        .await)
 }
 
 /// Why a transcript cannot be continued, if it cannot.
@@ -148,9 +169,19 @@ enum Attempt {
     Final {
         message: AssistantMessage,
         started_emitted: bool,
-        completed: Vec<String>,
         started: Instant,
     },
+}
+
+/// What a turn leads to.
+enum Step {
+    /// The turn is closed; go on with another turn if `true` (or if messages wait).
+    Next(bool),
+    /// The model call failed with a transient error and waited out its backoff: make the same
+    /// call again, in the same open turn.
+    Retry,
+    /// The run ends now.
+    End,
 }
 
 /// Kills the deadline timer when the run ends.
@@ -184,6 +215,14 @@ struct Run {
     tool_specs: Option<(usize, Vec<ToolSpec>)>,
     // Turn state.
     turn_open: bool,
+    /// Inputs inserted into the context whose events have not been emitted yet.
+    unemitted: Vec<AgentMessage>,
+    /// The reply being streamed (after its `message_start`, before its `message_end`).
+    streaming: Option<MessageBuilder>,
+    /// Ids of the streaming reply's tool calls whose arguments are complete.
+    completed_calls: Vec<String>,
+    /// Transient failures retried so far for the current model call.
+    retries: u32,
     directive_resolved: bool,
     host_choice: Option<ToolChoice>,
     soft_req: Option<SoftToolRequirement>,
@@ -232,6 +271,10 @@ impl Run {
             converted: 0,
             tool_specs: None,
             turn_open: false,
+            unemitted: Vec::new(),
+            streaming: None,
+            completed_calls: Vec::new(),
+            retries: 0,
             directive_resolved: false,
             host_choice: None,
             soft_req: None,
@@ -246,41 +289,122 @@ impl Run {
         }
     }
 
-    async fn execute(mut self, mut prompts: Vec<Injected>) -> Result<RunOutcome, RunFailure> {
+    async fn execute(mut self, mut prompts: Vec<Injected>) -> RunOutcome {
         self.sink.emit(AgentEvent::AgentStart);
         for p in prompts.iter_mut() {
             p.commit();
         }
-        let result = self.body(prompts).await;
+        let error = match contain(self.body(prompts)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(panic) => Some(LoopError::new(format!("Internal error: {panic}"))),
+        };
+        if let Some(e) = &error {
+            self.close_failed(&e.message);
+        }
         if !self.preserve_soft {
             self.soft.clear();
         }
-        match result {
-            Ok(()) => {
-                let (telemetry, coverage) = match &self.collector {
-                    Some(c) => {
-                        let c = c.lock().unwrap_or_else(|p| p.into_inner());
-                        (Some(c.summary()), Some(c.coverage()))
-                    }
-                    None => (None, None),
-                };
-                self.sink.emit(AgentEvent::AgentEnd {
-                    messages: self.context[self.first_new..].to_vec(),
-                    telemetry,
-                    coverage,
-                });
-                Ok(RunOutcome {
-                    context: self.context,
-                    first_new: self.first_new,
-                    soft_state: self.soft,
-                })
+        let (telemetry, coverage) = match &self.collector {
+            Some(c) => {
+                let c = lock(c);
+                (Some(c.summary()), Some(c.coverage()))
             }
-            Err(error) => Err(RunFailure {
-                error,
-                new_messages: self.context[self.first_new..].to_vec(),
-                context: self.context,
-            }),
+            None => (None, None),
+        };
+        self.sink.emit(AgentEvent::AgentEnd {
+            messages: self.context[self.first_new..].to_vec(),
+            telemetry,
+            coverage,
+        });
+        RunOutcome {
+            context: self.context,
+            first_new: self.first_new,
+            soft_state: self.soft,
+            error,
         }
+    }
+
+    /// Close a run that failed with `text`, wherever it stood: the reply being streamed ends
+    /// as an error (keeping the calls whose arguments completed), or a fresh error reply is
+    /// added; every tool call left without a result is answered; the turn is closed. Aborted
+    /// runs end the same way, with the abort's reason and aborted placeholders.
+    fn close_failed(&mut self, text: &str) {
+        let aborted = self.aborted();
+        let (stop, reason, status) = if aborted {
+            (
+                StopReason::Aborted,
+                PlaceholderReason::Aborted,
+                ToolStatus::Aborted,
+            )
+        } else {
+            (
+                StopReason::Error,
+                PlaceholderReason::Error,
+                ToolStatus::Error,
+            )
+        };
+        let text = if aborted {
+            self.signal.reason_text()
+        } else {
+            text.to_string()
+        };
+        let upstream = (!aborted).then_some(text.as_str());
+        let mut results = Vec::new();
+        let committed = match self.streaming.take() {
+            Some(builder) => {
+                let mut message = builder.into_message();
+                let completed = std::mem::take(&mut self.completed_calls);
+                retain_completed_tool_calls(&mut message, &completed);
+                message.stop_reason = stop;
+                message.error_message = Some(text.clone());
+                let committed = self.commit_assistant(message, true, None);
+                results = self.answer_open_calls(reason, &text, upstream, status);
+                committed
+            }
+            None => {
+                // A reply committed before the failure (e.g. the repeated-call guard) has its
+                // calls answered first: its results must follow it.
+                results.extend(self.answer_open_calls(reason, &text, upstream, status));
+                if !self.turn_open {
+                    self.sink.emit(AgentEvent::TurnStart);
+                    self.turn_open = true;
+                }
+                let unemitted = std::mem::take(&mut self.unemitted);
+                self.emit_inputs(&unemitted);
+                let mut message =
+                    AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+                message.content.push(ContentBlock::text(""));
+                message.stop_reason = stop;
+                message.error_message = Some(text.clone());
+                self.commit_assistant(message, false, None)
+            }
+        };
+        self.sink.emit(AgentEvent::TurnEnd {
+            message: committed,
+            tool_results: results,
+        });
+        self.turn_open = false;
+    }
+
+    /// Answer the calls of the last assistant message that have no result yet.
+    fn answer_open_calls(
+        &mut self,
+        reason: PlaceholderReason,
+        label: &str,
+        upstream: Option<&str>,
+        status: ToolStatus,
+    ) -> Vec<AgentMessage> {
+        let open: Vec<ToolCall> = unanswered_calls(&self.context)
+            .into_iter()
+            .cloned()
+            .collect();
+        open.iter()
+            .map(|call| {
+                let r = placeholder_result(call, reason, Some(label), upstream);
+                self.answer(r, status)
+            })
+            .collect()
     }
 
     fn deadline_passed(&self) -> bool {
@@ -312,13 +436,15 @@ impl Run {
             self.push(m.message.clone());
             out.push(m.message);
         }
+        self.unemitted.extend(out.iter().cloned());
         out
     }
 
-    fn emit_inputs(&self, inputs: &[AgentMessage]) {
+    fn emit_inputs(&mut self, inputs: &[AgentMessage]) {
         for m in inputs {
             self.emit_message(m);
         }
+        self.unemitted.clear();
     }
 
     fn open_turn(&mut self, inputs: &[AgentMessage]) {
@@ -408,8 +534,13 @@ impl Run {
                     return Ok(());
                 }
                 match self.turn(inputs).await? {
-                    Some(m) => more = m,
-                    None => return Ok(()),
+                    Step::Next(m) => more = m,
+                    Step::Retry => {
+                        // Same turn, same call: nothing is injected before it.
+                        more = true;
+                        continue;
+                    }
+                    Step::End => return Ok(()),
                 }
                 if self.deadline_passed() {
                     return Ok(());
@@ -437,8 +568,10 @@ impl Run {
         }
     }
 
-    /// One turn. `Ok(Some(more))` to go on, `Ok(None)` when the run must end now.
-    async fn turn(&mut self, inputs: Vec<Injected>) -> Result<Option<bool>, LoopError> {
+    /// One model call and what follows it. Every attempt of a call (the first and each retry)
+    /// goes through the same steps: settings refresh, tool directive, context sync, pre-model
+    /// gate, then the request.
+    async fn turn(&mut self, inputs: Vec<Injected>) -> Result<Step, LoopError> {
         let mut inputs = self.insert_inputs(inputs);
 
         let refresh = self.hooks.sync_before_model_call(&self.signal).await;
@@ -474,9 +607,13 @@ impl Run {
                     self.open_turn(&inputs);
                     return Err(LoopError::new(e));
                 }
-                Ok(GateDecision::Stop(_reason)) => {
-                    if !self.turn_open
-                        && !self.aborted()
+                Ok(GateDecision::Stop(reason)) => {
+                    if self.turn_open {
+                        // Only a retry reaches the gate with its turn open: close that turn.
+                        self.stop_open_turn(reason).await;
+                        return Ok(Step::End);
+                    }
+                    if !self.aborted()
                         && let Err(e) = self.hooks.on_tool_choice_rejected()
                     {
                         self.open_turn(&inputs);
@@ -484,14 +621,24 @@ impl Run {
                     }
                     self.emit_inputs(&inputs);
                     self.preserve_soft = !self.aborted();
-                    return Ok(None);
+                    return Ok(Step::End);
                 }
                 Ok(GateDecision::Proceed) => {}
             }
         }
 
         self.open_turn(&inputs);
-        let committed = self.stream_assistant(context).await?;
+        let committed = match self.stream_attempt(context).await? {
+            Attempt::Aborted(m) => m,
+            Attempt::Final {
+                message,
+                started_emitted,
+                started,
+            } => match self.settle(message, started_emitted, started).await? {
+                Some(m) => m,
+                None => return Ok(Step::Retry),
+            },
+        };
         let Some(assistant) = committed.as_assistant() else {
             return Err(LoopError::new(
                 "Internal error: the committed reply is not an assistant message",
@@ -531,7 +678,7 @@ impl Run {
                 results.push(self.answer(r, status));
             }
             self.close_turn(&committed, results, false, false).await;
-            return Ok(None);
+            return Ok(Step::End);
         }
 
         let mut more;
@@ -592,7 +739,37 @@ impl Run {
         let will_continue = more && !self.deadline_passed();
         self.close_turn(&committed, results, will_continue, true)
             .await;
-        Ok(Some(more))
+        Ok(Step::Next(more))
+    }
+
+    /// A gate stopped the call of a turn that is already open (a retry): close the turn with
+    /// an aborted reply that says why.
+    async fn stop_open_turn(&mut self, reason: Option<String>) {
+        let mut m = AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+        m.content.push(ContentBlock::text(""));
+        m.stop_reason = StopReason::Aborted;
+        m.error_message = Some(
+            reason
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| GATE_STOP_TEXT.to_string()),
+        );
+        self.end_retrying(false, m.error_message.clone());
+        let committed = self.commit_assistant(m, false, None);
+        let run_hook = !self.aborted();
+        self.close_turn(&committed, Vec::new(), false, run_hook)
+            .await;
+    }
+
+    /// Emit `auto_retry_end` if the current call was being retried.
+    fn end_retrying(&mut self, success: bool, final_error: Option<String>) {
+        if self.retries > 0 {
+            self.sink.emit(AgentEvent::AutoRetryEnd {
+                success,
+                attempt: self.retries,
+                final_error: (!success).then(|| final_error.unwrap_or_default()),
+            });
+            self.retries = 0;
+        }
     }
 
     /// Fail the run when the model keeps sending the very same tool calls turn after turn (a
@@ -645,7 +822,7 @@ impl Run {
     /// Feed the run collector, if telemetry is on.
     fn collect(&self, f: impl FnOnce(&mut RunCollector)) {
         if let Some(c) = &self.collector {
-            f(&mut c.lock().unwrap_or_else(|p| p.into_inner()));
+            f(&mut lock(c));
         }
     }
 
@@ -655,7 +832,7 @@ impl Run {
             .rev()
             .find_map(|m| m.as_assistant())
             .and_then(|a| a.tool_calls().find(|c| c.id == id))
-            .map(|c| crate::agent::policy::validate::strip_sentinels(&c.arguments))
+            .map(|c| strip_sentinels(&c.arguments))
             .unwrap_or_default()
     }
 
@@ -700,6 +877,7 @@ impl Run {
                 if self.soft.activate(&req) {
                     for m in &req.reminder {
                         self.push(m.clone());
+                        self.unemitted.push(m.clone());
                         inputs.push(m.clone());
                     }
                 }
@@ -770,7 +948,7 @@ impl Run {
             prune_descriptions: self.cfg.prune_tool_descriptions,
         };
         let mut ctx = match &self.cfg.append_only {
-            Some(ao) => ao.lock().unwrap_or_else(|p| p.into_inner()).sync_and_build(
+            Some(ao) => lock(ao).sync_and_build(
                 &self.system_prompt,
                 &self.tools,
                 options,
@@ -813,83 +991,74 @@ impl Run {
         }
     }
 
-    /// Stream one reply, emit its message events and commit it to the context.
-    async fn stream_assistant(&mut self, context: LlmContext) -> Result<AgentMessage, LoopError> {
-        let mut attempt: u32 = 0;
-        let mut next_context = Some(context);
-        loop {
-            // A retry rebuilds the (unchanged) context instead of keeping a copy of every request.
-            let context = match next_context.take() {
-                Some(c) => c,
-                None => self.provider_context().await,
-            };
-            let outcome = self.stream_attempt(context).await?;
-            let (message, started_emitted, completed, started) = match outcome {
-                Attempt::Aborted(m) => return Ok(m),
-                Attempt::Final {
-                    message,
-                    started_emitted,
-                    completed,
-                    started,
-                } => (message, started_emitted, completed, started),
-            };
-            let mut message = message;
-            let retryable = message.stop_reason == StopReason::Error
-                && message.transient.is_some()
-                && attempt < self.cfg.retry.max_retries
-                && !self.aborted();
-            if retryable {
-                retain_completed_tool_calls(&mut message, &completed);
-                salvage_interrupted_tool_turn(&mut message, &self.tools);
-            }
-            if retryable && message.stop_reason == StopReason::Error {
-                attempt += 1;
-                let error_text = message.error_message.clone().unwrap_or_default();
-                if started_emitted {
-                    // Show the failed attempt, but keep it out of what the model sees.
-                    message.stop_details = Some(StopDetails {
-                        kind: crate::agent::protocol::types::STOP_RETRIED.to_string(),
-                        category: None,
-                        explanation: message.error_message.clone(),
-                    });
-                    self.sink.emit(AgentEvent::MessageEnd {
-                        message: message.clone().into(),
-                    });
-                }
-                let retry_after = message.transient.as_ref().and_then(|t| t.retry_after_ms);
-                let delay = self.cfg.retry.delay(attempt, retry_after);
-                self.sink.emit(AgentEvent::AutoRetryStart {
-                    attempt,
-                    max_attempts: self.cfg.retry.max_retries,
-                    delay_ms: delay.as_millis() as u64,
-                    error_message: error_text,
-                });
-                let signal = self.signal.clone();
-                tokio::select! {
-                    _ = signal.cancelled() => return Ok(self.finish_aborted(None, &[])),
-                    _ = tokio::time::sleep(delay) => {}
-                }
-                continue;
-            }
-            if attempt > 0 {
-                let success = message.stop_reason != StopReason::Error;
-                self.sink.emit(AgentEvent::AutoRetryEnd {
-                    success,
-                    attempt,
-                    final_error: (!success)
-                        .then(|| message.error_message.clone().unwrap_or_default()),
-                });
-            }
+    /// Decide what a finished attempt leads to: a retry after a transient failure (`None`,
+    /// once its backoff has passed), or the committed reply.
+    async fn settle(
+        &mut self,
+        mut message: AssistantMessage,
+        started_emitted: bool,
+        started: Instant,
+    ) -> Result<Option<AgentMessage>, LoopError> {
+        let retryable = message.stop_reason == StopReason::Error
+            && message.transient.is_some()
+            && self.retries < self.cfg.retry.max_retries
+            && !self.aborted();
+        if retryable {
+            retain_completed_tool_calls(&mut message, &self.completed_calls);
+            salvage_interrupted_tool_turn(&mut message, &self.tools);
+        }
+        if !(retryable && message.stop_reason == StopReason::Error) {
+            let success = message.stop_reason != StopReason::Error;
+            self.end_retrying(success, message.error_message.clone());
             return self
-                .finish(message, started_emitted, &completed, started)
-                .await;
+                .finish(message, started_emitted, started)
+                .await
+                .map(Some);
+        }
+        self.retries += 1;
+        let error_text = message.error_message.clone().unwrap_or_default();
+        // The failed attempt counts as a call; its partial never enters the transcript.
+        self.collect(|c| {
+            c.record_chat(
+                &message.model,
+                &message.provider,
+                message.stop_reason,
+                started.elapsed().as_millis() as u64,
+                &message.usage,
+            )
+        });
+        self.streaming = None;
+        self.completed_calls.clear();
+        let retry_after = message.transient.as_ref().and_then(|t| t.retry_after_ms);
+        if started_emitted {
+            // Shown as a failed attempt, then dropped: consumers keep it out of the transcript.
+            message.stop_details = Some(StopDetails {
+                kind: STOP_RETRIED.to_string(),
+                category: None,
+                explanation: message.error_message.clone(),
+            });
+            self.sink.emit(AgentEvent::MessageEnd {
+                message: message.into(),
+            });
+        }
+        let delay = self.cfg.retry.delay(self.retries, retry_after);
+        self.sink.emit(AgentEvent::AutoRetryStart {
+            attempt: self.retries,
+            max_attempts: self.cfg.retry.max_retries,
+            delay_ms: delay.as_millis() as u64,
+            error_message: error_text,
+        });
+        let signal = self.signal.clone();
+        tokio::select! {
+            _ = signal.cancelled() => Ok(Some(self.finish_aborted())),
+            _ = tokio::time::sleep(delay) => Ok(None),
         }
     }
 
     /// One provider call, streamed to the end (or to an abort).
     async fn stream_attempt(&mut self, context: LlmContext) -> Result<Attempt, LoopError> {
         if self.aborted() {
-            return Ok(Attempt::Aborted(self.finish_aborted(None, &[])));
+            return Ok(Attempt::Aborted(self.finish_aborted()));
         }
         let request = ProviderRequest {
             model: self.model.clone(),
@@ -897,12 +1066,17 @@ impl Run {
             options: self.request_options(),
         };
         let started = Instant::now();
-        let mut stream = self
-            .cfg
-            .provider
-            .stream(request, self.signal.token().child_token());
-        let mut builder: Option<MessageBuilder> = None;
-        let mut completed: Vec<String> = Vec::new();
+        let provider = self.cfg.provider.clone();
+        let token = self.signal.token().child_token();
+        let mut stream = match contain_sync(move || provider.stream(request, token)) {
+            Ok(s) => contain_stream(s),
+            Err(panic) => {
+                self.fail_chat(started);
+                return Err(LoopError::new(provider_panic_text(&panic)));
+            }
+        };
+        self.streaming = None;
+        self.completed_calls.clear();
         let signal = self.signal.clone();
         loop {
             let next = tokio::select! {
@@ -912,7 +1086,7 @@ impl Run {
             };
             let Some(next) = next else {
                 drop(stream); // closes the connection now
-                return Ok(Attempt::Aborted(self.finish_aborted(builder, &completed)));
+                return Ok(Attempt::Aborted(self.finish_aborted()));
             };
             let event = match next {
                 None => {
@@ -932,33 +1106,32 @@ impl Run {
                     drop(stream);
                     return Ok(Attempt::Final {
                         message: *message,
-                        started_emitted: builder.is_some(),
-                        completed,
+                        started_emitted: self.streaming.is_some(),
                         started,
                     });
                 }
-                StreamEvent::Start { ref partial } => match &mut builder {
+                StreamEvent::Start { ref partial } => match &mut self.streaming {
                     None => {
                         self.sink.emit(AgentEvent::MessageStart {
                             message: (**partial).clone().into(),
                         });
-                        builder = Some(MessageBuilder::new((**partial).clone()));
+                        self.streaming = Some(MessageBuilder::new((**partial).clone()));
                     }
                     Some(b) => {
                         // The provider restarted the attempt: same message, fresh content.
                         b.apply(&event);
-                        completed.clear();
+                        self.completed_calls.clear();
                         self.sink.emit(AgentEvent::MessageUpdate {
                             assistant_message_event: event,
                         });
                     }
                 },
                 ev => {
-                    let Some(b) = &mut builder else {
+                    let Some(b) = &mut self.streaming else {
                         continue; // content before `start` is ignored
                     };
                     if let StreamEvent::ToolCallEnd { tool_call, .. } = &ev {
-                        completed.push(tool_call.id.clone());
+                        self.completed_calls.push(tool_call.id.clone());
                     }
                     b.apply(&ev);
                     self.hooks.on_assistant_event(b.message(), &ev);
@@ -981,13 +1154,10 @@ impl Run {
         });
     }
 
-    /// The aborted boundary: the partial (or a fresh message) marked aborted.
-    fn finish_aborted(
-        &mut self,
-        builder: Option<MessageBuilder>,
-        completed: &[String],
-    ) -> AgentMessage {
+    /// The aborted boundary: the partial being streamed (or a fresh message) marked aborted.
+    fn finish_aborted(&mut self) -> AgentMessage {
         let reason = self.signal.reason().unwrap_or(AbortReason::Requested);
+        let builder = self.streaming.take();
         let had_partial = builder.is_some();
         let mut message = match builder {
             Some(b) => b.into_message(),
@@ -995,29 +1165,35 @@ impl Run {
         };
         message.stop_reason = StopReason::Aborted;
         message.error_message = Some(reason.text());
-        retain_completed_tool_calls(&mut message, completed);
+        let completed = std::mem::take(&mut self.completed_calls);
+        retain_completed_tool_calls(&mut message, &completed);
         message.tool_call_abort_messages =
             reason.tool_labels(message.tool_calls().map(|c| c.id.as_str()));
-        self.commit_assistant(message, had_partial, 0)
+        self.end_retrying(false, Some(reason.text()));
+        self.commit_assistant(message, had_partial, Some(0))
     }
 
-    /// Record, emit (`message_start` unless the partial already had one, then `message_end`)
-    /// and insert the final assistant message.
+    /// Record (as a model call, when `latency_ms` is given), emit (`message_start` unless the
+    /// partial already had one, then `message_end`) and insert the final assistant message.
     fn commit_assistant(
         &mut self,
         message: AssistantMessage,
         started_emitted: bool,
-        latency_ms: u64,
+        latency_ms: Option<u64>,
     ) -> AgentMessage {
-        self.collect(|c| {
-            c.record_chat(
-                &message.model,
-                &message.provider,
-                message.stop_reason,
-                latency_ms,
-                &message.usage,
-            )
-        });
+        if let Some(latency_ms) = latency_ms {
+            self.collect(|c| {
+                c.record_chat(
+                    &message.model,
+                    &message.provider,
+                    message.stop_reason,
+                    latency_ms,
+                    &message.usage,
+                )
+            });
+        }
+        self.streaming = None;
+        self.completed_calls.clear();
         let m: AgentMessage = message.into();
         if !started_emitted {
             self.sink
@@ -1033,11 +1209,10 @@ impl Run {
         &mut self,
         mut message: AssistantMessage,
         started_emitted: bool,
-        completed: &[String],
         started: Instant,
     ) -> Result<AgentMessage, LoopError> {
         if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
-            retain_completed_tool_calls(&mut message, completed);
+            retain_completed_tool_calls(&mut message, &self.completed_calls);
             salvage_interrupted_tool_turn(&mut message, &self.tools);
         }
         self.hooks
@@ -1060,9 +1235,34 @@ impl Run {
         Ok(self.commit_assistant(
             message,
             started_emitted,
-            started.elapsed().as_millis() as u64,
+            Some(started.elapsed().as_millis() as u64),
         ))
     }
+}
+
+/// Shown when a pre-model gate stops a call without saying why.
+pub const GATE_STOP_TEXT: &str = "Stopped before the model call";
+
+fn provider_panic_text(panic: &str) -> String {
+    format!("The provider crashed while streaming: {panic}")
+}
+
+/// The provider's stream with its panics turned into out-of-band failures.
+fn contain_stream(stream: EventStream) -> EventStream {
+    let mut stream = Some(stream);
+    futures::stream::poll_fn(move |cx| {
+        let Some(s) = stream.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        match contain_sync(|| s.poll_next_unpin(cx)) {
+            Ok(poll) => poll,
+            Err(panic) => {
+                stream = None;
+                std::task::Poll::Ready(Some(Err(ProviderError::new(provider_panic_text(&panic)))))
+            }
+        }
+    })
+    .boxed()
 }
 
 /// Drop tool calls whose arguments never completed (their JSON may be cut short). If any were
@@ -1089,23 +1289,6 @@ pub fn retain_completed_tool_calls(message: &mut AssistantMessage, completed: &[
     });
 }
 
-/// Markers of a stream that broke while being read (not a model or request error).
-const STREAM_BREAK_MARKERS: [&str; 8] = [
-    "stream_read_error",
-    "stream read error",
-    "stream envelope error:",
-    "error decoding response body",
-    "unexpected end of json",
-    "eof while parsing",
-    "unterminated string",
-    "connection closed before message completed",
-];
-
-fn is_stream_break(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    STREAM_BREAK_MARKERS.iter().any(|m| lower.contains(m))
-}
-
 /// Turn an error reply back into a runnable tool turn when the stream broke after complete tool
 /// calls: the calls are whole (`toolcall_end` was seen), so running them loses nothing.
 pub fn salvage_interrupted_tool_turn(message: &mut AssistantMessage, tools: &ToolSet) {
@@ -1121,16 +1304,7 @@ pub fn salvage_interrupted_tool_turn(message: &mut AssistantMessage, tools: &Too
     if !message.tool_calls().all(|c| tools.contains(&c.name)) {
         return;
     }
-    let mut text = message.error_message.clone().unwrap_or_default();
-    if let Some(e) = message
-        .stop_details
-        .as_ref()
-        .and_then(|d| d.explanation.as_ref())
-    {
-        text.push(' ');
-        text.push_str(e);
-    }
-    if !is_stream_break(&text) {
+    if !message.stream_broken {
         return;
     }
     let previous = message.stop_details.take().unwrap_or_default();
@@ -1150,4 +1324,5 @@ pub fn salvage_interrupted_tool_turn(message: &mut AssistantMessage, tools: &Too
     message.stop_reason = StopReason::ToolUse;
     message.error_message = None;
     message.error_status = None;
+    message.stream_broken = false;
 }

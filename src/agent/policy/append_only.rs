@@ -19,9 +19,7 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::agent::policy::normalize::{
-    ToolNormalizeOptions, intent_allowed_by_env, normalize_tools_with,
-};
+use crate::agent::policy::normalize::{ToolNormalizeOptions, normalize_tools};
 use crate::agent::protocol::stream::{LlmContext, ToolSpec};
 use crate::agent::protocol::tool::ToolSet;
 use crate::agent::protocol::types::{ContentBlock, Message, UserContent};
@@ -110,8 +108,7 @@ impl StablePrefix {
         tools: &ToolSet,
         options: ToolNormalizeOptions,
     ) -> bool {
-        self.build_with(system_prompt, tools, options, intent_allowed_by_env())
-            .0
+        self.build_with(system_prompt, tools, options).0
     }
 
     /// [`StablePrefix::build`] with already normalised tool specs.
@@ -129,9 +126,8 @@ impl StablePrefix {
         system_prompt: &[String],
         tools: &ToolSet,
         options: ToolNormalizeOptions,
-        env_allows_intent: bool,
     ) -> (bool, &PrefixSnapshot) {
-        let specs = normalize_tools_with(tools, options, env_allows_intent);
+        let specs = normalize_tools(tools, options);
         self.build_specs(system_prompt, specs, options)
     }
 
@@ -343,27 +339,8 @@ impl AppendOnlyContext {
         options: ToolNormalizeOptions,
         messages: Vec<Arc<Message>>,
     ) -> LlmContext {
-        self.sync_and_build_with(
-            system_prompt,
-            tools,
-            options,
-            messages,
-            intent_allowed_by_env(),
-        )
-    }
-
-    fn sync_and_build_with(
-        &mut self,
-        system_prompt: &[String],
-        tools: &ToolSet,
-        options: ToolNormalizeOptions,
-        messages: Vec<Arc<Message>>,
-        env_allows_intent: bool,
-    ) -> LlmContext {
         self.sync_messages(messages);
-        let (_, snapshot) =
-            self.prefix
-                .build_with(system_prompt, tools, options, env_allows_intent);
+        let (_, snapshot) = self.prefix.build_with(system_prompt, tools, options);
         LlmContext {
             system_prompt: snapshot.system_prompt.clone(),
             tools: snapshot.tools.clone(),
@@ -712,13 +689,7 @@ mod tests {
             prune_descriptions: false,
         };
         let mut ctx = AppendOnlyContext::new();
-        let out = ctx.sync_and_build_with(
-            &prompt("sys"),
-            &set,
-            options,
-            arcs(vec![user("q", 1)]),
-            true,
-        );
+        let out = ctx.sync_and_build(&prompt("sys"), &set, options, arcs(vec![user("q", 1)]));
         let props = out.tools[0].parameters["properties"]
             .as_object()
             .map(|m| m.keys().cloned().collect::<Vec<_>>())
@@ -734,15 +705,13 @@ mod tests {
         );
         assert_eq!(out.system_prompt, prompt("sys"));
 
-        // The environment switch flips the normalised specs, and so the fingerprint.
+        // Turning the intent field off changes the normalised specs, and so the fingerprint.
         let v = ctx.prefix().version();
-        ctx.sync_and_build_with(
-            &prompt("sys"),
-            &set,
-            options,
-            arcs(vec![user("q", 1)]),
-            false,
-        );
+        let off = ToolNormalizeOptions {
+            inject_intent: false,
+            ..options
+        };
+        ctx.sync_and_build(&prompt("sys"), &set, off, arcs(vec![user("q", 1)]));
         assert_eq!(ctx.prefix().version(), v + 1);
     }
 

@@ -27,9 +27,6 @@ pub const INTENT_FIELD: &str = "i";
 /// Schema description of [`INTENT_FIELD`] (omitted when descriptions are pruned).
 pub const INTENT_DESCRIPTION: &str = "concise intent";
 
-/// Environment variable that, when set to `"1"`, disables intent injection globally.
-pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
-
 /// Placeholder intent shown in examples that have no caption to derive one from.
 const DEFAULT_EXAMPLE_INTENT: &str = "example";
 
@@ -81,30 +78,16 @@ pub fn normalize_messages_for_provider(
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ToolNormalizeOptions {
-    /// Add the intent argument `i` to tool schemas (subject to [`NO_INTENT_ENV`]).
+    /// Add the intent argument `i` to tool schemas (the host decides, e.g. from its settings
+    /// and `PI_NO_INTENT`).
     pub inject_intent: bool,
     /// Strip all `description` annotations and tool descriptions; render no examples.
     pub prune_descriptions: bool,
 }
 
-/// False when the environment disables intent injection (`PI_NO_INTENT=1`).
-pub fn intent_allowed_by_env() -> bool {
-    std::env::var_os(NO_INTENT_ENV).is_none_or(|v| v != "1")
-}
-
 /// Wire specs for the tools, in tool order.
 pub fn normalize_tools(tools: &ToolSet, options: ToolNormalizeOptions) -> Vec<ToolSpec> {
-    normalize_tools_with(tools, options, intent_allowed_by_env())
-}
-
-/// [`normalize_tools`] with the environment switch given explicitly (`env_allows_intent` is what
-/// [`intent_allowed_by_env`] would return).
-pub fn normalize_tools_with(
-    tools: &ToolSet,
-    options: ToolNormalizeOptions,
-    env_allows_intent: bool,
-) -> Vec<ToolSpec> {
-    let inject = options.inject_intent && env_allows_intent;
+    let inject = options.inject_intent;
     tools
         .iter()
         .map(|t| normalize_tool(t.tool.as_ref(), inject, options.prune_descriptions))
@@ -581,7 +564,7 @@ pub(crate) mod tests {
 
     fn one(tool: TestTool, options: ToolNormalizeOptions) -> ToolSpec {
         let set = ToolSet::new([tool.arc()]);
-        let mut specs = normalize_tools_with(&set, options, true);
+        let mut specs = normalize_tools(&set, options);
         assert_eq!(specs.len(), 1);
         specs.remove(0)
     }
@@ -641,19 +624,15 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn env_switch_disables_injection() {
+    fn intent_is_injected_only_when_asked() {
         let set = ToolSet::new([TestTool::new("read", "d", path_schema()).arc()]);
-        let specs = normalize_tools_with(&set, INTENT, false);
-        assert_eq!(specs[0].parameters, path_schema());
-        let off = normalize_tools_with(&set, ToolNormalizeOptions::default(), true);
+        let on = normalize_tools(&set, INTENT);
+        assert_eq!(
+            keys(&on[0].parameters["properties"]),
+            ["i", "path", "limit"]
+        );
+        let off = normalize_tools(&set, ToolNormalizeOptions::default());
         assert_eq!(off[0].parameters, path_schema());
-    }
-
-    #[test]
-    fn env_reader_matches_the_variable() {
-        // Read-only: tests never set the variable, so this cannot race with other tests.
-        let expected = std::env::var(NO_INTENT_ENV).map_or(true, |v| v != "1");
-        assert_eq!(intent_allowed_by_env(), expected);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 use serde_json::{Value, json};
 
 use crate::agent::protocol::hooks::SteeringSource;
-use crate::agent::protocol::types::{ContentBlock, ToolCall, ToolResultMessage, now_ms};
+use crate::agent::protocol::types::{
+    AgentMessage, ContentBlock, Message, ToolCall, ToolResultMessage, now_ms,
+};
 
 /// Why a call was answered with a placeholder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +127,31 @@ pub fn interrupt_skip_details(started: bool) -> Value {
 /// Text of a result for a call that was never started because the run was aborted.
 pub fn not_run_aborted_text(reason: &str) -> String {
     format!("This tool call was not run because the run was aborted: {reason}.")
+}
+
+/// The calls of the transcript's last assistant message that no tool result answers yet.
+///
+/// Only the last assistant message can be open: every earlier one was answered before the next
+/// model call. A provider rejects a history that leaves one open, so whatever ends a run answers
+/// these first.
+pub fn unanswered_calls(messages: &[AgentMessage]) -> Vec<&ToolCall> {
+    let Some(at) = messages.iter().rposition(|m| m.as_assistant().is_some()) else {
+        return Vec::new();
+    };
+    let Some(assistant) = messages[at].as_assistant() else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = messages[at + 1..]
+        .iter()
+        .filter_map(|m| match m.as_llm() {
+            Some(Message::ToolResult(r)) => Some(r.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assistant
+        .tool_calls()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .collect()
 }
 
 /// Text of a result for a call a hook blocked without saying why.

@@ -109,6 +109,17 @@ impl AgentEvent {
     }
 }
 
+/// Identifies one run of an agent (counting from 1).
+pub type RunId = u64;
+
+/// An event as a front end receives it: with the run it belongs to (`None` for what happens
+/// outside a run, such as a queue change while idle).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunEvent {
+    pub run: Option<RunId>,
+    pub event: AgentEvent,
+}
+
 /// Receives events in order. Must not block: the loop calls it inline.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: AgentEvent);

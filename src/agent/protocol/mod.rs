@@ -8,6 +8,7 @@
 pub mod abort;
 pub mod events;
 pub mod hooks;
+pub mod panic;
 pub mod stream;
 pub mod summary;
 pub mod thinking;

@@ -289,6 +289,12 @@ pub struct AssistantMessage {
     /// error, dropped or idle connection). Not persisted.
     #[serde(skip)]
     pub transient: Option<TransientError>,
+    /// Set by a provider when the response's stream broke while being read (a dropped
+    /// connection, a body cut short, an event that did not parse), as opposed to an error the
+    /// provider reported. Tool calls completed before the break are whole and may still run.
+    /// Not persisted.
+    #[serde(skip)]
+    pub stream_broken: bool,
 }
 
 /// What a provider knows about a retryable failure.
@@ -504,6 +510,13 @@ impl AgentMessage {
             },
             _ => None,
         }
+    }
+
+    /// A failed model-call attempt the loop retried: shown while it streams, never part of
+    /// the transcript.
+    pub fn is_retried_attempt(&self) -> bool {
+        self.as_assistant()
+            .is_some_and(AssistantMessage::is_retried_attempt)
     }
 
     pub fn as_tool_result(&self) -> Option<&ToolResultMessage> {
