@@ -265,13 +265,14 @@ async fn prompt_while_running_is_busy_and_wait_idle_returns_after_the_run() {
     slow.extend(reply::text("first"));
     let p = scripts(vec![slow, reply::text("second")]);
     let agent = agent(&p, vec![]);
+    let mut rx = agent.subscribe();
 
     agent.prompt_text("one").unwrap();
     assert!(agent.state().is_streaming);
     assert!(agent.is_streaming());
     assert_eq!(agent.prompt_text("two"), Err(AgentError::Busy));
     assert_eq!(agent.continue_run(), Err(AgentError::Busy));
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    until(&mut rx, "turn_start").await;
     assert!(agent.state().is_streaming, "still streaming mid-run");
     assert_eq!(agent.prompt_text("two"), Err(AgentError::Busy));
 

@@ -8,14 +8,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use pi::agent::engine::batch::STEERING_POLL;
+use pi::agent::engine::run::run_prompt;
 use pi::agent::engine::run::{MAX_PAUSED_TURN_CONTINUATIONS, run_continue};
 use pi::agent::policy::soft::SoftState;
 use pi::agent::protocol::abort::{AbortReason, AbortSignal, DEADLINE_TEXT, DEFAULT_ABORT_TEXT};
 use pi::agent::protocol::events::AgentEvent;
 use pi::agent::protocol::hooks::{
     AfterToolCallInfo, AsideEntry, AsideHooks, BeforeToolCall, ContextRefresh, GateDecision,
-    Injected, LoopHooks, ResultOverride, SoftToolRequirement, SteeringPeek, SteeringSource,
-    ToolDirective, TurnEndInfo,
+    Injected, InterruptMode, LoopHooks, ResultOverride, SoftToolRequirement, SteeringPeek,
+    SteeringSource, ToolDirective, TurnEndInfo,
 };
 use pi::agent::protocol::stream::{LlmContext, StreamEvent, ToolChoice};
 use pi::agent::protocol::tool::{AgentTool, Concurrency, ToolOutput, ToolSet};
@@ -126,34 +128,63 @@ async fn deadline_during_request_aborts_it_with_deadline_text() {
     assert_eq!(p.dropped_early(), 1);
 }
 
+/// Holds the thread (not the runtime's clock) for a while when the reply is final, so the
+/// deadline passes while the reply is committed but before its tools could start, and the
+/// deadline timer has had no chance to abort the run.
+struct SlowCommit(Duration);
+
+#[async_trait]
+impl LoopHooks for SlowCommit {
+    async fn transform_assistant_message(
+        &self,
+        _message: &mut AssistantMessage,
+        _signal: &AbortSignal,
+    ) -> Result<(), String> {
+        std::thread::sleep(self.0);
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
     let p = scripts(vec![
-        vec![
-            Step::Delay(Duration::from_millis(60)),
-            Step::Event(StreamEvent::Start {
-                partial: Box::new(reply::base()),
-            }),
-        ]
-        .into_iter()
-        .chain(
-            reply::tools(&[reply::call("c1", "echo", json!({}))])
-                .into_iter()
-                .skip(1),
-        )
-        .collect(),
+        reply::tools(&[
+            reply::call("c1", "echo", json!({})),
+            reply::call("c2", "echo", json!({})),
+        ]),
+        reply::text("never asked"),
     ]);
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
-    let mut c = config(&p, vec![tool.arc()]);
-    // Long enough for the request to start, short enough to pass before tools run.
-    c.deadline = Some(Instant::now() + Duration::from_millis(30));
-    let (_rec, out) = run(c, "go", vec![]).await;
+    let mut c = with_hooks(
+        config(&p, vec![tool.arc()]),
+        SlowCommit(Duration::from_millis(200)),
+    );
+    c.deadline = Some(Instant::now() + Duration::from_millis(100));
+    let (rec, out) = run(c, "go", vec![]).await;
     let out = out.unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 0);
-    // Either the stream was aborted by the deadline or the tools were refused; never executed.
-    let last = out.new_messages().last().unwrap();
-    assert!(last.role() == "assistant" || last.role() == "toolResult");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "no tool runs past the deadline"
+    );
+    assert_eq!(p.request_count(), 1, "and no further call is made");
+    // The reply itself is whole (the stream was not aborted); its calls get deadline
+    // placeholders, and the run ends after them.
+    let a = out.new_messages()[1].as_assistant().unwrap();
+    assert_eq!(a.stop_reason, StopReason::ToolUse);
+    let results = rec.tool_results();
+    assert_eq!(ids(&results), ["c1", "c2"]);
+    for (_, text, is_error) in &results {
+        assert!(*is_error);
+        assert!(
+            text.ends_with(&format!("aborted: {DEADLINE_TEXT}")),
+            "{text}"
+        );
+    }
+    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "toolResult"]);
+    assert_eq!(rec.count("turn_end"), 1);
 }
 
 #[tokio::test]
@@ -188,12 +219,14 @@ async fn pause_turn_resamples_and_is_capped() {
 async fn abort_before_any_event_gives_an_aborted_message() {
     let p = scripts(vec![vec![Step::Stall]]);
     let signal = AbortSignal::new();
-    let s2 = signal.clone();
+    let (s2, rec) = (signal.clone(), Recorder::default());
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // The turn is open and the request made; the provider says nothing.
+        r2.wait_for("turn_start").await;
         s2.abort(AbortReason::Requested);
     });
-    let (rec, out) = run_with_signal(config(&p, vec![]), "hi", vec![], signal).await;
+    let (rec, out) = run_recorded(config(&p, vec![]), "hi", vec![], signal, rec).await;
     let out = out.unwrap();
     let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
@@ -213,12 +246,23 @@ async fn custom_abort_reason_is_kept_and_partial_survives() {
     steps.push(Step::Stall);
     let p = scripts(vec![steps]);
     let signal = AbortSignal::new();
-    let s2 = signal.clone();
+    let (s2, rec) = (signal.clone(), Recorder::default());
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        r2.wait_until("the partial text", |_, events| {
+            events.iter().any(|e| {
+                matches!(
+                    e,
+                    AgentEvent::MessageUpdate {
+                        assistant_message_event: StreamEvent::TextDelta { .. }
+                    }
+                )
+            })
+        })
+        .await;
         s2.abort(AbortReason::Message("user pressed Esc".into()));
     });
-    let (rec, out) = run_with_signal(config(&p, vec![]), "hi", vec![], signal).await;
+    let (rec, out) = run_recorded(config(&p, vec![]), "hi", vec![], signal, rec).await;
     let a = out.unwrap().new_messages()[1]
         .as_assistant()
         .unwrap()
@@ -247,14 +291,20 @@ async fn aborted_message_keeps_only_completed_tool_calls() {
     steps.push(Step::Stall);
     let p = scripts(vec![steps]);
     let signal = AbortSignal::new();
-    let s2 = signal.clone();
+    let (s2, rec) = (signal.clone(), Recorder::default());
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        r2.wait_until("the second call's first fragment", |_, events| {
+            events.iter().any(|e| {
+                matches!(e, AgentEvent::MessageUpdate { assistant_message_event: StreamEvent::ToolCallDelta { delta, .. } } if delta == "{\"pa")
+            })
+        })
+        .await;
         s2.abort(AbortReason::Requested);
     });
     let tool = TestTool::echo("echo");
     let calls = tool.calls.clone();
-    let (rec, out) = run_with_signal(config(&p, vec![tool.arc()]), "go", vec![], signal).await;
+    let (rec, out) = run_recorded(config(&p, vec![tool.arc()]), "go", vec![], signal, rec).await;
     let out = out.unwrap();
     let a = out.new_messages()[1].as_assistant().unwrap();
     let kept: Vec<_> = a.tool_calls().map(|c| c.id.clone()).collect();
@@ -278,20 +328,33 @@ async fn tool_scoped_abort_labels_each_placeholder() {
     steps.push(Step::Stall);
     let p = scripts(vec![steps]);
     let signal = AbortSignal::new();
-    let s2 = signal.clone();
+    let (s2, rec) = (signal.clone(), Recorder::default());
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        r2.wait_until("both calls complete", |_, events| {
+            let ends = events.iter().filter(|e| {
+                matches!(
+                    e,
+                    AgentEvent::MessageUpdate {
+                        assistant_message_event: StreamEvent::ToolCallEnd { .. }
+                    }
+                )
+            });
+            ends.count() == 2
+        })
+        .await;
         s2.abort(AbortReason::ToolScoped {
             message: "interrupted".into(),
             per_call: [("a".to_string(), "a was the trigger".to_string())].into(),
             default_label: "sibling of the trigger".into(),
         });
     });
-    let (rec, _) = run_with_signal(
+    let (rec, _) = run_recorded(
         config(&p, vec![TestTool::echo("echo").arc()]),
         "go",
         vec![],
         signal,
+        rec,
     )
     .await;
     let r = rec.tool_results();
@@ -891,15 +954,18 @@ async fn system_steering_uses_advisory_wording() {
     assert!(rec.tool_results()[1].1.contains("system advisory"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
     let q = Queue {
         peek: true,
         ..Default::default()
     };
     let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Queued while both tools run; nothing wakes the batch, so the poll finds it.
+        r2.wait_for("tool_start:b").await;
         s.lock().unwrap().push(AgentMessage::user("stop waiting"));
     });
     let p = scripts(vec![
@@ -909,8 +975,7 @@ async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
         ]),
         reply::text("ok"),
     ]);
-    let started = Instant::now();
-    let (rec, _) = run(
+    let (rec, _) = run_recorded(
         with_hooks(
             config(
                 &p,
@@ -923,11 +988,18 @@ async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
         ),
         "go",
         vec![],
+        AbortSignal::new(),
+        rec,
     )
     .await;
-    // The wait is cut at the 250 ms poll at the latest; bash runs its full 400 ms.
-    let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_millis(2_000), "{elapsed:?}");
+    // On tokio's paused clock: the wait is cut at the first poll, 250 ms after the batch
+    // started; bash runs its full 400 ms.
+    let start = rec.time_of("tool_start:w");
+    assert_eq!(rec.time_of("tool_end:w") - start, STEERING_POLL);
+    assert_eq!(
+        rec.time_of("tool_end:b") - start,
+        Duration::from_millis(400)
+    );
     let r = rec.tool_results();
     let wait = r.iter().find(|x| x.0 == "w").unwrap();
     assert!(wait.2 && wait.1.contains("Skipped"));
@@ -1727,9 +1799,10 @@ async fn a_terminal_tool_result_ends_the_run_after_the_batch() {
 #[tokio::test]
 async fn external_abort_during_a_stubborn_tool_ends_with_an_aborted_boundary() {
     let signal = AbortSignal::new();
-    let s2 = signal.clone();
+    let (s2, rec) = (signal.clone(), Recorder::default());
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        r2.wait_for("tool_start:c1").await;
         s2.abort(AbortReason::Message("enough".into()));
     });
     let p = scripts(vec![reply::tools(&[
@@ -1737,7 +1810,7 @@ async fn external_abort_during_a_stubborn_tool_ends_with_an_aborted_boundary() {
         reply::call("c2", "stubborn", json!({})),
     ])]);
     let tool = TestTool::stubborn("stubborn", 80).exclusive();
-    let (rec, out) = run_with_signal(config(&p, vec![tool.arc()]), "go", vec![], signal).await;
+    let (rec, out) = run_recorded(config(&p, vec![tool.arc()]), "go", vec![], signal, rec).await;
     let out = out.unwrap();
     let r = rec.tool_results();
     assert_eq!(r[0].1, "stubborn done");
@@ -1949,15 +2022,36 @@ async fn a_detour_is_skipped_then_the_tool_is_forced_once() {
         reply::tools(&[reply::call("c3", "todo", json!({}))]),
         reply::text("done"),
     ]);
+    // The host clears the requirement once todo has run.
+    let active = Arc::new(AtomicBool::new(true));
+    let a = active.clone();
+    let todo = TestTool::new("todo", move |_| {
+        let a = a.clone();
+        async move {
+            a.store(false, Ordering::SeqCst);
+            Ok(ToolOutput::text("planned"))
+        }
+    });
     let c = with_hooks(
-        config(&p, vec![TestTool::echo("todo").arc(), bash.arc()]),
+        config(&p, vec![todo.arc(), bash.arc()]),
         Soft {
             id: "plan",
             reminder: "todo first",
-            active: Arc::new(AtomicBool::new(true)),
+            active,
         },
     );
-    let (rec, _) = run(c, "go", vec![]).await;
+    let (rec, out) = run(c, "go", vec![]).await;
+    let out = out.expect("the run ends normally once todo ran");
+    assert_eq!(
+        out.new_messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .text(),
+        "done"
+    );
+    assert_eq!(p.request_count(), 3);
     assert_eq!(bash_calls.load(Ordering::SeqCst), 0);
     let r = rec.tool_results();
     assert!(r[0].2 && r[0].1.contains("`todo`"), "{}", r[0].1);
@@ -2091,7 +2185,26 @@ async fn whitespace_only_error_results_get_a_fallback_text() {
     assert_eq!(r.1, pi::agent::policy::coerce::EMPTY_ERROR_TEXT);
 }
 
-#[tokio::test]
+/// Revises call `b` to run alone.
+struct MakeExclusive;
+
+#[async_trait]
+impl LoopHooks for MakeExclusive {
+    async fn before_tool_call(
+        &self,
+        _assistant: &AssistantMessage,
+        call: &ToolCall,
+        _args: &mut Value,
+        _signal: &AbortSignal,
+    ) -> Result<BeforeToolCall, String> {
+        if call.id == "b" {
+            return Ok(BeforeToolCall::Revise(json!({"exclusive": true})));
+        }
+        Ok(BeforeToolCall::Proceed)
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn concurrency_is_resolved_from_prepared_arguments() {
     struct ByArgs;
     #[async_trait]
@@ -2117,28 +2230,53 @@ async fn concurrency_is_resolved_from_prepared_arguments() {
             &self,
             inv: pi::agent::protocol::tool::ToolInvocation,
         ) -> Result<ToolOutput, pi::agent::protocol::tool::ToolError> {
-            tokio::time::sleep(Duration::from_millis(if inv.tool_call_id == "a" {
-                60
-            } else {
-                5
-            }))
-            .await;
+            let ms = if inv.tool_call_id == "a" { 60 } else { 5 };
+            tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok(ToolOutput::text(inv.tool_call_id))
         }
     }
+    // The model asks for two shared calls; the hook revises b to run alone.
     let p = scripts(vec![
         reply::tools(&[
             reply::call("a", "maybe", json!({})),
-            reply::call("b", "maybe", json!({"exclusive": true})),
+            reply::call("b", "maybe", json!({})),
         ]),
         reply::text("ok"),
     ]);
-    let (rec, _) = run(config(&p, vec![Arc::new(ByArgs)]), "go", vec![]).await;
+    let (rec, out) = run(
+        with_hooks(config(&p, vec![Arc::new(ByArgs)]), MakeExclusive),
+        "go",
+        vec![],
+    )
+    .await;
     assert_eq!(
         ids(&rec.tool_results()),
         ["a", "b"],
         "b waits for a although a is slower"
     );
+    assert_eq!(
+        rec.time_of("tool_start:b") - rec.time_of("tool_start:a"),
+        Duration::from_millis(60),
+        "b starts when a ends"
+    );
+    // The revision is what history holds.
+    let a = out.unwrap().new_messages()[1]
+        .as_assistant()
+        .unwrap()
+        .clone();
+    let b = a.tool_calls().find(|c| c.id == "b").unwrap();
+    assert_eq!(b.arguments, json!({"exclusive": true}));
+
+    // Without the hook, both share the batch and b finishes first.
+    let p = scripts(vec![
+        reply::tools(&[
+            reply::call("a", "maybe", json!({})),
+            reply::call("b", "maybe", json!({})),
+        ]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run(config(&p, vec![Arc::new(ByArgs)]), "go", vec![]).await;
+    assert_eq!(ids(&rec.tool_results()), ["b", "a"]);
 }
 
 #[tokio::test]
@@ -2269,7 +2407,7 @@ impl LoopHooks for Notifying {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_wake_up_interrupts_before_the_poll_would() {
     let hooks = Notifying {
         queue: Queue {
@@ -2290,8 +2428,10 @@ async fn a_wake_up_interrupts_before_the_poll_would() {
         ),
         hooks,
     );
-    let started = Instant::now();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
     let steer = tokio::spawn(async move {
+        r2.wait_for("tool_start:w").await;
         tokio::time::sleep(Duration::from_millis(20)).await;
         h2.queue
             .steering
@@ -2300,16 +2440,14 @@ async fn a_wake_up_interrupts_before_the_poll_would() {
             .push(AgentMessage::user("now"));
         h2.notify.notify_waiters();
     });
-    let (rec, _) = run(c, "go", vec![]).await;
+    let (rec, _) = run_recorded(c, "go", vec![], AbortSignal::new(), rec).await;
     steer.await.unwrap();
     let r = rec.tool_results();
     assert!(r[0].2 && r[0].1.contains("Skipped"));
-    // The poll alone would need 250 ms; the wake-up ends the wait at about 20 ms.
-    assert!(
-        started.elapsed() < Duration::from_millis(200),
-        "{:?}",
-        started.elapsed()
-    );
+    // On tokio's paused clock: queued 20 ms into the wait, the wake-up ends it then; the poll
+    // alone would have needed 250 ms.
+    let waited = rec.time_of("tool_end:w") - rec.time_of("tool_start:w");
+    assert_eq!(waited, Duration::from_millis(20));
 }
 
 fn fast_retries(
@@ -2433,13 +2571,15 @@ async fn an_abort_during_the_retry_wait_ends_the_run_at_once() {
     let mut c = config(&p, vec![]);
     c.retry.max_delay = Duration::from_secs(60);
     let signal = AbortSignal::new();
-    let s2 = signal.clone();
+    let (s2, rec) = (signal.clone(), Recorder::default());
+    let r2 = rec.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        r2.wait_for("auto_retry_start").await;
         s2.abort(AbortReason::Message("Esc".into()));
     });
     let started = Instant::now();
-    let (_, out) = run_with_signal(c, "go", vec![], signal).await;
+    let (_, out) = run_recorded(c, "go", vec![], signal, rec).await;
+    // The wait was 10 s; the abort ends it at once.
     assert!(started.elapsed() < Duration::from_secs(2));
     let last = out
         .unwrap()
@@ -2503,4 +2643,295 @@ fn mark_broken(mut steps: Vec<Step>) -> Vec<Step> {
         error.stream_broken = true;
     }
     steps
+}
+
+// Paths the first version left untested.
+
+#[tokio::test(start_paused = true)]
+async fn wait_mode_lets_the_batch_finish_and_delivers_steering_at_the_boundary() {
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
+    let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    tokio::spawn(async move {
+        r2.wait_for("tool_start:w").await;
+        s.lock()
+            .unwrap()
+            .push(AgentMessage::user("when you are done"));
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("w", "wait", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let mut c = with_hooks(
+        config(
+            &p,
+            vec![TestTool::sleeper("wait", 1_000).interruptible().arc()],
+        ),
+        q,
+    );
+    c.interrupt_mode = InterruptMode::Wait;
+    let (rec, _) = run_recorded(c, "go", vec![], AbortSignal::new(), rec).await;
+    let r = rec.tool_results();
+    assert_eq!(
+        r[0].1, "wait done",
+        "the interruptible tool was not cut short"
+    );
+    assert_eq!(
+        rec.time_of("tool_end:w") - rec.time_of("tool_start:w"),
+        Duration::from_millis(1_000)
+    );
+    let second = request_roles(&p, 1);
+    assert_eq!(second, ["user", "assistant", "toolResult", "user"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interruptible_resolver_that_fails_means_not_interruptible() {
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
+    let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    tokio::spawn(async move {
+        r2.wait_for("tool_start:w").await;
+        s.lock().unwrap().push(AgentMessage::user("stop"));
+    });
+    let mut wait = TestTool::sleeper("wait", 600);
+    wait.interruptible = Err("cannot tell".into());
+    let p = scripts(vec![
+        reply::tools(&[reply::call("w", "wait", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, _) = run_recorded(
+        with_hooks(config(&p, vec![wait.arc()]), q),
+        "go",
+        vec![],
+        AbortSignal::new(),
+        rec,
+    )
+    .await;
+    assert_eq!(rec.tool_results()[0].1, "wait done");
+    assert_eq!(
+        rec.time_of("tool_end:w") - rec.time_of("tool_start:w"),
+        Duration::from_millis(600)
+    );
+}
+
+/// A soft requirement for `todo` (until `done` is set), and a gate that stops the call
+/// numbered `stop_at`.
+struct SoftAndGate {
+    calls: AtomicUsize,
+    stop_at: usize,
+    done: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl LoopHooks for SoftAndGate {
+    fn tool_directive(&self) -> Option<ToolDirective> {
+        if self.done.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(ToolDirective::Soft(SoftToolRequirement {
+            id: "plan".into(),
+            tool_name: "todo".into(),
+            satisfies: None,
+            reminder: vec![AgentMessage::user("todo first")],
+        }))
+    }
+    fn has_model_gate(&self) -> bool {
+        true
+    }
+    async fn before_model_call(
+        &self,
+        _ctx: &LlmContext,
+        _s: &AbortSignal,
+    ) -> Result<GateDecision, String> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(if n == self.stop_at {
+            GateDecision::Stop(None)
+        } else {
+            GateDecision::Proceed
+        })
+    }
+}
+
+#[tokio::test]
+async fn soft_state_survives_a_gate_stop_into_the_next_run() {
+    let p = scripts(vec![
+        reply::tools(&[reply::call("b1", "bash", json!({}))]),
+        reply::tools(&[reply::call("t1", "todo", json!({}))]),
+        reply::text("done"),
+    ]);
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let todo = TestTool::new("todo", move |_| {
+        let d = d.clone();
+        async move {
+            d.store(true, Ordering::SeqCst);
+            Ok(ToolOutput::text("planned"))
+        }
+    });
+    let hooks = Arc::new(SoftAndGate {
+        calls: AtomicUsize::new(0),
+        stop_at: 2,
+        done,
+    });
+    let mut c = config(&p, vec![todo.arc(), TestTool::echo("bash").arc()]);
+    c.hooks = hooks.clone();
+    // Run 1: the detour is skipped, then the gate stops the forced call.
+    let rec = Recorder::default();
+    let out = run_prompt(
+        prompts(&["go"]),
+        vec![],
+        c.clone(),
+        SoftState::default(),
+        AbortSignal::new(),
+        Arc::new(rec.clone()),
+    )
+    .await;
+    assert!(out.error.is_none());
+    assert_eq!(p.request_count(), 1);
+    let soft = out.soft_state.clone();
+    assert_eq!(soft.escalations, 1, "the escalation is kept");
+    assert_eq!(soft.forced, Some(ToolChoice::Tool("todo".into())));
+
+    // Run 2 starts with the forced call, and the reminder is not injected again.
+    let out = run_prompt(
+        prompts(&["again"]),
+        out.context,
+        c,
+        soft,
+        AbortSignal::new(),
+        Arc::new(Recorder::default()),
+    )
+    .await;
+    assert!(out.error.is_none());
+    let reqs = p.requests();
+    assert_eq!(
+        reqs[1].options.tool_choice,
+        Some(ToolChoice::Tool("todo".into()))
+    );
+    let reminders = out
+        .context
+        .iter()
+        .filter(|m| {
+            m.as_user()
+                .is_some_and(|u| u.content.joined_text() == "todo first")
+        })
+        .count();
+    assert_eq!(reminders, 1);
+}
+
+/// A gate that stops every call and whose tool-choice rejection fails.
+struct RejectingGate;
+
+#[async_trait]
+impl LoopHooks for RejectingGate {
+    fn has_model_gate(&self) -> bool {
+        true
+    }
+    async fn before_model_call(
+        &self,
+        _ctx: &LlmContext,
+        _s: &AbortSignal,
+    ) -> Result<GateDecision, String> {
+        Ok(GateDecision::Stop(None))
+    }
+    fn on_tool_choice_rejected(&self) -> Result<(), String> {
+        Err("could not put the choice back".into())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_tool_choice_rejection_opens_an_error_turn_before_the_inputs() {
+    let p = scripts(vec![]);
+    let (rec, out) = run(with_hooks(config(&p, vec![]), RejectingGate), "hi", vec![]).await;
+    let failure = out.unwrap_err();
+    assert_eq!(failure.error.message, "could not put the choice back");
+    assert_eq!(
+        rec.kinds(),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    assert_eq!(p.request_count(), 0);
+}
+
+#[tokio::test]
+async fn append_only_context_keeps_the_sent_prefix_through_the_loop() {
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::tools(&[reply::call("c2", "echo", json!({}))]),
+        reply::text("done"),
+    ]);
+    let mut c = config(&p, vec![TestTool::echo("echo").arc()]);
+    c.system_prompt = vec!["sys".into()];
+    c.append_only = Some(Arc::new(Mutex::new(
+        pi::agent::policy::append_only::AppendOnlyContext::new(),
+    )));
+    run(c, "go", vec![]).await.1.unwrap();
+    let reqs = p.requests();
+    assert_eq!(reqs.len(), 3);
+    for pair in reqs.windows(2) {
+        let (a, b) = (&pair[0].context, &pair[1].context);
+        assert!(b.messages.len() > a.messages.len());
+        for (x, y) in a.messages.iter().zip(b.messages.iter()) {
+            assert!(
+                Arc::ptr_eq(x, y),
+                "an earlier message was re-sent as a new object"
+            );
+        }
+        assert_eq!(a.tools, b.tools);
+        assert_eq!(a.system_prompt, b.system_prompt);
+    }
+    assert_eq!(
+        request_roles(&p, 2),
+        ["user", "assistant", "toolResult", "assistant", "toolResult"]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_turn_resets_the_pause_turn_counter() {
+    let paused = || {
+        reply::with_stop(
+            &["still at it"],
+            &[],
+            StopReason::Stop,
+            Some(StopDetails {
+                kind: STOP_PAUSE_TURN.into(),
+                ..Default::default()
+            }),
+        )
+    };
+    let n = MAX_PAUSED_TURN_CONTINUATIONS as usize;
+    let mut list: Vec<_> = (0..n).map(|_| paused()).collect();
+    list.push(reply::tools(&[reply::call("c1", "echo", json!({}))]));
+    list.extend((0..n).map(|_| paused()));
+    list.push(reply::text("finished"));
+    let p = scripts(list);
+    let (_, out) = run(config(&p, vec![TestTool::echo("echo").arc()]), "go", vec![]).await;
+    // Without the reset, the first paused reply after the tool turn would end the run.
+    assert_eq!(p.request_count(), 2 * n + 2);
+    assert_eq!(
+        out.unwrap()
+            .new_messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .text(),
+        "finished"
+    );
 }

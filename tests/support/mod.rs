@@ -23,19 +23,62 @@ use pi::agent::protocol::types::AgentMessage;
 use pi::agent::scripted::{Script, ScriptedProvider};
 use serde_json::{Value, json};
 
-/// Records every event.
+/// Records every event, and wakes whoever waits for one.
 #[derive(Clone, Default)]
 pub struct Recorder {
     pub events: Arc<Mutex<Vec<AgentEvent>>>,
+    /// When each event arrived, on tokio's clock (exact in tests with paused time).
+    times: Arc<Mutex<Vec<tokio::time::Instant>>>,
+    seen: Arc<tokio::sync::Notify>,
 }
 
 impl EventSink for Recorder {
     fn emit(&self, event: AgentEvent) {
         self.events.lock().unwrap().push(event);
+        self.times.lock().unwrap().push(tokio::time::Instant::now());
+        self.seen.notify_waiters();
     }
 }
 
 impl Recorder {
+    /// When the first event of this kind (as [`Recorder::kinds`] names it) arrived.
+    pub fn time_of(&self, kind: &str) -> tokio::time::Instant {
+        let at = self
+            .kinds()
+            .iter()
+            .position(|k| k == kind)
+            .unwrap_or_else(|| panic!("no {kind} event"));
+        self.times.lock().unwrap()[at]
+    }
+
+    /// Wait (at most 5 s) until an event whose kind (as [`Recorder::kinds`] names it) is
+    /// `kind` has been recorded.
+    pub async fn wait_for(&self, kind: &str) {
+        self.wait_until(kind, |kinds, _| kinds.iter().any(|k| k == kind))
+            .await
+    }
+
+    /// Wait (at most 5 s) until `done(kinds, events)` holds for what was recorded so far.
+    pub async fn wait_until(&self, what: &str, done: impl Fn(&[String], &[AgentEvent]) -> bool) {
+        let found = async {
+            loop {
+                let notified = self.seen.notified();
+                let mut notified = std::pin::pin!(notified);
+                notified.as_mut().enable();
+                if done(&self.kinds(), &self.all()) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(5), found)
+            .await
+            .is_err()
+        {
+            panic!("waited in vain for {what}; saw {:?}", self.kinds());
+        }
+    }
+
     pub fn all(&self) -> Vec<AgentEvent> {
         self.events.lock().unwrap().clone()
     }
@@ -234,7 +277,17 @@ pub async fn run_with_signal(
     context: Vec<AgentMessage>,
     signal: AbortSignal,
 ) -> (Recorder, Result<RunOutcome, RunFailure>) {
-    let rec = Recorder::default();
+    run_recorded(config, prompt, context, signal, Recorder::default()).await
+}
+
+/// Run a prompt to the end, recording into `rec` (which others may be waiting on).
+pub async fn run_recorded(
+    config: LoopConfig,
+    prompt: &str,
+    context: Vec<AgentMessage>,
+    signal: AbortSignal,
+    rec: Recorder,
+) -> (Recorder, Result<RunOutcome, RunFailure>) {
     let out = run_prompt(
         prompts(&[prompt]),
         context,
