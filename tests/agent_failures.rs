@@ -684,8 +684,10 @@ async fn the_retry_of_a_tool_reply_keeps_the_history_valid() {
 async fn the_tool_output_of_a_panic_is_sanitised_text() {
     // The panic text reaches the model as ordinary (sanitised, non-empty) tool output.
     let boom = TestTool::new("boom", |_| async {
-        let raw: Option<ToolOutput> = None;
-        Ok(raw.expect("\u{1b}[31mred alert\u{1b}[0m"))
+        if true {
+            panic!("\u{1b}[31mred alert\u{1b}[0m");
+        }
+        Ok(ToolOutput::text("unreachable"))
     });
     let p = scripts(vec![
         reply::tools(&[reply::call("c1", "boom", json!({}))]),
