@@ -16,7 +16,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 mod common;
-use common::{Idle, model};
+use common::{idle_port, model};
 
 /// About 57 KB of the kind of markdown a coding model writes.
 fn document() -> String {
@@ -70,7 +70,7 @@ fn stream(c: &mut Criterion) {
     group.bench_function("10_byte_steps_120x40", |b| {
         b.iter(|| {
             let mut app = App::new(
-                Box::new(Idle { busy: true }),
+                idle_port(),
                 model(),
                 ThinkingLevel::Medium,
             );

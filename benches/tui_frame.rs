@@ -16,13 +16,13 @@ use ratatui::backend::TestBackend;
 use serde_json::json;
 
 mod common;
-use common::{Idle, model};
+use common::{idle_port, model};
 
 const MD: &str = "## Step\n\nI will **read** the file, then run `cargo test`:\n\n1. read `src/main.rs`\n2. fix the *bug*\n\n> a quote\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n";
 
 fn app_with(messages: usize) -> App {
     let mut app = App::new(
-        Box::new(Idle { busy: false }),
+        idle_port(),
         model(),
         ThinkingLevel::Medium,
     );

@@ -10,7 +10,10 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod host;
+pub mod print;
 pub mod provider;
 pub mod session;
+pub mod setup;
 pub mod tools;
 pub mod tui;

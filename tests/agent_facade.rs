@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use pi::agent::engine::facade::{Agent, AgentError, AgentSettings, QueueMode, classify_steering};
+use pi::agent::engine::facade::{Agent, AgentSettings, classify_steering};
 use pi::agent::policy::placeholder::interrupt_skip_text;
+use pi::agent::protocol::command::{AgentError, QueueMode};
 use pi::agent::protocol::events::{AgentEvent, RunEvent};
 use pi::agent::protocol::hooks::SteeringSource;
 use pi::agent::protocol::stream::{Model, ProviderRequest, StreamEvent};
@@ -304,7 +305,7 @@ async fn a_prompt_sent_on_agent_end_is_accepted() {
         agent.prompt_text("one").unwrap();
         until(&mut rx, "agent_end").await;
         assert!(!agent.state().is_streaming, "round {round}");
-        assert_eq!(agent.prompt_text("two"), Ok(()), "round {round}");
+        assert_eq!(agent.prompt_text("two"), Ok(2), "round {round}");
         let events = finish(&agent, &mut rx).await;
         assert_eq!(
             kinds(&events).first().map(String::as_str),

@@ -1,37 +1,15 @@
-//! Pieces the TUI benchmarks share: an agent port that does nothing and a model to show.
+//! Pieces the TUI benchmarks share: a port to no host and a model to show.
 
-use pi::agent::protocol::thinking::ThinkingLevel;
-use pi::agent::protocol::types::AgentMessage;
+use pi::host::Commands;
 use pi::provider::catalog::{Api, ModelInfo};
-use pi::tui::port::AgentPort;
+use pi::tui::port::Port;
 
-/// A port to no agent; `busy` is what the app is told about a run in progress.
-pub struct Idle {
-    pub busy: bool,
-}
-
-impl AgentPort for Idle {
-    fn prompt(&self, _text: String) -> Result<(), String> {
-        Ok(())
-    }
-    fn steer(&self, _text: String) {}
-    fn follow_up(&self, _text: String) {}
-    fn abort(&self) {}
-    fn take_queued(&self) -> Vec<String> {
-        Vec::new()
-    }
-    fn is_busy(&self) -> bool {
-        self.busy
-    }
-    fn set_model(&self, _model: &ModelInfo) {}
-    fn set_thinking(&self, _level: ThinkingLevel) {}
-    fn reset(&self) {}
-    fn messages(&self) -> Vec<AgentMessage> {
-        Vec::new()
-    }
-    fn replace_messages(&self, _messages: Vec<AgentMessage>) -> Result<(), String> {
-        Ok(())
-    }
+/// A port whose commands go nowhere.
+pub fn idle_port() -> Port {
+    let (commands, rx) = Commands::detached();
+    // Keep the receiver open so sends do not fail; nothing reads it.
+    std::mem::forget(rx);
+    Port::new(commands)
 }
 
 pub fn model() -> ModelInfo {

@@ -1,18 +1,20 @@
-//! The command line: arguments, mode choice, and the pieces every mode shares.
+//! The command line: the flags, and which front end runs.
 //!
 //! `main` parses arguments with clap before anything else (so `--help` and `--version` cost
-//! nothing), then picks a mode: `--list-models`, print (`-p`, or stdin that is not a terminal),
-//! JSON (`--mode json`), or interactive. Print and JSON modes live in [`print`]; choosing the
-//! model (flags, config, keys in the environment, a local server) lives in [`select`].
-
-pub mod print;
-pub mod select;
+//! nothing), turns the flags into `setup` options, then hands them to a front end:
+//! `--list-models`, print (`-p`, or stdin that is not a terminal), JSON (`--mode json`), or the
+//! interactive UI. Everything after that (config, model choice, sessions, the agent) is built
+//! by `setup`, and the front ends talk to the core only through its command channel.
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
+
+use crate::print::{self, PrintOptions};
+use crate::setup::{self, SessionChoice, select::ModelFlags};
+use crate::tui::{self, TuiOptions};
 
 /// A terminal coding agent.
 #[derive(Parser, Debug, Default, Clone)]
@@ -107,16 +109,46 @@ pub enum OutputMode {
     Json,
 }
 
-/// Text from a flag value: the file's contents if it names a readable file, else the text.
-pub fn text_or_file(value: &str) -> String {
-    let path = PathBuf::from(value);
-    if value.len() < 4096
-        && path.is_file()
-        && let Ok(text) = std::fs::read_to_string(&path)
-    {
-        return text;
+impl Cli {
+    /// The setup options these flags ask for.
+    pub fn options(&self, cwd: PathBuf, env: crate::provider::EnvLookup) -> setup::Options {
+        let mut o = setup::Options::new(cwd, env);
+        o.model = ModelFlags {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            thinking: self.thinking.clone(),
+            has_api_key: self.api_key.is_some(),
+        };
+        o.api_key = self.api_key.clone();
+        o.system_prompt = self.system_prompt.clone();
+        o.append_system_prompt = self.append_system_prompt.clone();
+        o.session = if self.no_session {
+            SessionChoice::NotSaved
+        } else if let Some(f) = &self.fork {
+            SessionChoice::Fork(f.clone())
+        } else if let Some(s) = &self.session {
+            SessionChoice::Open(s.clone())
+        } else if self.continue_session {
+            SessionChoice::Continue
+        } else {
+            // `-r` is a picker, which each front end shows its own way.
+            SessionChoice::New
+        };
+        o.session_dir = self.session_dir.clone();
+        o.tools = self.tools.clone();
+        o.no_tools = self.no_tools;
+        o.no_context_files = self.no_context_files;
+        o
     }
-    value.to_string()
+}
+
+/// A picker is only needed when no other session flag names one.
+fn wants_picker(cli: &Cli) -> bool {
+    cli.resume
+        && !cli.no_session
+        && cli.fork.is_none()
+        && cli.session.is_none()
+        && !cli.continue_session
 }
 
 /// Run the program; returns the process exit code.
@@ -140,15 +172,35 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("pi: cannot read the current folder: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let options = cli.options(cwd, crate::provider::process_env());
     let code = runtime.block_on(async move {
-        if cli.list_models.is_some() {
-            return print::list_models(&cli).await;
+        if let Some(search) = &cli.list_models {
+            let search = (!search.is_empty()).then_some(search.as_str());
+            return print::list_models(&options, search);
         }
         let non_interactive = cli.print || cli.mode == OutputMode::Json || stdin_piped;
         if non_interactive {
-            print::run(cli, stdin_text).await
+            let print = PrintOptions {
+                messages: cli.messages.clone(),
+                stdin: stdin_text,
+                json: cli.mode == OutputMode::Json,
+                max_turns: cli.max_turns,
+                pick_session: wants_picker(&cli),
+            };
+            print::run(options, print).await
         } else {
-            crate::tui::run(cli).await
+            let tui = TuiOptions {
+                messages: cli.messages.clone(),
+                pick_session: wants_picker(&cli),
+            };
+            tui::run(options, tui).await
         }
     });
     ExitCode::from(code)

@@ -6,6 +6,7 @@
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
 pub mod context;
+pub mod theme;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -132,11 +133,14 @@ pub struct Config {
     /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
     pub follow_up_mode: Option<String>,
     /// The TUI's palette: "dark" (default) or "light".
-    pub theme: Option<crate::tui::theme::ThemeName>,
-    /// Colour overrides by token name (see `tui::theme::TOKENS`).
-    pub colors: BTreeMap<String, crate::tui::theme::ColorValue>,
+    pub theme: Option<theme::ThemeName>,
+    /// Colour overrides by token name (see [`theme::TOKENS`]).
+    pub colors: BTreeMap<String, theme::ColorValue>,
     /// Where sessions are saved (below `--session-dir` and `PI_CODING_AGENT_SESSION_DIR`).
     pub session_dir: Option<String>,
+    /// Ask the model to state its intent in an `i` argument of every tool call (shown in the
+    /// UI, stripped before the tool runs). `PI_NO_INTENT=1` turns it off.
+    pub intent_tracing: Option<bool>,
     pub retry: RetryConfig,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
@@ -166,6 +170,7 @@ const TOP_KEYS: &[&str] = &[
     "steering_mode",
     "follow_up_mode",
     "session_dir",
+    "intent_tracing",
     "theme",
     "colors",
     "retry",
@@ -177,8 +182,8 @@ const TOP_KEYS: &[&str] = &[
 pub fn queue_mode(
     value: Option<&str>,
     key: &str,
-) -> Result<crate::agent::engine::facade::QueueMode, String> {
-    use crate::agent::engine::facade::QueueMode;
+) -> Result<crate::agent::protocol::command::QueueMode, String> {
+    use crate::agent::protocol::command::QueueMode;
     match value.map(str::trim) {
         None | Some("one-at-a-time") => Ok(QueueMode::OneAtATime),
         Some("all") => Ok(QueueMode::All),
@@ -230,7 +235,7 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
         unknown_keys(r, RETRY_KEYS, "retry.", file, out);
     }
     if let Some(toml::Value::Table(c)) = table.get("colors") {
-        unknown_keys(c, crate::tui::theme::TOKENS, "colors.", file, out);
+        unknown_keys(c, theme::TOKENS, "colors.", file, out);
     }
     if let Some(toml::Value::Table(t)) = table.get("tools") {
         unknown_keys(t, TOOLS_KEYS, "tools.", file, out);
@@ -324,11 +329,6 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
 }
 
 impl Config {
-    /// The TUI's colours: the chosen palette with the `[colors]` overrides.
-    pub fn theme(&self) -> crate::tui::theme::Theme {
-        crate::tui::theme::Theme::build(self.theme.unwrap_or_default(), &self.colors)
-    }
-
     /// Add the configured providers and models to the catalogue.
     pub fn apply_to(&self, catalog: &mut Catalog) -> Result<(), String> {
         for (name, p) in &self.providers {
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn queue_modes_parse() {
-        use crate::agent::engine::facade::QueueMode;
+        use crate::agent::protocol::command::QueueMode;
         assert_eq!(queue_mode(None, "k").unwrap(), QueueMode::OneAtATime);
         assert_eq!(queue_mode(Some("all"), "k").unwrap(), QueueMode::All);
         assert!(
@@ -545,8 +545,7 @@ mod tests {
 
     #[test]
     fn theme_and_colour_overrides_parse() {
-        use crate::tui::theme::{Theme, ThemeName};
-        use ratatui::style::Color;
+        use theme::{ColorValue, Named, ThemeName};
         let d = temp();
         write(
             &d,
@@ -560,15 +559,14 @@ mod tests {
         );
         let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
         assert_eq!(l.config.theme, Some(ThemeName::Light));
-        let t = l.config.theme();
-        assert_eq!(t.accent, Color::Rgb(0x10, 0x20, 0x30));
-        assert_eq!(t.error, Color::Indexed(196));
-        assert_eq!(t.link, Color::LightBlue);
-        assert_eq!(t.dim, Color::Indexed(245));
-        assert_eq!(t.success, Theme::LIGHT.success);
+        let c = &l.config.colors;
+        assert_eq!(c["accent"], ColorValue::Rgb(0x10, 0x20, 0x30));
+        assert_eq!(c["error"], ColorValue::Indexed(196));
+        assert_eq!(c["link"], ColorValue::Named(Named::LightBlue));
+        assert_eq!(c["dim"], ColorValue::Indexed(245));
+        assert!(!c.contains_key("success"));
         assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
         assert!(l.warnings[0].contains("colors.accnet"), "{:?}", l.warnings);
-        assert_eq!(Config::default().theme(), Theme::DARK);
     }
 
     #[test]
@@ -630,6 +628,24 @@ base_url = "http://gateway.local"
     }
 }
 
+/// config.example.toml with every documented key uncommented (for tests).
+#[cfg(test)]
+pub(crate) fn uncommented_example() -> String {
+    include_str!("../../config.example.toml")
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            match t.strip_prefix("# ") {
+                Some(rest) if rest.contains(" = ") || rest.starts_with('[') => {
+                    rest.split("   #").next().unwrap_or(rest).to_string()
+                }
+                _ => l.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod example_tests {
     use super::*;
@@ -637,20 +653,7 @@ mod example_tests {
     /// Every key in config.example.toml, uncommented, parses without warnings.
     #[test]
     fn the_example_config_documents_real_keys() {
-        let text = include_str!("../../config.example.toml");
-        let uncommented: String = text
-            .lines()
-            .map(|l| {
-                let t = l.trim_start();
-                match t.strip_prefix("# ") {
-                    Some(rest) if rest.contains(" = ") || rest.starts_with('[') => {
-                        rest.split("   #").next().unwrap_or(rest).to_string()
-                    }
-                    _ => l.to_string(),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let uncommented = uncommented_example();
         // The two provider examples and the base settings are independent: parse all at once.
         let table = parse_file(&uncommented, Path::new("example")).unwrap();
         let mut warnings = Vec::new();
@@ -658,8 +661,7 @@ mod example_tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
-        // The documented colours are the dark theme's.
-        assert_eq!(cfg.theme(), crate::tui::theme::Theme::DARK);
+        assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
         // The documented numbers are the real defaults.
         assert_eq!(cfg.tools.limits(), crate::tools::ToolLimits::default());
         let mut cat = Catalog::builtin(&|_| None);

@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod emit;
 pub mod http;
 pub mod keys;
+pub mod local;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod sse;

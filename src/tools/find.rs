@@ -25,9 +25,6 @@ use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use super::walk;
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
-/// Results returned when the call gives no `limit`.
-pub const DEFAULT_LIMIT: usize = 1000;
-
 fn description(limits: &ToolLimits) -> String {
     format!(
         "Find files and folders whose names match a glob, e.g. `*.rs`, `Cargo.toml`, or \

@@ -33,9 +33,6 @@ use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head, tru
 use super::walk;
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
-/// Matches returned when the call gives no `limit`.
-pub const DEFAULT_LIMIT: usize = 100;
-
 fn description(limits: &ToolLimits) -> String {
     format!(
         "Search file contents for a regular expression (or, with `literal: true`, for exact \

@@ -2,7 +2,7 @@
 //!
 //! Every entry is listed, dotfiles included, sorted alphabetically without regard to case,
 //! folders (and symlinks to folders) marked with a trailing `/`. At most `limit` entries
-//! ([`DEFAULT_LIMIT`] by default, or the configured `ls_limit`) and 50 KB (or the configured
+//! ([`super::truncate::LS_LIMIT`] by default, or the configured `ls_limit`) and 50 KB (or the configured
 //! `max_bytes`) are returned, with a notice when more exist.
 
 use std::path::Path;
@@ -17,9 +17,6 @@ use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::describe_io_error;
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
-
-/// Entries returned when the call gives no `limit`.
-pub const DEFAULT_LIMIT: usize = 500;
 
 fn description(limits: &ToolLimits) -> String {
     format!(

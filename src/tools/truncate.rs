@@ -22,6 +22,12 @@ pub const MAX_LINES: usize = 2000;
 pub const MAX_BYTES: usize = 50 * 1024;
 /// Longest line `grep` shows, in characters.
 pub const GREP_MAX_LINE_CHARS: usize = 500;
+/// Matches `grep` returns when the call gives no `limit`.
+pub const GREP_LIMIT: usize = 100;
+/// Paths `find` returns when the call gives no `limit`.
+pub const FIND_LIMIT: usize = 1000;
+/// Entries `ls` returns when the call gives no `limit`.
+pub const LS_LIMIT: usize = 500;
 
 /// The numbers the tools work with. [`Default`] gives the constants above and the per-tool
 /// result counts (`grep` 100, `find` 1000, `ls` 500).
@@ -47,9 +53,9 @@ impl Default for ToolLimits {
             max_lines: MAX_LINES,
             max_bytes: MAX_BYTES,
             grep_max_line_chars: GREP_MAX_LINE_CHARS,
-            grep_limit: super::grep::DEFAULT_LIMIT,
-            find_limit: super::find::DEFAULT_LIMIT,
-            ls_limit: super::ls::DEFAULT_LIMIT,
+            grep_limit: GREP_LIMIT,
+            find_limit: FIND_LIMIT,
+            ls_limit: LS_LIMIT,
         }
     }
 }

@@ -2,13 +2,15 @@
 //!
 //! [`App`] is driven by two inputs, both synchronous and cheap: [`App::handle_key`] (and
 //! paste/mouse) and [`App::handle_agent_event`]. It talks to the agent only through
-//! [`AgentPort`], so tests drive it with a recorder and hand-made events. Side effects that
-//! need the terminal (quit, suspend, OSC 52 copy) are returned as [`Effect`]s for the loop in
-//! `mod.rs` to carry out. Drawing lives in `render.rs`.
+//! its [`Port`] to the host, whose answers come back through [`App::handle_run_event`] and
+//! [`App::handle_host_event`], so tests drive it with a port on a plain channel and hand-made
+//! events. Side effects that need the terminal (quit, suspend, OSC 52 copy) are returned as
+//! [`Effect`]s for the loop in `mod.rs` to carry out. Drawing lives in `render.rs`.
 //!
 //! Running-turn input: Enter sends, or steers while a run is active; Alt+Enter queues a
-//! follow-up; the queues are the agent's, shown from its `queue_update` events. Esc aborts the
-//! run and brings the queued texts back into the editor, ahead of anything typed since.
+//! follow-up; the queues are the agent's, shown from its `queue_update` events (and a run that
+//! ends with messages still queued is continued with them). Esc aborts the run and brings the
+//! queued texts back into the editor, ahead of anything typed since.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,14 +20,16 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 
 use super::cells::{Cell, ToolCell, ToolState, View};
 use super::editor::Editor;
-use super::port::{AgentPort, message_text};
+pub use super::port::Delivery;
+use super::port::{Port, message_text};
 use super::sanitize::sanitize;
-use super::sessions::{SessionHost, SessionPicker};
+use super::sessions::SessionPicker;
 use super::slash;
 use super::transcript::Transcript;
-use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{AgentMessage, Message, StopReason, Usage};
+use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
 
@@ -36,13 +40,6 @@ pub enum Effect {
     Suspend,
     /// Put text on the clipboard with OSC 52.
     Copy(String),
-}
-
-/// How a submitted message is delivered while the agent works.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    Steer,
-    FollowUp,
 }
 
 /// The model picker popup.
@@ -73,7 +70,7 @@ pub struct Place {
 }
 
 pub struct App {
-    port: Box<dyn AgentPort>,
+    port: Port,
     pub transcript: Transcript,
     pub editor: Editor,
     pub steering: Vec<String>,
@@ -91,10 +88,16 @@ pub struct App {
     pub picker: Option<ModelPicker>,
     /// The `/resume` picker, when open.
     pub sessions: Option<SessionPicker>,
-    /// Lists and opens session files (absent with `--no-session`).
-    pub session_host: Option<Box<dyn SessionHost>>,
-    /// A recorder for the session just resumed, for the loop to switch to.
-    pub pending_recorder: Option<crate::session::SessionRecorder>,
+    /// Sessions are saved in this run (not `--no-session`).
+    pub saving: bool,
+    /// `/resume` asked for a listing that has not arrived yet.
+    awaiting_sessions: bool,
+    /// The text of the last finished answer (for `/copy`).
+    last_answer: Option<String>,
+    /// How the last reply ended (a run that ended normally takes what is still queued).
+    last_stop: Option<StopReason>,
+    /// Events of runs up to this one belong to a session that was left (`/new`).
+    stale_runs: RunId,
     /// The `/` completion list was dismissed with Esc for the current text.
     pub completion_dismissed: bool,
     pub completion_selected: usize,
@@ -110,7 +113,7 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(port: Box<dyn AgentPort>, model: ModelInfo, thinking: ThinkingLevel) -> Self {
+    pub fn new(port: Port, model: ModelInfo, thinking: ThinkingLevel) -> Self {
         App {
             port,
             transcript: Transcript::default(),
@@ -128,8 +131,11 @@ impl App {
             totals: Totals::default(),
             picker: None,
             sessions: None,
-            session_host: None,
-            pending_recorder: None,
+            saving: true,
+            awaiting_sessions: false,
+            last_answer: None,
+            last_stop: None,
+            stale_runs: 0,
             completion_dismissed: false,
             completion_selected: 0,
             hint: None,
@@ -159,8 +165,9 @@ impl App {
         self.working.is_some()
     }
 
+    /// A run is active (or a prompt was just sent to start one).
     pub fn is_busy(&self) -> bool {
-        self.working.is_some() || self.port.is_busy()
+        self.working.is_some()
     }
 
     /// The `/` completions to show, if any.
@@ -173,16 +180,36 @@ impl App {
 
     // ----- agent events -------------------------------------------------------------------
 
+    /// An event from the agent, with its run; events of a session left behind are dropped.
+    pub fn handle_run_event(&mut self, event: RunEvent) {
+        if event.run.is_some_and(|r| r <= self.stale_runs) {
+            return;
+        }
+        self.handle_agent_event(event.event);
+    }
+
     pub fn handle_agent_event(&mut self, event: AgentEvent) {
         self.dirty = true;
         match event {
             AgentEvent::AgentStart => {
-                self.working = Some(Instant::now());
+                if self.working.is_none() {
+                    self.working = Some(Instant::now());
+                }
             }
             AgentEvent::AgentEnd { .. } => {
                 self.working = None;
                 self.retry = None;
                 self.finish_streaming();
+                // Messages queued as the run was ending would otherwise wait for the next
+                // prompt; an error or abort keeps them queued for the person to decide.
+                let ended_well = !matches!(
+                    self.last_stop,
+                    Some(StopReason::Error | StopReason::Aborted)
+                );
+                if ended_well && (!self.steering.is_empty() || !self.follow_up.is_empty()) {
+                    self.working = Some(Instant::now());
+                    self.port.continue_run();
+                }
                 for (_, idx) in self.tools.drain() {
                     if let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
                         && matches!(t.state, ToolState::Running { .. })
@@ -227,6 +254,13 @@ impl App {
                         *cell = Cell::assistant(a.clone(), false);
                     }
                     self.add_usage(&a.usage);
+                    if !a.is_retried_attempt() {
+                        self.last_stop = Some(a.stop_reason);
+                        let text = a.text();
+                        if !text.trim().is_empty() {
+                            self.last_answer = Some(text);
+                        }
+                    }
                     match a.stop_reason {
                         StopReason::Error if !a.is_retried_attempt() => {
                             let m = a
@@ -286,12 +320,7 @@ impl App {
                 if let Some(idx) = self.tools.remove(&tool_call_id)
                     && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
                 {
-                    let synthetic = result
-                        .details
-                        .get("__synthetic")
-                        .and_then(serde_json::Value::as_bool)
-                        .unwrap_or(false);
-                    t.state = match (&t.state, synthetic) {
+                    t.state = match (&t.state, result.never_ran()) {
                         (_, true) => ToolState::Skipped,
                         (ToolState::Running { started }, _) => ToolState::Done {
                             ok: !is_error,
@@ -505,7 +534,8 @@ impl App {
         self.effects.push(Effect::Quit);
     }
 
-    /// Esc: close the completion list, else abort the run and restore queued messages.
+    /// Esc: close the completion list, else abort the run; the queued messages come back into
+    /// the editor (see [`App::restore_queued`]).
     fn escape(&mut self) {
         if !self.completions().is_empty() {
             self.completion_dismissed = true;
@@ -515,15 +545,21 @@ impl App {
             return;
         }
         self.port.abort();
-        let mut restored = self.port.take_queued();
+        self.port.take_queued();
         self.steering.clear();
         self.follow_up.clear();
-        if !restored.is_empty() {
-            if !self.editor.is_empty() {
-                restored.push(self.editor.text());
-            }
-            self.editor.set_text(&restored.join("\n\n"));
+    }
+
+    /// Put queued texts back into the editor, ahead of anything typed since.
+    fn restore_queued(&mut self, messages: &[AgentMessage]) {
+        let mut restored: Vec<String> = messages.iter().map(message_text).collect();
+        if restored.is_empty() {
+            return;
         }
+        if !self.editor.is_empty() {
+            restored.push(self.editor.text());
+        }
+        self.editor.set_text(&restored.join("\n\n"));
     }
 
     pub fn submit(&mut self, delivery: Delivery) {
@@ -543,24 +579,17 @@ impl App {
             return;
         }
         self.transcript.follow();
-        if self.is_busy() {
-            match delivery {
-                Delivery::Steer => self.port.steer(text),
-                Delivery::FollowUp => self.port.follow_up(text),
-            }
-            return;
-        }
-        if let Err(_busy) = self.port.prompt(text.clone()) {
-            match delivery {
-                Delivery::Steer => self.port.steer(text),
-                Delivery::FollowUp => self.port.follow_up(text),
-            }
+        // Starts a run, or steers / follows up the one running: the host decides, so a run
+        // ending at this very moment loses nothing.
+        self.port.prompt(text, delivery);
+        if self.working.is_none() {
+            self.working = Some(Instant::now());
         }
     }
 
     // ----- commands -----------------------------------------------------------------------
 
-    fn notice(&mut self, text: impl Into<String>) {
+    pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Cell::Notice(text.into()));
         self.transcript.follow();
     }
@@ -586,90 +615,27 @@ impl App {
                     }
                 }
             }
-            "new" => {
-                if self.is_busy() {
-                    self.port.abort();
-                    self.port.take_queued();
-                }
-                self.port.reset();
-                self.transcript.clear();
-                self.tools.clear();
-                self.streaming = None;
-                self.totals = Totals::default();
-                self.notice("New conversation");
-            }
+            "new" => self.port.new_session(),
             "name" => {
-                if args.is_empty() {
+                if args.trim().is_empty() {
                     self.transcript
                         .push(Cell::Error("usage: /name <name>".into()));
                 } else {
-                    self.place.session_name = Some(sanitize(args));
-                    self.notice(format!("Session named “{}”", sanitize(args)));
+                    self.port.name_session(args.trim().to_string());
                 }
             }
-            "session" => {
-                let msgs = self.port.messages();
-                let count = |role: &str| msgs.iter().filter(|m| m.role() == role).count();
-                let calls: usize = msgs
-                    .iter()
-                    .filter_map(AgentMessage::as_assistant)
-                    .map(|a| a.tool_calls().count())
-                    .sum();
-                let t = &self.totals;
-                let info = format!(
-                    "Session{}\n  messages: {} user, {} assistant, {} tool calls, {} tool results\n  tokens: ↑{} ↓{} cache read {} cache write {}\n  cost: ${:.3}\n  (session files are not written by this build yet)",
-                    self.place
-                        .session_name
-                        .as_deref()
-                        .map(|n| format!(" “{n}”"))
-                        .unwrap_or_default(),
-                    count("user"),
-                    count("assistant"),
-                    calls,
-                    count("toolResult"),
-                    t.input,
-                    t.output,
-                    t.cache_read,
-                    t.cache_write,
-                    t.cost
-                );
-                self.transcript.push(Cell::Info(info));
-                self.transcript.follow();
-            }
-            "copy" => {
-                let last = self
-                    .port
-                    .messages()
-                    .iter()
-                    .rev()
-                    .find_map(|m| m.as_assistant().map(|a| a.text()))
-                    .filter(|t| !t.is_empty());
-                match last {
-                    Some(text) => {
-                        let n = text.chars().count();
-                        self.effects.push(Effect::Copy(text));
-                        self.notice(format!("Copied the last answer ({n} characters)"));
-                    }
-                    None => self.notice("Nothing to copy yet"),
+            "session" => self.port.stats(),
+            "copy" => match self.last_answer.clone() {
+                Some(text) => {
+                    let n = text.chars().count();
+                    self.effects.push(Effect::Copy(text));
+                    self.notice(format!("Copied the last answer ({n} characters)"));
                 }
-            }
+                None => self.notice("Nothing to copy yet"),
+            },
             "export" => {
-                let path = if args.is_empty() {
-                    PathBuf::from(format!(
-                        "pi-session-{}.md",
-                        crate::agent::protocol::types::now_ms() / 1000
-                    ))
-                } else {
-                    PathBuf::from(args)
-                };
-                let md = export_markdown(&self.port.messages());
-                match std::fs::write(&path, md) {
-                    Ok(()) => self.notice(format!("Exported to {}", path.display())),
-                    Err(e) => {
-                        let m = format!("cannot write {}: {e}", path.display());
-                        self.transcript.push(Cell::Error(m));
-                    }
-                }
+                let path = (!args.trim().is_empty()).then(|| PathBuf::from(args.trim()));
+                self.port.export(path);
             }
             "quit" => self.quit(),
             _ => {}
@@ -695,17 +661,69 @@ impl App {
         self.set_thinking(order[(i + 1) % order.len()]);
     }
 
+    // ----- host events -------------------------------------------------------------------
+
+    /// An answer from the host (sessions, exports, names, queued messages, failures).
+    pub fn handle_host_event(&mut self, event: HostEvent) {
+        self.dirty = true;
+        match event {
+            HostEvent::Sessions { scope, sessions } => match self.sessions.as_mut() {
+                Some(p) => p.set_scope(scope, sessions),
+                None if self.awaiting_sessions => {
+                    self.awaiting_sessions = false;
+                    self.sessions = Some(SessionPicker::new(scope, sessions));
+                }
+                None => {}
+            },
+            HostEvent::Opened(opened) => self.resume(*opened),
+            HostEvent::NewSession { after_run, .. } => {
+                self.stale_runs = after_run;
+                self.clear_conversation();
+                self.place.session_name = None;
+                self.notice("New conversation");
+            }
+            HostEvent::Exported(path) => self.notice(format!(
+                "Exported to {}",
+                sanitize(&path.display().to_string())
+            )),
+            HostEvent::Named(name) => {
+                self.place.session_name = Some(sanitize(&name));
+                self.notice(format!("Session named “{}”", sanitize(&name)));
+            }
+            HostEvent::Stats(stats) => {
+                self.transcript.push(Cell::Info(stats_text(&stats)));
+                self.transcript.follow();
+            }
+            HostEvent::Queued(messages) => self.restore_queued(&messages),
+            HostEvent::Failed(why) => {
+                self.awaiting_sessions = false;
+                self.transcript.push(Cell::Error(sanitize(&why)));
+                self.transcript.follow();
+            }
+        }
+    }
+
+    /// Forget what the screen shows of the conversation.
+    fn clear_conversation(&mut self) {
+        self.transcript.clear();
+        self.tools.clear();
+        self.streaming = None;
+        self.totals = Totals::default();
+        self.last_answer = None;
+        self.last_stop = None;
+    }
+
     // ----- session picker -----------------------------------------------------------------
 
-    /// Open the `/resume` picker on this folder's sessions.
+    /// Open the `/resume` picker on this folder's sessions (once the host has listed them).
     pub fn open_sessions(&mut self) {
         self.dirty = true;
-        let Some(host) = &self.session_host else {
+        if !self.saving {
             self.notice("Sessions are not saved in this run (--no-session)");
             return;
-        };
-        let list = host.list(ListScope::CurrentFolder);
-        self.sessions = Some(SessionPicker::new(ListScope::CurrentFolder, list));
+        }
+        self.awaiting_sessions = true;
+        self.port.list_sessions(ListScope::CurrentFolder);
     }
 
     fn sessions_key(&mut self, key: KeyEvent) {
@@ -723,72 +741,36 @@ impl App {
             KeyCode::Char(c) => p.push(c),
             KeyCode::Tab | KeyCode::BackTab => {
                 let scope = p.other_scope();
-                let list = self
-                    .session_host
-                    .as_ref()
-                    .map(|h| h.list(scope))
-                    .unwrap_or_default();
-                if let Some(p) = self.sessions.as_mut() {
-                    p.set_scope(scope, list);
-                }
+                self.port.list_sessions(scope);
             }
             KeyCode::Enter => {
                 let chosen = p.selected_path();
                 self.sessions = None;
                 if let Some(path) = chosen {
-                    self.resume(&path);
+                    if self.is_busy() {
+                        self.notice("Cannot resume while the agent is working; press Esc first");
+                    } else {
+                        self.port.open_session(path);
+                    }
                 }
             }
             _ => {}
         }
     }
 
-    /// Open a saved session: its messages replace the agent's and the transcript.
-    pub fn resume(&mut self, path: &std::path::Path) {
-        if self.is_busy() {
-            self.notice("Cannot resume while the agent is working; press Esc first");
-            return;
-        }
-        let Some(host) = &self.session_host else {
-            return;
-        };
-        let resumed = match host.open(path) {
-            Ok(r) => r,
-            Err(e) => {
-                self.transcript
-                    .push(Cell::Error(format!("cannot open the session: {e}")));
-                return;
-            }
-        };
-        if let Err(e) = self.port.replace_messages(resumed.messages.clone()) {
-            self.notice(format!("Cannot resume now: {e}"));
-            return;
-        }
-        self.pending_recorder = resumed.recorder;
-        // The conversation goes on with the model and level it used (the flags' choice only
-        // applies to the session pi started with).
-        if let Some(m) = resumed.model
-            && (m.provider != self.model.provider || m.id != self.model.id)
-        {
-            self.set_model(m);
-        }
-        if let Some(level) = resumed.thinking
-            && level != self.thinking
-        {
-            self.set_thinking(level);
-        }
-        self.transcript.clear();
-        self.tools.clear();
-        self.streaming = None;
-        self.totals = Totals::default();
-        self.place.session_name = resumed.name.as_deref().map(sanitize);
-        self.show_messages(&resumed.messages);
-        for w in resumed.warnings {
+    /// Show a session the host opened: its conversation replaces the screen's.
+    pub fn resume(&mut self, opened: Opened) {
+        self.clear_conversation();
+        self.model = opened.model;
+        self.thinking = opened.thinking;
+        self.place.session_name = opened.name.as_deref().map(sanitize);
+        self.show_messages(&opened.messages);
+        for w in opened.warnings {
             self.notice(sanitize(&w));
         }
         self.notice(format!(
             "Resumed {} with {}/{}",
-            sanitize(&path.display().to_string()),
+            sanitize(&opened.path.display().to_string()),
             sanitize(&self.model.provider),
             sanitize(&self.model.id)
         ));
@@ -807,6 +789,10 @@ impl App {
                 }
                 Some(Message::Assistant(a)) => {
                     self.transcript.push(Cell::assistant(a.clone(), false));
+                    self.add_usage(&a.usage);
+                    if !a.text().trim().is_empty() {
+                        self.last_answer = Some(a.text());
+                    }
                     for call in a.tool_calls() {
                         let idx = self.transcript.push(Cell::Tool(ToolCell {
                             id: call.id.clone(),
@@ -914,6 +900,47 @@ fn output_text(content: &[crate::agent::protocol::types::ContentBlock]) -> Strin
         .join("\n")
 }
 
+/// What `/session` shows.
+fn stats_text(s: &SessionStats) -> String {
+    let mut out = format!(
+        "Session{}\n  id: {}\n",
+        s.name
+            .as_deref()
+            .map(|n| format!(" “{}”", sanitize(n)))
+            .unwrap_or_default(),
+        sanitize(&s.session_id)
+    );
+    match &s.path {
+        Some(p) => out.push_str(&format!("  file: {}\n", sanitize(&p.display().to_string()))),
+        None => out.push_str("  file: not saved (--no-session)\n"),
+    }
+    if let Some(parent) = &s.parent_session {
+        out.push_str(&format!("  forked from: {}\n", sanitize(parent)));
+    }
+    out.push_str(&format!(
+        "  messages: {} user, {} assistant, {} tool calls, {} tool results\n  tokens: ↑{} ↓{} cache read {} cache write {}\n  cost: ${:.3}\n",
+        s.user_messages,
+        s.assistant_messages,
+        s.tool_calls,
+        s.tool_results,
+        s.input_tokens,
+        s.output_tokens,
+        s.cache_read_tokens,
+        s.cache_write_tokens,
+        s.cost
+    ));
+    if s.context_window > 0 {
+        let pct = s.context_tokens as f64 * 100.0 / s.context_window as f64;
+        out.push_str(&format!(
+            "  context: {} of {} tokens ({pct:.1}%)",
+            s.context_tokens, s.context_window
+        ));
+    } else {
+        out.push_str(&format!("  context: {} tokens", s.context_tokens));
+    }
+    out
+}
+
 pub fn help_text() -> String {
     let mut s = String::from(
         "Keys\n  Enter            send (while working: steer the agent)\n  Alt+Enter        queue a follow-up for when the agent finishes\n  Shift+Enter, Ctrl+J  new line\n  Esc              interrupt; queued messages return to the editor\n  Ctrl+C           clear the editor; twice to quit\n  Ctrl+D           quit (empty editor)\n  Up/Down          prompt history\n  PgUp/PgDn, wheel scroll; Home/End (empty editor) top/bottom\n  Ctrl+T           show/hide thinking\n  Ctrl+O           expand/collapse tool output\n  Ctrl+L           choose model;  Shift+Tab  cycle thinking level\n  Ctrl+Z           suspend\nCommands\n",
@@ -923,38 +950,4 @@ pub fn help_text() -> String {
         s.push_str(&format!("  {head:<17}{}\n", c.help));
     }
     s
-}
-
-/// The conversation as markdown, for `/export`.
-pub fn export_markdown(messages: &[AgentMessage]) -> String {
-    let mut out = String::from("# pi session\n\n");
-    for m in messages {
-        match m.as_llm() {
-            Some(Message::User(_)) => {
-                out.push_str(&format!("## User\n\n{}\n\n", message_text(m)));
-            }
-            Some(Message::Assistant(a)) => {
-                let text = a.text();
-                if !text.trim().is_empty() {
-                    out.push_str(&format!("## Assistant\n\n{text}\n\n"));
-                }
-                for call in a.tool_calls() {
-                    out.push_str(&format!(
-                        "**Tool call** `{}`: `{}`\n\n",
-                        call.name, call.arguments
-                    ));
-                }
-            }
-            Some(Message::ToolResult(r)) => {
-                out.push_str(&format!(
-                    "**Result of `{}`{}**\n\n```\n{}\n```\n\n",
-                    r.tool_name,
-                    if r.is_error { " (error)" } else { "" },
-                    r.text()
-                ));
-            }
-            _ => {}
-        }
-    }
-    out
 }

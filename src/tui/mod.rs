@@ -46,8 +46,7 @@ use ratatui::backend::{Backend, CrosstermBackend};
 use app::{App, Effect, Place};
 use frame::FrameScheduler;
 
-use crate::agent::engine::facade::Agent;
-use crate::cli::Cli;
+use crate::agent::protocol::command::AgentCommand;
 
 /// The current branch from `.git/HEAD` (following a worktree's `gitdir:` file), if any.
 pub fn git_branch(start: &Path) -> Option<String> {
@@ -94,57 +93,42 @@ fn place() -> Place {
     }
 }
 
+/// What the interactive UI needs beyond the setup options.
+#[derive(Clone, Debug, Default)]
+pub struct TuiOptions {
+    /// Sent as the first prompt (joined by blank lines).
+    pub messages: Vec<String>,
+    /// `-r`: open the session picker at once.
+    pub pick_session: bool,
+}
+
 /// Run the interactive UI; returns the exit code.
-pub async fn run(cli: Cli) -> u8 {
-    let env = crate::provider::process_env();
-    let (config, catalog) = match crate::cli::print::load(&env) {
-        Ok(c) => c,
+pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
+    let started = match crate::setup::start(options).await {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("pi: {e}");
             return 1;
         }
     };
-    theme::set(config.theme());
-    // `-r` opens the TUI with the session picker instead of the numbered list on stderr: the
-    // agent starts on a new (not yet written) session until one is chosen.
-    let mut start = cli.clone();
-    start.resume = false;
-    let built = match crate::cli::print::build_agent(&start, &config, catalog, &env).await {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("pi: {e}");
-            return 1;
-        }
-    };
-    let agent = built.agent;
-    let mut session_task = built.session;
-    let events = agent.subscribe();
-    let thinking = agent.settings().thinking;
-    let mut app = App::new(Box::new(agent.clone()), built.model, thinking);
-    app.models = built.catalog.models().to_vec();
+    let info = started.info;
+    let mut client = started.client;
+    theme::set(theme::from_config(&info.config));
+    let mut app = App::new(
+        port::Port::new(client.commands.clone()),
+        info.model,
+        info.thinking,
+    );
+    app.models = info.models;
     app.place = place();
-    if !cli.no_session
-        && let Ok(cwd) = std::env::current_dir()
-    {
-        let e = env.clone();
-        let agent_dir = crate::config::agent_dir(&move |k| e(k));
-        let e = env.clone();
-        app.session_host = crate::session::SessionPaths::resolve(
-            agent_dir.as_deref(),
-            &cwd,
-            cli.session_dir.as_deref(),
-            config.session_dir.as_deref(),
-            &move |k| e(k),
-        )
-        .map(|paths| {
-            Box::new(sessions::FileSessions {
-                paths,
-                cwd,
-                catalog: built.catalog.clone(),
-            }) as Box<dyn sessions::SessionHost>
-        });
+    app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
+    app.saving = info.saving;
+    // A resumed session (-c, --session, --fork) opens on its conversation.
+    app.show_messages(&info.messages);
+    for w in &info.warnings {
+        app.notice(sanitize::sanitize(w));
     }
-    if cli.resume {
+    if tui.pick_session {
         app.open_sessions();
     }
 
@@ -164,7 +148,7 @@ pub async fn run(cli: Cli) -> u8 {
             return 1;
         }
     };
-    let first: Vec<String> = cli
+    let first: Vec<String> = tui
         .messages
         .iter()
         .filter(|m| !m.trim().is_empty())
@@ -174,12 +158,14 @@ pub async fn run(cli: Cli) -> u8 {
         app.editor.set_text(&first.join("\n\n"));
         app.submit(app::Delivery::Steer);
     }
-    let code = event_loop(&mut term, &mut app, &agent, events, &mut session_task).await;
-    agent.abort(None);
+    let code = event_loop(&mut term, &mut app, &mut client).await;
     terminal::restore();
-    // Let an aborted run write its last messages before the file is closed.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), agent.wait_idle()).await;
-    crate::cli::print::close_session(session_task).await;
+    // Abort what runs, let it write its last messages, flush the session.
+    if let Some(closed) = client.commands.shutdown().await
+        && closed.saved
+    {
+        eprintln!("{}", crate::session::resume_hint(&closed.session_id));
+    }
     match code {
         Ok(c) => c,
         Err(e) => {
@@ -219,15 +205,18 @@ pub fn draw<B: Backend + std::io::Write>(
 async fn event_loop<B: Backend + std::io::Write>(
     term: &mut Terminal<scrolling::ScrollingBackend<B>>,
     app: &mut App,
-    agent: &Agent,
-    mut events: tokio::sync::mpsc::UnboundedReceiver<crate::agent::protocol::events::RunEvent>,
-    session_task: &mut Option<crate::session::RecorderTask>,
+    client: &mut crate::host::Client,
 ) -> std::io::Result<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut input = EventStream::new();
     let mut frames = FrameScheduler::default();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    let interrupted = |client: &crate::host::Client| {
+        client.commands.agent(AgentCommand::Abort {
+            reason: Some("Interrupted by a signal".into()),
+        })
+    };
     // What woke the loop last: the person (keys, paste, mouse, resize) or the agent.
     let mut by_person = true;
     let mut resized = true;
@@ -269,21 +258,27 @@ async fn event_loop<B: Backend + std::io::Write>(
                     None => return Ok(0),
                 }
             }
-            ev = events.recv() => {
+            ev = client.events.recv() => {
                 if let Some(e) = ev {
-                    app.handle_agent_event(e.event);
-                    while let Ok(e) = events.try_recv() {
-                        app.handle_agent_event(e.event);
+                    app.handle_run_event(e);
+                    while let Ok(e) = client.events.try_recv() {
+                        app.handle_run_event(e);
                     }
+                }
+            }
+            ev = client.host_events.recv() => {
+                if let Some(e) = ev {
+                    by_person = true;
+                    app.handle_host_event(e);
                 }
             }
             _ = sleep => {}
             _ = wait_signal(&mut sigterm) => {
-                agent.abort(Some("Interrupted by a signal".into()));
+                interrupted(client);
                 return Ok(143);
             }
             _ = wait_signal(&mut sighup) => {
-                agent.abort(Some("Interrupted by a signal".into()));
+                interrupted(client);
                 return Ok(129);
             }
         }
@@ -299,16 +294,8 @@ async fn event_loop<B: Backend + std::io::Write>(
                 Effect::Copy(text) => terminal::copy_osc52(&text),
             }
         }
-        if let Some(mut recorder) = app.pending_recorder.take() {
-            // A session was resumed: flush the old file, then record into the chosen one.
-            if let Some(old) = session_task.take() {
-                old.finish().await;
-            }
-            recorder.set_model(&app.model.provider, &app.model.id);
-            recorder.set_thinking_level(app.thinking);
-            *session_task = Some(crate::session::RecorderTask::spawn(agent, recorder));
-        }
     }
 }
+
 #[cfg(test)]
 mod tests;

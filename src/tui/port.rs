@@ -1,31 +1,100 @@
-//! The UI's view of the agent: the few commands it sends, as a trait.
+//! The UI's end of the host: the commands it sends, as short methods.
 //!
-//! The real implementation is [`crate::agent::engine::facade::Agent`], whose runs already live on
-//! their own tokio task: every method here only takes a short lock and returns, so nothing the
-//! agent or a tool does can block a keypress. Tests implement the trait with a recorder and
-//! feed `AgentEvent`s by hand, so the app can be driven without a model.
+//! Every method only puts a command on the host's channel and returns, so nothing the agent,
+//! a tool or the disk does can block a keypress. Answers come back as events (agent events and
+//! host events) that the loop feeds to the app. Tests build a port on a plain channel and read
+//! the commands the app sent.
 
-use crate::agent::engine::facade::Agent;
+use std::path::PathBuf;
+
+use crate::agent::protocol::command::{AgentCommand, WhenBusy};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{AgentMessage, Message, UserContent};
+use crate::host::{Command, Commands};
 use crate::provider::catalog::ModelInfo;
+use crate::session::ListScope;
 
-pub trait AgentPort {
-    /// Start a run; `Err` when one is already running (the app then steers instead).
-    fn prompt(&self, text: String) -> Result<(), String>;
-    fn steer(&self, text: String);
-    fn follow_up(&self, text: String);
-    fn abort(&self);
-    /// Empty the steering and follow-up queues and return their texts (steering first).
-    fn take_queued(&self) -> Vec<String>;
-    fn is_busy(&self) -> bool;
-    fn set_model(&self, model: &ModelInfo);
-    fn set_thinking(&self, level: ThinkingLevel);
-    /// Forget the conversation (a new session).
-    fn reset(&self);
-    fn messages(&self) -> Vec<AgentMessage>;
-    /// Replace the conversation (a resumed session); `Err` while a run is active.
-    fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), String>;
+/// How a submitted message is delivered while the agent works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Steer,
+    FollowUp,
+}
+
+/// Sends the UI's commands to the host.
+#[derive(Clone, Debug)]
+pub struct Port {
+    commands: Commands,
+}
+
+impl Port {
+    pub fn new(commands: Commands) -> Self {
+        Port { commands }
+    }
+
+    fn agent(&self, command: AgentCommand) {
+        self.commands.agent(command);
+    }
+
+    /// Start a run with `text`, or deliver it as `delivery` says if one is running.
+    pub fn prompt(&self, text: String, delivery: Delivery) {
+        let (message, when_busy) = match delivery {
+            Delivery::Steer => (AgentMessage::steering(text), WhenBusy::Steer),
+            Delivery::FollowUp => (AgentMessage::user(text), WhenBusy::FollowUp),
+        };
+        self.agent(AgentCommand::Prompt {
+            messages: vec![message],
+            when_busy,
+            reply: None,
+        });
+    }
+
+    /// Run what is queued (messages that missed the end of a run).
+    pub fn continue_run(&self) {
+        self.agent(AgentCommand::Continue { reply: None });
+    }
+
+    pub fn abort(&self) {
+        self.agent(AgentCommand::Abort { reason: None });
+    }
+
+    /// Empty the queues; their messages come back as `HostEvent::Queued`.
+    pub fn take_queued(&self) {
+        self.commands.send(Command::TakeQueued);
+    }
+
+    pub fn set_model(&self, model: &ModelInfo) {
+        self.commands
+            .send(Command::SetModel(Box::new(model.clone())));
+    }
+
+    pub fn set_thinking(&self, level: ThinkingLevel) {
+        self.commands.send(Command::SetThinking(level));
+    }
+
+    pub fn new_session(&self) {
+        self.commands.send(Command::NewSession);
+    }
+
+    pub fn list_sessions(&self, scope: ListScope) {
+        self.commands.send(Command::ListSessions(scope));
+    }
+
+    pub fn open_session(&self, path: PathBuf) {
+        self.commands.send(Command::OpenSession(path));
+    }
+
+    pub fn export(&self, path: Option<PathBuf>) {
+        self.commands.send(Command::Export(path));
+    }
+
+    pub fn name_session(&self, name: String) {
+        self.commands.send(Command::NameSession(name));
+    }
+
+    pub fn stats(&self) {
+        self.commands.send(Command::Stats);
+    }
 }
 
 /// The text of a queued or user message.
@@ -38,42 +107,5 @@ pub fn message_text(m: &AgentMessage) -> String {
         Some(Message::Assistant(a)) => a.text(),
         Some(Message::ToolResult(r)) => r.text(),
         _ => String::new(),
-    }
-}
-
-impl AgentPort for Agent {
-    fn prompt(&self, text: String) -> Result<(), String> {
-        self.prompt_text(text).map_err(|e| e.to_string())
-    }
-    fn steer(&self, text: String) {
-        self.steer_text(text);
-    }
-    fn follow_up(&self, text: String) {
-        self.follow_up_text(text);
-    }
-    fn abort(&self) {
-        Agent::abort(self, None);
-    }
-    fn take_queued(&self) -> Vec<String> {
-        self.clear_all_queues().iter().map(message_text).collect()
-    }
-    fn is_busy(&self) -> bool {
-        self.is_streaming()
-    }
-    fn set_model(&self, model: &ModelInfo) {
-        let m = model.to_model();
-        self.update_settings(|s| s.model = m);
-    }
-    fn set_thinking(&self, level: ThinkingLevel) {
-        self.update_settings(|s| s.thinking = level);
-    }
-    fn reset(&self) {
-        Agent::reset(self);
-    }
-    fn messages(&self) -> Vec<AgentMessage> {
-        Agent::messages(self)
-    }
-    fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), String> {
-        Agent::replace_messages(self, messages).map_err(|e| e.to_string())
     }
 }

@@ -1,74 +1,10 @@
-//! The `/resume` session picker: its state, filtering and row text, and the host that lists
-//! and opens session files for the app (a trait, so tests need no files).
+//! The `/resume` session picker: its state, filtering and row text. Listing and opening the
+//! files is the host's work; the picker only shows what it listed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::AgentMessage;
-use crate::provider::catalog::{Catalog, ModelInfo};
-use crate::session::{ListScope, SessionInfo, SessionPaths, SessionRecorder, StartFrom};
-
-/// A session opened from the picker.
-pub struct Resumed {
-    pub messages: Vec<AgentMessage>,
-    /// Records from now on into the chosen file (`None` in tests).
-    pub recorder: Option<SessionRecorder>,
-    pub name: Option<String>,
-    /// The model the session last used, resolved against the catalogue (`None` when the
-    /// session names none, or names a provider this setup does not know).
-    pub model: Option<ModelInfo>,
-    /// The thinking level the session last used.
-    pub thinking: Option<ThinkingLevel>,
-    pub warnings: Vec<String>,
-}
-
-/// Where sessions come from.
-pub trait SessionHost {
-    fn list(&self, scope: ListScope) -> Vec<SessionInfo>;
-    fn open(&self, path: &Path) -> Result<Resumed, String>;
-}
-
-/// The real host: this folder's session paths.
-pub struct FileSessions {
-    pub paths: SessionPaths,
-    pub cwd: PathBuf,
-    /// Resolves the model a resumed session names.
-    pub catalog: Catalog,
-}
-
-impl SessionHost for FileSessions {
-    fn list(&self, scope: ListScope) -> Vec<SessionInfo> {
-        crate::session::list_sessions(&self.paths, scope).sessions
-    }
-    fn open(&self, path: &Path) -> Result<Resumed, String> {
-        let name = crate::session::session_info(path).and_then(|i| i.name);
-        let opened = crate::session::open_session(&self.paths, &self.cwd, StartFrom::File(path))
-            .map_err(|e| e.to_string())?;
-        let mut warnings: Vec<String> = opened.warnings.iter().map(|w| w.to_string()).collect();
-        let model = opened.context.model.as_ref().and_then(|m| {
-            match self.catalog.resolve(&m.provider, &m.model_id) {
-                Ok((info, _)) => Some(info),
-                Err(e) => {
-                    warnings.push(format!(
-                        "the session used {}/{}, which this setup cannot reach ({e}); \
-                         keeping the current model",
-                        m.provider, m.model_id
-                    ));
-                    None
-                }
-            }
-        });
-        Ok(Resumed {
-            messages: opened.context.messages,
-            recorder: Some(opened.recorder),
-            name,
-            model,
-            thinking: opened.context.thinking_level,
-            warnings,
-        })
-    }
-}
+use crate::session::{ListScope, SessionInfo};
 
 /// The picker's state: the listing of one scope, the filter and the selected row.
 #[derive(Clone, Debug)]

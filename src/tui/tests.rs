@@ -3,7 +3,6 @@
 //! that drive [`App`] with key events and hand-made agent events through a recording port.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,10 +14,10 @@ use serde_json::json;
 
 use super::app::{App, Effect, Place};
 use super::cells::{Cell, ToolCell, ToolState, View};
-use super::port::AgentPort;
+use super::port::{Port, message_text};
 use super::render;
-use super::sessions::{Resumed, SessionHost};
 use super::transcript::{Scroll, Transcript};
+use crate::agent::protocol::command::{AgentCommand, WhenBusy};
 use crate::agent::protocol::events::AgentEvent;
 use crate::agent::protocol::stream::StreamEvent;
 use crate::agent::protocol::thinking::ThinkingLevel;
@@ -27,66 +26,66 @@ use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
     ToolResultMessage, Usage,
 };
+use crate::host::{Command, Commands, HostEvent, Opened};
 use crate::provider::catalog::ModelInfo;
 use crate::session::{ListScope, SessionInfo};
 
+/// What the app sent to the host, sorted by kind.
 #[derive(Default)]
 struct Log {
-    prompts: Vec<String>,
-    steers: Vec<String>,
-    follow_ups: Vec<String>,
+    /// Prompts with how they are delivered while a run is active.
+    prompts: Vec<(String, WhenBusy)>,
     aborts: usize,
-    busy: bool,
+    took_queued: usize,
+    continued: usize,
     models: Vec<String>,
-    replaced: Vec<AgentMessage>,
+    thinking: Vec<ThinkingLevel>,
+    listed: Vec<ListScope>,
+    opened: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+    exports: Vec<Option<std::path::PathBuf>>,
+    stats: usize,
+    new_sessions: usize,
 }
 
-#[derive(Clone, Default)]
-struct FakePort(Rc<RefCell<Log>>);
+/// The receiving end of the app's port.
+struct Sent {
+    rx: RefCell<tokio::sync::mpsc::UnboundedReceiver<Command>>,
+    log: RefCell<Log>,
+}
 
-impl AgentPort for FakePort {
-    fn prompt(&self, text: String) -> Result<(), String> {
-        let mut l = self.0.borrow_mut();
-        if l.busy {
-            return Err("busy".into());
+impl Sent {
+    /// Everything sent so far.
+    fn log(&self) -> std::cell::Ref<'_, Log> {
+        let mut rx = self.rx.borrow_mut();
+        let mut log = self.log.borrow_mut();
+        while let Ok(c) = rx.try_recv() {
+            match c {
+                Command::Agent(AgentCommand::Prompt {
+                    messages,
+                    when_busy,
+                    ..
+                }) => {
+                    for m in messages {
+                        log.prompts.push((message_text(&m), when_busy));
+                    }
+                }
+                Command::Agent(AgentCommand::Abort { .. }) => log.aborts += 1,
+                Command::Agent(AgentCommand::Continue { .. }) => log.continued += 1,
+                Command::TakeQueued => log.took_queued += 1,
+                Command::SetModel(m) => log.models.push(m.id.clone()),
+                Command::SetThinking(t) => log.thinking.push(t),
+                Command::ListSessions(scope) => log.listed.push(scope),
+                Command::OpenSession(p) => log.opened.push(p),
+                Command::NameSession(n) => log.names.push(n),
+                Command::Export(p) => log.exports.push(p),
+                Command::Stats => log.stats += 1,
+                Command::NewSession => log.new_sessions += 1,
+                other => panic!("unexpected command {other:?}"),
+            }
         }
-        l.busy = true;
-        l.prompts.push(text);
-        Ok(())
-    }
-    fn steer(&self, text: String) {
-        self.0.borrow_mut().steers.push(text);
-    }
-    fn follow_up(&self, text: String) {
-        self.0.borrow_mut().follow_ups.push(text);
-    }
-    fn abort(&self) {
-        self.0.borrow_mut().aborts += 1;
-    }
-    fn take_queued(&self) -> Vec<String> {
-        let mut l = self.0.borrow_mut();
-        let mut out: Vec<String> = l.steers.drain(..).collect();
-        out.append(&mut l.follow_ups);
-        out
-    }
-    fn is_busy(&self) -> bool {
-        self.0.borrow().busy
-    }
-    fn set_model(&self, model: &ModelInfo) {
-        self.0.borrow_mut().models.push(model.id.clone());
-    }
-    fn set_thinking(&self, _level: ThinkingLevel) {}
-    fn reset(&self) {}
-    fn messages(&self) -> Vec<AgentMessage> {
-        Vec::new()
-    }
-    fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), String> {
-        let mut l = self.0.borrow_mut();
-        if l.busy {
-            return Err("busy".into());
-        }
-        l.replaced = messages;
-        Ok(())
+        drop(log);
+        self.log.borrow()
     }
 }
 
@@ -107,10 +106,14 @@ fn model(id: &str, provider: &str) -> ModelInfo {
     }
 }
 
-fn app() -> (App, FakePort) {
-    let port = FakePort::default();
+fn app() -> (App, Sent) {
+    let (commands, rx) = Commands::detached();
+    let port = Sent {
+        rx: RefCell::new(rx),
+        log: RefCell::new(Log::default()),
+    };
     let mut app = App::new(
-        Box::new(port.clone()),
+        Port::new(commands),
         model("qwen3:8b", "ollama"),
         ThinkingLevel::Medium,
     );
@@ -430,19 +433,22 @@ fn enter_sends_a_prompt_when_idle() {
     let (mut app, port) = app();
     type_text(&mut app, "hello");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(port.0.borrow().prompts, ["hello"]);
+    assert_eq!(port.log().prompts, [("hello".to_string(), WhenBusy::Steer)]);
     assert!(app.editor.is_empty());
+    assert!(app.is_busy(), "the run shows as started at once");
 }
 
 #[test]
 fn enter_while_a_tool_runs_steers_and_the_queue_is_shown() {
     let (mut app, port) = app();
-    port.0.borrow_mut().busy = true;
     start_turn_with_tool(&mut app);
     type_text(&mut app, "use ls -la instead");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(port.0.borrow().steers, ["use ls -la instead"]);
-    assert!(port.0.borrow().prompts.is_empty());
+    // While a run is active the host delivers it as a steering message.
+    assert_eq!(
+        port.log().prompts,
+        [("use ls -la instead".to_string(), WhenBusy::Steer)]
+    );
     app.handle_agent_event(AgentEvent::QueueUpdate {
         steering: vec!["use ls -la instead".into()],
         follow_up: vec![],
@@ -465,18 +471,18 @@ fn enter_while_a_tool_runs_steers_and_the_queue_is_shown() {
 #[test]
 fn alt_enter_queues_a_follow_up() {
     let (mut app, port) = app();
-    port.0.borrow_mut().busy = true;
     app.handle_agent_event(AgentEvent::AgentStart);
     type_text(&mut app, "then summarise");
     app.handle_key(with(KeyCode::Enter, KeyModifiers::ALT));
-    assert_eq!(port.0.borrow().follow_ups, ["then summarise"]);
-    assert!(port.0.borrow().steers.is_empty());
+    assert_eq!(
+        port.log().prompts,
+        [("then summarise".to_string(), WhenBusy::FollowUp)]
+    );
 }
 
 #[test]
 fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
     let (mut app, port) = app();
-    port.0.borrow_mut().busy = true;
     start_turn_with_tool(&mut app);
     type_text(&mut app, "first steer");
     app.handle_key(key(KeyCode::Enter));
@@ -484,7 +490,13 @@ fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
     app.handle_key(with(KeyCode::Enter, KeyModifiers::ALT));
     type_text(&mut app, "still typing");
     app.handle_key(key(KeyCode::Esc));
-    assert_eq!(port.0.borrow().aborts, 1);
+    assert_eq!(port.log().aborts, 1);
+    assert_eq!(port.log().took_queued, 1);
+    // The host hands back what was queued.
+    app.handle_host_event(HostEvent::Queued(vec![
+        AgentMessage::steering("first steer"),
+        user_msg("a follow-up"),
+    ]));
     assert_eq!(
         app.editor.text(),
         "first steer\n\na follow-up\n\nstill typing"
@@ -505,7 +517,7 @@ fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
         telemetry: None,
         coverage: None,
     });
-    port.0.borrow_mut().busy = false;
+    assert_eq!(port.log().continued, 0, "an aborted run is not continued");
     let s = screen(&mut app, 60, 16, Instant::now());
     assert!(s.contains("Operation aborted"), "{s}");
     assert!(s.contains("↷ $ ls (skipped)"), "{s}");
@@ -608,7 +620,7 @@ fn newline_keys_and_history() {
     type_text(&mut app, "c");
     assert_eq!(app.editor.text(), "a\nb\nc");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(port.0.borrow().prompts, ["a\nb\nc"]);
+    assert_eq!(port.log().prompts[0].0, "a\nb\nc");
     app.handle_key(key(KeyCode::Up));
     assert_eq!(app.editor.text(), "a\nb\nc");
 }
@@ -621,17 +633,20 @@ fn model_picker_switches_the_model() {
     assert!(app.picker.is_some());
     type_text(&mut app, "gpt");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(port.0.borrow().models, ["gpt-5"]);
+    assert_eq!(port.log().models, ["gpt-5"]);
     assert_eq!(app.model.id, "gpt-5");
 }
 
 #[test]
 fn slash_commands_help_thinking_name_and_quit() {
-    let (mut app, _port) = app();
+    let (mut app, port) = app();
     app.run_command("help", "");
     app.run_command("thinking", "high");
     assert_eq!(app.thinking, ThinkingLevel::High);
+    assert_eq!(port.log().thinking, [ThinkingLevel::High]);
     app.run_command("name", "refactor");
+    assert_eq!(port.log().names, ["refactor"]);
+    app.handle_host_event(HostEvent::Named("refactor".into()));
     assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
     let s = screen(&mut app, 70, 40, Instant::now());
     assert!(s.contains("Esc              interrupt"), "{s}");
@@ -648,12 +663,10 @@ fn a_large_paste_collapses_and_is_sent_whole() {
     app.handle_paste(&big);
     assert_eq!(app.editor.text(), "[paste #1 +30 lines]");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(port.0.borrow().prompts, [big]);
+    assert_eq!(port.log().prompts[0].0, big);
 }
 
 // ----- the session picker -----------------------------------------------------------------
-
-struct FakeSessions;
 
 fn saved(id: &str, name: Option<&str>, first: &str, cwd: &str, ago: u64, size: u64) -> SessionInfo {
     SessionInfo {
@@ -669,97 +682,100 @@ fn saved(id: &str, name: Option<&str>, first: &str, cwd: &str, ago: u64, size: u
     }
 }
 
-impl SessionHost for FakeSessions {
-    fn list(&self, scope: ListScope) -> Vec<SessionInfo> {
-        let mut v = vec![
-            saved(
-                "a1b2c3",
-                None,
-                "fix the failing parser test",
-                "/demo",
-                300,
-                812,
-            ),
-            saved(
-                "d4e5f6",
-                Some("Release notes"),
-                "write the changelog",
-                "/demo",
-                3 * 3600 + 5,
-                4300,
-            ),
-        ];
-        if scope == ListScope::AllFolders {
-            v.push(saved(
-                "0789ab",
-                None,
-                "tune the database indexes",
-                "/db",
-                2 * 86_400 + 5,
-                1_363_149,
-            ));
-        }
-        v
+/// What the host would list for `scope`.
+fn listing(scope: ListScope) -> HostEvent {
+    let mut v = vec![
+        saved(
+            "a1b2c3",
+            None,
+            "fix the failing parser test",
+            "/demo",
+            300,
+            812,
+        ),
+        saved(
+            "d4e5f6",
+            Some("Release notes"),
+            "write the changelog",
+            "/demo",
+            3 * 3600 + 5,
+            4300,
+        ),
+    ];
+    if scope == ListScope::AllFolders {
+        v.push(saved(
+            "0789ab",
+            None,
+            "tune the database indexes",
+            "/db",
+            2 * 86_400 + 5,
+            1_363_149,
+        ));
     }
-    fn open(&self, path: &std::path::Path) -> Result<Resumed, String> {
-        if !path.ends_with("a1b2c3.jsonl") {
-            return Err("no such session".into());
-        }
-        let call = AssistantMessage {
-            content: vec![
-                ContentBlock::text("Let me run the tests."),
-                ContentBlock::ToolCall(ToolCall {
-                    id: "c1".into(),
-                    name: "bash".into(),
-                    arguments: json!({"command": "cargo test"}),
-                    intent: None,
-                    thought_signature: None,
-                }),
-            ],
-            ..Default::default()
-        };
-        let result = ToolResultMessage {
-            tool_call_id: "c1".into(),
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text("test parser ... FAILED")],
-            details: None,
-            is_error: true,
-            useless: false,
-            timestamp: 0,
-        };
-        Ok(Resumed {
-            messages: vec![
-                user_msg("fix the failing parser test"),
-                AgentMessage::from(Message::Assistant(call)),
-                AgentMessage::from(Message::ToolResult(result)),
-                AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
-                    "The **parser** test fails on empty input.",
-                )]))),
-            ],
-            recorder: None,
-            name: None,
-            model: Some(model("sonnet-test", "anthropic")),
-            thinking: Some(ThinkingLevel::High),
-            warnings: Vec::new(),
-        })
-    }
+    HostEvent::Sessions { scope, sessions: v }
 }
 
-fn app_with_sessions() -> (App, FakePort) {
-    let (mut app, port) = app();
-    app.session_host = Some(Box::new(FakeSessions));
-    (app, port)
+/// What the host answers when it opened `a1b2c3`.
+fn opened(path: std::path::PathBuf) -> HostEvent {
+    let call = AssistantMessage {
+        content: vec![
+            ContentBlock::text("Let me run the tests."),
+            ContentBlock::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "bash".into(),
+                arguments: json!({"command": "cargo test"}),
+                intent: None,
+                thought_signature: None,
+            }),
+        ],
+        ..Default::default()
+    };
+    let result = ToolResultMessage {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        content: vec![ContentBlock::text("test parser ... FAILED")],
+        details: None,
+        is_error: true,
+        useless: false,
+        timestamp: 0,
+    };
+    HostEvent::Opened(Box::new(Opened {
+        path,
+        session_id: "a1b2c3".into(),
+        messages: vec![
+            user_msg("fix the failing parser test"),
+            AgentMessage::from(Message::Assistant(call)),
+            AgentMessage::from(Message::ToolResult(result)),
+            AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
+                "The **parser** test fails on empty input.",
+            )]))),
+        ],
+        model: model("sonnet-test", "anthropic"),
+        thinking: ThinkingLevel::High,
+        name: None,
+        warnings: Vec::new(),
+    }))
+}
+
+/// `/resume`, answered by the host with this folder's listing.
+fn open_picker(app: &mut App, port: &Sent) {
+    type_text(app, "/resume");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.log().listed.last(), Some(&ListScope::CurrentFolder));
+    assert!(app.sessions.is_none(), "the picker waits for the listing");
+    app.handle_host_event(listing(ListScope::CurrentFolder));
+    assert!(app.sessions.is_some());
 }
 
 #[test]
 fn snapshot_session_picker() {
-    let (mut app, _port) = app_with_sessions();
-    type_text(&mut app, "/resume");
-    app.handle_key(key(KeyCode::Enter));
-    assert!(app.sessions.is_some());
+    let (mut app, port) = app();
+    open_picker(&mut app, &port);
     let now = Instant::now();
     let here = screen(&mut app, 70, 12, now);
     app.handle_key(key(KeyCode::Tab));
+    assert_eq!(port.log().listed.last(), Some(&ListScope::AllFolders));
+    app.handle_host_event(listing(ListScope::AllFolders));
     let all = screen(&mut app, 70, 12, now);
     type_text(&mut app, "data");
     let filtered = screen(&mut app, 70, 12, now);
@@ -768,17 +784,17 @@ fn snapshot_session_picker() {
 
 #[test]
 fn resume_filters_opens_and_shows_the_transcript() {
-    let (mut app, port) = app_with_sessions();
+    let (mut app, port) = app();
     app.transcript.push(Cell::User("an earlier prompt".into()));
-    type_text(&mut app, "/resume");
-    app.handle_key(key(KeyCode::Enter));
+    open_picker(&mut app, &port);
     type_text(&mut app, "parser");
     assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(1));
     app.handle_key(key(KeyCode::Enter));
     assert!(app.sessions.is_none());
-    assert_eq!(port.0.borrow().replaced.len(), 4);
+    let path = std::path::PathBuf::from("/sessions/a1b2c3.jsonl");
+    assert_eq!(port.log().opened, [path.clone()]);
+    app.handle_host_event(opened(path));
     // The conversation goes on with the session's own model and level.
-    assert_eq!(port.0.borrow().models, ["sonnet-test"]);
     assert_eq!(app.model.id, "sonnet-test");
     assert_eq!(app.thinking, ThinkingLevel::High);
     let text = screen(&mut app, 70, 20, Instant::now());
@@ -793,14 +809,14 @@ fn resume_filters_opens_and_shows_the_transcript() {
 
 #[test]
 fn resume_is_refused_while_the_agent_works_and_esc_closes_the_picker() {
-    let (mut app, port) = app_with_sessions();
-    app.run_command("resume", "");
+    let (mut app, port) = app();
+    open_picker(&mut app, &port);
     app.handle_key(key(KeyCode::Esc));
     assert!(app.sessions.is_none());
-    port.0.borrow_mut().busy = true;
-    app.run_command("resume", "");
+    app.handle_agent_event(AgentEvent::AgentStart);
+    open_picker(&mut app, &port);
     app.handle_key(key(KeyCode::Enter));
-    assert!(port.0.borrow().replaced.is_empty());
+    assert!(port.log().opened.is_empty());
     let text = screen(&mut app, 70, 12, Instant::now());
     assert!(
         text.contains("Cannot resume while the agent is working"),
@@ -810,8 +826,10 @@ fn resume_is_refused_while_the_agent_works_and_esc_closes_the_picker() {
 
 #[test]
 fn resume_without_session_files_says_so() {
-    let (mut app, _port) = app();
+    let (mut app, port) = app();
+    app.saving = false;
     app.run_command("resume", "");
+    assert!(port.log().listed.is_empty());
     assert!(app.sessions.is_none());
     let text = screen(&mut app, 70, 12, Instant::now());
     assert!(text.contains("not saved"), "{text}");
@@ -919,10 +937,11 @@ fn the_light_theme_draws_the_same_text_in_its_own_colours() {
 
 #[test]
 fn the_theme_reaches_the_footer_editor_and_popups() {
-    use super::theme::{ColorValue, Theme, ThemeName};
+    use super::theme::Theme;
+    use crate::config::theme::{ColorValue, ThemeName};
     use ratatui::style::Color;
     let mut overrides = std::collections::BTreeMap::new();
-    overrides.insert("accent".to_string(), ColorValue(Color::Rgb(1, 2, 3)));
+    overrides.insert("accent".to_string(), ColorValue::Rgb(1, 2, 3));
     let theme = Theme::build(ThemeName::Light, &overrides);
     let now = Instant::now();
     let buf = super::theme::scoped(theme, || {

@@ -14,11 +14,11 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::sync::RwLock;
 
 use ratatui::style::{Color, Style};
-use serde::Deserialize;
+
+use crate::config::theme::{ColorValue, Named, ThemeName};
 
 /// A palette: one colour per thing the UI shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,24 +53,6 @@ pub struct Theme {
     /// The bundled syntect theme that colours code blocks (`src/tui/highlight.rs`).
     pub syntax: &'static str,
 }
-
-/// The names of the overridable tokens, as written in `[colors]`.
-pub const TOKENS: &[&str] = &[
-    "accent",
-    "dim",
-    "error",
-    "warning",
-    "success",
-    "user_bg",
-    "user_fg",
-    "code",
-    "link",
-    "heading_1",
-    "heading_2",
-    "heading_3",
-    "diff_added",
-    "diff_removed",
-];
 
 impl Theme {
     /// For dark backgrounds (the default).
@@ -134,9 +116,9 @@ impl Theme {
             ThemeName::Dark => Theme::DARK,
             ThemeName::Light => Theme::LIGHT,
         };
-        for (token, ColorValue(c)) in overrides {
+        for (token, c) in overrides {
             if let Some(slot) = t.slot(token) {
-                *slot = *c;
+                *slot = color(*c);
             }
         }
         t
@@ -169,49 +151,36 @@ impl Default for Theme {
     }
 }
 
-/// The `theme` key: which palette to start from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ThemeName {
-    #[default]
-    Dark,
-    Light,
-}
-
-/// One colour from config. Refused while the file is read, so a bad one is reported with its
-/// line and column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ColorValue(pub Color);
-
-impl<'de> Deserialize<'de> for ColorValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = ColorValue;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a colour: a name, \"#rrggbb\" or a 256-colour index")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ColorValue, E> {
-                parse_color(s).map(ColorValue).map_err(E::custom)
-            }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<ColorValue, E> {
-                u8::try_from(n)
-                    .map(|i| ColorValue(Color::Indexed(i)))
-                    .map_err(|_| E::custom(format!("colour index {n} is not between 0 and 255")))
-            }
-        }
-        d.deserialize_any(V)
+/// A config colour as the terminal library draws it.
+pub fn color(value: ColorValue) -> Color {
+    match value {
+        ColorValue::Reset => Color::Reset,
+        ColorValue::Rgb(r, g, b) => Color::Rgb(r, g, b),
+        ColorValue::Indexed(i) => Color::Indexed(i),
+        ColorValue::Named(n) => match n {
+            Named::Black => Color::Black,
+            Named::Red => Color::Red,
+            Named::Green => Color::Green,
+            Named::Yellow => Color::Yellow,
+            Named::Blue => Color::Blue,
+            Named::Magenta => Color::Magenta,
+            Named::Cyan => Color::Cyan,
+            Named::Gray => Color::Gray,
+            Named::DarkGray => Color::DarkGray,
+            Named::LightRed => Color::LightRed,
+            Named::LightGreen => Color::LightGreen,
+            Named::LightYellow => Color::LightYellow,
+            Named::LightBlue => Color::LightBlue,
+            Named::LightMagenta => Color::LightMagenta,
+            Named::LightCyan => Color::LightCyan,
+            Named::White => Color::White,
+        },
     }
 }
 
-/// A colour as config writes it.
-pub fn parse_color(s: &str) -> Result<Color, String> {
-    Color::from_str(s.trim()).map_err(|_| {
-        format!(
-            "unknown colour `{s}` (expected a name such as \"red\", \"dark gray\" or \
-             \"light blue\", \"#rrggbb\", or a 256-colour index 0-255)"
-        )
-    })
+/// The theme the configuration asks for: its palette with the `[colors]` overrides.
+pub fn from_config(config: &crate::config::Config) -> Theme {
+    Theme::build(config.theme.unwrap_or_default(), &config.colors)
 }
 
 static GLOBAL: RwLock<Theme> = RwLock::new(Theme::DARK);
@@ -256,29 +225,48 @@ mod tests {
     #[test]
     fn overrides_replace_single_tokens() {
         let mut o = BTreeMap::new();
-        o.insert("accent".to_string(), ColorValue(Color::Rgb(1, 2, 3)));
-        o.insert("nonsense".to_string(), ColorValue(Color::Red));
+        o.insert("accent".to_string(), ColorValue::Rgb(1, 2, 3));
+        o.insert("nonsense".to_string(), ColorValue::Named(Named::Red));
         let t = Theme::build(ThemeName::Light, &o);
         assert_eq!(t.accent, Color::Rgb(1, 2, 3));
         assert_eq!(t.error, Theme::LIGHT.error);
         assert_eq!(Theme::build(ThemeName::Dark, &BTreeMap::new()), Theme::DARK);
         // Every documented token has a slot.
         let mut t = Theme::DARK;
-        for token in TOKENS {
+        for token in crate::config::theme::TOKENS {
             assert!(t.slot(token).is_some(), "{token}");
         }
     }
 
     #[test]
-    fn colours_parse_in_every_documented_form() {
-        assert_eq!(parse_color("red"), Ok(Color::Red));
-        assert_eq!(parse_color("dark gray"), Ok(Color::DarkGray));
-        assert_eq!(parse_color("Light-Blue"), Ok(Color::LightBlue));
-        assert_eq!(parse_color("#ff8000"), Ok(Color::Rgb(255, 128, 0)));
-        assert_eq!(parse_color("236"), Ok(Color::Indexed(236)));
-        assert_eq!(parse_color("reset"), Ok(Color::Reset));
+    fn config_colours_map_to_the_same_terminal_colours_as_their_names() {
+        use crate::config::theme::parse_color;
+        use std::str::FromStr;
+        for name in [
+            "red",
+            "dark gray",
+            "Light-Blue",
+            "#ff8000",
+            "236",
+            "reset",
+            "bright black",
+            "light gray",
+            "grey",
+            "white",
+            "light cyan",
+        ] {
+            let ours = parse_color(name).map(color);
+            assert_eq!(ours.ok(), Color::from_str(name).ok(), "{name}");
+        }
         assert!(parse_color("#ff80").unwrap_err().contains("#rrggbb"));
-        assert!(parse_color("blurple").is_err());
+    }
+
+    #[test]
+    fn the_documented_colours_are_the_dark_palette() {
+        let config: crate::config::Config =
+            toml::from_str(&crate::config::uncommented_example()).unwrap();
+        assert_eq!(from_config(&config), Theme::DARK);
+        assert_eq!(from_config(&Default::default()), Theme::DARK);
     }
 
     #[test]

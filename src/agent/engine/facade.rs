@@ -8,7 +8,7 @@
 //! a session recorder all see the same stream. A run that fails is closed with an error turn
 //! here, so subscribers always see balanced `turn_start`/`turn_end` and one `agent_end`.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +25,7 @@ use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
 use crate::agent::policy::soft::SoftState;
 use crate::agent::policy::validate::strip_sentinels;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal};
+use crate::agent::protocol::command::{AgentError, AgentState, QueueMode};
 use crate::agent::protocol::events::{AgentEvent, EventSink, RunEvent, RunId};
 use crate::agent::protocol::hooks::{
     AfterToolCallInfo, AsideEntry, BeforeToolCall, ContextRefresh, GateDecision, Injected,
@@ -36,48 +37,8 @@ use crate::agent::protocol::stream::{LlmContext, Model, Provider, StreamEvent, T
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::tool::{AgentTool, ToolSet};
 use crate::agent::protocol::types::{
-    AgentMessage, AssistantMessage, Attribution, Message, ToolCall, UserMessage,
+    AgentMessage, AssistantMessage, Attribution, Message, ToolCall,
 };
-
-/// How many queued messages one boundary takes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum QueueMode {
-    /// The whole queue at once.
-    All,
-    /// Only the oldest message; the rest wait for later boundaries.
-    #[default]
-    OneAtATime,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AgentError {
-    /// A run is in progress; queue with `steer`/`follow_up` or wait for it.
-    Busy,
-    /// Nothing to continue from.
-    CannotContinue(String),
-}
-
-impl std::fmt::Display for AgentError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AgentError::Busy => f.write_str(
-                "The agent is still working. Queue a message with steer or follow-up, or wait until it finishes.",
-            ),
-            AgentError::CannotContinue(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for AgentError {}
-
-/// What a UI reads: the transcript and what is happening now.
-#[derive(Clone, Debug, Default)]
-pub struct AgentState {
-    pub messages: Vec<AgentMessage>,
-    pub is_streaming: bool,
-    pub pending_tool_calls: BTreeSet<String>,
-    pub error: Option<String>,
-}
 
 /// Settings used for the next run (and re-read between provider calls).
 #[derive(Clone)]
@@ -198,6 +159,11 @@ impl Agent {
         lock(&self.inner.state).is_streaming
     }
 
+    /// The id of the newest run started so far (0 before the first).
+    pub fn last_run(&self) -> RunId {
+        *lock(&self.inner.next_run)
+    }
+
     /// Replace the transcript (e.g. a resumed session). Refused while a run is active.
     pub fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
         let mut st = lock(&self.inner.state);
@@ -235,20 +201,20 @@ impl Agent {
     }
 
     /// Start a run with a user text prompt.
-    pub fn prompt_text(&self, text: impl Into<String>) -> Result<(), AgentError> {
+    pub fn prompt_text(&self, text: impl Into<String>) -> Result<RunId, AgentError> {
         self.prompt(vec![AgentMessage::user(text)])
     }
 
     /// Start a run with the given messages.
-    pub fn prompt(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+    pub fn prompt(&self, messages: Vec<AgentMessage>) -> Result<RunId, AgentError> {
         let (id, signal) = self.claim()?;
         let prompts = messages.into_iter().map(Injected::plain).collect();
         self.spawn_run(id, signal, RunKind::Prompt(prompts));
-        Ok(())
+        Ok(id)
     }
 
     /// Continue from the transcript: run queued messages if the tail cannot be continued.
-    pub fn continue_run(&self) -> Result<(), AgentError> {
+    pub fn continue_run(&self) -> Result<RunId, AgentError> {
         let (id, signal) = self.claim()?;
         let messages = self.messages();
         let kind = match check_continuable(&messages) {
@@ -271,7 +237,7 @@ impl Agent {
             }
         };
         self.spawn_run(id, signal, kind);
-        Ok(())
+        Ok(id)
     }
 
     /// Queue a steering message: delivered at the next tool boundary, interrupting the batch.
@@ -902,11 +868,4 @@ impl LoopHooks for FacadeHooks {
     fn aside_messages(&self) -> Vec<AsideEntry> {
         self.user.aside_messages()
     }
-}
-
-/// A user message marked as steering, as the TUI sends it.
-pub fn steering_message(text: impl Into<String>) -> AgentMessage {
-    let mut m = UserMessage::new(text);
-    m.steering = true;
-    m.into()
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::agent::protocol::hooks::SteeringSource;
 use crate::agent::protocol::types::{
-    AgentMessage, ContentBlock, Message, ToolCall, ToolResultMessage, now_ms,
+    AgentMessage, ContentBlock, Message, PlaceholderDetails, ToolCall, ToolResultMessage, now_ms,
 };
 
 /// Why a call was answered with a placeholder.
@@ -76,14 +76,7 @@ pub fn placeholder_result(
     label: Option<&str>,
     upstream_error: Option<&str>,
 ) -> ToolResultMessage {
-    let mut details = json!({
-        "__synthetic": true,
-        "source": reason.source(),
-        "executed": false,
-    });
-    if let (Some(err), Value::Object(map)) = (upstream_error, &mut details) {
-        map.insert("upstreamError".into(), Value::String(err.to_string()));
-    }
+    let details = PlaceholderDetails::new(reason.source(), upstream_error).to_value();
     ToolResultMessage {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
@@ -120,7 +113,7 @@ pub fn interrupt_skip_details(started: bool) -> Value {
     if started {
         json!({"__interrupted": true, "source": "interrupt_skipped", "execution": "started"})
     } else {
-        json!({"__synthetic": true, "source": "interrupt_skipped", "executed": false})
+        PlaceholderDetails::new("interrupt_skipped", None).to_value()
     }
 }
 

@@ -6,6 +6,7 @@
 //! ([`summary`]). This module depends on nothing else in the crate.
 
 pub mod abort;
+pub mod command;
 pub mod events;
 pub mod hooks;
 pub mod panic;

@@ -86,6 +86,11 @@ impl ToolOutput {
         self.details = details;
         self
     }
+
+    /// A placeholder the loop wrote for a call that never ran (not the tool's own output).
+    pub fn never_ran(&self) -> bool {
+        crate::agent::protocol::types::PlaceholderDetails::of(&self.details).is_some()
+    }
 }
 
 /// A failure raised by a tool (the equivalent of a thrown error).

@@ -370,14 +370,55 @@ pub struct ToolResultMessage {
     pub timestamp: i64,
 }
 
+/// The `details` of a result the loop wrote for a call that never ran (a placeholder).
+///
+/// Stored in the result's `details` in the shape the session format shares with the Node pi
+/// (`{"__synthetic": true, "source": ..., "executed": false}`); read it with
+/// [`PlaceholderDetails::of`] rather than by key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlaceholderDetails {
+    #[serde(rename = "__synthetic")]
+    pub synthetic: bool,
+    /// Why the call was not run (`assistant_stop_error`, `interrupt_skipped`, ...).
+    pub source: String,
+    pub executed: bool,
+    /// The provider's error, for calls of a reply that failed.
+    #[serde(
+        rename = "upstreamError",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub upstream_error: Option<String>,
+}
+
+impl PlaceholderDetails {
+    /// A placeholder for a call that did not run because of `source`.
+    pub fn new(source: &str, upstream_error: Option<&str>) -> Self {
+        PlaceholderDetails {
+            synthetic: true,
+            source: source.to_string(),
+            executed: false,
+            upstream_error: upstream_error.map(str::to_string),
+        }
+    }
+
+    /// The placeholder details in a result's `details`, if they are that.
+    pub fn of(details: &Value) -> Option<Self> {
+        Self::deserialize(details).ok().filter(|d| d.synthetic)
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
 impl ToolResultMessage {
     /// True for a placeholder the loop made for a call it never ran.
     pub fn is_synthetic(&self) -> bool {
         self.details
             .as_ref()
-            .and_then(|d| d.get("__synthetic"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+            .and_then(PlaceholderDetails::of)
+            .is_some()
     }
 
     pub fn text(&self) -> String {
@@ -485,6 +526,13 @@ impl<'de> Deserialize<'de> for AgentMessage {
 impl AgentMessage {
     pub fn user(text: impl Into<String>) -> Self {
         AgentMessage::Llm(Arc::new(Message::User(UserMessage::new(text))))
+    }
+
+    /// A user message typed while the agent works, marked as steering.
+    pub fn steering(text: impl Into<String>) -> Self {
+        let mut m = UserMessage::new(text);
+        m.steering = true;
+        AgentMessage::Llm(Arc::new(Message::User(m)))
     }
 
     /// The provider-facing message, if this is one.

@@ -6,11 +6,6 @@
 //! key or start a local server. `--model` accepts `provider/id:thinking`; since local ids often
 //! contain `:` (`qwen3:8b`), the suffix counts as a thinking level only when it names one.
 
-use std::time::Duration;
-
-use serde_json::Value;
-
-use super::Cli;
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::config::Config;
 use crate::provider::EnvLookup;
@@ -90,59 +85,19 @@ fn resolve_named(
 /// Default models for providers found through their environment key.
 const DEFAULTS: &[(&str, &str)] = &[("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5")];
 
-/// Probe timeout for local servers.
-const PROBE: Duration = Duration::from_millis(300);
-
-async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
-    let resp = tokio::time::timeout(PROBE, client.get(url).send())
-        .await
-        .ok()?
-        .ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let bytes = tokio::time::timeout(PROBE, resp.bytes()).await.ok()?.ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
-/// Look for a local Ollama and llama.cpp server; the first model found wins.
-pub async fn probe_local(env: &EnvLookup, catalog: &mut Catalog) -> Option<ModelInfo> {
-    let ollama = env("OLLAMA_HOST")
-        .filter(|h| !h.trim().is_empty())
-        .map(|h| crate::provider::catalog::ollama_root(&h))
-        .unwrap_or_else(|| "http://127.0.0.1:11434".to_string());
-    let mut builder = reqwest::Client::builder().connect_timeout(PROBE).no_proxy();
-    if !ollama.to_ascii_lowercase().starts_with("https://") {
-        // Both servers speak plain HTTP: no root certificates to load.
-        builder = builder.tls_certs_only(Vec::new());
-    }
-    let client = builder.build().ok()?;
-    let llamacpp = "http://127.0.0.1:8080".to_string();
-    let (tags_url, models_url) = (
-        format!("{ollama}/api/tags"),
-        format!("{llamacpp}/v1/models"),
-    );
-    let (o, l) = tokio::join!(get_json(&client, &tags_url), get_json(&client, &models_url));
-    let from_ollama = o.and_then(|v| {
-        v.pointer("/models/0/name")
-            .or_else(|| v.pointer("/models/0/model"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    if let Some(id) = from_ollama {
-        return catalog.resolve("ollama", &id).ok().map(|(m, _)| m);
-    }
-    let from_llamacpp = l.and_then(|v| {
-        v.pointer("/data/0/id")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    from_llamacpp.and_then(|id| catalog.resolve("llamacpp", &id).ok().map(|(m, _)| m))
+/// What the flags say about the model.
+#[derive(Clone, Debug, Default)]
+pub struct ModelFlags {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub thinking: Option<String>,
+    /// A key given on the command line counts as a key for the default provider.
+    pub has_api_key: bool,
 }
 
 /// Pick the model and thinking level.
 pub async fn select(
-    cli: &Cli,
+    cli: &ModelFlags,
     config: &Config,
     catalog: &mut Catalog,
     env: &EnvLookup,
@@ -168,7 +123,7 @@ pub async fn select(
         }
         None => {
             let by_key = DEFAULTS.iter().find(|(p, _)| {
-                cli.api_key.is_some()
+                cli.has_api_key
                     || catalog
                         .provider(p)
                         .and_then(|info| info.key_env.as_deref())
@@ -177,7 +132,7 @@ pub async fn select(
             });
             match by_key {
                 Some((p, id)) => (catalog.resolve(p, id)?.0, None),
-                None => match probe_local(env, catalog).await {
+                None => match crate::provider::local::probe_local(env, catalog).await {
                     Some(m) => (m, None),
                     None => return Err(NO_MODEL_HELP.to_string()),
                 },

@@ -1,0 +1,473 @@
+//! The host: the task that owns the agent and the session it is recorded in.
+//!
+//! Front ends (print mode, the interactive UI, RPC) talk to it only through a [`Client`]: they
+//! send [`Command`]s over an mpsc channel and read two streams back, the agent's events (each
+//! stamped with its run, straight from the agent, no extra hop) and [`HostEvent`]s, the answers
+//! to session commands. Commands are carried out one at a time, in order, on this task: agent
+//! commands through `engine::task::apply`, session commands (new, list, open, name, export,
+//! model and thinking changes) here. File I/O never runs on a front end's task: listing,
+//! opening and exporting run on the blocking pool and come back as events.
+//!
+//! When the command channel closes (or on [`Command::Shutdown`]), a running turn is aborted,
+//! the session is flushed and synced, and the task ends.
+
+pub mod export;
+pub mod stats;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agent::engine::facade::Agent;
+use crate::agent::engine::task;
+use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, Reply, WhenBusy};
+use crate::agent::protocol::events::{RunEvent, RunId};
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::AgentMessage;
+use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::session::{
+    self, ListScope, RecorderTask, SessionInfo, SessionPaths, SessionRecorder, StartFrom,
+};
+
+pub use stats::SessionStats;
+
+/// How long shutting down waits for an aborted run to write its last messages.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// What a front end can ask of the host.
+#[derive(Debug)]
+pub enum Command {
+    /// Anything the agent itself does (prompt, steer, follow-up, abort, ...).
+    Agent(AgentCommand),
+    /// Talk to this model from the next call on (recorded in the session).
+    SetModel(Box<ModelInfo>),
+    /// Use this thinking level from the next call on (recorded in the session).
+    SetThinking(ThinkingLevel),
+    /// End the current session file and start a new, empty conversation.
+    NewSession,
+    /// List saved sessions; answered with [`HostEvent::Sessions`].
+    ListSessions(ListScope),
+    /// Continue in a saved session; answered with [`HostEvent::Opened`].
+    OpenSession(PathBuf),
+    /// Write the conversation as markdown (default: `pi-session-<time>.md` in the folder);
+    /// answered with [`HostEvent::Exported`].
+    Export(Option<PathBuf>),
+    /// Name the session; answered with [`HostEvent::Named`].
+    NameSession(String),
+    /// Empty the agent's queues; answered with [`HostEvent::Queued`] (to put the texts back
+    /// in an editor).
+    TakeQueued,
+    /// Answered with [`HostEvent::Stats`].
+    Stats,
+    /// Abort what runs, flush the session and stop.
+    Shutdown(Reply<Closed>),
+}
+
+/// The host's answers.
+#[derive(Debug)]
+pub enum HostEvent {
+    Sessions {
+        scope: ListScope,
+        sessions: Vec<SessionInfo>,
+    },
+    Opened(Box<Opened>),
+    /// A new session began. Agent events of runs up to `after_run` belong to the old one.
+    NewSession {
+        session_id: String,
+        after_run: RunId,
+    },
+    Exported(PathBuf),
+    Named(String),
+    /// What the queues held (steering first), now emptied.
+    Queued(Vec<AgentMessage>),
+    Stats(Box<SessionStats>),
+    /// A command could not be carried out; the text says why.
+    Failed(String),
+}
+
+/// A saved session, now the current one.
+#[derive(Debug)]
+pub struct Opened {
+    pub path: PathBuf,
+    pub session_id: String,
+    pub messages: Vec<AgentMessage>,
+    /// The model the conversation goes on with.
+    pub model: ModelInfo,
+    pub thinking: ThinkingLevel,
+    pub name: Option<String>,
+    /// Damage found while loading, and model notes.
+    pub warnings: Vec<String>,
+}
+
+/// How the host ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Closed {
+    pub session_id: String,
+    /// The session file exists (something was said in it).
+    pub saved: bool,
+}
+
+/// Sends commands to the host. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Commands {
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+impl Commands {
+    /// A sender whose commands arrive on the returned receiver instead of a host (for testing
+    /// a front end on its own).
+    pub fn detached() -> (Self, mpsc::UnboundedReceiver<Command>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Commands { tx }, rx)
+    }
+
+    /// Send a command; `false` when the host is gone.
+    pub fn send(&self, command: Command) -> bool {
+        self.tx.send(command).is_ok()
+    }
+
+    pub fn agent(&self, command: AgentCommand) -> bool {
+        self.send(Command::Agent(command))
+    }
+
+    /// Start a run with a user message, or queue it as `when_busy` says while one runs.
+    pub async fn prompt(
+        &self,
+        messages: Vec<AgentMessage>,
+        when_busy: WhenBusy,
+    ) -> Result<Accepted, AgentError> {
+        let (reply, rx) = oneshot::channel();
+        self.agent(AgentCommand::Prompt {
+            messages,
+            when_busy,
+            reply: Some(reply),
+        });
+        rx.await.unwrap_or(Err(AgentError::Busy))
+    }
+
+    /// Abort what runs, flush the session, stop the host.
+    pub async fn shutdown(&self) -> Option<Closed> {
+        let (reply, rx) = oneshot::channel();
+        if !self.send(Command::Shutdown(reply)) {
+            return None;
+        }
+        rx.await.ok()
+    }
+}
+
+/// A front end's end of the host.
+pub struct Client {
+    pub commands: Commands,
+    /// The agent's events, each with its run.
+    pub events: mpsc::UnboundedReceiver<RunEvent>,
+    /// Answers to session commands.
+    pub host_events: mpsc::UnboundedReceiver<HostEvent>,
+}
+
+/// What the host starts with (built by `setup`).
+pub struct HostParts {
+    pub agent: Agent,
+    /// `None` when nothing is saved.
+    pub recorder: Option<SessionRecorder>,
+    pub paths: Option<SessionPaths>,
+    pub cwd: PathBuf,
+    pub catalog: Arc<Catalog>,
+    pub model: ModelInfo,
+    pub thinking: ThinkingLevel,
+    pub session_id: String,
+    pub session_name: Option<String>,
+}
+
+struct Host {
+    agent: Agent,
+    recorder: Option<RecorderTask>,
+    paths: Option<SessionPaths>,
+    cwd: PathBuf,
+    catalog: Arc<Catalog>,
+    model: ModelInfo,
+    thinking: ThinkingLevel,
+    session_id: String,
+    name: Option<String>,
+    out: mpsc::UnboundedSender<HostEvent>,
+}
+
+/// Start the host task. Must be called inside a tokio runtime.
+pub fn spawn(parts: HostParts) -> Client {
+    let events = parts.agent.subscribe();
+    let recorder = parts.recorder.map(|r| RecorderTask::spawn(&parts.agent, r));
+    let (tx, commands) = mpsc::unbounded_channel();
+    let (out, host_events) = mpsc::unbounded_channel();
+    let host = Host {
+        agent: parts.agent,
+        recorder,
+        paths: parts.paths,
+        cwd: parts.cwd,
+        catalog: parts.catalog,
+        model: parts.model,
+        thinking: parts.thinking,
+        session_id: parts.session_id,
+        name: parts.session_name,
+        out,
+    };
+    tokio::spawn(host.run(commands));
+    Client {
+        commands: Commands { tx },
+        events,
+        host_events,
+    }
+}
+
+impl Host {
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        while let Some(command) = commands.recv().await {
+            if let Command::Shutdown(reply) = command {
+                let closed = self.close().await;
+                let _ = reply.send(closed);
+                return;
+            }
+            self.handle(command).await;
+        }
+        self.close().await;
+    }
+
+    fn tell(&self, event: HostEvent) {
+        let _ = self.out.send(event);
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Agent(c) => task::apply(&self.agent, c).await,
+            Command::SetModel(model) => self.set_model(*model),
+            Command::SetThinking(level) => self.set_thinking(level),
+            Command::NewSession => self.new_session().await,
+            Command::ListSessions(scope) => self.list(scope),
+            Command::OpenSession(path) => self.open(path).await,
+            Command::Export(path) => self.export(path),
+            Command::NameSession(name) => self.name(name),
+            Command::TakeQueued => {
+                let taken = self.agent.clear_all_queues();
+                self.tell(HostEvent::Queued(taken));
+            }
+            Command::Stats => {
+                let stats = stats::collect(
+                    &self.agent.messages(),
+                    self.recorder.as_ref(),
+                    &self.session_id,
+                    self.name.as_deref(),
+                    &self.model,
+                );
+                self.tell(HostEvent::Stats(Box::new(stats)));
+            }
+            Command::Shutdown(_) => {}
+        }
+    }
+
+    fn set_model(&mut self, model: ModelInfo) {
+        let m = model.to_model();
+        self.agent.update_settings(|s| s.model = m);
+        if let Some(r) = &self.recorder {
+            let (provider, id) = (model.provider.clone(), model.id.clone());
+            r.with(move |r| {
+                r.set_model(&provider, &id);
+            });
+        }
+        self.model = model;
+    }
+
+    fn set_thinking(&mut self, level: ThinkingLevel) {
+        self.agent.update_settings(|s| s.thinking = level);
+        if let Some(r) = &self.recorder {
+            r.with(move |r| {
+                r.set_thinking_level(level);
+            });
+        }
+        self.thinking = level;
+    }
+
+    fn name(&mut self, name: String) {
+        let name = name.trim().to_string();
+        if name.is_empty() {
+            self.tell(HostEvent::Failed("a session name cannot be empty".into()));
+            return;
+        }
+        if let Some(r) = &self.recorder {
+            let n = name.clone();
+            r.with(move |r| {
+                r.set_name(&n);
+            });
+        }
+        self.name = Some(name.clone());
+        self.tell(HostEvent::Named(name));
+    }
+
+    /// Abort any run and wait until it has ended (its last messages recorded).
+    async fn settle(&self) {
+        self.agent.abort(None);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.agent.wait_idle()).await;
+    }
+
+    async fn close(&mut self) -> Closed {
+        self.settle().await;
+        let saved = match self.recorder.take() {
+            Some(task) => task.finish().await.is_some_and(|r| r.is_persisted()),
+            None => false,
+        };
+        Closed {
+            session_id: self.session_id.clone(),
+            saved,
+        }
+    }
+
+    async fn new_session(&mut self) {
+        self.settle().await;
+        self.agent.reset();
+        let after_run = self.agent.last_run();
+        if let Some(old) = self.recorder.take() {
+            old.finish().await;
+        }
+        self.name = None;
+        self.session_id = match &self.paths {
+            Some(paths) => {
+                let mut r = SessionRecorder::new_session(&paths.dir, &self.cwd);
+                r.set_model(&self.model.provider, &self.model.id);
+                r.set_thinking_level(self.thinking);
+                let id = r.session_id().to_string();
+                self.recorder = Some(RecorderTask::spawn(&self.agent, r));
+                id
+            }
+            None => session::ids::uuid_v7(),
+        };
+        self.tell(HostEvent::NewSession {
+            session_id: self.session_id.clone(),
+            after_run,
+        });
+    }
+
+    fn list(&self, scope: ListScope) {
+        let Some(paths) = self.paths.clone() else {
+            self.tell(HostEvent::Failed(
+                "Sessions are not saved in this run (--no-session)".into(),
+            ));
+            return;
+        };
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let listed =
+                tokio::task::spawn_blocking(move || session::list_sessions(&paths, scope)).await;
+            let event = match listed {
+                Ok(list) => HostEvent::Sessions {
+                    scope,
+                    sessions: list.sessions,
+                },
+                Err(e) => HostEvent::Failed(format!("cannot list the sessions: {e}")),
+            };
+            let _ = out.send(event);
+        });
+    }
+
+    async fn open(&mut self, path: PathBuf) {
+        if self.agent.is_streaming() {
+            self.tell(HostEvent::Failed(
+                "Cannot resume while the agent is working; press Esc first".into(),
+            ));
+            return;
+        }
+        let Some(paths) = self.paths.clone() else {
+            self.tell(HostEvent::Failed(
+                "Sessions are not saved in this run (--no-session)".into(),
+            ));
+            return;
+        };
+        let cwd = self.cwd.clone();
+        let file = path.clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            let name = session::session_info(&file).and_then(|i| i.name);
+            session::open_session(&paths, &cwd, StartFrom::File(&file))
+                .map(|opened| (opened, name))
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        let (mut opened, name) = match loaded {
+            Ok(o) => o,
+            Err(e) => {
+                self.tell(HostEvent::Failed(format!("cannot open the session: {e}")));
+                return;
+            }
+        };
+        let messages = std::mem::take(&mut opened.context.messages);
+        if let Err(e) = self.agent.replace_messages(messages.clone()) {
+            self.tell(HostEvent::Failed(format!("Cannot resume now: {e}")));
+            return;
+        }
+        let mut warnings: Vec<String> = opened.warnings.iter().map(|w| w.to_string()).collect();
+        // The conversation goes on with the model and level it used (the flags' choice only
+        // applies to the session pi started with).
+        if let Some(m) = &opened.context.model {
+            match self.catalog.resolve(&m.provider, &m.model_id) {
+                Ok((info, _)) => {
+                    let model = info.to_model();
+                    self.agent.update_settings(|s| s.model = model);
+                    self.model = info;
+                }
+                Err(e) => warnings.push(format!(
+                    "the session used {}/{}, which this setup cannot reach ({e}); keeping the \
+                     current model",
+                    m.provider, m.model_id
+                )),
+            }
+        }
+        if let Some(level) = opened.context.thinking_level {
+            self.agent.update_settings(|s| s.thinking = level);
+            self.thinking = level;
+        }
+        if let Some(old) = self.recorder.take() {
+            old.finish().await;
+        }
+        let mut recorder = opened.recorder;
+        recorder.set_model(&self.model.provider, &self.model.id);
+        recorder.set_thinking_level(self.thinking);
+        self.session_id = recorder.session_id().to_string();
+        self.recorder = Some(RecorderTask::spawn(&self.agent, recorder));
+        self.name = name.clone();
+        self.tell(HostEvent::Opened(Box::new(Opened {
+            path,
+            session_id: self.session_id.clone(),
+            messages,
+            model: self.model.clone(),
+            thinking: self.thinking,
+            name,
+            warnings,
+        })));
+    }
+
+    fn export(&self, path: Option<PathBuf>) {
+        let path = path.unwrap_or_else(|| {
+            PathBuf::from(format!(
+                "pi-session-{}.md",
+                crate::agent::protocol::types::now_ms() / 1000
+            ))
+        });
+        let path = if path.is_absolute() {
+            path
+        } else {
+            self.cwd.join(path)
+        };
+        let markdown = export::markdown(&self.agent.messages());
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let target = path.clone();
+            let written = tokio::task::spawn_blocking(move || std::fs::write(&target, markdown))
+                .await
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .and_then(|r| r);
+            let event = match written {
+                Ok(()) => HostEvent::Exported(path),
+                Err(e) => HostEvent::Failed(format!("cannot write {}: {e}", path.display())),
+            };
+            let _ = out.send(event);
+        });
+    }
+}

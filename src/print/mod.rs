@@ -1,0 +1,329 @@
+//! Print mode (`-p`) and JSON mode (`--mode json`): run the prompts, report, exit.
+//!
+//! A front end on the host like the interactive UI: it starts the core through `setup`, sends
+//! each prompt as a command and reads the event stream until that run's `agent_end`. Print mode
+//! writes only the text of the final assistant message to stdout; retries and errors go to
+//! stderr; an error or aborted ending exits 1. JSON mode writes a session header line and then
+//! every agent event as one JSON object per line (a `message_update` carries the delta, not the
+//! whole partial message; the complete message comes with `message_end`). SIGTERM, SIGHUP and
+//! Ctrl+C abort the run cleanly and exit 143, 129 and 130.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::agent::protocol::command::{Accepted, AgentCommand, WhenBusy};
+use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
+use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
+use crate::host::Client;
+use crate::provider::catalog::format_model_table;
+use crate::setup::{self, SessionChoice};
+
+/// What print mode needs beyond the setup options.
+#[derive(Clone, Debug, Default)]
+pub struct PrintOptions {
+    /// The prompts, sent one after another.
+    pub messages: Vec<String>,
+    /// Text piped on stdin (put in front of the first prompt).
+    pub stdin: Option<String>,
+    /// One JSON event per line instead of the final answer.
+    pub json: bool,
+    /// Stop a run after this many turns (non-zero exit).
+    pub max_turns: Option<u32>,
+    /// `-r`: pick a saved session from a numbered list first.
+    pub pick_session: bool,
+}
+
+/// `pi --list-models [search]`.
+pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
+    let env = options.env.clone();
+    let agent_dir = crate::config::agent_dir(&move |k| env(k));
+    let (_, catalog, _) = match setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            return 1;
+        }
+    };
+    let found = catalog.search(search);
+    if found.is_empty() {
+        eprintln!("pi: no model matches `{}`", search.unwrap_or_default());
+        return 1;
+    }
+    print!("{}", format_model_table(&found));
+    0
+}
+
+/// The prompts to send: the messages, with piped text put in front of the first.
+fn prompts(print: &PrintOptions) -> Vec<String> {
+    let mut prompts = print.messages.clone();
+    if let Some(input) = &print.stdin {
+        match prompts.first_mut() {
+            Some(first) => *first = format!("{}\n\n{first}", input.trim_end()),
+            None => prompts.push(input.clone()),
+        }
+    }
+    prompts.retain(|p| !p.trim().is_empty());
+    prompts
+}
+
+/// Run print or JSON mode. Returns the exit code.
+pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
+    let prompts = prompts(&print);
+    if prompts.is_empty() {
+        eprintln!("pi: nothing to do: give a message, e.g. pi -p \"explain this repo\"");
+        return 1;
+    }
+    if print.pick_session {
+        match pick_session(&options) {
+            Ok(path) => options.session = SessionChoice::File(path),
+            Err(e) => {
+                eprintln!("pi: {e}");
+                return 1;
+            }
+        }
+    }
+    let cwd = options.cwd.clone();
+    let started = match setup::start(options).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            return 1;
+        }
+    };
+    for w in &started.info.warnings {
+        eprintln!("pi: warning: {w}");
+    }
+    let mut client = started.client;
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if print.json {
+        let header = json!({
+            "type": "session",
+            "version": 3,
+            "id": started.info.session_id,
+            "timestamp": now_ms(),
+            "cwd": cwd.display().to_string(),
+        });
+        let _ = writeln!(out, "{header}");
+    }
+
+    let mut pump = Pump {
+        json: print.json,
+        max_turns: print.max_turns,
+        turns: 0,
+        stopped_at_max: false,
+        signalled: None,
+        last_run: Vec::new(),
+    };
+    for prompt in prompts {
+        let run = match client
+            .commands
+            .prompt(vec![AgentMessage::user(prompt)], WhenBusy::Refuse)
+            .await
+        {
+            Ok(Accepted::Started(run)) => run,
+            Ok(Accepted::Queued) => continue,
+            Err(e) => {
+                eprintln!("pi: {e}");
+                return 1;
+            }
+        };
+        pump.until_end(&mut client, &mut out, run).await;
+        if pump.signalled.is_some() || pump.stopped_at_max {
+            break;
+        }
+    }
+    let _ = out.flush();
+    drop(out);
+    if let Some(closed) = client.commands.shutdown().await
+        && closed.saved
+    {
+        eprintln!("{}", crate::session::resume_hint(&closed.session_id));
+    }
+    if let Some(code) = pump.signalled {
+        return code;
+    }
+    if pump.stopped_at_max {
+        eprintln!(
+            "pi: stopped after {} turns (--max-turns); the task may be unfinished",
+            print.max_turns.unwrap_or(0)
+        );
+        return 1;
+    }
+    finish(&pump.last_run, print.json)
+}
+
+/// Print the final answer (text mode) and choose the exit code.
+fn finish(messages: &[AgentMessage], json_mode: bool) -> u8 {
+    let Some(last) = messages.iter().rev().find_map(AgentMessage::as_assistant) else {
+        eprintln!("pi: the model gave no answer");
+        return 1;
+    };
+    if !json_mode {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        for block in &last.content {
+            if let Some(t) = block.as_text()
+                && !t.is_empty()
+            {
+                let _ = writeln!(out, "{t}");
+            }
+        }
+        let _ = out.flush();
+    }
+    match last.stop_reason {
+        StopReason::Error | StopReason::Aborted => {
+            eprintln!(
+                "pi: {}",
+                last.error_message
+                    .as_deref()
+                    .unwrap_or("the run ended with an error")
+            );
+            1
+        }
+        _ => 0,
+    }
+}
+
+#[cfg(unix)]
+async fn next_signal(
+    term: &mut Option<tokio::signal::unix::Signal>,
+    hup: &mut Option<tokio::signal::unix::Signal>,
+) -> u8 {
+    async fn wait(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+    tokio::select! {
+        _ = wait(term) => 143,
+        _ = wait(hup) => 129,
+        _ = tokio::signal::ctrl_c() => 130,
+    }
+}
+
+/// Reads the event stream for print mode.
+struct Pump {
+    json: bool,
+    max_turns: Option<u32>,
+    turns: u32,
+    stopped_at_max: bool,
+    /// The exit code of the signal that ended the run, if one did.
+    signalled: Option<u8>,
+    /// The messages the last finished run added.
+    last_run: Vec<AgentMessage>,
+}
+
+impl Pump {
+    /// Forward events until `run`'s `agent_end`.
+    async fn until_end(&mut self, client: &mut Client, out: &mut impl Write, run: RunId) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        loop {
+            let event = tokio::select! {
+                ev = client.events.recv() => ev,
+                code = next_signal(&mut term, &mut hup), if self.signalled.is_none() => {
+                    client.commands.agent(AgentCommand::Abort {
+                        reason: Some("Interrupted by a signal".into()),
+                    });
+                    self.signalled = Some(code);
+                    continue;
+                }
+            };
+            let Some(RunEvent { run: of, event }) = event else {
+                return;
+            };
+            match &event {
+                AgentEvent::TurnEnd { .. } => {
+                    self.turns += 1;
+                    if self.max_turns.is_some_and(|m| self.turns >= m) && !self.stopped_at_max {
+                        self.stopped_at_max = true;
+                        client.commands.agent(AgentCommand::Abort {
+                            reason: Some(format!(
+                                "Stopped after {} turns (--max-turns)",
+                                self.turns
+                            )),
+                        });
+                    }
+                }
+                AgentEvent::AutoRetryStart {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    error_message,
+                } if !self.json => {
+                    eprintln!(
+                        "pi: {error_message}; retrying in {:.1} s (attempt {attempt} of {max_attempts})",
+                        *delay_ms as f64 / 1000.0
+                    );
+                }
+                _ => {}
+            }
+            if self.json {
+                if let Ok(line) = serde_json::to_string(&event) {
+                    let _ = writeln!(out, "{line}");
+                }
+                if client.events.is_empty() {
+                    let _ = out.flush();
+                }
+            }
+            if let AgentEvent::AgentEnd { messages, .. } = event
+                && of == Some(run)
+            {
+                self.last_run = messages;
+                return;
+            }
+        }
+    }
+}
+
+/// A plain numbered list on stderr; the choice is read from the terminal.
+fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> {
+    use std::io::{BufRead, IsTerminal};
+    let env = options.env.clone();
+    let agent_dir = crate::config::agent_dir(&move |k| env(k));
+    let (config, _, _) = setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+    let paths = setup::session_paths(options, &config)
+        .ok_or("sessions are not saved here, so there is none to resume")?;
+    let list =
+        crate::session::list_sessions(&paths, crate::session::ListScope::CurrentFolder).sessions;
+    if list.is_empty() {
+        return Err("no saved sessions in this folder to resume".into());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err("--resume needs a terminal to pick from; use --session <id> or -c".into());
+    }
+    let shown = list.len().min(30);
+    for (i, s) in list.iter().take(shown).enumerate() {
+        let title: String = s.title().chars().take(70).collect();
+        eprintln!(
+            "{:>3}. {}  {}",
+            i + 1,
+            &s.id.chars().take(8).collect::<String>(),
+            title
+        );
+    }
+    eprint!("Session number [1]: ");
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the choice: {e}"))?;
+    let n = match line.trim() {
+        "" => 1,
+        t => t
+            .parse::<usize>()
+            .map_err(|_| format!("`{t}` is not a session number"))?,
+    };
+    list.get(n.wrapping_sub(1))
+        .filter(|_| n >= 1 && n <= shown)
+        .map(|s| s.path.clone())
+        .ok_or_else(|| format!("there is no session number {n}"))
+}

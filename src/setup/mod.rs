@@ -1,0 +1,369 @@
+//! The composition root: flags and configuration in, a running core out.
+//!
+//! [`start`] is the one place that builds everything a front end needs: it loads
+//! `config.toml` and the model catalogue, chooses the model ([`select`]), builds the tool set
+//! and the system prompt, opens (or starts) the session, and hands all of it to the host task
+//! (`crate::host`), which owns the agent and the session recorder from then on. Print mode, the
+//! interactive UI and any other front end call it the same way and then talk to the host only
+//! through the returned [`host::Client`](crate::host::Client).
+//!
+//! Environment reads happen here, once, and reach the agent as settings (`PI_NO_INTENT`,
+//! `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`, keys).
+
+pub mod select;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::engine::config::RetryPolicy;
+use crate::agent::engine::facade::{Agent, AgentSettings};
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::tool::AgentTool;
+use crate::agent::protocol::types::AgentMessage;
+use crate::config::{self, Config, context};
+use crate::host::{self, HostParts};
+use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::provider::{EnvLookup, Providers};
+use crate::session::{self, SessionPaths, StartFrom};
+
+/// Environment variable that, set to `1`, keeps the intent argument out of tool schemas.
+pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
+
+/// Which session a run works in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// A new session (written from its first assistant message on).
+    #[default]
+    New,
+    /// The newest session of this folder, else a new one (`-c`).
+    Continue,
+    /// A session by path or id prefix (`--session`).
+    Open(String),
+    /// A copy of a session (`--fork`).
+    Fork(String),
+    /// A session file chosen in a picker.
+    File(PathBuf),
+    /// Nothing is saved (`--no-session`).
+    NotSaved,
+}
+
+/// What the flags say; everything else comes from config and the environment.
+#[derive(Clone)]
+pub struct Options {
+    pub model: select::ModelFlags,
+    pub api_key: Option<String>,
+    /// Replaces the system prompt (text, or a path to a file).
+    pub system_prompt: Option<String>,
+    /// Added to the system prompt (text, or a path to a file).
+    pub append_system_prompt: Option<String>,
+    pub session: SessionChoice,
+    pub session_dir: Option<PathBuf>,
+    /// `--tools a,b,c`; `None` for the default set.
+    pub tools: Option<String>,
+    pub no_tools: bool,
+    pub no_context_files: bool,
+    pub env: EnvLookup,
+    pub cwd: PathBuf,
+}
+
+impl Options {
+    /// Defaults for the given folder and environment.
+    pub fn new(cwd: PathBuf, env: EnvLookup) -> Self {
+        Options {
+            model: select::ModelFlags::default(),
+            api_key: None,
+            system_prompt: None,
+            append_system_prompt: None,
+            session: SessionChoice::New,
+            session_dir: None,
+            tools: None,
+            no_tools: false,
+            no_context_files: false,
+            env,
+            cwd,
+        }
+    }
+
+    fn agent_dir(&self) -> Option<PathBuf> {
+        let env = self.env.clone();
+        config::agent_dir(&move |k| env(k))
+    }
+}
+
+/// What a front end learns at start.
+pub struct StartInfo {
+    pub config: Config,
+    pub model: ModelInfo,
+    pub thinking: ThinkingLevel,
+    /// Every model the catalogue knows (for a model picker).
+    pub models: Vec<ModelInfo>,
+    pub session_id: String,
+    pub session_name: Option<String>,
+    /// Sessions are written (not `--no-session`, and a home folder exists).
+    pub saving: bool,
+    /// The conversation the session opened with (empty for a new one).
+    pub messages: Vec<AgentMessage>,
+    /// Things to show the person (config warnings, session damage, model notes).
+    pub warnings: Vec<String>,
+    pub cwd: PathBuf,
+}
+
+/// A running core and what a front end needs to show it.
+pub struct Started {
+    pub client: host::Client,
+    pub info: StartInfo,
+}
+
+/// Load `config.toml` (agent folder, then project) and the catalogue it extends.
+pub fn load_config(
+    agent_dir: Option<&Path>,
+    cwd: &Path,
+    env: &EnvLookup,
+) -> Result<(Config, Catalog, Vec<String>), String> {
+    let loaded = config::load(agent_dir, cwd)?;
+    let e = env.clone();
+    let mut catalog = Catalog::builtin(&move |k| e(k));
+    loaded.config.apply_to(&mut catalog)?;
+    Ok((loaded.config, catalog, loaded.warnings))
+}
+
+/// Where this folder's sessions live (`None` when nothing is saved).
+pub fn session_paths(options: &Options, config: &Config) -> Option<SessionPaths> {
+    if options.session == SessionChoice::NotSaved {
+        return None;
+    }
+    let env = options.env.clone();
+    SessionPaths::resolve(
+        options.agent_dir().as_deref(),
+        &options.cwd,
+        options.session_dir.as_deref(),
+        config.session_dir.as_deref(),
+        &move |k| env(k),
+    )
+}
+
+/// Text from a flag value: the file's contents if it names a readable file, else the text.
+pub fn text_or_file(value: &str) -> String {
+    let path = PathBuf::from(value);
+    if value.len() < 4096
+        && path.is_file()
+        && let Ok(text) = std::fs::read_to_string(&path)
+    {
+        return text;
+    }
+    value.to_string()
+}
+
+/// The system prompt: template or replacement, appended text, context files, date, folder.
+fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String> {
+    let agent_dir = options.agent_dir();
+    let cwd = &options.cwd;
+    let replacement = options
+        .system_prompt
+        .as_deref()
+        .map(text_or_file)
+        .or_else(|| context::system_file(agent_dir.as_deref(), cwd, "SYSTEM.md"));
+    let append = options
+        .append_system_prompt
+        .as_deref()
+        .map(text_or_file)
+        .or_else(|| context::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md"));
+    let context_files = if options.no_context_files {
+        Vec::new()
+    } else {
+        context::discover(agent_dir.as_deref(), cwd)
+    };
+    let tools = tools
+        .iter()
+        .map(|t| (t.name().to_string(), context::tool_line(t.description())))
+        .collect();
+    vec![context::build(&context::PromptParts {
+        replacement,
+        append,
+        tools,
+        context_files,
+        date: context::today(),
+        cwd: cwd.display().to_string(),
+    })]
+}
+
+fn retry_policy(config: &Config) -> RetryPolicy {
+    let d = RetryPolicy::default();
+    RetryPolicy {
+        max_retries: config.retry.max_retries.unwrap_or(d.max_retries),
+        base_delay: config
+            .retry
+            .base_delay_ms
+            .map_or(d.base_delay, Duration::from_millis),
+        max_delay: config
+            .retry
+            .max_delay_ms
+            .map_or(d.max_delay, Duration::from_millis),
+    }
+}
+
+/// The tools `--tools` / `--no-tools` choose (default: read, bash, edit, write).
+fn active_tools(options: &Options, config: &Config) -> Result<Vec<Arc<dyn AgentTool>>, String> {
+    let names: Vec<String> = if options.no_tools {
+        Vec::new()
+    } else {
+        match &options.tools {
+            Some(list) => crate::tools::parse_tool_list(list)?,
+            None => crate::tools::DEFAULT_TOOLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    };
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::tools::build_with_limits(&refs, options.cwd.clone(), config.tools.limits())
+}
+
+/// Whether the intent argument is offered: on in config, and not switched off by the
+/// environment.
+fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
+    config.intent_tracing.unwrap_or(false) && env(NO_INTENT_ENV).is_none_or(|v| v.trim() != "1")
+}
+
+/// Build everything and start the host.
+pub async fn start(options: Options) -> Result<Started, String> {
+    let agent_dir = options.agent_dir();
+    let (config, mut catalog, mut warnings) =
+        load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+    // Bad flags first: no point probing for a model to then refuse the tool list.
+    let tools = active_tools(&options, &config)?;
+    let paths = session_paths(&options, &config);
+    if paths.is_none() && options.session != SessionChoice::NotSaved {
+        warnings.push("no home folder, so this session is not saved".into());
+    }
+    let opened = match &paths {
+        Some(paths) => {
+            let from = match &options.session {
+                SessionChoice::New | SessionChoice::NotSaved => StartFrom::New,
+                SessionChoice::Continue => StartFrom::Continue,
+                SessionChoice::Open(q) => StartFrom::Session(q),
+                SessionChoice::Fork(q) => StartFrom::Fork(q),
+                SessionChoice::File(p) => StartFrom::File(p),
+            };
+            let opened =
+                session::open_session(paths, &options.cwd, from).map_err(|e| e.to_string())?;
+            warnings.extend(opened.warnings.iter().map(|w| w.to_string()));
+            Some(opened)
+        }
+        None => None,
+    };
+
+    // A resumed session keeps its model and level unless the flags name others.
+    let mut flags = options.model.clone();
+    if let Some(o) = opened.as_ref().filter(|o| o.resumed) {
+        if flags.model.is_none()
+            && let Some(m) = &o.context.model
+        {
+            flags.model = Some(format!("{}/{}", m.provider, m.model_id));
+            flags.provider = None;
+        }
+        if flags.thinking.is_none()
+            && let Some(t) = o.context.thinking_level
+        {
+            flags.thinking = Some(t.as_str().to_string());
+        }
+    }
+    let selection = select::select(&flags, &config, &mut catalog, &options.env).await?;
+    warnings.extend(selection.warnings.iter().cloned());
+
+    let catalog = Arc::new(catalog);
+    let mut providers = Providers::new(
+        catalog.clone(),
+        options.api_key.clone(),
+        options.env.clone(),
+    );
+    if let Some(secs) = config.idle_timeout_secs {
+        providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
+    }
+    let system_prompt = system_prompt(&options, &tools);
+    let mut settings =
+        AgentSettings::new(Arc::new(providers), selection.model.to_model()).with_tools(tools);
+    settings.thinking = selection.thinking;
+    settings.system_prompt = system_prompt;
+    settings.retry = retry_policy(&config);
+    settings.steering_mode = config::queue_mode(config.steering_mode.as_deref(), "steering_mode")?;
+    settings.follow_up_mode =
+        config::queue_mode(config.follow_up_mode.as_deref(), "follow_up_mode")?;
+    settings.intent_tracing = intent_tracing(&config, &options.env);
+    let agent = Agent::new(settings);
+
+    let mut messages = Vec::new();
+    let mut session_name = None;
+    let mut recorder = None;
+    let mut session_id = session::ids::uuid_v7();
+    if let Some(mut opened) = opened {
+        if opened.resumed {
+            session_name = session::session_info(opened.recorder.path()).and_then(|i| i.name);
+        }
+        messages = std::mem::take(&mut opened.context.messages);
+        if !messages.is_empty() {
+            agent
+                .replace_messages(messages.clone())
+                .map_err(|e| e.to_string())?;
+        }
+        opened
+            .recorder
+            .set_model(&selection.model.provider, &selection.model.id);
+        opened.recorder.set_thinking_level(selection.thinking);
+        session_id = opened.recorder.session_id().to_string();
+        recorder = Some(opened.recorder);
+    }
+    let saving = recorder.is_some();
+    let client = host::spawn(HostParts {
+        agent,
+        recorder,
+        paths,
+        cwd: options.cwd.clone(),
+        catalog: catalog.clone(),
+        model: selection.model.clone(),
+        thinking: selection.thinking,
+        session_id: session_id.clone(),
+        session_name: session_name.clone(),
+    });
+    Ok(Started {
+        client,
+        info: StartInfo {
+            config,
+            model: selection.model,
+            thinking: selection.thinking,
+            models: catalog.models().to_vec(),
+            session_id,
+            session_name,
+            saving,
+            messages,
+            warnings,
+            cwd: options.cwd,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> EnvLookup {
+        Arc::new(move |k| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn pi_no_intent_switches_the_intent_argument_off() {
+        let mut config = Config::default();
+        assert!(!intent_tracing(&config, &env(&[])), "off unless configured");
+        config.intent_tracing = Some(true);
+        assert!(intent_tracing(&config, &env(&[])));
+        assert!(intent_tracing(&config, &env(&[(NO_INTENT_ENV, "0")])));
+        assert!(!intent_tracing(&config, &env(&[(NO_INTENT_ENV, "1")])));
+        assert!(!intent_tracing(&config, &env(&[(NO_INTENT_ENV, " 1 ")])));
+    }
+}
