@@ -792,7 +792,7 @@ fn resume_filters_opens_and_shows_the_transcript() {
     app.handle_key(key(KeyCode::Enter));
     assert!(app.sessions.is_none());
     let path = std::path::PathBuf::from("/sessions/a1b2c3.jsonl");
-    assert_eq!(port.log().opened, [path.clone()]);
+    assert_eq!(port.log().opened, std::slice::from_ref(&path));
     app.handle_host_event(opened(path));
     // The conversation goes on with the session's own model and level.
     assert_eq!(app.model.id, "sonnet-test");
