@@ -2,6 +2,7 @@
 //! no-op tool, from a zero-latency provider. Reports time per turn (criterion) and, once before
 //! the timed runs, heap bytes kept per transcript message (a counting allocator), so growth
 //! can be checked to follow the messages kept and nothing else.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;

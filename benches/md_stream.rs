@@ -2,6 +2,7 @@
 //! fenced code in several languages, tables, quotes) arriving in 10-byte deltas, with a
 //! 120×40 frame drawn after every delta, the way the UI does while a model streams. One
 //! iteration is the whole stream; the throughput figure is steps (delta + frame) per second.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 
@@ -69,11 +70,7 @@ fn stream(c: &mut Criterion) {
     group.throughput(Throughput::Elements(steps as u64));
     group.bench_function("10_byte_steps_120x40", |b| {
         b.iter(|| {
-            let mut app = App::new(
-                idle_port(),
-                model(),
-                ThinkingLevel::Medium,
-            );
+            let mut app = App::new(idle_port(), model(), ThinkingLevel::Medium);
             let mut term = match Terminal::new(TestBackend::new(120, 40)) {
                 Ok(t) => t,
                 Err(e) => panic!("test backend: {e}"),

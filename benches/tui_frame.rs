@@ -1,6 +1,7 @@
 //! One TUI frame: a transcript of N messages (user, assistant markdown, tool cells) drawn at
 //! 200×50 on ratatui's `TestBackend`, at N = 1,000 and N = 10,000. A frame renders only the
 //! visible cells (cached per width), so the time should not grow with the transcript length.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,11 +22,7 @@ use common::{idle_port, model};
 const MD: &str = "## Step\n\nI will **read** the file, then run `cargo test`:\n\n1. read `src/main.rs`\n2. fix the *bug*\n\n> a quote\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n";
 
 fn app_with(messages: usize) -> App {
-    let mut app = App::new(
-        idle_port(),
-        model(),
-        ThinkingLevel::Medium,
-    );
+    let mut app = App::new(idle_port(), model(), ThinkingLevel::Medium);
     for i in 0..messages {
         let cell = match i % 3 {
             0 => Cell::User(format!(

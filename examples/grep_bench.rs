@@ -4,6 +4,7 @@
 //! the tool's format (`path:line: text`), the same work `rg -n PATTERN DIR` does.
 //! `grep_bench tool PATTERN DIR` runs the `grep` tool itself as the model calls it (default
 //! limit of 100 matches, 50 KB cap) and prints its text.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -7,6 +7,7 @@
 //! session_load load <file>                         resume: prints milliseconds and counts
 //! session_load list <dir>                          list the folder: prints milliseconds
 //! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

@@ -1,7 +1,11 @@
-//! `pi`, a terminal coding agent, as a library: the agent loop and its data model, and the
-//! coding tools the model works with.
+//! `pi`, a terminal coding agent, as a library.
 //!
-//! The binary (`src/main.rs`) is a thin front end over these modules.
+//! `agent` is the loop and its contract (it imports nothing else here); `provider`, `tools`,
+//! `session` and `config` are what the loop works with; `setup` builds them all from flags and
+//! config and starts `host`, the task that owns the agent and its session; `print` and `tui`
+//! are peer front ends on the host's command channel; `cli` parses the flags and picks one.
+//! The binary (`src/main.rs`) only calls `cli::main`. `tests/architecture.rs` holds these
+//! boundaries.
 
 // Messages and events mirror a JSON wire format; their variants differ in size by design, and
 // boxing the large ones would add an allocation per message for no measurable gain.

@@ -3,6 +3,7 @@
 //! seen by subscribers, steering during tools, queue modes, abort, continue, failure closing and
 //! live settings. Every test drives a real run against the scripted provider and asserts the
 //! events and/or messages.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

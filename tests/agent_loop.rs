@@ -1,5 +1,6 @@
 //! The agent loop's rules, scenario by scenario (spec agent-core §14), against the scripted
 //! provider and small test tools. Each test asserts the event sequence and/or the messages.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! The real binary: `--version`, `--help`, `--list-models`, and clear failures without a model.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
 

@@ -1,6 +1,7 @@
 //! The syntax-highlighting grammars load on the first code block that names a language, and
 //! not before: rendering markdown without such a block (plain fences included) leaves them
 //! unloaded. A test binary of its own, so no other test has loaded them first.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use pi::tui::highlight::syntaxes_loaded;
 use pi::tui::markdown::{StreamCache, committed, render};

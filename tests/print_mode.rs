@@ -1,4 +1,5 @@
 //! `pi -p` and `pi --mode json` end to end: the real binary against a scripted local server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

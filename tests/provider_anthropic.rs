@@ -2,6 +2,7 @@
 //! byte for byte: what the loop sees for text, thinking, tool calls, usage and stop reasons;
 //! what goes over the wire (system, tools, pairing, cache breakpoints, thinking, headers); and
 //! every failure the HTTP layer must classify (rate limits, overloads, drops, idle, abort).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! Chat Completions over real HTTP against a scripted local server: the wire format byte for
 //! byte, request bodies, and every fault the issue names.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! The OpenAI Responses wire format against the scripted HTTP server: streams shaped byte for
 //! byte like the real API's (event names, `sequence_number`, item ids, usage), request bodies,
 //! every failure class, idle streams and aborts, and one run through the agent loop.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

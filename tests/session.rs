@@ -2,6 +2,7 @@
 //! recorder fed by a real agent run, damage that must not stop a load (torn last line, corrupt
 //! middle line, a crash while a tool ran), branching, compaction, old formats, listing,
 //! finding and forking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! Tests run as whatever user CI uses; as root, permission bits do not stop reads or writes, so
 //! "unreadable" is exercised with things no user can read as a file (a folder, a FIFO, a
 //! device) and the permission-bit case only asserts when not running as root.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

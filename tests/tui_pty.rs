@@ -5,6 +5,7 @@
 //! sees it aborted with the text back in the editor… then quits with Ctrl+D twice (the first
 //! clears nothing: Ctrl+C clears the editor) and checks the process exited 0 and the terminal
 //! left the alternate screen, mouse capture and bracketed paste.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
