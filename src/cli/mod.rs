@@ -151,9 +151,21 @@ fn wants_picker(cli: &Cli) -> bool {
         && !cli.continue_session
 }
 
+/// Keep panics the agent contains (they become error results and error turns the person
+/// sees) from also printing a report; any other panic reports as usual.
+fn quiet_contained_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !crate::agent::protocol::panic::is_contained() {
+            previous(info);
+        }
+    }));
+}
+
 /// Run the program; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    quiet_contained_panics();
     let stdin_piped = !std::io::stdin().is_terminal();
     let mut stdin_text = None;
     if stdin_piped && cli.list_models.is_none() {

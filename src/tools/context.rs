@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
 use super::truncate::ToolLimits;
+use crate::agent::protocol::panic::contain_sync;
 use crate::agent::protocol::tool::ToolError;
 
 /// How long a killed command's process group gets between SIGTERM and SIGKILL.
@@ -240,7 +241,11 @@ where
     }
     let token = cancel.child_token();
     let inner = token.clone();
-    let handle = tokio::task::spawn_blocking(move || work(inner));
+    // A panic in the work is reported as the tool's error, with its message.
+    let handle = tokio::task::spawn_blocking(move || {
+        contain_sync(|| work(inner))
+            .unwrap_or_else(|panic| Err(ToolError::new(format!("The tool crashed: {panic}"))))
+    });
     tokio::select! {
         joined = handle => match joined {
             Ok(result) => result,
@@ -259,6 +264,14 @@ pub const ABORTED_TEXT: &str = "Aborted before the tool finished.";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_blocking_work_becomes_the_tools_error() {
+        let r: Result<(), ToolError> =
+            run_blocking(&CancellationToken::new(), |_| panic!("disk on fire")).await;
+        let e = r.unwrap_err();
+        assert!(e.0.contains("disk on fire"), "{e}");
+    }
 
     #[test]
     fn relative_paths_join_the_working_directory() {

@@ -71,10 +71,14 @@ impl Drop for Guard {
     }
 }
 
-/// Restore the terminal before a panic message is printed.
+/// Restore the terminal before a panic message is printed. A panic the agent contains (a tool,
+/// a hook, a provider stream: it becomes an error the screen shows) leaves the screen alone.
 pub fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if crate::agent::protocol::panic::is_contained() {
+            return;
+        }
         restore();
         previous(info);
     }));

@@ -964,3 +964,48 @@ fn the_theme_reaches_the_footer_editor_and_popups() {
         .any(|fg| fg == Color::Rgb(1, 2, 3));
     assert!(selected, "{}", style_runs(&buf));
 }
+
+// ----- failures reach the screen ----------------------------------------------------------
+
+/// A provider that crashes on every call.
+struct Crashing;
+
+impl crate::agent::protocol::stream::Provider for Crashing {
+    fn stream(
+        &self,
+        _request: crate::agent::protocol::stream::ProviderRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::agent::protocol::stream::EventStream {
+        panic!("the provider fell over")
+    }
+}
+
+#[tokio::test]
+async fn a_run_that_crashed_shows_its_error_and_the_app_is_idle_again() {
+    use crate::agent::engine::facade::{Agent, AgentSettings};
+    let agent = Agent::new(AgentSettings::new(
+        std::sync::Arc::new(Crashing),
+        crate::agent::protocol::stream::Model::new("ollama", "openai-completions", "qwen3:8b"),
+    ));
+    let mut events = agent.subscribe();
+    let (mut app, _port) = app();
+    type_text(&mut app, "hello");
+    app.handle_key(key(KeyCode::Enter));
+    agent.prompt_text("hello").unwrap();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(5), events.recv())
+            .await
+            .expect("the run ends")
+            .expect("events");
+        let end = matches!(e.event, AgentEvent::AgentEnd { .. });
+        app.handle_run_event(e);
+        if end {
+            break;
+        }
+    }
+    assert!(!app.is_busy(), "the app is idle after the failed run");
+    let s = screen(&mut app, 70, 14, Instant::now());
+    assert!(s.contains("the provider fell over"), "{s}");
+    // And the agent takes the next prompt.
+    assert!(agent.prompt_text("again").is_ok());
+}
