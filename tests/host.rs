@@ -1,0 +1,312 @@
+//! The host through its command channel: runs, new sessions, listing, opening, naming,
+//! exporting, stats and shutdown, each answered as an event, with the session files checked.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi::agent::engine::facade::{Agent, AgentSettings};
+use pi::agent::protocol::command::{Accepted, AgentCommand, WhenBusy};
+use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::thinking::ThinkingLevel;
+use pi::agent::protocol::types::AgentMessage;
+use pi::agent::scripted::{ScriptedProvider, Step, reply};
+use pi::host::{self, Client, Command, HostEvent, HostParts};
+use pi::provider::catalog::{Catalog, ModelInfo};
+use pi::session::{ListScope, Session, SessionPaths, SessionRecorder};
+use support::*;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn model_info() -> ModelInfo {
+    let m = model();
+    let mut info = Catalog::builtin(&|_| None)
+        .resolve("ollama", "qwen3:8b")
+        .unwrap()
+        .0;
+    info.id = m.id;
+    info
+}
+
+struct Rig {
+    client: Client,
+    dir: tempfile::TempDir,
+}
+
+impl Rig {
+    fn new(p: &ScriptedProvider, saving: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = Agent::new(AgentSettings::new(Arc::new(p.clone()), model()));
+        let paths = SessionPaths::in_dir(dir.path().join("sessions"), None);
+        let recorder = saving.then(|| SessionRecorder::new_session(&paths.dir, dir.path()));
+        let session_id = recorder
+            .as_ref()
+            .map(|r| r.session_id().to_string())
+            .unwrap_or_default();
+        let client = host::spawn(HostParts {
+            agent,
+            recorder,
+            paths: saving.then_some(paths),
+            cwd: dir.path().to_path_buf(),
+            catalog: Arc::new(Catalog::builtin(&|_| None)),
+            model: model_info(),
+            thinking: ThinkingLevel::Off,
+            session_id,
+            session_name: None,
+        });
+        Rig { client, dir }
+    }
+
+    /// Prompt and wait for that run's end; returns its messages.
+    async fn prompt(&mut self, text: &str) -> Vec<AgentMessage> {
+        let accepted = self
+            .client
+            .commands
+            .prompt(vec![AgentMessage::user(text)], WhenBusy::Refuse)
+            .await;
+        let Ok(Accepted::Started(run)) = accepted else {
+            panic!("the prompt did not start a run: {accepted:?}");
+        };
+        loop {
+            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+                .await
+                .expect("agent_end in time")
+                .expect("events");
+            if let AgentEvent::AgentEnd { messages, .. } = e.event {
+                assert_eq!(e.run, Some(run), "the run's own agent_end");
+                return messages;
+            }
+        }
+    }
+
+    async fn answer(&mut self) -> HostEvent {
+        tokio::time::timeout(WAIT, self.client.host_events.recv())
+            .await
+            .expect("an answer in time")
+            .expect("host events")
+    }
+
+    fn session_files(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.dir.path().join("sessions"))
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+fn texts(path: &Path) -> Vec<String> {
+    Session::load(path)
+        .unwrap()
+        .into_context()
+        .messages
+        .iter()
+        .map(|m| match m.as_llm() {
+            Some(pi::agent::protocol::types::Message::User(u)) => u.content.joined_text(),
+            Some(pi::agent::protocol::types::Message::Assistant(a)) => a.text(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn new_session_ends_the_file_and_starts_another() {
+    let p = scripts(vec![
+        reply::text("first answer"),
+        reply::text("second answer"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("one").await;
+    assert!(rig.client.commands.send(Command::NewSession));
+    let HostEvent::NewSession { after_run, .. } = rig.answer().await else {
+        panic!("expected NewSession");
+    };
+    assert_eq!(after_run, 1);
+    rig.prompt("two").await;
+    // The second request starts from an empty conversation.
+    assert_eq!(request_roles(&p, 1), ["user"]);
+    let closed = rig.client.commands.shutdown().await.unwrap();
+    assert!(closed.saved);
+    let files = rig.session_files();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let all: Vec<Vec<String>> = files.iter().map(|f| texts(f)).collect();
+    assert!(all.contains(&vec!["one".to_string(), "first answer".to_string()]));
+    assert!(all.contains(&vec!["two".to_string(), "second answer".to_string()]));
+}
+
+#[tokio::test]
+async fn listing_and_opening_a_session_switch_the_conversation_and_the_file() {
+    let p = scripts(vec![
+        reply::text("old answer"),
+        reply::text("fresh answer"),
+        reply::text("continued"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("old question").await;
+    rig.client.commands.send(Command::NewSession);
+    rig.answer().await;
+    rig.prompt("fresh question").await;
+
+    rig.client
+        .commands
+        .send(Command::ListSessions(ListScope::CurrentFolder));
+    let HostEvent::Sessions { sessions, .. } = rig.answer().await else {
+        panic!("expected a listing");
+    };
+    assert_eq!(sessions.len(), 2);
+    let old = sessions
+        .iter()
+        .find(|s| s.first_message.as_deref() == Some("old question"))
+        .expect("the first session is listed")
+        .path
+        .clone();
+    rig.client.commands.send(Command::OpenSession(old.clone()));
+    let HostEvent::Opened(opened) = rig.answer().await else {
+        panic!("expected Opened");
+    };
+    assert_eq!(opened.path, old);
+    assert_eq!(opened.messages.len(), 2);
+    rig.prompt("and then?").await;
+    // The model sees the opened conversation, and the reply goes to its file.
+    assert_eq!(request_roles(&p, 2), ["user", "assistant", "user"]);
+    rig.client.commands.shutdown().await;
+    assert_eq!(
+        texts(&old),
+        ["old question", "old answer", "and then?", "continued"]
+    );
+}
+
+#[tokio::test]
+async fn opening_is_refused_while_a_run_is_active() {
+    let p = scripts(vec![vec![Step::Stall]]);
+    let mut rig = Rig::new(&p, true);
+    rig.client.commands.agent(AgentCommand::Prompt {
+        messages: vec![AgentMessage::user("go")],
+        when_busy: WhenBusy::Refuse,
+        reply: None,
+    });
+    // Wait until the run is under way.
+    loop {
+        let e = rig.client.events.recv().await.unwrap();
+        if matches!(e.event, AgentEvent::TurnStart) {
+            break;
+        }
+    }
+    rig.client
+        .commands
+        .send(Command::OpenSession(rig.dir.path().join("x.jsonl")));
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("expected a refusal");
+    };
+    assert!(why.contains("working"), "{why}");
+    let closed = rig.client.commands.shutdown().await.unwrap();
+    assert!(closed.saved, "the aborted run was recorded");
+}
+
+#[tokio::test]
+async fn names_exports_and_stats_are_answered() {
+    let p = scripts(vec![reply::full(&["the answer"], &[])]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("the question").await;
+
+    rig.client
+        .commands
+        .send(Command::NameSession("  parser work ".into()));
+    let HostEvent::Named(name) = rig.answer().await else {
+        panic!("expected Named");
+    };
+    assert_eq!(name, "parser work");
+
+    rig.client
+        .commands
+        .send(Command::Export(Some(PathBuf::from("out.md"))));
+    let HostEvent::Exported(path) = rig.answer().await else {
+        panic!("expected Exported");
+    };
+    assert_eq!(path, rig.dir.path().join("out.md"));
+    let md = std::fs::read_to_string(&path).unwrap();
+    assert!(md.contains("## User\n\nthe question") && md.contains("the answer"));
+
+    rig.client.commands.send(Command::Export(Some(
+        rig.dir.path().join("no/such/folder/out.md"),
+    )));
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("expected a failed export");
+    };
+    assert!(why.contains("cannot write"), "{why}");
+
+    rig.client.commands.send(Command::Stats);
+    let HostEvent::Stats(stats) = rig.answer().await else {
+        panic!("expected Stats");
+    };
+    assert_eq!(stats.user_messages, 1);
+    assert_eq!(stats.assistant_messages, 1);
+    assert_eq!(stats.name.as_deref(), Some("parser work"));
+    assert!(stats.path.as_ref().is_some_and(|p| p.exists()));
+    assert_eq!(stats.context_window, model_info().context_window);
+
+    rig.client.commands.shutdown().await;
+    let info = pi::session::session_info(&rig.session_files()[0]).unwrap();
+    assert_eq!(info.name.as_deref(), Some("parser work"));
+}
+
+#[tokio::test]
+async fn without_saving_session_commands_say_so() {
+    let p = scripts(vec![reply::text("hi")]);
+    let mut rig = Rig::new(&p, false);
+    rig.client
+        .commands
+        .send(Command::ListSessions(ListScope::CurrentFolder));
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("expected a refusal");
+    };
+    assert!(why.contains("not saved"), "{why}");
+    rig.prompt("hello").await;
+    let closed = rig.client.commands.shutdown().await.unwrap();
+    assert!(!closed.saved);
+    assert!(rig.session_files().is_empty());
+}
+
+#[tokio::test]
+async fn dropping_the_client_aborts_the_run_and_flushes_the_session() {
+    let (mut steps, _) = reply::open(&["partial\n"], &[]);
+    steps.push(Step::Stall);
+    let p = scripts(vec![steps]);
+    let mut rig = Rig::new(&p, true);
+    rig.client.commands.agent(AgentCommand::Prompt {
+        messages: vec![AgentMessage::user("go")],
+        when_busy: WhenBusy::Refuse,
+        reply: None,
+    });
+    loop {
+        let e = rig.client.events.recv().await.unwrap();
+        if matches!(e.event, AgentEvent::MessageUpdate { .. }) {
+            break;
+        }
+    }
+    let dir = rig.dir;
+    drop(rig.client);
+    // The host notices, aborts and writes the aborted partial.
+    let sessions = dir.path().join("sessions");
+    let file = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(f) = std::fs::read_dir(&sessions)
+                .ok()
+                .and_then(|mut rd| rd.next())
+                .and_then(Result::ok)
+            {
+                let path = f.path();
+                if texts(&path).len() == 2 {
+                    return path;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the session is written");
+    assert_eq!(texts(&file), ["go", "partial\n"]);
+}
