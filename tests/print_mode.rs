@@ -269,11 +269,8 @@ async fn sigterm_aborts_cleanly_with_143() {
     let h = home();
     let child = pi(&server, &h).args(["-p", "long task"]).spawn().unwrap();
     let pid = child.id().unwrap() as i32;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.requests().len() < 2 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The answer has started streaming and stalls.
+    server.wait_stalls(1).await;
     let started = Instant::now();
     std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])

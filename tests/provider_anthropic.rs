@@ -979,7 +979,7 @@ async fn abort_mid_stream_closes_the_connection_at_once() {
             other => panic!("stream ended before any text: {other:?}"),
         }
     }
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    server.wait_stalls(1).await;
     cancel.cancel();
     let waited = Instant::now();
     while server.close_delays().is_empty() && waited.elapsed() < Duration::from_secs(3) {

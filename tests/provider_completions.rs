@@ -287,7 +287,7 @@ async fn abort_closes_the_connection_at_once() {
             break;
         }
     }
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    server.wait_stalls(1).await;
     cancel.cancel();
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -296,8 +296,7 @@ async fn abort_closes_the_connection_at_once() {
     }
     let delays = server.close_delays();
     assert_eq!(delays.len(), 1);
-    // The stall began before the abort: subtract the 20 ms the test waited.
-    assert!(delays[0] < Duration::from_millis(120), "{:?}", delays[0]);
+    assert!(delays[0] < Duration::from_millis(100), "{:?}", delays[0]);
 }
 
 #[tokio::test]

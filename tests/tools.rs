@@ -861,16 +861,23 @@ async fn bash_abort_stops_the_command() {
     let t = tool("bash", d.path());
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        trigger.cancel();
+    // Abort once the command is seen working (its first output arrived).
+    let progress = ProgressSink::new(move |partial| {
+        let working = partial
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .any(|t| t.contains("working"));
+        if working {
+            trigger.cancel();
+        }
     });
     let started = Instant::now();
     let s = seen(
         t.execute(invocation(
             json!({"command": "echo working; sleep 30"}),
             cancel,
-            ProgressSink::discard(),
+            progress,
         ))
         .await,
     );
@@ -887,7 +894,7 @@ async fn bash_background_child_holding_stdout_does_not_hang() {
     let s = call(
         "bash",
         d.path(),
-        json!({"command": "(sleep 0.4; echo late; sleep 30) & echo started $! $$"}),
+        json!({"command": "(sleep 0.4; echo late; touch wrote-late; sleep 30) & echo started $! $$"}),
     )
     .await;
     ok(&s);
@@ -912,8 +919,13 @@ async fn bash_background_child_holding_stdout_does_not_hang() {
         .collect();
     let (job, group) = (ids[0], ids[1]);
     // The job was left running, as the command asked, and writing after the tool returned did
-    // not kill it (the pipe is still being drained).
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // not kill it (the pipe is still being drained): wait until it has written.
+    let marker = d.path().join("wrote-late");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !marker.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(marker.exists(), "the background job went on after writing");
     // SAFETY: plain signals to processes this test started.
     unsafe {
         assert_eq!(libc::kill(job, 0), 0, "the background job should still run");

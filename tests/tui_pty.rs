@@ -102,17 +102,31 @@ impl Pty {
     }
 
     fn wait_for(&self, needle: &str) -> String {
+        self.wait_until(needle, |s| s.contains(needle))
+    }
+
+    /// Wait (at most 20 s) until the screen's text satisfies `done`.
+    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let s = self.contents();
-            if s.contains(needle) {
+            if done(&s) {
                 return s;
             }
             assert!(
                 Instant::now() < deadline,
-                "timed out waiting for {needle:?}; screen:\n{s}"
+                "timed out waiting for {what}; screen:\n{s}"
             );
             std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    /// Wait (at most 5 s) until the terminal has left the alternate screen.
+    fn wait_restored(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.parser.lock().unwrap().screen().alternate_screen() {
+            assert!(Instant::now() < deadline, "the alternate screen stayed on");
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -184,10 +198,10 @@ async fn type_stream_abort_and_quit_in_a_pty() {
     );
 
     screen.send(b"\x03"); // Ctrl+C clears the editor
-    std::thread::sleep(Duration::from_millis(100));
+    screen.wait_until("an empty editor", |s| !s.contains("steer me"));
     let status = screen.quit(); // Ctrl+D quits on an empty editor
     assert!(status.success(), "{status:?}");
-    std::thread::sleep(Duration::from_millis(100));
+    screen.wait_restored();
     let p = screen.parser.lock().unwrap();
     let sc = p.screen();
     assert!(!sc.alternate_screen(), "left the alternate screen");
@@ -269,7 +283,6 @@ async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
     pi.wait_for("Partial thoughts");
     pi.send(b"\x1b");
     pi.wait_for("Operation aborted");
-    std::thread::sleep(Duration::from_millis(100));
     assert!(pi.quit().success());
 
     // The steering message reached the model after the tool result, in the same run.

@@ -92,6 +92,8 @@ struct State {
     requests: Vec<Recorded>,
     /// When the client closed a stalled connection, relative to when the stall began.
     close_delays: Vec<Duration>,
+    /// Connections that reached a stall (everything before it was sent).
+    stalls: usize,
 }
 
 #[derive(Clone)]
@@ -129,6 +131,16 @@ impl TestServer {
 
     pub fn close_delays(&self) -> Vec<Duration> {
         self.state.lock().unwrap().close_delays.clone()
+    }
+
+    /// Wait (at most 5 s) until `n` connections have reached their stall: everything the
+    /// reply had to send before it has been written.
+    pub async fn wait_stalls(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.state.lock().unwrap().stalls < n {
+            assert!(Instant::now() < deadline, "no stall reached");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 }
 
@@ -204,6 +216,8 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
             Chunk::Delay(d) => tokio::time::sleep(d).await,
             Chunk::Disconnect => return Ok(()),
             Chunk::Stall => {
+                sock.flush().await?;
+                state.lock().unwrap().stalls += 1;
                 let since = Instant::now();
                 let mut one = [0u8; 1];
                 // Returns 0 (or an error) when the client closes its side.
