@@ -11,8 +11,13 @@ window:
   * bytes pi wrote to the terminal, next to the bytes of text streamed;
   * CPU used while idle afterwards (IDLE seconds, nothing happening).
 
+With PACED=1 the server writes each SSE event on its own, one every 1/RATE seconds, as real
+providers send them (each event then wakes the whole chain); by default it writes RATE/100
+events together every 10 ms.
+
 Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and calls this)
-Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks).
+Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1: one event per
+write).
 """
 import json
 import os
@@ -34,7 +39,9 @@ ROWS = int(os.environ.get("ROWS", "50"))
 COLS = int(os.environ.get("COLS", "200"))
 IDLE = float(os.environ.get("IDLE", "5"))
 CODE = os.environ.get("CODE", "1") != "0"  # CODE=0: no fenced code blocks (no highlighting)
-TICK = 0.01  # the server sends RATE*TICK tokens every TICK seconds
+PACED = os.environ.get("PACED", "0") == "1"
+# The server sends RATE*TICK tokens every TICK seconds (one token per write when paced).
+TICK = 1.0 / RATE if PACED else 0.01
 
 WORDS = ("the agent reads files runs commands and edits code while the person watches "
          "streaming output arrives token by token through the terminal renderer which "
@@ -241,8 +248,9 @@ def main():
 
     wall = t1 - t0
     cpu = cpu1 - cpu0
+    writes = "one SSE event per write" if PACED else f"{max(1, int(RATE * TICK))} events per write"
     print(f"pi TUI, {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
-          f"{COLS}x{ROWS} pty, {os.cpu_count()} cores")
+          f"{writes}, {COLS}x{ROWS} pty, {os.cpu_count()} cores")
     print(f"  streaming window  {wall:6.2f} s wall, {cpu * 1000:7.1f} ms CPU = {100 * cpu / wall:5.2f}% of a core")
     print(f"  peak memory       {peak:6.1f} MB (VmHWM)")
     print(f"  terminal output   {(bytes1 - bytes0) / 1e6:6.3f} MB while streaming "

@@ -56,6 +56,7 @@ impl Rig {
             thinking: ThinkingLevel::Off,
             session_id,
             session_name: None,
+            live_updates: true,
         });
         Rig { client, dir }
     }

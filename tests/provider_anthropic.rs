@@ -961,6 +961,31 @@ async fn an_idle_stream_times_out_as_transient() {
 }
 
 #[tokio::test]
+async fn a_server_that_never_answers_times_out_as_transient() {
+    let server = TestServer::start(vec![Reply::silent()]).await;
+    let providers =
+        http_providers(&server, "anthropic").with_idle_timeout(Duration::from_millis(200));
+    let began = Instant::now();
+    let events = support::collect(&providers, hello()).await;
+    let m = error_of(&events);
+    assert!(m.transient.is_some());
+    assert!(
+        m.error_message
+            .as_deref()
+            .unwrap()
+            .contains("did not answer"),
+        "{m:?}"
+    );
+    assert!(began.elapsed() < Duration::from_secs(5));
+    // The connection was let go.
+    let waited = Instant::now();
+    while server.close_delays().is_empty() && waited.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.close_delays().len(), 1);
+}
+
+#[tokio::test]
 async fn abort_mid_stream_closes_the_connection_at_once() {
     let server = TestServer::start(vec![Reply::sse(vec![
         start("m"),

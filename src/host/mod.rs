@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agent::engine::facade::Agent;
 use crate::agent::engine::task;
 use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, Reply, WhenBusy};
-use crate::agent::protocol::events::{RunEvent, RunId};
+use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::AgentMessage;
 use crate::provider::catalog::{Catalog, ModelInfo};
@@ -178,6 +178,16 @@ pub struct HostParts {
     pub thinking: ThinkingLevel,
     pub session_id: String,
     pub session_name: Option<String>,
+    /// Send the front end the streamed updates (deltas, tool progress) too.
+    pub live_updates: bool,
+}
+
+/// Events for a front end that does not show replies as they stream.
+fn settled(event: &AgentEvent) -> bool {
+    !matches!(
+        event,
+        AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }
+    )
 }
 
 struct Host {
@@ -195,7 +205,11 @@ struct Host {
 
 /// Start the host task. Must be called inside a tokio runtime.
 pub fn spawn(parts: HostParts) -> Client {
-    let events = parts.agent.subscribe();
+    let events = if parts.live_updates {
+        parts.agent.subscribe()
+    } else {
+        parts.agent.subscribe_filtered(settled)
+    };
     let recorder = parts.recorder.map(|r| RecorderTask::spawn(&parts.agent, r));
     let (tx, commands) = mpsc::unbounded_channel();
     let (out, host_events) = mpsc::unbounded_channel();

@@ -9,6 +9,8 @@
 //! Ctrl+C abort the run cleanly and exit 143, 129 and 130.
 
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::json;
 
@@ -85,6 +87,8 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         }
     }
     let cwd = options.cwd.clone();
+    // The final answer is printed whole: only JSON mode needs the deltas.
+    options.live_updates = print.json;
     let started = match setup::start(options).await {
         Ok(s) => s,
         Err(e) => {
@@ -110,12 +114,23 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         let _ = writeln!(out, "{header}");
     }
 
+    // Signals abort the run from their own task, so reading events costs nothing extra.
+    let signalled = Arc::new(AtomicU8::new(0));
+    let watcher = {
+        let (signalled, commands) = (signalled.clone(), client.commands.clone());
+        tokio::spawn(async move {
+            let code = next_signal().await;
+            signalled.store(code, Ordering::SeqCst);
+            commands.agent(AgentCommand::Abort {
+                reason: Some("Interrupted by a signal".into()),
+            });
+        })
+    };
     let mut pump = Pump {
         json: print.json,
         max_turns: print.max_turns,
         turns: 0,
         stopped_at_max: false,
-        signalled: None,
         last_run: Vec::new(),
     };
     for prompt in prompts {
@@ -132,10 +147,11 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
             }
         };
         pump.until_end(&mut client, &mut out, run).await;
-        if pump.signalled.is_some() || pump.stopped_at_max {
+        if signalled.load(Ordering::SeqCst) != 0 || pump.stopped_at_max {
             break;
         }
     }
+    watcher.abort();
     let _ = out.flush();
     drop(out);
     if let Some(closed) = client.commands.shutdown().await
@@ -143,7 +159,8 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     {
         eprintln!("{}", crate::session::resume_hint(&closed.session_id));
     }
-    if let Some(code) = pump.signalled {
+    let code = signalled.load(Ordering::SeqCst);
+    if code != 0 {
         return code;
     }
     if pump.stopped_at_max {
@@ -188,23 +205,21 @@ fn finish(messages: &[AgentMessage], json_mode: bool) -> u8 {
     }
 }
 
-#[cfg(unix)]
-async fn next_signal(
-    term: &mut Option<tokio::signal::unix::Signal>,
-    hup: &mut Option<tokio::signal::unix::Signal>,
-) -> u8 {
-    async fn wait(s: &mut Option<tokio::signal::unix::Signal>) {
-        match s {
-            Some(s) => {
+/// The exit code of the first of SIGTERM (143), SIGHUP (129) or Ctrl+C (130).
+async fn next_signal() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    async fn wait(kind: SignalKind) {
+        match signal(kind) {
+            Ok(mut s) => {
                 s.recv().await;
             }
-            None => std::future::pending::<()>().await,
+            Err(_) => std::future::pending::<()>().await,
         }
     }
     tokio::select! {
-        _ = wait(term) => 143,
-        _ = wait(hup) => 129,
-        _ = tokio::signal::ctrl_c() => 130,
+        _ = wait(SignalKind::terminate()) => 143,
+        _ = wait(SignalKind::hangup()) => 129,
+        _ = wait(SignalKind::interrupt()) => 130,
     }
 }
 
@@ -214,8 +229,6 @@ struct Pump {
     max_turns: Option<u32>,
     turns: u32,
     stopped_at_max: bool,
-    /// The exit code of the signal that ended the run, if one did.
-    signalled: Option<u8>,
     /// The messages the last finished run added.
     last_run: Vec<AgentMessage>,
 }
@@ -223,21 +236,8 @@ struct Pump {
 impl Pump {
     /// Forward events until `run`'s `agent_end`.
     async fn until_end(&mut self, client: &mut Client, out: &mut impl Write, run: RunId) {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let mut hup = signal(SignalKind::hangup()).ok();
         loop {
-            let event = tokio::select! {
-                ev = client.events.recv() => ev,
-                code = next_signal(&mut term, &mut hup), if self.signalled.is_none() => {
-                    client.commands.agent(AgentCommand::Abort {
-                        reason: Some("Interrupted by a signal".into()),
-                    });
-                    self.signalled = Some(code);
-                    continue;
-                }
-            };
-            let Some(RunEvent { run: of, event }) = event else {
+            let Some(RunEvent { run: of, event }) = client.events.recv().await else {
                 return;
             };
             match &event {

@@ -6,8 +6,6 @@
 //! the matching [`StreamEvent`]s: `start` once, `*_start`/`*_delta`/`*_end` per block, then one
 //! terminal `done` or `error` carrying the final message with usage and cost.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use super::catalog::ModelInfo;
@@ -32,13 +30,52 @@ struct Open {
     json: String,
 }
 
+/// The open blocks by the provider's key. A stream has one to three open at a time, so a short
+/// list beats hashing the key on every delta.
+#[derive(Default)]
+struct OpenBlocks(Vec<(String, Open)>);
+
+impl OpenBlocks {
+    fn get(&self, key: &str) -> Option<&Open> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, o)| o)
+    }
+
+    fn get_mut(&mut self, key: &str) -> Option<&mut Open> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, o)| o)
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    fn insert(&mut self, key: String, open: Open) {
+        match self.get_mut(&key) {
+            Some(o) => *o = open,
+            None => self.0.push((key, open)),
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Open> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &Open)> {
+        self.0.iter().map(|(k, o)| (k, o))
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// The assistant message under construction and the events describing it.
 pub struct MessageStream {
     message: AssistantMessage,
     model: ModelInfo,
     started: bool,
     finished: bool,
-    open: HashMap<String, Open>,
+    open: OpenBlocks,
     out: Vec<StreamEvent>,
     started_at: std::time::Instant,
 }
@@ -50,7 +87,7 @@ impl MessageStream {
             model: model.clone(),
             started: false,
             finished: false,
-            open: HashMap::new(),
+            open: OpenBlocks::default(),
             out: Vec::new(),
             started_at: std::time::Instant::now(),
         }

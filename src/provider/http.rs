@@ -1,23 +1,27 @@
 //! One streaming HTTP call: send, classify failures, decode SSE into stream events.
 //!
-//! The call runs on its own task and hands events over a channel. Cancelling the token or
-//! dropping the returned stream ends the task, which drops the response and so closes the
-//! connection at once. Failures become an in-band `error` event carrying whatever content had
+//! The returned stream drives the call itself (no task in between): polling it sends the
+//! request and reads the body. Cancelling the token or dropping the stream drops the response,
+//! which closes the connection at once. Failures become an in-band `error` event carrying whatever content had
 //! arrived; rate limits, overloads, server errors, connection failures, dropped streams and idle
 //! streams are marked transient (with the server's `Retry-After` when it gave one) so the loop
 //! can retry them; client errors (400, 401, 403, ...) are not, and show the provider's message.
 
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use futures::StreamExt;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use bytes::Bytes;
+use futures::Stream;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseParser;
-use super::wire::{HttpRequest, WireApi};
+use super::wire::{HttpRequest, WireApi, WireDecoder};
 use crate::agent::protocol::stream::{EventStream, ProviderError, StreamEvent};
 use crate::agent::protocol::types::TransientError;
 
@@ -86,6 +90,11 @@ pub struct HttpSettings {
 }
 
 /// Start one call and return its event stream.
+///
+/// The stream drives the call itself (no task, no channel): whoever polls it sends the
+/// request, reads the body and decodes it, so each network chunk reaches the loop without a
+/// hop. Dropping the stream (or cancelling the token) drops the response, which closes the
+/// connection at once.
 pub fn stream_call(
     settings: &HttpSettings,
     api: Arc<dyn WireApi>,
@@ -93,19 +102,368 @@ pub fn stream_call(
     request: HttpRequest,
     cancel: CancellationToken,
 ) -> EventStream {
-    let (tx, rx) = mpsc::channel::<Result<StreamEvent, ProviderError>>(256);
-    let settings = settings.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            _ = run_call(&settings, api.as_ref(), &model, request, &tx) => {}
+    Box::pin(Call::start(settings, api, &model, request, cancel))
+}
+
+type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+/// Where a call stands.
+enum Phase {
+    /// Waiting for the response headers.
+    Sending(Pending<Result<reqwest::Response, reqwest::Error>>),
+    /// The server refused (`status`); reading its error body.
+    Refused {
+        status: u16,
+        retry_after: Option<u64>,
+        body: Pending<String>,
+    },
+    /// Reading and decoding the event stream.
+    Reading(Body),
+    Finished,
+}
+
+/// One streaming call, as a stream of events.
+struct Call {
+    /// Shared with a watcher that drops the request or body (closing the connection) the
+    /// moment the token is cancelled, even if nobody polls the stream then.
+    phase: Arc<std::sync::Mutex<Phase>>,
+    /// Dropped with the stream, which lets the watcher go.
+    _watch: tokio::sync::oneshot::Sender<()>,
+    api: Arc<dyn WireApi>,
+    out: MessageStream,
+    decoder: Box<dyn WireDecoder>,
+    parser: SseParser,
+    /// Decoded events not yet handed out.
+    ready: VecDeque<StreamEvent>,
+    secrets: Vec<String>,
+    idle_timeout: Duration,
+    /// Fires when nothing arrived for `idle_timeout` (reset by every chunk).
+    idle: Pin<Box<tokio::time::Sleep>>,
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    coalescer: Coalescer,
+}
+
+/// Chunks closer together than this are gathered into one wake-up (see [`Coalescer`]).
+const COALESCE: Duration = Duration::from_millis(3);
+
+/// What to do when the body has nothing ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pause {
+    /// Wait for the network as usual.
+    No,
+    /// Let the connection hand over what it already buffered, then look again.
+    Yield,
+    /// Rest the thread this long, then wait for the network (what arrived meanwhile is read in
+    /// one wake-up).
+    Rest(Duration),
+}
+
+/// Gathers a fast stream's chunks into fewer wake-ups.
+///
+/// A stream of thousands of small events a second otherwise wakes the process (and switches
+/// context) for every one. While chunks arrive less than [`COALESCE`] apart, the first time the
+/// body has nothing ready after a chunk the stream yields (the connection may have more
+/// buffered); the second time, it rests out the rest of the window. A stream paced as real
+/// providers send (a chunk every several milliseconds) never rests, and throughput is never
+/// capped: resting happens only when nothing is ready.
+#[derive(Debug, Default)]
+struct Coalescer {
+    last: Option<std::time::Instant>,
+    /// The time between the last two chunks.
+    gap: Option<Duration>,
+    yielded: bool,
+    rested: bool,
+}
+
+impl Coalescer {
+    fn chunk(&mut self, now: std::time::Instant) {
+        self.gap = self.last.map(|t| now.saturating_duration_since(t));
+        self.last = Some(now);
+        self.yielded = false;
+        self.rested = false;
+    }
+
+    fn idle(&mut self, now: std::time::Instant) -> Pause {
+        let (Some(last), Some(gap)) = (self.last, self.gap) else {
+            return Pause::No;
+        };
+        if gap >= COALESCE || self.rested {
+            return Pause::No;
         }
-    });
-    futures::stream::unfold(
-        rx,
-        |mut rx| async move { rx.recv().await.map(|ev| (ev, rx)) },
-    )
-    .boxed()
+        if !self.yielded {
+            self.yielded = true;
+            return Pause::Yield;
+        }
+        self.rested = true;
+        let since = now.saturating_duration_since(last);
+        if since < COALESCE {
+            Pause::Rest(COALESCE - since)
+        } else {
+            Pause::No
+        }
+    }
+}
+
+impl Call {
+    fn start(
+        settings: &HttpSettings,
+        api: Arc<dyn WireApi>,
+        model: &ModelInfo,
+        request: HttpRequest,
+        cancel: CancellationToken,
+    ) -> Self {
+        let phase = Arc::new(std::sync::Mutex::new(Phase::Finished));
+        let (watch, stream_dropped) = tokio::sync::oneshot::channel::<()>();
+        let slot = phase.clone();
+        let token = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = token.cancelled() => *lock(&slot) = Phase::Finished,
+                _ = stream_dropped => {}
+            }
+        });
+        let mut call = Call {
+            phase,
+            _watch: watch,
+            decoder: api.decoder(),
+            api,
+            out: MessageStream::new(model),
+            parser: SseParser::new(),
+            ready: VecDeque::new(),
+            secrets: secrets_of(&request),
+            idle_timeout: settings.idle_timeout,
+            idle: Box::pin(tokio::time::sleep(settings.idle_timeout)),
+            cancelled: Box::pin(cancel.cancelled_owned()),
+            coalescer: Coalescer::default(),
+        };
+        let body = match serde_json::to_vec(&request.body) {
+            Ok(b) => b,
+            Err(e) => {
+                call.out
+                    .fail(&format!("could not encode the request: {e}"), None, None);
+                call.take_events();
+                return call;
+            }
+        };
+        let mut builder = settings
+            .client
+            .post(&request.url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream");
+        for (k, v) in &request.headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        *lock(&call.phase) = Phase::Sending(Box::pin(builder.body(body).send()));
+        call
+    }
+
+    /// Move what the message stream emitted to the ready queue, credentials scrubbed.
+    fn take_events(&mut self) {
+        for mut ev in self.out.drain() {
+            if let StreamEvent::Error { error, .. } = &mut ev
+                && let Some(m) = &error.error_message
+            {
+                error.error_message = Some(scrub(m, &self.secrets));
+            }
+            self.ready.push_back(ev);
+        }
+    }
+
+    /// Called when the body has nothing ready: see [`Coalescer`]. `true` when the stream
+    /// yields (the caller returns `Pending` and is polled again at once).
+    fn coalesce(&mut self, cx: &mut Context<'_>) -> bool {
+        match self.coalescer.idle(std::time::Instant::now()) {
+            Pause::Yield => {
+                cx.waker().wake_by_ref();
+                true
+            }
+            Pause::Rest(d) => {
+                std::thread::sleep(d);
+                false
+            }
+            Pause::No => false,
+        }
+    }
+
+    fn reset_idle(&mut self) {
+        let at = tokio::time::Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(at);
+    }
+
+    /// The server answered with headers; returns what comes next.
+    fn answered(&mut self, response: reqwest::Response) -> Phase {
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let retry_after = retry_after_ms(response.headers());
+            let wait = self.idle_timeout;
+            let body = Box::pin(async move {
+                tokio::time::timeout(wait, response.text())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_default()
+            });
+            Phase::Refused {
+                status,
+                retry_after,
+                body,
+            }
+        } else {
+            self.reset_idle();
+            Phase::Reading(Box::pin(response.bytes_stream()))
+        }
+    }
+
+    /// Decode one chunk of the body.
+    fn chunk(&mut self, chunk: &[u8]) {
+        let (decoder, out) = (&mut self.decoder, &mut self.out);
+        self.parser.feed_with(chunk, |ev| {
+            if out.is_finished() {
+                return;
+            }
+            if let Err(e) = decoder.event(ev, out) {
+                out.fail_broken(&e, None);
+            }
+        });
+    }
+
+    /// The body ended.
+    fn ended(&mut self) {
+        let (decoder, out) = (&mut self.decoder, &mut self.out);
+        self.parser.finish_with(|ev| {
+            if out.is_finished() {
+                return;
+            }
+            if let Err(e) = decoder.event(ev, out) {
+                out.fail_broken(&e, None);
+            }
+        });
+        self.decoder.end(&mut self.out);
+        if !self.out.is_finished() {
+            self.out.fail_broken(
+                "stream read error: the provider closed the connection before the response was complete",
+                transient(None),
+            );
+        }
+    }
+
+    /// Make progress; `Pending` when waiting on the network.
+    fn advance(&mut self, phase: &mut Phase, cx: &mut Context<'_>) -> Poll<()> {
+        match phase {
+            Phase::Finished => Poll::Ready(()),
+            Phase::Sending(send) => match send.as_mut().poll(cx) {
+                Poll::Pending => {
+                    // A server that takes the connection but never answers counts as idle too.
+                    ready!(self.idle.as_mut().poll(cx));
+                    let secs = self.idle_timeout.as_secs_f64();
+                    self.out.fail(
+                        &format!("the provider did not answer for {secs:.1} s"),
+                        None,
+                        transient(None),
+                    );
+                    *phase = Phase::Finished;
+                    Poll::Ready(())
+                }
+                Poll::Ready(Ok(response)) => {
+                    *phase = self.answered(response);
+                    Poll::Ready(())
+                }
+                Poll::Ready(Err(e)) => {
+                    let what = if e.is_connect() {
+                        "could not connect to the provider"
+                    } else if e.is_timeout() {
+                        "the request to the provider timed out"
+                    } else {
+                        "the request to the provider failed"
+                    };
+                    self.out
+                        .fail(&format!("{what}: {}", describe(e)), None, transient(None));
+                    *phase = Phase::Finished;
+                    Poll::Ready(())
+                }
+            },
+            Phase::Refused {
+                status,
+                retry_after,
+                body,
+            } => {
+                let text = ready!(body.as_mut().poll(cx));
+                let (status, retry_after) = (*status, *retry_after);
+                let message = self.api.error_message(status, &text);
+                let t = is_transient_status(status).then_some(TransientError {
+                    retry_after_ms: retry_after,
+                });
+                self.out.fail(&message, Some(status), t);
+                *phase = Phase::Finished;
+                Poll::Ready(())
+            }
+            Phase::Reading(body) => match body.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    self.reset_idle();
+                    self.chunk(&chunk);
+                    self.coalescer.chunk(std::time::Instant::now());
+                    Poll::Ready(())
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.out.fail_broken(
+                        &format!("stream read error: {}", describe(e)),
+                        transient(None),
+                    );
+                    *phase = Phase::Finished;
+                    Poll::Ready(())
+                }
+                Poll::Ready(None) => {
+                    self.ended();
+                    *phase = Phase::Finished;
+                    Poll::Ready(())
+                }
+                Poll::Pending => {
+                    if self.coalesce(cx) {
+                        return Poll::Pending;
+                    }
+                    ready!(self.idle.as_mut().poll(cx));
+                    let secs = self.idle_timeout.as_secs_f64();
+                    self.out.fail_broken(
+                        &format!("stream read error: no data from the provider for {secs:.1} s"),
+                        transient(None),
+                    );
+                    *phase = Phase::Finished;
+                    Poll::Ready(())
+                }
+            },
+        }
+    }
+}
+
+impl Stream for Call {
+    type Item = Result<StreamEvent, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let slot = this.phase.clone();
+        let mut phase = lock(&slot);
+        loop {
+            if let Some(ev) = this.ready.pop_front() {
+                return Poll::Ready(Some(Ok(ev)));
+            }
+            if matches!(*phase, Phase::Finished) || this.out.is_finished() {
+                // Nothing more will come: let the connection go now.
+                *phase = Phase::Finished;
+                return Poll::Ready(None);
+            }
+            if this.cancelled.as_mut().poll(cx).is_ready() {
+                *phase = Phase::Finished;
+                return Poll::Ready(None);
+            }
+            ready!(this.advance(&mut phase, cx));
+            this.take_events();
+        }
+    }
+}
+
+fn lock(m: &std::sync::Mutex<Phase>) -> std::sync::MutexGuard<'_, Phase> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Header values that are credentials, to be blanked out of any error text.
@@ -133,141 +491,8 @@ pub fn scrub(text: &str, secrets: &[String]) -> String {
     out
 }
 
-async fn send_all(
-    tx: &mpsc::Sender<Result<StreamEvent, ProviderError>>,
-    out: &mut MessageStream,
-    secrets: &[String],
-) -> bool {
-    for mut ev in out.drain() {
-        if let StreamEvent::Error { error, .. } = &mut ev
-            && let Some(m) = &error.error_message
-        {
-            error.error_message = Some(scrub(m, secrets));
-        }
-        if tx.send(Ok(ev)).await.is_err() {
-            return false; // nobody listens: stop, which closes the connection
-        }
-    }
-    true
-}
-
 fn transient(retry_after_ms: Option<u64>) -> Option<TransientError> {
     Some(TransientError { retry_after_ms })
-}
-
-async fn run_call(
-    settings: &HttpSettings,
-    api: &dyn WireApi,
-    model: &ModelInfo,
-    request: HttpRequest,
-    tx: &mpsc::Sender<Result<StreamEvent, ProviderError>>,
-) {
-    let mut out = MessageStream::new(model);
-    let secrets = secrets_of(&request);
-    let body = match serde_json::to_vec(&request.body) {
-        Ok(b) => b,
-        Err(e) => {
-            out.fail(&format!("could not encode the request: {e}"), None, None);
-            send_all(tx, &mut out, &secrets).await;
-            return;
-        }
-    };
-    let mut builder = settings
-        .client
-        .post(&request.url)
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream");
-    for (k, v) in &request.headers {
-        builder = builder.header(k.as_str(), v.as_str());
-    }
-    let response = match builder.body(body).send().await {
-        Ok(r) => r,
-        Err(e) => {
-            let what = if e.is_connect() {
-                "could not connect to the provider"
-            } else if e.is_timeout() {
-                "the request to the provider timed out"
-            } else {
-                "the request to the provider failed"
-            };
-            out.fail(&format!("{what}: {}", describe(e)), None, transient(None));
-            send_all(tx, &mut out, &secrets).await;
-            return;
-        }
-    };
-    let status = response.status().as_u16();
-    if !response.status().is_success() {
-        let retry_after = retry_after_ms(response.headers());
-        let text = tokio::time::timeout(settings.idle_timeout, response.text())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let message = api.error_message(status, &text);
-        let t = is_transient_status(status).then_some(TransientError {
-            retry_after_ms: retry_after,
-        });
-        out.fail(&message, Some(status), t);
-        send_all(tx, &mut out, &secrets).await;
-        return;
-    }
-
-    let mut decoder = api.decoder();
-    let mut parser = SseParser::new();
-    let mut body = response.bytes_stream();
-    let mut events = Vec::new();
-    loop {
-        let next = tokio::time::timeout(settings.idle_timeout, body.next()).await;
-        match next {
-            Err(_) => {
-                let secs = settings.idle_timeout.as_secs_f64();
-                out.fail_broken(
-                    &format!("stream read error: no data from the provider for {secs:.1} s"),
-                    transient(None),
-                );
-                break;
-            }
-            Ok(None) => {
-                parser.finish(&mut events);
-                for ev in events.drain(..) {
-                    if let Err(e) = decoder.event(&ev, &mut out) {
-                        out.fail_broken(&e, None);
-                        break;
-                    }
-                }
-                decoder.end(&mut out);
-                if !out.is_finished() {
-                    out.fail_broken(
-                        "stream read error: the provider closed the connection before the response was complete",
-                        transient(None),
-                    );
-                }
-                break;
-            }
-            Ok(Some(Err(e))) => {
-                out.fail_broken(
-                    &format!("stream read error: {}", describe(e)),
-                    transient(None),
-                );
-                break;
-            }
-            Ok(Some(Ok(chunk))) => {
-                parser.feed(&chunk, &mut events);
-                for ev in events.drain(..) {
-                    if out.is_finished() {
-                        break;
-                    }
-                    if let Err(e) = decoder.event(&ev, &mut out) {
-                        out.fail_broken(&e, None);
-                    }
-                }
-            }
-        }
-        if !send_all(tx, &mut out, &secrets).await || out.is_finished() {
-            break;
-        }
-    }
-    send_all(tx, &mut out, &secrets).await;
 }
 
 /// An error's message with its causes, without the URL's query (never holds keys anyway).
@@ -328,6 +553,37 @@ mod tests {
             &secrets,
         );
         assert_eq!(text, "bad key [redacted] and [redacted] for core-team");
+    }
+
+    #[test]
+    fn only_a_fast_stream_rests_and_only_once_per_gap() {
+        use std::time::Instant;
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut c = Coalescer::default();
+        assert_eq!(c.idle(t0), Pause::No, "nothing before the first chunk");
+        c.chunk(ms(0));
+        assert_eq!(
+            c.idle(ms(0)),
+            Pause::No,
+            "one chunk says nothing of the pace"
+        );
+        // Chunks 1 ms apart: yield first, then rest out the window, then wait as usual.
+        c.chunk(ms(1));
+        assert_eq!(c.idle(ms(1)), Pause::Yield);
+        assert_eq!(c.idle(ms(1)), Pause::Rest(COALESCE));
+        assert_eq!(c.idle(ms(2)), Pause::No);
+        // Data handed over after the yield starts a new gap.
+        c.chunk(ms(2));
+        assert_eq!(c.idle(ms(2)), Pause::Yield);
+        assert_eq!(
+            c.idle(ms(3)),
+            Pause::Rest(COALESCE - Duration::from_millis(1))
+        );
+        // A chunk that came late (a slow stream) never rests.
+        c.chunk(ms(20));
+        assert_eq!(c.idle(ms(20)), Pause::No);
+        assert_eq!(c.idle(ms(21)), Pause::No);
     }
 
     #[test]

@@ -15,9 +15,11 @@ pub struct SseEvent {
 
 #[derive(Default)]
 pub struct SseParser {
+    /// The start of a line whose end has not arrived yet.
     buf: Vec<u8>,
-    event: String,
-    data: String,
+    /// The event being gathered; handed out by reference and cleared (its buffers are reused,
+    /// so a long stream allocates nothing per event).
+    current: SseEvent,
     has_data: bool,
     /// A `\r` ended the last chunk: a `\n` starting the next one belongs to it.
     pending_cr: bool,
@@ -30,83 +32,99 @@ impl SseParser {
 
     /// Feed a chunk; complete events are appended to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+        self.feed_with(chunk, |e| out.push(e.clone()));
+    }
+
+    /// Feed a chunk; `on_event` sees each complete event as it is dispatched.
+    pub fn feed_with(&mut self, chunk: &[u8], mut on_event: impl FnMut(&SseEvent)) {
         let mut start = 0;
-        let mut i = 0;
         if self.pending_cr && chunk.first() == Some(&b'\n') {
             start = 1;
-            i = 1;
         }
         self.pending_cr = false;
-        while i < chunk.len() {
-            let b = chunk[i];
-            if b == b'\n' || b == b'\r' {
-                self.buf.extend_from_slice(&chunk[start..i]);
+        while let Some(found) = memchr::memchr2(b'\n', b'\r', &chunk[start..]) {
+            let end = start + found;
+            if self.buf.is_empty() {
+                self.line(&chunk[start..end], &mut on_event);
+            } else {
+                self.buf.extend_from_slice(&chunk[start..end]);
                 let line = std::mem::take(&mut self.buf);
-                self.line(&line, out);
-                if b == b'\r' {
-                    if i + 1 < chunk.len() {
-                        if chunk[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                    } else {
-                        self.pending_cr = true;
-                    }
-                }
-                start = i + 1;
+                self.line(&line, &mut on_event);
+                self.buf = line;
+                self.buf.clear();
             }
-            i += 1;
+            start = end + 1;
+            if chunk[end] == b'\r' {
+                match chunk.get(end + 1) {
+                    Some(b'\n') => start += 1,
+                    Some(_) => {}
+                    None => self.pending_cr = true,
+                }
+            }
         }
         self.buf.extend_from_slice(&chunk[start..]);
     }
 
     /// The stream ended: dispatch a final event that lacked its blank line.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
-        if !self.buf.is_empty() {
-            let line = std::mem::take(&mut self.buf);
-            self.line(&line, out);
-        }
-        self.dispatch(out);
+        self.finish_with(|e| out.push(e.clone()));
     }
 
-    fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    /// [`SseParser::finish`] with a callback.
+    pub fn finish_with(&mut self, mut on_event: impl FnMut(&SseEvent)) {
+        if !self.buf.is_empty() {
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line, &mut on_event);
+        }
+        self.dispatch(&mut on_event);
+    }
+
+    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(&SseEvent)) {
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(on_event);
             return;
         }
         if line[0] == b':' {
             return;
         }
-        let text = String::from_utf8_lossy(line);
-        let (field, value) = match text.find(':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(pos) => {
-                let v = &text[pos + 1..];
-                (&text[..pos], v.strip_prefix(' ').unwrap_or(v))
+                let v = &line[pos + 1..];
+                (&line[..pos], v.strip_prefix(b" ").unwrap_or(v))
             }
-            None => (&text[..], ""),
+            None => (line, &[][..]),
         };
         match field {
-            "event" => self.event = value.to_string(),
-            "data" => {
+            b"event" => {
+                self.current.event.clear();
+                push_text(&mut self.current.event, value);
+            }
+            b"data" => {
                 if self.has_data {
-                    self.data.push('\n');
+                    self.current.data.push('\n');
                 }
-                self.data.push_str(value);
+                push_text(&mut self.current.data, value);
                 self.has_data = true;
             }
             _ => {}
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    fn dispatch(&mut self, on_event: &mut impl FnMut(&SseEvent)) {
         if self.has_data {
-            out.push(SseEvent {
-                event: std::mem::take(&mut self.event),
-                data: std::mem::take(&mut self.data),
-            });
-        } else {
-            self.event.clear();
+            on_event(&self.current);
+            self.current.data.clear();
         }
+        self.current.event.clear();
         self.has_data = false;
+    }
+}
+
+/// Append bytes as text (invalid UTF-8 becomes U+FFFD).
+fn push_text(into: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => into.push_str(text),
+        Err(_) => into.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -153,6 +171,17 @@ mod tests {
             vec![SseEvent {
                 event: "".into(),
                 data: "[DONE]".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_fatal() {
+        assert_eq!(
+            parse_in_chunks(b"data: a\xffb\n\n", 2),
+            vec![SseEvent {
+                event: "".into(),
+                data: "a\u{fffd}b".into()
             }]
         );
     }

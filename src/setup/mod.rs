@@ -63,6 +63,9 @@ pub struct Options {
     pub tools: Option<String>,
     pub no_tools: bool,
     pub no_context_files: bool,
+    /// The front end shows replies and tool output as they stream (`message_update`,
+    /// `tool_execution_update`); without it those events are never sent to it.
+    pub live_updates: bool,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -80,6 +83,7 @@ impl Options {
             tools: None,
             no_tools: false,
             no_context_files: false,
+            live_updates: true,
             env,
             cwd,
         }
@@ -325,6 +329,7 @@ pub async fn start(options: Options) -> Result<Started, String> {
         thinking: selection.thinking,
         session_id: session_id.clone(),
         session_name: session_name.clone(),
+        live_updates: options.live_updates,
     });
     Ok(Started {
         client,

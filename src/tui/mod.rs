@@ -175,6 +175,15 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     }
 }
 
+/// Stops a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn wait_signal(s: &mut Option<tokio::signal::unix::Signal>) {
     match s {
         Some(s) => {
@@ -208,7 +217,18 @@ async fn event_loop<B: Backend + std::io::Write>(
     client: &mut crate::host::Client,
 ) -> std::io::Result<u8> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut input = EventStream::new();
+    // Terminal input is read on its own task: the loop wakes for every agent event, and
+    // polling crossterm's reader that often contends with its reading thread for a lock.
+    let (input_tx, mut input) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(async move {
+        let mut events = EventStream::new();
+        while let Some(e) = events.next().await {
+            if input_tx.send(e).is_err() {
+                break;
+            }
+        }
+    });
+    let _stop_reading = AbortOnDrop(reader);
     let mut frames = FrameScheduler::default();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
@@ -217,10 +237,20 @@ async fn event_loop<B: Backend + std::io::Write>(
             reason: Some("Interrupted by a signal".into()),
         })
     };
+    // One timer for the next frame, moved rather than made anew on every wake-up.
+    let sleep = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(sleep);
+    let mut armed: Option<Instant> = None;
     // What woke the loop last: the person (keys, paste, mouse, resize) or the agent.
     let mut by_person = true;
     let mut resized = true;
     loop {
+        // Take whatever the agent sent since the last look: while a frame is near, the loop
+        // does not wake for each event (a streamed reply sends hundreds a second); it drains
+        // them here, once per frame.
+        while let Ok(e) = client.events.try_recv() {
+            app.handle_run_event(e);
+        }
         if app.dirty {
             if by_person {
                 frames.mark_dirty();
@@ -235,15 +265,17 @@ async fn event_loop<B: Backend + std::io::Write>(
             frames.drawn(now);
         }
         let deadline = frames.deadline(app.animating());
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
+        if deadline != armed {
+            if let Some(d) = deadline {
+                sleep.as_mut().reset(d.into());
             }
-        };
+            armed = deadline;
+        }
         by_person = false;
+        // A frame is due within a stream interval: events can wait for it.
+        let frame_soon = armed.is_some_and(|d| d <= Instant::now() + frame::STREAM_INTERVAL);
         tokio::select! {
-            ev = input.next() => {
+            ev = input.recv() => {
                 by_person = true;
                 match ev {
                     Some(Ok(Event::Key(k))) => app.handle_key(k),
@@ -258,12 +290,9 @@ async fn event_loop<B: Backend + std::io::Write>(
                     None => return Ok(0),
                 }
             }
-            ev = client.events.recv() => {
+            ev = client.events.recv(), if !frame_soon => {
                 if let Some(e) = ev {
                     app.handle_run_event(e);
-                    while let Ok(e) = client.events.try_recv() {
-                        app.handle_run_event(e);
-                    }
                 }
             }
             ev = client.host_events.recv() => {
@@ -272,7 +301,9 @@ async fn event_loop<B: Backend + std::io::Write>(
                     app.handle_host_event(e);
                 }
             }
-            _ = sleep => {}
+            _ = &mut sleep, if armed.is_some() => {
+                armed = None;
+            }
             _ = wait_signal(&mut sigterm) => {
                 interrupted(client);
                 return Ok(143);

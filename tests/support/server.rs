@@ -48,6 +48,16 @@ impl Reply {
         }
     }
 
+    /// Take the request and never answer (no status line, no headers), until the client
+    /// hangs up.
+    pub fn silent() -> Self {
+        Reply {
+            status: 0,
+            headers: Vec::new(),
+            chunks: vec![Chunk::Stall],
+        }
+    }
+
     pub fn header(mut self, k: &str, v: &str) -> Self {
         self.headers.push((k.into(), v.into()));
         self
@@ -198,6 +208,14 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
             r#"{"error":{"message":"test server: no reply scripted"}}"#,
         )
     });
+    if reply.status == 0 {
+        let since = Instant::now();
+        state.lock().unwrap().stalls += 1;
+        let mut one = [0u8; 1];
+        let _ = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut one)).await;
+        state.lock().unwrap().close_delays.push(since.elapsed());
+        return Ok(());
+    }
     let mut out = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
     for (k, v) in &reply.headers {
         out.push_str(&format!("{k}: {v}\r\n"));

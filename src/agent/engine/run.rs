@@ -1078,10 +1078,12 @@ impl Run {
         self.streaming = None;
         self.completed_calls.clear();
         let signal = self.signal.clone();
+        let cancelled = signal.cancelled();
+        tokio::pin!(cancelled);
         loop {
             let next = tokio::select! {
                 biased;
-                _ = signal.cancelled() => None,
+                _ = &mut cancelled => None,
                 ev = stream.next() => Some(ev),
             };
             let Some(next) = next else {
