@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::agent::protocol::types::{AgentMessage, Message};
+use crate::agent::protocol::types::{AgentMessage, Message, UsageTotals};
 use crate::provider::catalog::ModelInfo;
 use crate::session::RecorderTask;
 
@@ -19,13 +19,9 @@ pub struct SessionStats {
     pub assistant_messages: usize,
     pub tool_calls: usize,
     pub tool_results: usize,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
-    pub cost: f64,
-    /// Tokens in the context at the last reply, and the model's window.
-    pub context_tokens: u64,
+    /// Tokens and cost, and the context size at the last reply.
+    pub usage: UsageTotals,
+    /// The model's context window.
     pub context_window: u64,
 }
 
@@ -51,16 +47,7 @@ pub fn collect(
             Some(Message::Assistant(a)) => {
                 s.assistant_messages += 1;
                 s.tool_calls += a.tool_calls().count();
-                let u = &a.usage;
-                s.input_tokens += u.input;
-                s.output_tokens += u.output;
-                s.cache_read_tokens += u.cache_read;
-                s.cache_write_tokens += u.cache_write;
-                s.cost += u.cost.total;
-                let context = u.input + u.output + u.cache_read + u.cache_write;
-                if context > 0 {
-                    s.context_tokens = context;
-                }
+                s.usage.add(&a.usage);
             }
             Some(Message::ToolResult(_)) => s.tool_results += 1,
             _ => {}

@@ -28,7 +28,7 @@ use super::slash;
 use super::transcript::Transcript;
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::{AgentMessage, Message, StopReason, Usage};
+use crate::agent::protocol::types::{AgentMessage, Message, StopReason, Usage, UsageTotals};
 use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
@@ -47,18 +47,6 @@ pub enum Effect {
 pub struct ModelPicker {
     pub query: String,
     pub selected: usize,
-}
-
-/// Running totals for the footer.
-#[derive(Clone, Debug, Default)]
-pub struct Totals {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub cost: f64,
-    /// Tokens in the context at the last response.
-    pub context: u64,
 }
 
 /// What the footer shows about where we are.
@@ -84,7 +72,8 @@ pub struct App {
     pub thinking: ThinkingLevel,
     pub models: Vec<ModelInfo>,
     pub place: Place,
-    pub totals: Totals,
+    /// Running totals for the footer.
+    pub totals: UsageTotals,
     pub picker: Option<ModelPicker>,
     /// The `/resume` picker, when open.
     pub sessions: Option<SessionPicker>,
@@ -128,7 +117,7 @@ impl App {
             thinking,
             models: Vec::new(),
             place: Place::default(),
-            totals: Totals::default(),
+            totals: UsageTotals::default(),
             picker: None,
             sessions: None,
             saving: true,
@@ -372,16 +361,7 @@ impl App {
     }
 
     fn add_usage(&mut self, u: &Usage) {
-        let t = &mut self.totals;
-        t.input += u.input;
-        t.output += u.output;
-        t.cache_read += u.cache_read;
-        t.cache_write += u.cache_write;
-        t.cost += u.cost.total;
-        let ctx = u.input + u.output + u.cache_read + u.cache_write;
-        if ctx > 0 {
-            t.context = ctx;
-        }
+        self.totals.add(u);
     }
 
     // ----- keys ---------------------------------------------------------------------------
@@ -708,7 +688,7 @@ impl App {
         self.transcript.clear();
         self.tools.clear();
         self.streaming = None;
-        self.totals = Totals::default();
+        self.totals = UsageTotals::default();
         self.last_answer = None;
         self.last_stop = None;
     }
@@ -917,26 +897,27 @@ fn stats_text(s: &SessionStats) -> String {
     if let Some(parent) = &s.parent_session {
         out.push_str(&format!("  forked from: {}\n", sanitize(parent)));
     }
+    let u = &s.usage;
     out.push_str(&format!(
         "  messages: {} user, {} assistant, {} tool calls, {} tool results\n  tokens: ↑{} ↓{} cache read {} cache write {}\n  cost: ${:.3}\n",
         s.user_messages,
         s.assistant_messages,
         s.tool_calls,
         s.tool_results,
-        s.input_tokens,
-        s.output_tokens,
-        s.cache_read_tokens,
-        s.cache_write_tokens,
-        s.cost
+        u.input,
+        u.output,
+        u.cache_read,
+        u.cache_write,
+        u.cost
     ));
     if s.context_window > 0 {
-        let pct = s.context_tokens as f64 * 100.0 / s.context_window as f64;
+        let pct = u.context as f64 * 100.0 / s.context_window as f64;
         out.push_str(&format!(
             "  context: {} of {} tokens ({pct:.1}%)",
-            s.context_tokens, s.context_window
+            u.context, s.context_window
         ));
     } else {
-        out.push_str(&format!("  context: {} tokens", s.context_tokens));
+        out.push_str(&format!("  context: {} tokens", u.context));
     }
     out
 }

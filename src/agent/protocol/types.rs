@@ -254,6 +254,40 @@ pub struct Usage {
     pub cost: Cost,
 }
 
+impl Usage {
+    /// Tokens the context held at this reply: everything read (fresh, cached and written to
+    /// the cache) plus what was written.
+    pub fn context_tokens(&self) -> u64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+}
+
+/// Usage added up over replies, with the context size at the last one that reported any.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UsageTotals {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub cost: f64,
+    /// Tokens in the context at the last reply that reported usage.
+    pub context: u64,
+}
+
+impl UsageTotals {
+    pub fn add(&mut self, u: &Usage) {
+        self.input += u.input;
+        self.output += u.output;
+        self.cache_read += u.cache_read;
+        self.cache_write += u.cache_write;
+        self.cost += u.cost.total;
+        let context = u.context_tokens();
+        if context > 0 {
+            self.context = context;
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantMessage {
