@@ -161,6 +161,17 @@ fn last_assistant(messages: &[AgentMessage]) -> AssistantMessage {
         .expect("an assistant message")
 }
 
+/// The run failed: its last reply is an error that says `why`.
+fn assert_failed_with(live: &[AgentMessage], why: &str) -> AssistantMessage {
+    let last = last_assistant(live);
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert!(
+        last.error_message.as_deref().unwrap_or("").contains(why),
+        "{last:?}"
+    );
+    last
+}
+
 fn balanced(events: &[AgentEvent]) -> bool {
     let count = |k: &str| events.iter().filter(|e| e.kind() == k).count();
     count("turn_start") == count("turn_end") && count("agent_start") == count("agent_end")
@@ -192,15 +203,7 @@ async fn the_repeated_call_guard_leaves_every_call_answered() {
     let events = rig.prompt("go").await;
 
     let live = assert_closed_everywhere(&mut rig, &events).await;
-    let last = last_assistant(&live);
-    assert_eq!(last.stop_reason, StopReason::Error);
-    assert!(
-        last.error_message
-            .as_deref()
-            .unwrap()
-            .contains("same tool call 6 turns"),
-        "{last:?}"
-    );
+    assert_failed_with(&live, "same tool call 6 turns");
     // The sixth call was never run, and is answered by a placeholder.
     let results: Vec<_> = live
         .iter()
@@ -250,14 +253,7 @@ async fn an_unmet_soft_requirement_leaves_every_call_answered() {
 
     let live = assert_closed_everywhere(&mut rig, &events).await;
     assert_eq!(ran.load(Ordering::SeqCst), 0, "no detour ran");
-    let last = last_assistant(&live);
-    assert!(
-        last.error_message
-            .as_deref()
-            .unwrap()
-            .contains("3 forced turns"),
-        "{last:?}"
-    );
+    assert_failed_with(&live, "3 forced turns");
     rig.agent
         .update_settings(|s| s.hooks = Arc::new(pi::agent::protocol::hooks::NoHooks));
     rig.prompt("never mind").await;
@@ -397,15 +393,7 @@ async fn a_hook_panicking_in_the_loop_ends_the_run_with_an_error_turn() {
     let mut rig = Rig::new(s);
     let events = rig.prompt("go").await;
     let live = assert_closed_everywhere(&mut rig, &events).await;
-    let last = last_assistant(&live);
-    assert_eq!(last.stop_reason, StopReason::Error);
-    assert!(
-        last.error_message
-            .as_deref()
-            .unwrap()
-            .contains("refresh exploded"),
-        "{last:?}"
-    );
+    let last = assert_failed_with(&live, "refresh exploded");
     assert_eq!(rig.agent.state().error, last.error_message);
     assert_eq!(p.request_count(), 0);
     // The agent takes the next prompt.
@@ -482,17 +470,12 @@ async fn a_panicking_provider_stream_becomes_an_error_turn() {
         let mut rig = Rig::new(settings(crashing, vec![echo.arc()]));
         let events = rig.prompt("go").await;
         let live = assert_closed_everywhere(&mut rig, &events).await;
-        let last = last_assistant(&live);
-        assert_eq!(last.stop_reason, StopReason::Error);
         let expected = if at_start {
             "no stream for you"
         } else {
             "the stream blew up"
         };
-        assert!(
-            last.error_message.as_deref().unwrap().contains(expected),
-            "{last:?}"
-        );
+        let last = assert_failed_with(&live, expected);
         assert_eq!(
             ran.load(Ordering::SeqCst),
             0,

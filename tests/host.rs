@@ -83,6 +83,24 @@ impl Rig {
         }
     }
 
+    /// Start a run without waiting for it, then wait for its first event of kind `kind`.
+    async fn start_until(&mut self, text: &str, kind: &str) {
+        self.client.commands.agent(AgentCommand::Prompt {
+            messages: vec![AgentMessage::user(text)],
+            when_busy: WhenBusy::Refuse,
+            reply: None,
+        });
+        loop {
+            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+                .await
+                .expect("the event in time")
+                .expect("events");
+            if e.event.kind() == kind {
+                return;
+            }
+        }
+    }
+
     async fn answer(&mut self) -> HostEvent {
         tokio::time::timeout(WAIT, self.client.host_events.recv())
             .await
@@ -184,18 +202,7 @@ async fn listing_and_opening_a_session_switch_the_conversation_and_the_file() {
 async fn opening_is_refused_while_a_run_is_active() {
     let p = scripts(vec![vec![Step::Stall]]);
     let mut rig = Rig::new(&p, true);
-    rig.client.commands.agent(AgentCommand::Prompt {
-        messages: vec![AgentMessage::user("go")],
-        when_busy: WhenBusy::Refuse,
-        reply: None,
-    });
-    // Wait until the run is under way.
-    loop {
-        let e = rig.client.events.recv().await.unwrap();
-        if matches!(e.event, AgentEvent::TurnStart) {
-            break;
-        }
-    }
+    rig.start_until("go", "turn_start").await;
     rig.client
         .commands
         .send(Command::OpenSession(rig.dir.path().join("x.jsonl")));
@@ -277,17 +284,7 @@ async fn dropping_the_client_aborts_the_run_and_flushes_the_session() {
     steps.push(Step::Stall);
     let p = scripts(vec![steps]);
     let mut rig = Rig::new(&p, true);
-    rig.client.commands.agent(AgentCommand::Prompt {
-        messages: vec![AgentMessage::user("go")],
-        when_busy: WhenBusy::Refuse,
-        reply: None,
-    });
-    loop {
-        let e = rig.client.events.recv().await.unwrap();
-        if matches!(e.event, AgentEvent::MessageUpdate { .. }) {
-            break;
-        }
-    }
+    rig.start_until("go", "message_update").await;
     let dir = rig.dir;
     drop(rig.client);
     // The host notices, aborts and writes the aborted partial.
