@@ -196,7 +196,7 @@ impl App {
                     Some(StopReason::Error | StopReason::Aborted)
                 );
                 if ended_well && (!self.steering.is_empty() || !self.follow_up.is_empty()) {
-                    self.working = Some(Instant::now());
+                    // Shown as working once the run starts (the queue may have emptied).
                     self.port.continue_run();
                 }
                 for (_, idx) in self.tools.drain() {

@@ -525,6 +525,29 @@ fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
 }
 
 #[test]
+fn a_message_queued_as_the_run_ended_is_sent_on() {
+    let (mut app, port) = app();
+    app.handle_agent_event(AgentEvent::AgentStart);
+    // Typed as the last reply finished: the host queued it, after the run's last look.
+    app.handle_agent_event(AgentEvent::QueueUpdate {
+        steering: vec!["one more thing".into()],
+        follow_up: vec![],
+    });
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
+            "done",
+        )]))),
+    });
+    app.handle_agent_event(AgentEvent::AgentEnd {
+        messages: vec![],
+        telemetry: None,
+        coverage: None,
+    });
+    assert_eq!(port.log().continued, 1, "the queued message starts a run");
+    assert!(!app.is_busy(), "shown as working once that run starts");
+}
+
+#[test]
 fn streaming_text_is_committed_line_by_line() {
     let (mut app, _port) = app();
     app.handle_agent_event(AgentEvent::AgentStart);
