@@ -10,7 +10,8 @@
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `frame`,
+//! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
+//! row fast), `frame`,
 //! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
 //! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
 
@@ -20,6 +21,7 @@ pub mod editor;
 pub mod frame;
 pub mod highlight;
 pub mod markdown;
+pub mod paint;
 pub mod port;
 pub mod render;
 pub mod rows;

@@ -13,9 +13,9 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::Widget;
 
 use super::cells::{Cell, View};
+use super::paint::paint_line;
 use super::rows::Rows;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,7 +196,7 @@ impl Transcript {
                 continue;
             };
             for line in rows.iter().skip(first).take(count) {
-                line.render(Rect::new(area.x, y, area.width, 1), buf);
+                paint_line(line, Rect::new(area.x, y, area.width, 1), buf);
                 y += 1;
             }
         }
