@@ -21,3 +21,4 @@ pub mod session;
 pub mod setup;
 pub mod tools;
 pub mod tui;
+pub mod visible;

@@ -643,3 +643,113 @@ async fn tool_limits_from_config_reach_the_tools() {
         "{text}"
     );
 }
+
+const HOSTILE: &str =
+    "title\u{1b}]0;pwned\u{7} clip\u{1b}]52;c;aGk=\u{7} clear\u{1b}[2J c1\u{9b}2J rlo\u{202e}x";
+
+#[tokio::test]
+async fn model_text_goes_to_a_pipe_unchanged_and_json_escapes_every_control() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply(HOSTILE),
+        tags("qwen3:8b"),
+        text_reply(HOSTILE),
+    ])
+    .await;
+    let h = home();
+    let out = run_ok(&server, &h, &["-p", "say it"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{HOSTILE}\n"),
+        "a pipe gets the text as the model wrote it"
+    );
+
+    let out = run_ok(&server, &h, &["--mode", "json", "say it"]).await;
+    let text = String::from_utf8(out.stdout).unwrap();
+    for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}'] {
+        assert!(!text.contains(bad), "{bad:?} written raw in JSON mode");
+    }
+    assert!(
+        text.contains("\\u009b") && text.contains("\\u202e"),
+        "{text}"
+    );
+    // Still the same text, once parsed.
+    let end = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(end["message"]["content"][0]["text"], HOSTILE);
+}
+
+#[tokio::test]
+async fn errors_on_stderr_show_controls_instead_of_running_them() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply::error(
+            400,
+            r#"{"error":{"message":"bad \u001b]0;pwned\u0007 request"}}"#,
+        ),
+    ])
+    .await;
+    let h = home();
+    let out = pi(&server, &h).args(["-p", "go"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(err.contains("bad ␛]0;pwned␇ request"), "{err}");
+}
+
+#[test]
+fn on_a_terminal_print_mode_shows_controls_instead_of_running_them() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::Read;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply(HOSTILE),
+    ]));
+    let h = home();
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 200,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_pi"));
+    cmd.env_clear();
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    cmd.env("HOME", &h);
+    cmd.env("PI_CODING_AGENT_DIR", h.join("agent"));
+    cmd.env("OLLAMA_HOST", server.url.clone());
+    cmd.cwd(&h);
+    cmd.args(["-p", "--no-session", "say it"]);
+    let mut child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut bytes = Vec::new();
+    // The child has exited: read what it wrote (EIO marks the end on Linux).
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    let shown = String::from_utf8_lossy(&bytes);
+    assert!(
+        !shown.contains('\u{1b}'),
+        "an escape reached the terminal: {shown:?}"
+    );
+    assert!(
+        !shown.contains('\u{9b}') && !shown.contains('\u{202e}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("title␛]0;pwned␇"), "{shown:?}");
+    assert!(shown.contains("rlo\\u{202e}x"), "{shown:?}");
+    drop(rt);
+}

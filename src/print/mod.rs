@@ -8,7 +8,7 @@
 //! whole partial message; the complete message comes with `message_end`). SIGTERM, SIGHUP and
 //! Ctrl+C abort the run cleanly and exit 143, 129 and 130.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -20,6 +20,12 @@ use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
 use crate::host::Client;
 use crate::provider::catalog::format_model_table;
 use crate::setup::{self, SessionChoice};
+use crate::visible::{for_output, json_escaped, visible};
+
+/// A message on stderr, its controls made visible (it may quote a server or a model).
+fn say(message: &str) {
+    eprintln!("pi: {}", visible(message));
+}
 
 /// What print mode needs beyond the setup options.
 #[derive(Clone, Debug, Default)]
@@ -44,13 +50,16 @@ pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("pi: {e}");
+            say(&e.to_string());
             return 1;
         }
     };
     let found = catalog.search(search);
     if found.is_empty() {
-        eprintln!("pi: no model matches `{}`", search.unwrap_or_default());
+        say(&format!(
+            "no model matches `{}`",
+            search.unwrap_or_default()
+        ));
         return 1;
     }
     print!("{}", format_model_table(&found));
@@ -81,7 +90,7 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         match pick_session(&options) {
             Ok(path) => options.session = SessionChoice::File(path),
             Err(e) => {
-                eprintln!("pi: {e}");
+                say(&e.to_string());
                 return 1;
             }
         }
@@ -92,12 +101,12 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     let started = match setup::start(options).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("pi: {e}");
+            say(&e.to_string());
             return 1;
         }
     };
     for w in &started.info.warnings {
-        eprintln!("pi: warning: {w}");
+        say(&format!("warning: {w}"));
     }
     let mut client = started.client;
 
@@ -111,7 +120,7 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
             "timestamp": now_ms(),
             "cwd": cwd.display().to_string(),
         });
-        let _ = writeln!(out, "{header}");
+        let _ = writeln!(out, "{}", json_escaped(&header.to_string()));
     }
 
     // Signals abort the run from their own task, so reading events costs nothing extra.
@@ -142,7 +151,7 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
             Ok(Accepted::Started(run)) => run,
             Ok(Accepted::Queued) => continue,
             Err(e) => {
-                eprintln!("pi: {e}");
+                say(&e.to_string());
                 return 1;
             }
         };
@@ -181,24 +190,23 @@ fn finish(messages: &[AgentMessage], json_mode: bool) -> u8 {
     };
     if !json_mode {
         let stdout = std::io::stdout();
+        let terminal = stdout.is_terminal();
         let mut out = stdout.lock();
         for block in &last.content {
             if let Some(t) = block.as_text()
                 && !t.is_empty()
             {
-                let _ = writeln!(out, "{t}");
+                let _ = writeln!(out, "{}", for_output(t, terminal));
             }
         }
         let _ = out.flush();
     }
     match last.stop_reason {
         StopReason::Error | StopReason::Aborted => {
-            eprintln!(
-                "pi: {}",
-                last.error_message
-                    .as_deref()
-                    .unwrap_or("the run ended with an error")
-            );
+            say(last
+                .error_message
+                .as_deref()
+                .unwrap_or("the run ended with an error"));
             1
         }
         _ => 0,
@@ -259,16 +267,16 @@ impl Pump {
                     delay_ms,
                     error_message,
                 } if !self.json => {
-                    eprintln!(
-                        "pi: {error_message}; retrying in {:.1} s (attempt {attempt} of {max_attempts})",
+                    say(&format!(
+                        "{error_message}; retrying in {:.1} s (attempt {attempt} of {max_attempts})",
                         *delay_ms as f64 / 1000.0
-                    );
+                    ));
                 }
                 _ => {}
             }
             if self.json {
                 if let Ok(line) = serde_json::to_string(&event) {
-                    let _ = writeln!(out, "{line}");
+                    let _ = writeln!(out, "{}", json_escaped(&line));
                 }
                 if client.events.is_empty() {
                     let _ = out.flush();
@@ -286,7 +294,7 @@ impl Pump {
 
 /// A plain numbered list on stderr; the choice is read from the terminal.
 fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> {
-    use std::io::{BufRead, IsTerminal};
+    use std::io::BufRead;
     let env = options.env.clone();
     let agent_dir = crate::config::agent_dir(&move |k| env(k));
     let (config, _, _) = setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
@@ -306,8 +314,8 @@ fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> 
         eprintln!(
             "{:>3}. {}  {}",
             i + 1,
-            &s.id.chars().take(8).collect::<String>(),
-            title
+            visible(&s.id.chars().take(8).collect::<String>()),
+            visible(&title)
         );
     }
     eprint!("Session number [1]: ");

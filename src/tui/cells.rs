@@ -416,7 +416,7 @@ mod tests {
         );
         assert_eq!(
             tool_header("bash", &json!({"command": "a\u{1b}[2Jb"})),
-            "$ ab"
+            "$ a␛[2Jb"
         );
     }
 }

@@ -549,9 +549,9 @@ mod tests {
     }
 
     #[test]
-    fn escapes_in_markdown_are_removed() {
+    fn escapes_in_markdown_are_shown_not_run() {
         let out = plain(&render("hi \u{1b}[2Jthere", 40));
-        assert_eq!(out, ["hi there"]);
+        assert_eq!(out, ["hi ␛[2Jthere"]);
     }
 
     /// A markdown answer with every kind of block the renderer knows, the awkward cases
@@ -748,7 +748,7 @@ mod tests {
         let odd = "```python\n'''\nnever closed \u{7} é 中文\n}}}))\n\tdef (\n```\n\n```rust\n\"\n/*\n```\n";
         let out = plain(&render(odd, 30));
         assert!(
-            out.contains(&"  never closed  é 中文".to_string()),
+            out.contains(&"  never closed ␇ é 中文".to_string()),
             "{out:?}"
         );
     }

@@ -109,7 +109,7 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     let started = match crate::setup::start(options).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("pi: {e}");
+            eprintln!("pi: {}", crate::visible::visible(&e));
             return 1;
         }
     };

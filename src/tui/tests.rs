@@ -569,12 +569,12 @@ fn streaming_text_is_committed_line_by_line() {
     assert!(!s.contains("second"), "{s}");
     app.handle_agent_event(delta("\n"));
     let s = screen(&mut app, 40, 10, Instant::now());
-    assert!(s.contains("second line"), "{s}");
+    assert!(s.contains("second ␛[31mline"), "{s}");
     assert!(!s.contains('\u{1b}'));
 }
 
 #[test]
-fn tool_output_escape_sequences_never_reach_the_screen() {
+fn tool_output_escape_sequences_are_shown_never_run() {
     let (mut app, _port) = app();
     start_turn_with_tool(&mut app);
     app.handle_agent_event(AgentEvent::ToolExecutionEnd {
@@ -584,7 +584,8 @@ fn tool_output_escape_sequences_never_reach_the_screen() {
         is_error: false,
     });
     let s = screen(&mut app, 60, 16, Instant::now());
-    assert!(s.contains("okdone"), "{s}");
+    assert!(s.contains("ok␛]52;c;ZXZpbA==␇␛[2Jdone"), "{s}");
+    assert!(!s.contains('\u{1b}') && !s.contains('\u{7}'), "{s}");
     assert!(s.contains("✓ $ ls"), "{s}");
 }
 
