@@ -57,6 +57,7 @@ impl Rig {
             session_id,
             session_name: None,
             live_updates: true,
+            secrets: Vec::new(),
         });
         Rig { client, dir }
     }
@@ -236,6 +237,11 @@ async fn names_exports_and_stats_are_answered() {
     };
     assert_eq!(path, rig.dir.path().join("out.md"));
     let md = std::fs::read_to_string(&path).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
     assert!(md.contains("## User\n\nthe question") && md.contains("the answer"));
 
     rig.client.commands.send(Command::Export(Some(

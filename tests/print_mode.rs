@@ -753,3 +753,67 @@ fn on_a_terminal_print_mode_shows_controls_instead_of_running_them() {
     assert!(shown.contains("rlo\\u{202e}x"), "{shown:?}");
     drop(rt);
 }
+
+#[tokio::test]
+async fn commands_never_see_keys_and_sessions_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    const KEY: &str = "sk-ant-test-secret-value-0123456789";
+    let server = TestServer::start(vec![
+        call_reply(
+            "c1",
+            "bash",
+            r#"{"command":"env; echo key=$ANTHROPIC_API_KEY"}"#,
+        ),
+        text_reply("done"),
+    ])
+    .await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "[tools.env]\ninclude = [\"VISIBLE_TOKEN\"]\nexclude = [\"CORP_*\"]\n",
+    )
+    .unwrap();
+    let out = pi(&server, &h)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("MY_SERVICE_PASSWORD", "hunter2hunter2")
+        .env("CORP_VPN", "internal-value")
+        .env("VISIBLE_TOKEN", "allowed-by-config")
+        .args([
+            "--model",
+            "ollama/qwen3:8b",
+            "-p",
+            "show me the environment",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What the tool printed went back to the model: no key in it.
+    let sent = server.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("key="), "the command ran: {sent}");
+    for secret in [
+        KEY,
+        "hunter2hunter2",
+        "internal-value",
+        "ANTHROPIC_API_KEY=",
+    ] {
+        assert!(!sent.contains(secret), "{secret} reached the model");
+    }
+    assert!(
+        sent.contains("allowed-by-config"),
+        "include passes a variable"
+    );
+    // Nor is it in the session file, which only its owner can read.
+    let files = session_files(&h);
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(!text.contains(KEY));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&files[0]), 0o600);
+    assert_eq!(mode(files[0].parent().unwrap()), 0o700);
+}

@@ -956,6 +956,11 @@ async fn bash_10_mb_of_output_keeps_the_tail_and_spills_the_rest() {
     let path = s.details["fullOutputPath"].as_str().unwrap().to_string();
     assert!(notice.contains(&path));
     let full = fs::metadata(&path).unwrap().len();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the full output is readable by its owner only");
+    }
     fs::remove_file(&path).unwrap();
     assert_eq!(full, s.details["totalBytes"].as_u64().unwrap());
     // 100,000 lines of 100 x's, each ending in a newline, then "THE END\n".

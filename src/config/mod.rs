@@ -90,6 +90,17 @@ impl<'de> Deserialize<'de> for Positive {
     }
 }
 
+/// What the tools' commands see of pi's environment (`[tools.env]`): glob patterns over
+/// variable names, besides the default exclusions of credentials.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ToolsEnvConfig {
+    /// More names to withhold.
+    pub exclude: Vec<String>,
+    /// Names to pass even when they look like credentials.
+    pub include: Vec<String>,
+}
+
 /// Output limits of the tools (`[tools]`); unset keys keep the built-in numbers.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -100,6 +111,7 @@ pub struct ToolsConfig {
     pub grep_limit: Option<Positive>,
     pub find_limit: Option<Positive>,
     pub ls_limit: Option<Positive>,
+    pub env: ToolsEnvConfig,
 }
 
 impl ToolsConfig {
@@ -193,7 +205,9 @@ pub fn queue_mode(
     }
 }
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
+const TOOLS_ENV_KEYS: &[&str] = &["exclude", "include"];
 const TOOLS_KEYS: &[&str] = &[
+    "env",
     "max_lines",
     "max_bytes",
     "grep_max_line_chars",
@@ -239,6 +253,9 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     }
     if let Some(toml::Value::Table(t)) = table.get("tools") {
         unknown_keys(t, TOOLS_KEYS, "tools.", file, out);
+        if let Some(toml::Value::Table(e)) = t.get("env") {
+            unknown_keys(e, TOOLS_ENV_KEYS, "tools.env.", file, out);
+        }
     }
     if let Some(toml::Value::Table(ps)) = table.get("providers") {
         for (name, p) in ps {

@@ -157,6 +157,20 @@ impl Commands {
     }
 }
 
+/// Write a new file only its owner can read (exports hold the whole conversation).
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_data()
+}
+
 /// A front end's end of the host.
 pub struct Client {
     pub commands: Commands,
@@ -180,6 +194,8 @@ pub struct HostParts {
     pub session_name: Option<String>,
     /// Send the front end the streamed updates (deltas, tool progress) too.
     pub live_updates: bool,
+    /// Values masked in every session file should they appear (keys withheld from tools).
+    pub secrets: Vec<String>,
 }
 
 /// Events for a front end that does not show replies as they stream.
@@ -200,6 +216,7 @@ struct Host {
     thinking: ThinkingLevel,
     session_id: String,
     name: Option<String>,
+    secrets: Vec<String>,
     out: mpsc::UnboundedSender<HostEvent>,
 }
 
@@ -223,6 +240,7 @@ pub fn spawn(parts: HostParts) -> Client {
         thinking: parts.thinking,
         session_id: parts.session_id,
         name: parts.session_name,
+        secrets: parts.secrets,
         out,
     };
     tokio::spawn(host.run(commands));
@@ -345,6 +363,9 @@ impl Host {
         self.session_id = match &self.paths {
             Some(paths) => {
                 let mut r = SessionRecorder::new_session(&paths.dir, &self.cwd);
+                for s in &self.secrets {
+                    r.add_secret(s.clone());
+                }
                 r.set_model(&self.model.provider, &self.model.id);
                 r.set_thinking_level(self.thinking);
                 let id = r.session_id().to_string();
@@ -441,6 +462,9 @@ impl Host {
             old.finish().await;
         }
         let mut recorder = opened.recorder;
+        for s in &self.secrets {
+            recorder.add_secret(s.clone());
+        }
         recorder.set_model(&self.model.provider, &self.model.id);
         recorder.set_thinking_level(self.thinking);
         self.session_id = recorder.session_id().to_string();
@@ -473,7 +497,7 @@ impl Host {
         let out = self.out.clone();
         tokio::spawn(async move {
             let target = path.clone();
-            let written = tokio::task::spawn_blocking(move || std::fs::write(&target, markdown))
+            let written = tokio::task::spawn_blocking(move || write_private(&target, &markdown))
                 .await
                 .map_err(|e| std::io::Error::other(e.to_string()))
                 .and_then(|r| r);

@@ -30,6 +30,13 @@ pub fn resolve_value(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Resul
         if key.is_empty() {
             return Err("the key command printed nothing".into());
         }
+        if key.chars().any(char::is_control) {
+            return Err(
+                "the key command printed control characters (a key is one line of plain text; \
+                 check the command's output)"
+                    .into(),
+            );
+        }
         return Ok(key);
     }
     let looks_like_env = !v.is_empty()
@@ -59,6 +66,25 @@ pub fn resolve_key(
         .and_then(env)
         .map(|k| k.trim().to_string())
         .filter(|k| !k.is_empty()))
+}
+
+/// The environment variables pi reads keys from: each provider's usual variable, and every
+/// config `key` that names a variable.
+pub fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for p in providers {
+        let named = p.key.as_deref().map(str::trim).filter(|v| {
+            !v.is_empty()
+                && v.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        });
+        for n in p.key_env.as_deref().into_iter().chain(named) {
+            if !names.iter().any(|x| x == n) {
+                names.push(n.to_string());
+            }
+        }
+    }
+    names
 }
 
 /// What to tell a person who has no key for `provider`.
@@ -131,5 +157,25 @@ mod tests {
                 .unwrap_err()
                 .contains("printed nothing")
         );
+        let e = resolve_value("!printf 'sk-\\033[2Jkey'", &env).unwrap_err();
+        assert!(e.contains("control characters"), "{e}");
+        assert!(!e.contains('\u{1b}'), "the error does not echo the key");
+    }
+
+    #[test]
+    fn key_variables_name_every_variable_keys_come_from() {
+        let c = Catalog::builtin(&|_| None);
+        let mut providers = c.providers().to_vec();
+        if let Some(p) = providers.iter_mut().find(|p| p.id == "ollama") {
+            p.key = Some("LAB_KEY".into());
+        }
+        if let Some(p) = providers.iter_mut().find(|p| p.id == "openai") {
+            p.key = Some("sk-literal-not-a-name".into());
+        }
+        let names = key_variables(&providers);
+        for n in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "LAB_KEY"] {
+            assert!(names.iter().any(|x| x == n), "{n} in {names:?}");
+        }
+        assert!(!names.iter().any(|x| x.starts_with("sk-")));
     }
 }

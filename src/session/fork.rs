@@ -9,6 +9,7 @@
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::entry::{CURRENT_VERSION, ParsedLine, SessionHeader, parse_line};
@@ -44,7 +45,7 @@ pub fn fork(source: &Path, dest_dir: &Path, cwd: &Path) -> Result<Forked, Sessio
         cwd.to_string_lossy().into_owned(),
         Some(parent.to_string_lossy().into_owned()),
     );
-    fs::create_dir_all(dest_dir)
+    super::recorder::create_private_dir(dest_dir)
         .map_err(|e| SessionError::io("create the folder of", dest_dir, e))?;
     let path = dest_dir.join(session_file_name(&timestamp, &id));
     let tmp = dest_dir.join(format!(".{id}.jsonl.tmp"));
@@ -66,7 +67,13 @@ fn write_fork(
     header: &SessionHeader,
     tmp: &Path,
 ) -> Result<(), SessionError> {
-    let file = File::create(tmp).map_err(|e| SessionError::io("create", tmp, e))?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(tmp)
+        .map_err(|e| SessionError::io("create", tmp, e))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let werr = |e| SessionError::io("write", tmp, e);
     writeln!(out, "{}", header.to_line()).map_err(werr)?;

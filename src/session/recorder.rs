@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::context::ModelRef;
@@ -328,12 +329,14 @@ impl SessionRecorder {
                     .map_err(|e| SessionError::io("open", &self.path, e))?
             } else {
                 if let Some(dir) = self.path.parent() {
-                    std::fs::create_dir_all(dir)
+                    create_private_dir(dir)
                         .map_err(|e| SessionError::io("create the folder of", &self.path, e))?;
                 }
+                // Sessions hold whole conversations: readable by their owner only.
                 let f = OpenOptions::new()
                     .append(true)
                     .create_new(true)
+                    .mode(0o600)
                     .open(&self.path)
                     .map_err(|e| SessionError::io("create", &self.path, e))?;
                 self.on_disk = true;
@@ -478,6 +481,16 @@ impl Drop for SessionRecorder {
 
 fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// Create `dir` and its missing parents, readable by their owner only (folders that exist keep
+/// their permissions).
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Make a new file's directory entry durable (best effort; not possible on every platform).

@@ -12,6 +12,7 @@
 
 pub mod select;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +25,10 @@ use crate::agent::protocol::types::AgentMessage;
 use crate::config::{self, Config, context};
 use crate::host::{self, HostParts};
 use crate::provider::catalog::{Catalog, ModelInfo};
-use crate::provider::{EnvLookup, Providers};
+use crate::provider::{EnvLookup, Providers, keys};
 use crate::session::{self, SessionPaths, StartFrom};
+use crate::tools::context::ToolContext;
+use crate::tools::env::EnvPolicy;
 
 /// Environment variable that, set to `1`, keeps the intent argument out of tool schemas.
 pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
@@ -207,8 +210,13 @@ fn retry_policy(config: &Config) -> RetryPolicy {
     }
 }
 
-/// The tools `--tools` / `--no-tools` choose (default: read, bash, edit, write).
-fn active_tools(options: &Options, config: &Config) -> Result<Vec<Arc<dyn AgentTool>>, String> {
+/// The tools `--tools` / `--no-tools` choose (default: read, bash, edit, write), running with
+/// `env`.
+fn active_tools(
+    options: &Options,
+    config: &Config,
+    env: Vec<(OsString, OsString)>,
+) -> Result<Vec<Arc<dyn AgentTool>>, String> {
     let names: Vec<String> = if options.no_tools {
         Vec::new()
     } else {
@@ -221,7 +229,10 @@ fn active_tools(options: &Options, config: &Config) -> Result<Vec<Arc<dyn AgentT
         }
     };
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    crate::tools::build_with_limits(&refs, options.cwd.clone(), config.tools.limits())
+    let ctx = ToolContext::new(options.cwd.clone())
+        .with_limits(config.tools.limits())
+        .with_env(env);
+    crate::tools::build_with(&refs, Arc::new(ctx))
 }
 
 /// Whether the intent argument is offered: on in config, and not switched off by the
@@ -235,8 +246,18 @@ pub async fn start(options: Options) -> Result<Started, String> {
     let agent_dir = options.agent_dir();
     let (config, mut catalog, mut warnings) =
         load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+    // What the tools' commands may see of the environment, and the secrets withheld from them
+    // (masked in the session file should one ever appear in a message).
+    let policy = EnvPolicy::new(
+        &config.tools.env.exclude,
+        &config.tools.env.include,
+        keys::key_variables(catalog.providers()),
+    )?;
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let mut secrets = policy.withheld_values(vars.clone());
+    secrets.extend(options.api_key.clone());
     // Bad flags first: no point probing for a model to then refuse the tool list.
-    let tools = active_tools(&options, &config)?;
+    let tools = active_tools(&options, &config, policy.filter(vars))?;
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
@@ -311,6 +332,9 @@ pub async fn start(options: Options) -> Result<Started, String> {
                 .replace_messages(messages.clone())
                 .map_err(|e| e.to_string())?;
         }
+        for secret in &secrets {
+            opened.recorder.add_secret(secret.clone());
+        }
         opened
             .recorder
             .set_model(&selection.model.provider, &selection.model.id);
@@ -330,6 +354,7 @@ pub async fn start(options: Options) -> Result<Started, String> {
         session_id: session_id.clone(),
         session_name: session_name.clone(),
         live_updates: options.live_updates,
+        secrets,
     });
     Ok(Started {
         client,

@@ -25,6 +25,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -164,6 +165,8 @@ async fn run_command(
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg("-c")
             .arg(command)
+            .env_clear()
+            .envs(ctx.env().iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(writer)
@@ -588,6 +591,7 @@ fn start_spill(so_far: &[u8]) -> Spill {
     let opened = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .open(&path);
     match opened {
         Ok(f) => {

@@ -12,6 +12,7 @@
 //! absolute otherwise, so the model can pass them straight to the next call.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
+use super::env::EnvPolicy;
 use super::truncate::ToolLimits;
 use crate::agent::protocol::panic::contain_sync;
 use crate::agent::protocol::tool::ToolError;
@@ -35,6 +37,8 @@ pub struct ToolContext {
     kill_grace: Duration,
     progress_interval: Duration,
     limits: ToolLimits,
+    /// The environment commands run with (pi's own, secrets removed).
+    env: Vec<(OsString, OsString)>,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -52,8 +56,20 @@ impl ToolContext {
             kill_grace: DEFAULT_KILL_GRACE,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             limits: ToolLimits::default(),
+            env: EnvPolicy::default().filter(std::env::vars_os()),
             locks: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Run commands with these variables (see [`super::env::EnvPolicy`]).
+    pub fn with_env(mut self, env: Vec<(OsString, OsString)>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The environment commands run with.
+    pub fn env(&self) -> &[(OsString, OsString)] {
+        &self.env
     }
 
     /// Change the SIGTERM → SIGKILL grace of `bash`.

@@ -30,6 +30,7 @@ pub mod bash;
 pub mod context;
 pub mod diff;
 pub mod edit;
+pub mod env;
 pub mod find;
 pub mod fsutil;
 pub mod fuzzy;
