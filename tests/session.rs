@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use pi::agent::engine::facade::{Agent, AgentSettings};
+use pi::agent::protocol::events::AgentEvent;
 use pi::agent::protocol::stream::Model;
 use pi::agent::protocol::thinking::ThinkingLevel;
 use pi::agent::protocol::types::{
@@ -25,9 +26,9 @@ use pi::session::entry::{ParsedLine, parse_line};
 use pi::session::list::{HEAD_BYTES, TAIL_BYTES};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
-    RecorderTask, Session, SessionError, SessionPaths, SessionRecorder, StartFrom,
-    UNFINISHED_TOOL_LABEL, find_session, fork, list_sessions, newest_session, open_session,
-    resume_hint,
+    RecorderTask, STARTED_TOOL_TEXT, Session, SessionError, SessionPaths, SessionRecorder,
+    StartFrom, UNFINISHED_TOOL_TEXT, find_session, fork, list_sessions, newest_session,
+    open_session, resume_hint,
 };
 use serde_json::{Map, Value, json};
 
@@ -485,21 +486,22 @@ fn header_and_file_name_follow_the_node_layout() {
 }
 
 #[test]
-fn nothing_touches_the_disk_before_the_first_assistant_message() {
+fn the_file_is_created_with_the_first_message() {
     let dir = Scratch::new("lazy");
     let sessions = dir.path().join("sessions").join("--w--");
     let mut rec = SessionRecorder::new_session(&sessions, Path::new("/w"));
     rec.set_model("anthropic", "claude-sonnet-4-5");
     rec.set_thinking_level(ThinkingLevel::High);
-    rec.append_message(&user("hello", 1));
-    assert!(!sessions.exists(), "no folder before an answer");
+    // Settings alone wait in memory.
+    assert!(!sessions.exists(), "no folder before a message");
     assert!(!rec.is_persisted());
-    assert_eq!(rec.pending_lines(), 4);
+    assert_eq!(rec.pending_lines(), 3);
 
-    rec.append_message(&assistant("hi", vec![], 2));
+    // The prompt is on disk at once, so a crash before the reply keeps it.
+    rec.append_message(&user("hello", 1));
     assert!(rec.is_persisted());
     let l = lines(rec.path());
-    assert_eq!(l.len(), 5);
+    assert_eq!(l.len(), 4);
     let types: Vec<String> = l
         .iter()
         .map(|x| {
@@ -515,10 +517,11 @@ fn nothing_touches_the_disk_before_the_first_assistant_message() {
             "session",
             "model_change",
             "thinking_level_change",
-            "message",
             "message"
         ]
     );
+    rec.append_message(&assistant("hi", vec![], 2));
+    assert_eq!(lines(rec.path()).len(), 5);
     // Each later entry is on disk as soon as it is appended (before any sync).
     rec.append_message(&user("more", 3));
     assert_eq!(lines(rec.path()).len(), 6);
@@ -528,9 +531,9 @@ fn nothing_touches_the_disk_before_the_first_assistant_message() {
     assert!(rec.set_thinking_level(ThinkingLevel::Low).is_some());
     assert_eq!(lines(rec.path()).len(), 7);
 
-    // A session that never got an answer leaves nothing behind.
+    // A session in which nothing was said leaves nothing behind.
     let mut quiet = SessionRecorder::new_session(&dir.path().join("quiet"), Path::new("/w"));
-    quiet.append_message(&user("hello?", 1));
+    quiet.set_model("anthropic", "claude-sonnet-4-5");
     quiet.close().unwrap();
     drop(quiet);
     assert!(!dir.path().join("quiet").exists());
@@ -551,7 +554,7 @@ fn a_failed_write_loses_no_entry_and_is_reported() {
     rec.append_message(&user("q2", 3));
     assert!(!rec.is_persisted());
     let errors = seen.lock().unwrap().clone();
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(
         errors[0].contains("cannot create the folder of session file"),
         "{}",
@@ -735,7 +738,7 @@ fn a_crash_while_a_tool_ran_gets_placeholder_results() {
         2,
     ));
     rec.append_message(&tool_result("c1", "edit", "ok", 3));
-    // The process dies here, while `c2` runs.
+    // The process dies here, while `c2` runs (the file does not say it started).
     std::mem::forget(rec);
     let path = fs::read_dir(dir.path())
         .unwrap()
@@ -752,7 +755,9 @@ fn a_crash_while_a_tool_ran_gets_placeholder_results() {
     assert_eq!(r.tool_call_id, "c2");
     assert_eq!(r.tool_name, "bash");
     assert!(r.is_error);
-    assert!(r.text().contains(UNFINISHED_TOOL_LABEL), "{}", r.text());
+    assert_eq!(r.text(), UNFINISHED_TOOL_TEXT);
+    assert!(!r.text().contains("not run"));
+    assert_eq!(r.details.as_ref().unwrap()["execution"], "unknown");
     assert_eq!(r.timestamp, 2);
     assert_eq!(ctx.origins[3], MessageOrigin::Placeholder);
     // Loading never writes the placeholder into the file.
@@ -767,6 +772,94 @@ fn a_crash_while_a_tool_ran_gets_placeholder_results() {
     assert_eq!(
         roles,
         ["user", "assistant", "toolResult", "toolResult", "user"]
+    );
+}
+
+#[test]
+fn a_call_recorded_as_started_resumes_as_started_with_an_unknown_outcome() {
+    let dir = Scratch::new("started");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("deploy", 1));
+    let asked = assistant(
+        "",
+        vec![
+            call("c1", "bash", json!({"command": "./deploy.sh"})),
+            call("c2", "read", json!({"path": "log"})),
+        ],
+        2,
+    );
+    rec.handle(&AgentEvent::MessageEnd {
+        message: asked.clone(),
+    });
+    rec.handle(&AgentEvent::ToolExecutionStart {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        args: Arc::new(json!({"command": "./deploy.sh"})),
+        intent: None,
+    });
+    // Killed while `c1` runs; `c2` had not started.
+    std::mem::forget(rec);
+    let path = fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let ctx = Session::load(&path).unwrap().context();
+    assert_eq!(ctx.placeholders, 2);
+    let results: Vec<_> = ctx
+        .messages
+        .iter()
+        .filter_map(AgentMessage::as_tool_result)
+        .collect();
+    assert_eq!(results[0].tool_call_id, "c1");
+    assert_eq!(results[0].text(), STARTED_TOOL_TEXT);
+    assert_eq!(results[0].details.as_ref().unwrap()["execution"], "started");
+    assert_eq!(results[1].tool_call_id, "c2");
+    assert_eq!(results[1].text(), UNFINISHED_TOOL_TEXT);
+    // The record of the start is not a message.
+    let roles: Vec<&str> = ctx.messages.iter().map(AgentMessage::role).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "toolResult"]);
+}
+
+#[test]
+fn a_result_whose_call_is_gone_becomes_a_quoted_user_message() {
+    let dir = Scratch::new("orphan");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("look", 1));
+    rec.append_message(&assistant(
+        "",
+        vec![call("c1", "read", json!({"path": "a"}))],
+        2,
+    ));
+    rec.append_message(&tool_result("c1", "read", "alpha", 3));
+    // A second answer to the same call, and one to a call no message made.
+    rec.append_message(&tool_result("c1", "read", "alpha again", 4));
+    rec.append_message(&tool_result("zz", "bash", "from nowhere", 5));
+    rec.append_message(&assistant("done", vec![], 6));
+    rec.close().unwrap();
+    let ctx = Session::load(rec.path()).unwrap().context();
+    assert_eq!(ctx.orphan_results, 2);
+    assert_eq!(ctx.placeholders, 0);
+    let roles: Vec<&str> = ctx.messages.iter().map(AgentMessage::role).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "user",
+            "user",
+            "assistant"
+        ]
+    );
+    let quoted = match ctx.messages[4].as_llm() {
+        Some(Message::User(u)) => u.content.joined_text(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        quoted.contains("`bash`") && quoted.ends_with("from nowhere"),
+        "{quoted}"
     );
 }
 

@@ -388,7 +388,12 @@ impl Host {
             return;
         };
         let out = self.out.clone();
+        // The current session is listed as it stands after the events shown so far.
+        let written = self.recorder.as_ref().map(RecorderTask::written);
         tokio::spawn(async move {
+            if let Some(written) = written {
+                let _ = written.await;
+            }
             let listed =
                 tokio::task::spawn_blocking(move || session::list_sessions(&paths, scope)).await;
             let event = match listed {

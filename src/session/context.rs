@@ -13,22 +13,35 @@
 //! * the model is the last `model_change` or assistant message on the branch, the thinking
 //!   level the last `thinking_level_change`;
 //! * tool calls without results (the process died while a tool ran) are answered with
-//!   placeholder results, so a provider accepts the history. They are added only to the
-//!   context, never written to the file.
+//!   placeholder results, so a provider accepts the history: a call the file records as started
+//!   (a `pi/tool_started` entry) is reported as started with an unknown outcome, any other as
+//!   possibly started; neither is ever called "not run", so the model checks before repeating
+//!   it. They are added only to the context, never written to the file;
+//! * a tool result whose call is gone (a damaged or hand-edited file) becomes a user message
+//!   quoting it, never a bare result a provider would reject.
 
-use serde_json::Value;
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
 
 use super::entry::{EntryKind, SessionEntry};
 use super::load::Session;
+use super::recorder::TOOL_STARTED;
 use super::time::ms_from_iso;
-use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
-    AgentMessage, CustomMessage, ToolCall, UserContent, UserMessage,
+    AgentMessage, ContentBlock, CustomMessage, ToolCall, ToolResultMessage, UserContent,
+    UserMessage,
 };
 
-/// Label of the placeholder result given to a tool call that has no result in the file.
-pub const UNFINISHED_TOOL_LABEL: &str = "the session ended before this tool finished";
+/// Start of the placeholder result for a call the file records as started but not finished.
+pub const STARTED_TOOL_TEXT: &str = "This tool call started, but the session ended before it \
+finished, so its outcome is unknown: it may have done some or all of its work. Check its effects \
+before running it again.";
+
+/// The placeholder result for an unfinished call the file does not record as started.
+pub const UNFINISHED_TOOL_TEXT: &str = "The session ended before this tool call finished; it \
+may or may not have started. Check its effects before running it again.";
 
 /// A `provider`/`modelId` pair as recorded in the session.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +93,8 @@ pub struct SessionContext {
     pub leaf_id: Option<String>,
     /// How many placeholder results were added for unfinished tool calls.
     pub placeholders: usize,
+    /// How many tool results without their call were turned into user messages.
+    pub orphan_results: usize,
 }
 
 /// Preamble of the user message that carries a compaction summary.
@@ -199,6 +214,17 @@ struct Plan {
     steps: Vec<Step>,
     model: Option<ModelRef>,
     thinking_level: Option<ThinkingLevel>,
+    /// Ids of the tool calls recorded as started on the branch.
+    started: HashSet<String>,
+}
+
+/// What [`scan`] finds on a branch.
+struct Scan {
+    model: Option<ModelRef>,
+    thinking_level: Option<ThinkingLevel>,
+    /// The latest compaction's position in the path.
+    compaction_at: Option<usize>,
+    started: HashSet<String>,
 }
 
 fn step_for(entries: &[SessionEntry], i: usize) -> Option<Step> {
@@ -223,14 +249,12 @@ fn step_for(entries: &[SessionEntry], i: usize) -> Option<Step> {
     }
 }
 
-/// The model, thinking level and latest compaction (its position in `path`) on a branch.
-fn scan(
-    entries: &[SessionEntry],
-    path: &[usize],
-) -> (Option<ModelRef>, Option<ThinkingLevel>, Option<usize>) {
+/// The model, thinking level, latest compaction and started tool calls on a branch.
+fn scan(entries: &[SessionEntry], path: &[usize]) -> Scan {
     let mut model = None;
     let mut thinking_level = None;
     let mut compaction_at = None;
+    let mut started = HashSet::new();
     for (pos, &i) in path.iter().enumerate() {
         match &entries[i].kind {
             EntryKind::ModelChange { provider, model_id } => {
@@ -252,14 +276,32 @@ fn scan(
                 thinking_level = t.parse::<ThinkingLevel>().ok();
             }
             EntryKind::Compaction(_) => compaction_at = Some(pos),
+            EntryKind::Custom {
+                custom_type,
+                data: Some(data),
+            } if custom_type == TOOL_STARTED => {
+                if let Some(id) = data.get("toolCallId").and_then(Value::as_str) {
+                    started.insert(id.to_string());
+                }
+            }
             _ => {}
         }
     }
-    (model, thinking_level, compaction_at)
+    Scan {
+        model,
+        thinking_level,
+        compaction_at,
+        started,
+    }
 }
 
 fn plan(entries: &[SessionEntry], path: &[usize]) -> Plan {
-    let (model, thinking_level, compaction_at) = scan(entries, path);
+    let Scan {
+        model,
+        thinking_level,
+        compaction_at,
+        started,
+    } = scan(entries, path);
     let mut steps = Vec::with_capacity(path.len());
     match compaction_at {
         Some(cpos) => {
@@ -292,6 +334,7 @@ fn plan(entries: &[SessionEntry], path: &[usize]) -> Plan {
         steps,
         model,
         thinking_level,
+        started,
     }
 }
 
@@ -332,21 +375,38 @@ fn unanswered(messages: &[AgentMessage]) -> Vec<(usize, &ToolCall, i64)> {
     missing
 }
 
+/// The result standing in for a call the file has no result for.
+fn unfinished_result(call: &ToolCall, started: bool, timestamp: i64) -> ToolResultMessage {
+    let text = if started {
+        STARTED_TOOL_TEXT
+    } else {
+        UNFINISHED_TOOL_TEXT
+    };
+    ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: vec![ContentBlock::text(text)],
+        details: Some(json!({
+            "__synthetic": true,
+            "source": "session_ended",
+            "execution": if started { "started" } else { "unknown" },
+        })),
+        is_error: true,
+        useless: false,
+        timestamp,
+    }
+}
+
 /// Answer tool calls that have no result (see [`unanswered`]) with placeholder results.
 fn add_placeholders(
     messages: Vec<AgentMessage>,
     origins: Vec<MessageOrigin>,
+    started: &HashSet<String>,
 ) -> (Vec<AgentMessage>, Vec<MessageOrigin>, usize) {
     let missing: Vec<(usize, AgentMessage)> = unanswered(&messages)
         .into_iter()
         .map(|(after, call, ts)| {
-            let mut r = placeholder_result(
-                call,
-                PlaceholderReason::Aborted,
-                Some(UNFINISHED_TOOL_LABEL),
-                None,
-            );
-            r.timestamp = ts;
+            let r = unfinished_result(call, started.contains(&call.id), ts);
             (after, r.into())
         })
         .collect();
@@ -366,6 +426,47 @@ fn add_placeholders(
         }
     }
     (out, out_origins, added)
+}
+
+/// Turn each tool result whose call is not in the assistant message it follows into a user
+/// message quoting it. Returns how many were turned.
+fn repair_orphans(messages: &mut [AgentMessage]) -> usize {
+    let mut calls: HashSet<String> = HashSet::new();
+    let mut repaired = 0;
+    for m in messages.iter_mut() {
+        if let Some(r) = m.as_tool_result() {
+            if !calls.remove(&r.tool_call_id) {
+                let text = format!(
+                    "(A result of the `{}` tool whose call is missing from the saved session; \
+                     it is quoted here for reference.)\n{}",
+                    r.tool_name,
+                    r.text()
+                );
+                *m = AgentMessage::from(UserMessage {
+                    content: UserContent::Text(text),
+                    synthetic: true,
+                    steering: false,
+                    attribution: None,
+                    timestamp: r.timestamp,
+                });
+                repaired += 1;
+            }
+            continue;
+        }
+        match &*m {
+            AgentMessage::Custom(_) => {}
+            other => {
+                calls.clear();
+                if let Some(a) = other.as_assistant()
+                    && !a.is_provider_refusal()
+                    && !a.is_retried_attempt()
+                {
+                    calls.extend(a.tool_calls().map(|c| c.id.clone()));
+                }
+            }
+        }
+    }
+    repaired
 }
 
 fn build(
@@ -390,7 +491,8 @@ fn build(
             }
         }
     }
-    let (messages, origins, placeholders) = add_placeholders(messages, origins);
+    let orphan_results = repair_orphans(&mut messages);
+    let (messages, origins, placeholders) = add_placeholders(messages, origins, &plan.started);
     SessionContext {
         messages,
         origins,
@@ -398,6 +500,7 @@ fn build(
         thinking_level: plan.thinking_level,
         leaf_id,
         placeholders,
+        orphan_results,
     }
 }
 
@@ -446,7 +549,7 @@ impl Session {
     /// The model and thinking level recorded at the leaf, without building messages.
     pub fn current_settings(&self) -> (Option<ModelRef>, Option<ThinkingLevel>) {
         let path = self.path_indices(self.leaf_id());
-        let (model, thinking, _) = scan(&self.entries, &path);
-        (model, thinking)
+        let found = scan(&self.entries, &path);
+        (found.model, found.thinking_level)
     }
 }

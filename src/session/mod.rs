@@ -39,7 +39,9 @@ pub mod recorder;
 pub mod task;
 pub mod time;
 
-pub use context::{MessageOrigin, ModelRef, SessionContext, UNFINISHED_TOOL_LABEL};
+pub use context::{
+    MessageOrigin, ModelRef, STARTED_TOOL_TEXT, SessionContext, UNFINISHED_TOOL_TEXT,
+};
 pub use entry::{
     BranchSummary, CURRENT_VERSION, Compaction, CustomMessageEntry, EntryKind, SessionEntry,
     SessionHeader,

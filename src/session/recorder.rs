@@ -7,10 +7,13 @@
 //! session). Every new entry is a child of the previous one (the leaf); [`SessionRecorder::branch_from`]
 //! moves the leaf to continue from an earlier entry.
 //!
-//! Like the Node.js `pi`, a new session touches the disk only once its first assistant message
-//! exists: until then entries wait in memory, and the directory and file are created with the
-//! header and all waiting entries in one write. A resumed session appends to its file (after a
-//! newline if the file ended in a torn line, so the first new entry is not glued to it).
+//! A new session touches the disk when its first message (the person's prompt) is recorded:
+//! until then entries (the model and level at start) wait in memory, and the directory and file
+//! are created with the header and all waiting entries in one write, then synced, so a prompt
+//! survives a crash before the first reply. A resumed session appends to its file (after a
+//! newline if the file ended in a torn line, so the first new entry is not glued to it). When a
+//! tool starts, a `custom` entry (`pi/tool_started`) says so: a session cut off while it ran is
+//! resumed knowing the call started, with an unknown outcome, rather than as "not run".
 //!
 //! A write that fails loses nothing: the unwritten lines stay queued and go out with the next
 //! write (a partly written line is closed off by a newline first, so the reader skips just that
@@ -39,6 +42,9 @@ use crate::agent::protocol::types::AgentMessage;
 /// Receives write failures as they happen.
 pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
 
+/// `customType` of the entry that records a tool call starting.
+pub const TOOL_STARTED: &str = "pi/tool_started";
+
 /// Text that replaces a registered secret in anything written.
 pub const REDACTED: &str = "[redacted]";
 
@@ -59,7 +65,7 @@ pub struct SessionRecorder {
     leaf: Option<String>,
     model: Option<ModelRef>,
     thinking: Option<ThinkingLevel>,
-    has_assistant: bool,
+    has_message: bool,
     secrets: Vec<String>,
     reporter: Option<ErrorReporter>,
     errors: Vec<SessionError>,
@@ -79,13 +85,13 @@ impl std::fmt::Debug for SessionRecorder {
 
 impl SessionRecorder {
     /// A new session for `cwd`, to be stored in `dir`. Nothing touches the disk until the
-    /// first assistant message is recorded.
+    /// first message is recorded.
     pub fn new_session(dir: &Path, cwd: &Path) -> Self {
         Self::new_with_parent(dir, cwd, None)
     }
 
     /// A new session stored at an explicit path (`--session new-file.jsonl`); nothing is
-    /// written before the first assistant message.
+    /// written before the first message.
     pub fn new_at(path: &Path, cwd: &Path) -> Self {
         let mut r = Self::new_with_parent(path.parent().unwrap_or(Path::new(".")), cwd, None);
         r.path = path.to_path_buf();
@@ -117,7 +123,7 @@ impl SessionRecorder {
             leaf: None,
             model: None,
             thinking: None,
-            has_assistant: false,
+            has_message: false,
             secrets: Vec::new(),
             reporter: None,
             errors: Vec::new(),
@@ -145,7 +151,7 @@ impl SessionRecorder {
             leaf: session.leaf_id().map(str::to_string),
             model,
             thinking,
-            has_assistant: true,
+            has_message: true,
             secrets: Vec::new(),
             reporter: None,
             errors: Vec::new(),
@@ -175,7 +181,7 @@ impl SessionRecorder {
         self.leaf.as_deref()
     }
 
-    /// Lines waiting to be written (before the first assistant message, or after a failure).
+    /// Lines waiting to be written (before the first message, or after a failure).
     pub fn pending_lines(&self) -> usize {
         self.pending.len()
     }
@@ -249,8 +255,8 @@ impl SessionRecorder {
 
     /// Record a message.
     pub fn append_message(&mut self, message: &AgentMessage) -> String {
+        self.has_message = true;
         if let Some(a) = message.as_assistant() {
-            self.has_assistant = true;
             if !a.model.is_empty() {
                 self.model = Some(ModelRef {
                     provider: a.provider.clone(),
@@ -273,7 +279,7 @@ impl SessionRecorder {
     }
 
     /// Record any entry as a child of the leaf. Returns its id. The entry is written at once
-    /// if the file exists (or this is the first assistant message); a failed write is
+    /// if the file exists (or this is the first message); a failed write is
     /// reported and retried with the next one.
     pub fn append(&mut self, kind: EntryKind) -> String {
         if let EntryKind::Message(m) = &kind {
@@ -304,7 +310,7 @@ impl SessionRecorder {
         self.pending.push_back(line);
         self.ids.insert(&id);
         self.leaf = Some(id.clone());
-        if self.on_disk || self.has_assistant {
+        if self.on_disk || self.has_message {
             let r = self.write_pending();
             self.report(r);
         }
@@ -405,15 +411,24 @@ impl SessionRecorder {
         result.map_err(|e| SessionError::io("write", &path, e))
     }
 
-    /// Write queued lines now (even before the first assistant message). Used when the host
+    /// Write queued lines now (even before the first message). Used when the host
     /// wants the session on disk, e.g. after naming it.
     pub fn flush(&mut self) -> Result<(), SessionError> {
         self.write_pending()
     }
 
+    /// Write what may be written (nothing before the first message), without syncing; a
+    /// failure goes to the reporter.
+    pub fn write_due(&mut self) {
+        if self.on_disk || self.has_message {
+            let r = self.write_pending();
+            self.report(r);
+        }
+    }
+
     /// Write what may be written and make it durable (`fsync`).
     pub fn sync(&mut self) -> Result<(), SessionError> {
-        if self.on_disk || self.has_assistant {
+        if self.on_disk || self.has_message {
             self.write_pending()?;
         }
         if self.unsynced
@@ -426,8 +441,8 @@ impl SessionRecorder {
         Ok(())
     }
 
-    /// Final write and sync. Entries still waiting for a first assistant message are dropped
-    /// (a session without an answer is not kept, as in the Node.js `pi`).
+    /// Final write and sync. Entries still waiting for a first message are dropped
+    /// (a session in which nothing was said is not kept).
     pub fn close(&mut self) -> Result<(), SessionError> {
         let r = self.sync();
         self.file = None;
@@ -440,6 +455,23 @@ impl SessionRecorder {
             // A failed attempt that was retried is shown live, never kept.
             AgentEvent::MessageEnd { message } if !message.is_retried_attempt() => {
                 self.append_message(message);
+                if message.role() == "user" {
+                    // The person's words are durable before the model is asked.
+                    self.sync_and_report();
+                }
+            }
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                ..
+            } => {
+                self.append(EntryKind::Custom {
+                    custom_type: TOOL_STARTED.to_string(),
+                    data: Some(serde_json::json!({
+                        "toolCallId": tool_call_id,
+                        "toolName": tool_name,
+                    })),
+                });
             }
             AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. } => self.sync_and_report(),
             _ => {}
@@ -452,6 +484,7 @@ impl SessionRecorder {
         matches!(
             event,
             AgentEvent::MessageEnd { .. }
+                | AgentEvent::ToolExecutionStart { .. }
                 | AgentEvent::TurnEnd { .. }
                 | AgentEvent::AgentEnd { .. }
         )
@@ -466,10 +499,11 @@ impl SessionRecorder {
     /// True when this event makes the recorder `fsync` (callers on an async runtime may want
     /// to run those off the runtime's threads).
     pub fn syncs_on(event: &AgentEvent) -> bool {
-        matches!(
-            event,
-            AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. }
-        )
+        match event {
+            AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. } => true,
+            AgentEvent::MessageEnd { message } => message.role() == "user",
+            _ => false,
+        }
     }
 }
 

@@ -108,6 +108,17 @@ impl RecorderTask {
         let _ = self.commands.send(Command::Apply(Box::new(change)));
     }
 
+    /// Resolves once every event emitted so far is recorded and written (not synced), e.g.
+    /// before listing sessions from disk.
+    pub fn written(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.with(move |r| {
+            r.write_due();
+            let _ = tx.send(());
+        });
+        rx
+    }
+
     /// Look at the recorder now (not ordered with queued events).
     pub fn peek<R>(&self, f: impl FnOnce(&SessionRecorder) -> R) -> R {
         f(&lock(&self.shared))

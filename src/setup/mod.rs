@@ -36,7 +36,7 @@ pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
 /// Which session a run works in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum SessionChoice {
-    /// A new session (written from its first assistant message on).
+    /// A new session (written from its first message on).
     #[default]
     New,
     /// The newest session of this folder, else a new one (`-c`).
