@@ -314,3 +314,51 @@ async fn dropping_the_client_aborts_the_run_and_flushes_the_session() {
     .expect("the session is written");
     assert_eq!(texts(&file), ["go", "partial\n"]);
 }
+
+#[tokio::test]
+async fn a_failing_session_write_is_reported_once_live_and_at_shutdown() {
+    let p = scripts(vec![
+        reply::text("first"),
+        reply::text("second"),
+        reply::text("third"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    // A file stands where the session folder goes.
+    let blocker = rig.dir.path().join("sessions");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    rig.prompt("one").await;
+    let HostEvent::SessionWriteFailed(why) = rig.answer().await else {
+        panic!("expected a write failure");
+    };
+    assert!(why.contains("cannot create the folder"), "{why}");
+    rig.prompt("two").await;
+    // The same failure again is not repeated.
+    assert!(rig.client.host_events.try_recv().is_err());
+
+    // The disk comes back: the queued entries go out with the next write, nothing is lost.
+    std::fs::remove_file(&blocker).unwrap();
+    rig.prompt("three").await;
+    let closed = rig.client.commands.shutdown().await.unwrap();
+    assert!(closed.saved);
+    assert_eq!(closed.unsaved, None);
+    assert!(closed.farewell().unwrap().contains("To resume"));
+    let files = rig.session_files();
+    assert_eq!(
+        texts(&files[0]),
+        ["one", "first", "two", "second", "three", "third"]
+    );
+}
+
+#[tokio::test]
+async fn a_session_that_could_not_be_written_is_not_offered_for_resuming() {
+    let p = scripts(vec![reply::text("lost")]);
+    let mut rig = Rig::new(&p, true);
+    std::fs::write(rig.dir.path().join("sessions"), "not a folder").unwrap();
+    rig.prompt("one").await;
+    let closed = rig.client.commands.shutdown().await.unwrap();
+    assert!(!closed.saved);
+    let why = closed.unsaved.clone().expect("the loss is reported");
+    assert!(why.contains("cannot create the folder"), "{why}");
+    let farewell = closed.farewell().unwrap();
+    assert!(farewell.contains("could not be saved") && !farewell.contains("To resume"));
+}

@@ -489,37 +489,56 @@ async fn sessions_are_saved_and_continued_and_no_session_saves_nothing() {
     assert!(session_files(&h2).is_empty());
 }
 
+/// Wait until one session file exists and contains every one of `needles`.
+async fn wait_for_session_text(h: &std::path::Path, needles: &[&str]) -> std::path::PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let files = session_files(h);
+        if files.len() == 1 {
+            let text = std::fs::read_to_string(&files[0]).unwrap_or_default();
+            if needles.iter().all(|n| text.contains(n)) {
+                return files[0].clone();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session file never held {needles:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn kill_9(pid: u32) {
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
 #[tokio::test]
-async fn a_process_killed_mid_tool_continues_with_a_valid_history() {
-    let call = call_reply("call_sleep", "bash", "{\"command\":\"sleep 30\"}");
-    let server = TestServer::start(vec![tags("q"), call, text_reply("recovered")]).await;
+async fn a_process_killed_mid_tool_resumes_knowing_the_call_started() {
     let h = home();
+    let marker = h.join("started.txt");
+    let command = format!("touch {} && sleep 30", marker.display());
+    let call = call_reply(
+        "call_sleep",
+        "bash",
+        &json!({ "command": command }).to_string(),
+    );
+    let server = TestServer::start(vec![tags("q"), call, text_reply("recovered")]).await;
     let child = pi(&server, &h)
         .args(["-p", "run the long thing"])
         .spawn()
         .unwrap();
     let pid = child.id().unwrap();
-    // Wait until the assistant message with the call is on disk.
+    // The command is running and the file says it started.
+    wait_for_session_text(&h, &["call_sleep", "pi/tool_started"]).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let files = session_files(&h);
-        if files.len() == 1
-            && std::fs::read_to_string(&files[0])
-                .unwrap_or_default()
-                .contains("call_sleep")
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the call never reached the session file"
-        );
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "the command never ran");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
+    kill_9(pid);
     let _ = child.wait_with_output().await;
     let out = run_ok(&server, &h, &["-c", "-p", "go on"]).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "recovered\n");
@@ -529,8 +548,123 @@ async fn a_process_killed_mid_tool_continues_with_a_valid_history() {
         .iter()
         .position(|m| m["tool_calls"][0]["id"] == "call_sleep")
         .unwrap();
-    assert_eq!(msgs[call_at + 1]["role"], "tool");
-    assert_eq!(msgs[call_at + 1]["tool_call_id"], "call_sleep");
+    let answer = &msgs[call_at + 1];
+    assert_eq!(answer["role"], "tool");
+    assert_eq!(answer["tool_call_id"], "call_sleep");
+    let text = answer["content"].to_string();
+    assert!(
+        text.contains("started") && text.contains("outcome is unknown"),
+        "{text}"
+    );
+    assert!(!text.contains("not run"), "{text}");
+}
+
+#[tokio::test]
+async fn a_prompt_is_saved_before_the_first_reply() {
+    // The server takes the request and never answers; pi is killed while it waits.
+    let server = TestServer::start(vec![tags("q"), Reply::silent(), text_reply("at last")]).await;
+    let h = home();
+    let child = pi(&server, &h)
+        .args(["-p", "please remember this prompt"])
+        .spawn()
+        .unwrap();
+    wait_for_session_text(&h, &["please remember this prompt"]).await;
+    kill_9(child.id().unwrap());
+    let _ = child.wait_with_output().await;
+    let out = run_ok(&server, &h, &["-c", "-p", "still there?"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "at last\n");
+    let last = server.requests().last().unwrap().body.clone();
+    let texts: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        texts[0].contains("please remember this prompt"),
+        "{texts:?}"
+    );
+    assert!(texts[1].contains("still there?"), "{texts:?}");
+}
+
+#[tokio::test]
+async fn an_unwritable_session_folder_stops_pi_before_any_request() {
+    let server = TestServer::start(vec![tags("q"), text_reply("never asked")]).await;
+    let h = home();
+    // A file stands where the folder would be created (this fails for root too).
+    let blocker = h.join("blocker");
+    std::fs::write(&blocker, "a file, not a folder").unwrap();
+    let dir = blocker.join("sessions");
+    let out = pi(&server, &h)
+        .args(["--session-dir", dir.to_str().unwrap(), "-p", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sessions cannot be saved"), "{err}");
+    assert!(err.contains("--no-session"), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(server.requests().is_empty(), "no model was asked");
+
+    // The same from the config file.
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        format!("session_dir = {:?}\n", dir.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = pi(&server, &h)
+        .args(["-p", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(server.requests().is_empty());
+    // --no-session runs anyway.
+    let out = run_ok(&server, &h, &["--no-session", "-p", "hello"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "never asked\n");
+}
+
+#[tokio::test]
+async fn a_full_disk_is_reported_and_never_offered_for_resuming() {
+    // The answer outgrows what may be written: pi's files may not pass 2 KB (`ulimit -f`),
+    // which fails writes the way a full disk does.
+    let answer = "x".repeat(6000);
+    let server = TestServer::start(vec![tags("q"), text_reply(&answer)]).await;
+    let h = home();
+    let mut cmd = pi(&server, &h);
+    cmd.args(["-p", "write a lot"]);
+    // SAFETY: only async-signal-safe setrlimit runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2048,
+                rlim_max: 2048,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The answer is still given, the loss is reported with its cause, and the exit status
+    // says something went wrong.
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim_end() == answer,
+        "the answer is printed; stderr: {err}"
+    );
+    assert!(err.contains("could not be saved"), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert!(!err.contains("To resume"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // What did reach the file is whole lines: the prompt survives.
+    let file = &session_files(&h)[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains("write a lot"));
 }
 
 #[tokio::test]

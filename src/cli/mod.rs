@@ -193,6 +193,11 @@ pub fn main() -> ExitCode {
     };
     let options = cli.options(cwd, crate::provider::process_env());
     let code = runtime.block_on(async move {
+        // A file grown past the size limit (`ulimit -f`) must fail the write, which pi reports,
+        // rather than kill pi with SIGXFSZ. A handler, unlike SIG_IGN, is not inherited by
+        // the commands pi runs.
+        let _file_size_signal =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(libc::SIGXFSZ));
         if let Some(search) = &cli.list_models {
             let search = (!search.is_empty()).then_some(search.as_str());
             return print::list_models(&options, search);

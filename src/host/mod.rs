@@ -85,6 +85,9 @@ pub enum HostEvent {
     Stats(Box<SessionStats>),
     /// A command could not be carried out; the text says why.
     Failed(String),
+    /// Writing the session file failed (the entries stay queued and are retried with the next
+    /// write). Sent once per distinct failure.
+    SessionWriteFailed(String),
 }
 
 /// A saved session, now the current one.
@@ -107,6 +110,8 @@ pub struct Closed {
     pub session_id: String,
     /// The session file exists (something was said in it).
     pub saved: bool,
+    /// Why part of the session could not be saved (`None`: all of it is on disk).
+    pub unsaved: Option<String>,
 }
 
 /// Sends commands to the host. Cheap to clone.
@@ -198,6 +203,20 @@ pub struct HostParts {
     pub secrets: Vec<String>,
 }
 
+impl Closed {
+    /// What to tell the person on the way out: what could not be saved, or how to resume.
+    pub fn farewell(&self) -> Option<String> {
+        match (&self.unsaved, self.saved) {
+            (Some(why), _) => Some(format!(
+                "part of this session could not be saved ({why}); its file may lack the \
+                 latest messages"
+            )),
+            (None, true) => Some(session::resume_hint(&self.session_id)),
+            (None, false) => None,
+        }
+    }
+}
+
 /// Events for a front end that does not show replies as they stream.
 fn settled(event: &AgentEvent) -> bool {
     !matches!(
@@ -227,9 +246,11 @@ pub fn spawn(parts: HostParts) -> Client {
     } else {
         parts.agent.subscribe_filtered(settled)
     };
-    let recorder = parts.recorder.map(|r| RecorderTask::spawn(&parts.agent, r));
     let (tx, commands) = mpsc::unbounded_channel();
     let (out, host_events) = mpsc::unbounded_channel();
+    let recorder = parts
+        .recorder
+        .map(|r| record(&parts.agent, &out, &parts.secrets, r));
     let host = Host {
         agent: parts.agent,
         recorder,
@@ -249,6 +270,29 @@ pub fn spawn(parts: HostParts) -> Client {
         events,
         host_events,
     }
+}
+
+/// Record `agent`'s events with `recorder`: withheld secrets are masked, and write failures
+/// reach the front end as they happen.
+fn record(
+    agent: &Agent,
+    out: &mpsc::UnboundedSender<HostEvent>,
+    secrets: &[String],
+    mut recorder: SessionRecorder,
+) -> RecorderTask {
+    for s in secrets {
+        recorder.add_secret(s.clone());
+    }
+    let out = out.clone();
+    let mut last = String::new();
+    recorder.set_error_reporter(Box::new(move |e| {
+        let text = e.to_string();
+        if text != last {
+            let _ = out.send(HostEvent::SessionWriteFailed(text.clone()));
+            last = text;
+        }
+    }));
+    RecorderTask::spawn(agent, recorder)
 }
 
 impl Host {
@@ -342,13 +386,20 @@ impl Host {
 
     async fn close(&mut self) -> Closed {
         self.settle().await;
-        let saved = match self.recorder.take() {
-            Some(task) => task.finish().await.is_some_and(|r| r.is_persisted()),
-            None => false,
+        let (saved, unsaved) = match self.recorder.take() {
+            Some(task) => match task.finish().await {
+                Some(r) => (r.is_persisted(), r.unsaved()),
+                None => (
+                    false,
+                    Some("the session recorder stopped unexpectedly".into()),
+                ),
+            },
+            None => (false, None),
         };
         Closed {
             session_id: self.session_id.clone(),
             saved,
+            unsaved,
         }
     }
 
@@ -363,13 +414,10 @@ impl Host {
         self.session_id = match &self.paths {
             Some(paths) => {
                 let mut r = SessionRecorder::new_session(&paths.dir, &self.cwd);
-                for s in &self.secrets {
-                    r.add_secret(s.clone());
-                }
                 r.set_model(&self.model.provider, &self.model.id);
                 r.set_thinking_level(self.thinking);
                 let id = r.session_id().to_string();
-                self.recorder = Some(RecorderTask::spawn(&self.agent, r));
+                self.recorder = Some(record(&self.agent, &self.out, &self.secrets, r));
                 id
             }
             None => session::ids::uuid_v7(),
@@ -467,13 +515,10 @@ impl Host {
             old.finish().await;
         }
         let mut recorder = opened.recorder;
-        for s in &self.secrets {
-            recorder.add_secret(s.clone());
-        }
         recorder.set_model(&self.model.provider, &self.model.id);
         recorder.set_thinking_level(self.thinking);
         self.session_id = recorder.session_id().to_string();
-        self.recorder = Some(RecorderTask::spawn(&self.agent, recorder));
+        self.recorder = Some(record(&self.agent, &self.out, &self.secrets, recorder));
         self.name = name.clone();
         self.tell(HostEvent::Opened(Box::new(Opened {
             path,

@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::agent::protocol::command::{Accepted, AgentCommand, WhenBusy};
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
-use crate::host::Client;
+use crate::host::{Client, HostEvent};
 use crate::provider::catalog::format_model_table;
 use crate::setup::{self, SessionChoice};
 use crate::visible::{for_output, json_escaped, visible};
@@ -163,11 +163,17 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     watcher.abort();
     let _ = out.flush();
     drop(out);
-    if let Some(closed) = client.commands.shutdown().await
-        && closed.saved
-    {
-        eprintln!("{}", crate::session::resume_hint(&closed.session_id));
-    }
+    let unsaved = match client.commands.shutdown().await {
+        Some(closed) => {
+            match closed.farewell() {
+                Some(text) if closed.unsaved.is_some() => say(&text),
+                Some(hint) => eprintln!("{hint}"),
+                None => {}
+            }
+            closed.unsaved.is_some()
+        }
+        None => false,
+    };
     let code = signalled.load(Ordering::SeqCst);
     if code != 0 {
         return code;
@@ -179,7 +185,11 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         );
         return 1;
     }
-    finish(&pump.last_run, print.json)
+    match finish(&pump.last_run, print.json) {
+        // The answer was given, but the session lost part of it.
+        0 if unsaved => 1,
+        code => code,
+    }
 }
 
 /// Print the final answer (text mode) and choose the exit code.
@@ -245,7 +255,17 @@ impl Pump {
     /// Forward events until `run`'s `agent_end`.
     async fn until_end(&mut self, client: &mut Client, out: &mut impl Write, run: RunId) {
         loop {
-            let Some(RunEvent { run: of, event }) = client.events.recv().await else {
+            let next = tokio::select! {
+                biased;
+                Some(h) = client.host_events.recv() => {
+                    if let HostEvent::SessionWriteFailed(why) = h {
+                        say(&format!("warning: the session file could not be written: {why}"));
+                    }
+                    continue;
+                }
+                e = client.events.recv() => e,
+            };
+            let Some(RunEvent { run: of, event }) = next else {
                 return;
             };
             match &event {

@@ -69,6 +69,8 @@ pub struct SessionRecorder {
     secrets: Vec<String>,
     reporter: Option<ErrorReporter>,
     errors: Vec<SessionError>,
+    /// The latest failure, kept until a write and sync succeed.
+    last_error: Option<String>,
 }
 
 impl std::fmt::Debug for SessionRecorder {
@@ -127,6 +129,7 @@ impl SessionRecorder {
             secrets: Vec::new(),
             reporter: None,
             errors: Vec::new(),
+            last_error: None,
         }
     }
 
@@ -155,6 +158,7 @@ impl SessionRecorder {
             secrets: Vec::new(),
             reporter: None,
             errors: Vec::new(),
+            last_error: None,
         })
     }
 
@@ -256,13 +260,13 @@ impl SessionRecorder {
     /// Record a message.
     pub fn append_message(&mut self, message: &AgentMessage) -> String {
         self.has_message = true;
-        if let Some(a) = message.as_assistant() {
-            if !a.model.is_empty() {
-                self.model = Some(ModelRef {
-                    provider: a.provider.clone(),
-                    model_id: a.model.clone(),
-                });
-            }
+        if let Some(a) = message.as_assistant()
+            && !a.model.is_empty()
+        {
+            self.model = Some(ModelRef {
+                provider: a.provider.clone(),
+                model_id: a.model.clone(),
+            });
         }
         let id = self.next_id();
         // Serialize in place rather than cloning the message into an entry.
@@ -319,6 +323,7 @@ impl SessionRecorder {
 
     fn report(&mut self, result: Result<(), SessionError>) {
         if let Err(e) = result {
+            self.last_error = Some(e.to_string());
             match &mut self.reporter {
                 Some(r) => r(&e),
                 None => self.errors.push(e),
@@ -438,7 +443,26 @@ impl SessionRecorder {
                 .map_err(|e| SessionError::io("sync", &self.path, e))?;
             self.unsynced = false;
         }
+        if self.pending.is_empty() {
+            self.last_error = None;
+        }
         Ok(())
+    }
+
+    /// Why part of the session is not safely on disk (lines still queued after a failed
+    /// write, or data not synced), or `None` when everything said is saved. A session in which
+    /// nothing was said has nothing to lose.
+    pub fn unsaved(&self) -> Option<String> {
+        let due = self.on_disk || self.has_message;
+        if due && (!self.pending.is_empty() || self.unsynced) {
+            Some(
+                self.last_error
+                    .clone()
+                    .unwrap_or_else(|| format!("{} is not fully written", self.path.display())),
+            )
+        } else {
+            None
+        }
     }
 
     /// Final write and sync. Entries still waiting for a first message are dropped
@@ -488,6 +512,31 @@ impl SessionRecorder {
                 | AgentEvent::TurnEnd { .. }
                 | AgentEvent::AgentEnd { .. }
         )
+    }
+
+    /// Check, before anything is asked of a model, that the session can be written: a resumed
+    /// file opens for appending; a new session's folder is created if missing and takes a new
+    /// file. Nothing of the session itself is written.
+    pub fn check_writable(&self) -> Result<(), SessionError> {
+        if self.on_disk {
+            return OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .map(drop)
+                .map_err(|e| SessionError::io("open for writing", &self.path, e));
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        create_private_dir(dir)
+            .map_err(|e| SessionError::io("create the folder of", &self.path, e))?;
+        let probe = dir.join(format!(".pi-write-check-{}", std::process::id()));
+        let made = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&probe);
+        let _ = std::fs::remove_file(&probe);
+        made.map(drop)
+            .map_err(|e| SessionError::io("create files in the folder of", &self.path, e))
     }
 
     /// Write and sync, sending a failure to the reporter.

@@ -273,6 +273,13 @@ pub async fn start(options: Options) -> Result<Started, String> {
             };
             let opened =
                 session::open_session(paths, &options.cwd, from).map_err(|e| e.to_string())?;
+            // Refuse now rather than lose the conversation later.
+            opened.recorder.check_writable().map_err(|e| {
+                format!(
+                    "{e}\nsessions cannot be saved there: choose another folder with \
+                     --session-dir (or session_dir in the config), or run with --no-session"
+                )
+            })?;
             warnings.extend(opened.warnings.iter().map(|w| w.to_string()));
             Some(opened)
         }
@@ -331,9 +338,6 @@ pub async fn start(options: Options) -> Result<Started, String> {
             agent
                 .replace_messages(messages.clone())
                 .map_err(|e| e.to_string())?;
-        }
-        for secret in &secrets {
-            opened.recorder.add_secret(secret.clone());
         }
         opened
             .recorder

@@ -675,6 +675,14 @@ impl App {
                 self.transcript.follow();
             }
             HostEvent::Queued(messages) => self.restore_queued(&messages),
+            HostEvent::SessionWriteFailed(why) => {
+                self.transcript.push(Cell::Error(format!(
+                    "The session file could not be written: {} (kept in memory; retried with \
+                     the next entry)",
+                    sanitize(&why)
+                )));
+                self.transcript.follow();
+            }
             HostEvent::Failed(why) => {
                 self.awaiting_sessions = false;
                 self.transcript.push(Cell::Error(sanitize(&why)));

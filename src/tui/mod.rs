@@ -163,12 +163,19 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     let code = event_loop(&mut term, &mut app, &mut client).await;
     terminal::restore();
     // Abort what runs, let it write its last messages, flush the session.
-    if let Some(closed) = client.commands.shutdown().await
-        && closed.saved
-    {
-        eprintln!("{}", crate::session::resume_hint(&closed.session_id));
+    let mut unsaved = false;
+    if let Some(closed) = client.commands.shutdown().await {
+        match closed.farewell() {
+            Some(text) if closed.unsaved.is_some() => {
+                eprintln!("pi: {}", crate::visible::visible(&text));
+            }
+            Some(hint) => eprintln!("{hint}"),
+            None => {}
+        }
+        unsaved = closed.unsaved.is_some();
     }
     match code {
+        Ok(0) if unsaved => 1,
         Ok(c) => c,
         Err(e) => {
             eprintln!("pi: terminal error: {e}");
