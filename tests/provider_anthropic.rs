@@ -963,8 +963,10 @@ async fn an_idle_stream_times_out_as_transient() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_as_transient() {
     let server = TestServer::start(vec![Reply::silent()]).await;
-    let providers =
-        http_providers(&server, "anthropic").with_idle_timeout(Duration::from_millis(200));
+    // The header timeout applies, not the (long) idle timeout of the body.
+    let providers = http_providers(&server, "anthropic")
+        .with_response_timeout(Duration::from_millis(200))
+        .with_idle_timeout(Duration::from_secs(600));
     let began = Instant::now();
     let events = support::collect(&providers, hello()).await;
     let m = error_of(&events);
@@ -973,7 +975,7 @@ async fn a_server_that_never_answers_times_out_as_transient() {
         m.error_message
             .as_deref()
             .unwrap()
-            .contains("did not answer"),
+            .contains("no response within 0.2 s"),
         "{m:?}"
     );
     assert!(began.elapsed() < Duration::from_secs(5));
@@ -983,6 +985,24 @@ async fn a_server_that_never_answers_times_out_as_transient() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(server.close_delays().len(), 1);
+}
+
+#[tokio::test]
+async fn the_response_timeout_covers_only_the_headers() {
+    // Headers at once, then a pause in the body longer than the header timeout but shorter
+    // than the idle timeout: the reply completes.
+    let mut reply = text_reply(&["slow ", "but fine"], "end_turn");
+    reply
+        .chunks
+        .insert(2, Chunk::Delay(Duration::from_millis(400)));
+    let server = TestServer::start(vec![reply]).await;
+    let providers = http_providers(&server, "anthropic")
+        .with_response_timeout(Duration::from_millis(100))
+        .with_idle_timeout(Duration::from_secs(5));
+    let events = support::collect(&providers, hello()).await;
+    let done = terminal(&events);
+    assert_eq!(done.stop_reason, StopReason::Stop, "{done:?}");
+    assert_eq!(done.text(), "slow but fine");
 }
 
 #[tokio::test]

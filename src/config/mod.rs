@@ -140,6 +140,8 @@ pub struct Config {
     pub thinking: Option<String>,
     /// Seconds without data before a stream counts as dropped.
     pub idle_timeout_secs: Option<u64>,
+    /// Seconds to wait for a provider's response headers after sending a request.
+    pub response_timeout_secs: Option<u64>,
     /// How queued steering messages are delivered: "one-at-a-time" or "all".
     pub steering_mode: Option<String>,
     /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
@@ -179,6 +181,7 @@ const TOP_KEYS: &[&str] = &[
     "model",
     "thinking",
     "idle_timeout_secs",
+    "response_timeout_secs",
     "steering_mode",
     "follow_up_mode",
     "session_dir",
@@ -681,6 +684,14 @@ mod example_tests {
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
         // The documented numbers are the real defaults.
         assert_eq!(cfg.tools.limits(), crate::tools::ToolLimits::default());
+        assert_eq!(
+            cfg.idle_timeout_secs.map(std::time::Duration::from_secs),
+            Some(crate::provider::DEFAULT_IDLE_TIMEOUT)
+        );
+        assert_eq!(
+            cfg.response_timeout_secs.map(std::time::Duration::from_secs),
+            Some(crate::provider::DEFAULT_RESPONSE_TIMEOUT)
+        );
         let mut cat = Catalog::builtin(&|_| None);
         cfg.apply_to(&mut cat).unwrap();
         assert!(cat.find("lab", "qwen2.5-coder:32b").is_some());

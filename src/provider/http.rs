@@ -87,6 +87,9 @@ pub struct HttpSettings {
     pub client: reqwest::Client,
     /// A stream with no bytes for this long is treated as dropped.
     pub idle_timeout: Duration,
+    /// A server that sends no response headers for this long after the request is treated as
+    /// not answering.
+    pub response_timeout: Duration,
 }
 
 /// Start one call and return its event stream.
@@ -138,7 +141,9 @@ struct Call {
     ready: VecDeque<StreamEvent>,
     secrets: Vec<String>,
     idle_timeout: Duration,
-    /// Fires when nothing arrived for `idle_timeout` (reset by every chunk).
+    response_timeout: Duration,
+    /// Fires when no headers came within `response_timeout`, then when nothing arrived for
+    /// `idle_timeout` (reset by every chunk).
     idle: Pin<Box<tokio::time::Sleep>>,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     coalescer: Coalescer,
@@ -233,7 +238,8 @@ impl Call {
             ready: VecDeque::new(),
             secrets: secrets_of(&request),
             idle_timeout: settings.idle_timeout,
-            idle: Box::pin(tokio::time::sleep(settings.idle_timeout)),
+            response_timeout: settings.response_timeout,
+            idle: Box::pin(tokio::time::sleep(settings.response_timeout)),
             cancelled: Box::pin(cancel.cancelled_owned()),
             coalescer: Coalescer::default(),
         };
@@ -354,11 +360,14 @@ impl Call {
             Phase::Finished => Poll::Ready(()),
             Phase::Sending(send) => match send.as_mut().poll(cx) {
                 Poll::Pending => {
-                    // A server that takes the connection but never answers counts as idle too.
+                    // A server that takes the connection but never answers.
                     ready!(self.idle.as_mut().poll(cx));
-                    let secs = self.idle_timeout.as_secs_f64();
+                    let secs = self.response_timeout.as_secs_f64();
                     self.out.fail(
-                        &format!("the provider did not answer for {secs:.1} s"),
+                        &format!(
+                            "the provider sent no response within {secs:.1} s \
+                             (response_timeout_secs in the config)"
+                        ),
                         None,
                         transient(None),
                     );

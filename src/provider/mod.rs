@@ -39,8 +39,13 @@ pub fn process_env() -> EnvLookup {
     Arc::new(|k| std::env::var(k).ok())
 }
 
-/// Default for [`Providers::idle_timeout`]: five minutes without a byte is a dropped stream.
+/// Default for [`Providers::with_idle_timeout`]: five minutes without a byte is a dropped
+/// stream.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default for [`Providers::with_response_timeout`]: a server that sends no response headers
+/// within a minute of the request is not answering.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The wire format for an API.
 pub fn wire_api(api: Api) -> Arc<dyn WireApi> {
@@ -57,6 +62,7 @@ pub struct Providers {
     cli_key: Option<String>,
     env: EnvLookup,
     idle_timeout: Duration,
+    response_timeout: Duration,
     /// For `https://` endpoints (loads the system's root certificates once).
     client: OnceLock<Result<reqwest::Client, String>>,
     /// For plain `http://` endpoints (local servers): no certificates to load.
@@ -71,6 +77,7 @@ impl Providers {
             cli_key,
             env,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             client: OnceLock::new(),
             plain_client: OnceLock::new(),
             keys: Mutex::new(HashMap::new()),
@@ -79,6 +86,11 @@ impl Providers {
 
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
         self
     }
 
@@ -160,6 +172,7 @@ impl Provider for Providers {
                 let settings = HttpSettings {
                     client,
                     idle_timeout: self.idle_timeout,
+                    response_timeout: self.response_timeout,
                 };
                 http::stream_call(&settings, api, model, http_request, cancel)
             }

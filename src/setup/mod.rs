@@ -313,6 +313,9 @@ pub async fn start(options: Options) -> Result<Started, String> {
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }
+    if let Some(secs) = config.response_timeout_secs {
+        providers = providers.with_response_timeout(Duration::from_secs(secs.max(1)));
+    }
     let system_prompt = system_prompt(&options, &tools);
     let mut settings =
         AgentSettings::new(Arc::new(providers), selection.model.to_model()).with_tools(tools);
