@@ -888,6 +888,44 @@ async fn bash_abort_stops_the_command() {
 }
 
 #[tokio::test]
+async fn bash_abort_of_a_pipeline_that_honours_sigterm_needs_no_sigkill() {
+    // A long grace: were the run to wait for it (or for init to reap the pipeline's orphaned
+    // members), the timeout below would fire.
+    let d = tmp();
+    let ctx = Arc::new(
+        ToolContext::new(d.path())
+            .with_kill_grace(Duration::from_secs(60))
+            .with_progress_interval(Duration::from_millis(20)),
+    );
+    let t = tools::build_with(&["bash"], ctx).unwrap().pop().unwrap();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let progress = ProgressSink::new(move |partial| {
+        if partial
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .any(|t| t.contains("working"))
+        {
+            trigger.cancel();
+        }
+    });
+    let run = t.execute(invocation(
+        json!({"command": "echo working; sleep 30 | cat; echo never"}),
+        cancel,
+        progress,
+    ));
+    let s = seen(
+        tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("the run ends without waiting out the grace"),
+    );
+    err(&s, "Command aborted");
+    assert_eq!(s.details["killed"], false, "{}", s.text);
+    assert!(!s.text.contains("never"));
+}
+
+#[tokio::test]
 async fn bash_background_child_holding_stdout_does_not_hang() {
     let d = tmp();
     let started = Instant::now();

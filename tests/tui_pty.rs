@@ -352,3 +352,99 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Whether a process with this id is still running (not gone, not a zombie).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next().map(|st| st != "Z"))
+        })
+        .unwrap_or(false)
+}
+
+/// SIGINT, SIGTERM and SIGHUP sent to the TUI while a command runs: each restores the
+/// terminal, stops the command's process group, saves the session (the call answered) and
+/// exits with 128 + the signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_restore_the_terminal_stop_the_command_and_save_the_session() {
+    for (signal, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let home = temp_home(&format!("signal-{signal}"));
+        let pidfile = home.join("group");
+        let command = format!("echo $$ > {}; sleep 300", pidfile.display());
+        let server = TestServer::start(vec![
+            tags("qwen3:8b"),
+            Reply::sse(vec![
+                tool_call("call_sig", &command),
+                chunk(json!({}), Some("tool_calls")),
+                raw_data("[DONE]"),
+            ]),
+        ])
+        .await;
+        let mut pi = Pty::spawn(&home, &server, &[]);
+        pi.wait_for("qwen3:8b");
+        pi.send(b"start the long job\r");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let group: i32 = loop {
+            if let Some(g) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break g;
+            }
+            assert!(Instant::now() < deadline, "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        pi.wait_for("esc to interrupt");
+        let pid = pi.child.process_id().unwrap() as i32;
+        // SAFETY: a plain signal to the child this test started.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = pi.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pi did not exit on signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.exit_code(), code, "signal {signal}");
+        pi.wait_restored();
+        {
+            let p = pi.parser.lock().unwrap();
+            let sc = p.screen();
+            assert!(!sc.bracketed_paste(), "bracketed paste off");
+            assert_eq!(sc.mouse_protocol_mode(), vt100::MouseProtocolMode::None);
+            assert!(!sc.hide_cursor(), "cursor shown");
+        }
+        // The command's group was stopped with pi.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while running(group) {
+            assert!(
+                Instant::now() < deadline,
+                "the command outlived pi (signal {signal})"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The session holds the call and its (aborted) result.
+        let files: Vec<_> = walk(&home)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(text.contains("start the long job"));
+        assert!(
+            text.contains(r#""role":"toolResult""#) && text.contains("call_sig"),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&home);
+    }
+}

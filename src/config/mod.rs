@@ -689,7 +689,8 @@ mod example_tests {
             Some(crate::provider::DEFAULT_IDLE_TIMEOUT)
         );
         assert_eq!(
-            cfg.response_timeout_secs.map(std::time::Duration::from_secs),
+            cfg.response_timeout_secs
+                .map(std::time::Duration::from_secs),
             Some(crate::provider::DEFAULT_RESPONSE_TIMEOUT)
         );
         let mut cat = Catalog::builtin(&|_| None);

@@ -50,12 +50,54 @@ impl ProcessGroup {
         unsafe { libc::killpg(self.pgid, signal.raw()) == 0 }
     }
 
-    /// Whether any member is left (zombies not yet reaped count as members).
+    /// Whether any member is still running. A member that has exited but is not yet reaped
+    /// (a zombie) does not count: once its parent died it waits for init to collect it, which
+    /// some containers' init does only every second or two.
     pub fn alive(self) -> bool {
         // SAFETY: signal 0 only checks that the group exists and may be signalled.
         let rc = unsafe { libc::killpg(self.pgid, 0) };
-        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        let exists = rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        exists && self.has_running_member().unwrap_or(true)
     }
+
+    /// Whether `/proc` lists a member of the group that is not a zombie (`None` where `/proc`
+    /// cannot be read).
+    fn has_running_member(self) -> Option<bool> {
+        let entries = std::fs::read_dir("/proc").ok()?;
+        let mut seen_any = false;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            seen_any = true;
+            if let Some((state, pgrp)) = state_and_group(&stat)
+                && pgrp == self.pgid
+                && state != 'Z'
+            {
+                return Some(true);
+            }
+        }
+        // An empty listing means /proc is not what we think it is.
+        seen_any.then_some(false)
+    }
+}
+
+/// The state letter and process group id from a `/proc/<pid>/stat` line: `pid (comm) S ppid
+/// pgrp ...`, where `comm` may itself hold spaces and parentheses.
+fn state_and_group(stat: &str) -> Option<(char, libc::pid_t)> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// Kills the group with SIGKILL when dropped while armed.
@@ -92,6 +134,37 @@ mod tests {
         assert!(ProcessGroup::led_by(1).is_none());
         assert!(ProcessGroup::led_by(u32::MAX).is_none());
         assert!(ProcessGroup::led_by(1234).is_some());
+    }
+
+    #[test]
+    fn reads_state_and_group_from_a_stat_line() {
+        assert_eq!(
+            state_and_group("42 (we) (ird) Z 1 4242 4242 0 -1 4194560"),
+            Some(('Z', 4242))
+        );
+        assert_eq!(state_and_group("garbage"), None);
+    }
+
+    #[test]
+    fn a_group_of_zombies_is_not_alive() {
+        use std::os::unix::process::CommandExt;
+        // The leader stays a zombie (never waited for) after it is killed.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let g = ProcessGroup::led_by(child.id()).unwrap();
+        assert!(g.alive());
+        assert!(g.signal(Signal::Kill));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while g.alive() {
+            assert!(std::time::Instant::now() < deadline, "still running");
+            std::thread::yield_now();
+        }
+        // Still signalable (the zombie exists) yet not alive.
+        assert!(g.signal(Signal::Term));
+        child.wait().unwrap();
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct App {
     pub follow_up: Vec<String>,
     /// When the current run started.
     pub working: Option<Instant>,
+    /// Esc was pressed: the run is ending (the status line stops at once).
+    pub stopping: bool,
     pub retry: Option<String>,
     pub show_thinking: bool,
     pub expand_tools: bool,
@@ -110,6 +112,7 @@ impl App {
             steering: Vec::new(),
             follow_up: Vec::new(),
             working: None,
+            stopping: false,
             retry: None,
             show_thinking: true,
             expand_tools: false,
@@ -151,7 +154,7 @@ impl App {
 
     /// Something on screen moves by itself (spinner, elapsed time).
     pub fn animating(&self) -> bool {
-        self.working.is_some()
+        self.working.is_some() && !self.stopping
     }
 
     /// A run is active (or a prompt was just sent to start one).
@@ -187,6 +190,7 @@ impl App {
             }
             AgentEvent::AgentEnd { .. } => {
                 self.working = None;
+                self.stopping = false;
                 self.retry = None;
                 self.finish_streaming();
                 // Messages queued as the run was ending would otherwise wait for the next
@@ -525,6 +529,7 @@ impl App {
             return;
         }
         self.port.abort();
+        self.stopping = true;
         self.port.take_queued();
         self.steering.clear();
         self.follow_up.clear();

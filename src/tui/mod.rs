@@ -3,7 +3,9 @@
 //! Flow: [`run`] builds the agent the same way print mode does, enters full-screen mode and
 //! runs the UI loop. The agent's runs live on their own tokio tasks (the `Agent` facade spawns
 //! them); the loop only `select!`s over terminal input (crossterm's `EventStream`), the agent's
-//! events (the mpsc receiver from `Agent::subscribe`), the frame deadline and SIGTERM/SIGHUP.
+//! events (the mpsc receiver from `Agent::subscribe`), the frame deadline and SIGTERM, SIGHUP
+//! and SIGINT (each restores the terminal, aborts the run, which stops a running command's
+//! process group, and saves the session on the way out).
 //! Every pending agent event is folded into the [`app::App`] before a frame is drawn; frames
 //! are coalesced by [`frame::FrameScheduler`] (≤ 60/s, none when idle) and drawn inside
 //! synchronized output, so the terminal never shows half a frame.
@@ -241,6 +243,9 @@ async fn event_loop<B: Backend + std::io::Write>(
     let mut frames = FrameScheduler::default();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sighup = signal(SignalKind::hangup()).ok();
+    // In raw mode Ctrl+C arrives as a key (the editor's meaning); a SIGINT is sent by
+    // something else (`kill -INT`, a supervisor) and ends pi like the other two.
+    let mut sigint = signal(SignalKind::interrupt()).ok();
     let interrupted = |client: &crate::host::Client| {
         client.commands.agent(AgentCommand::Abort {
             reason: Some("Interrupted by a signal".into()),
@@ -320,6 +325,10 @@ async fn event_loop<B: Backend + std::io::Write>(
             _ = wait_signal(&mut sighup) => {
                 interrupted(client);
                 return Ok(129);
+            }
+            _ = wait_signal(&mut sigint) => {
+                interrupted(client);
+                return Ok(130);
             }
         }
         for effect in app.take_effects() {

@@ -89,6 +89,9 @@ fn status_line(app: &App, now: Instant) -> Line<'static> {
     let Some(start) = app.working else {
         return Line::default();
     };
+    if app.stopping {
+        return Line::styled(" ■ Stopping...", fg(|t| t.dim));
+    }
     let elapsed = now.saturating_duration_since(start);
     let frame = SPINNER[(elapsed.as_millis() / 80) as usize % SPINNER.len()];
     let label = app.retry.clone().unwrap_or_else(|| "Working...".into());

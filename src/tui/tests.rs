@@ -492,6 +492,11 @@ fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
     app.handle_key(key(KeyCode::Esc));
     assert_eq!(port.log().aborts, 1);
     assert_eq!(port.log().took_queued, 1);
+    // The status line stops at once, before the run has ended.
+    assert!(!app.animating());
+    let s = screen(&mut app, 60, 16, Instant::now());
+    assert!(s.contains("Stopping..."), "{s}");
+    assert!(!s.contains("esc to interrupt"), "{s}");
     // The host hands back what was queued.
     app.handle_host_event(HostEvent::Queued(vec![
         AgentMessage::steering("first steer"),

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""How long Esc takes to end a run while a bash command runs, measured from outside.
+
+Starts a local OpenAI-compatible server whose first reply calls the bash tool with COMMAND
+(default `sleep 3`, which honours SIGTERM), runs the release `pi` binary in a pseudo-terminal,
+sends a prompt, waits until the command's process exists, presses Esc and reports, over RUNS
+runs (default 5):
+
+  * until the command's process is gone;
+  * until pi shows the run as ended ("Operation aborted" on screen);
+  * until the status line stops ("esc to interrupt" no longer drawn after the Esc).
+
+Usage: bench/esc_latency.py [PI_BINARY]   (build with `cargo build --release` first)
+Environment: COMMAND, RUNS.
+"""
+import json
+import os
+import pty
+import select
+import socketserver
+import struct
+import sys
+import tempfile
+import termios
+import fcntl
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+
+COMMAND = os.environ.get("COMMAND", "sleep 3")
+RUNS = int(os.environ.get("RUNS", "5"))
+
+
+def chunk(delta, finish=None):
+    body = {"id": "b", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return ("data: " + json.dumps(body, separators=(",", ":")) + "\n\n").encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        data = json.dumps({"data": [{"id": "bench"}]}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        last = body.get("messages", [{}])[-1]
+        if last.get("role") == "user":
+            args = json.dumps({"command": COMMAND})
+            events = [
+                chunk({"tool_calls": [{"index": 0, "id": "call_1", "function":
+                                       {"name": "bash", "arguments": args}}]}),
+                chunk({}, "tool_calls"),
+            ]
+        else:
+            events = [chunk({"content": "done"}), chunk({}, "stop")]
+        for data in events + [b"data: [DONE]\n\n"]:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+class Terminal:
+    """Collects what pi writes (the bytes after a mark can be searched)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.data = b""
+        self.lock = threading.Lock()
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        while True:
+            try:
+                r, _, _ = select.select([self.fd], [], [], 0.5)
+                if not r:
+                    continue
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.data += chunk
+
+    def mark(self):
+        with self.lock:
+            return len(self.data)
+
+    def since(self, mark):
+        with self.lock:
+            return self.data[mark:]
+
+
+def children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def one_run(pi, port, work):
+    agent = os.path.join(work, "agent")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
+           "PI_CODING_AGENT_DIR": agent}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(work)
+        os.execve(pi, [pi, "--no-session"], env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    term = Terminal(fd)
+    deadline = time.monotonic() + 10
+    while b"bench" not in term.since(0) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.write(fd, b"run it\r")
+    deadline = time.monotonic() + 10
+    kids = []
+    while not kids and time.monotonic() < deadline:
+        kids = children(pid)
+        time.sleep(0.005)
+    if not kids:
+        sys.exit("the command never started")
+    time.sleep(0.3)
+    mark = term.mark()
+    t0 = time.monotonic()
+    os.write(fd, b"\x1b")
+    gone = shown = stopped = None
+    deadline = t0 + 10
+    while time.monotonic() < deadline and None in (gone, shown, stopped):
+        now = time.monotonic()
+        if gone is None and not any(alive(k) for k in kids):
+            gone = now - t0
+        after = term.since(mark)
+        if shown is None and b"Operation aborted" in after:
+            shown = now - t0
+        # The status line is redrawn without the hint once it stops.
+        if stopped is None and after and b"esc to interrupt" not in after[-4096:] \
+                and (b"Stopping" in after or shown is not None):
+            stopped = now - t0
+        time.sleep(0.002)
+    os.write(fd, b"\x04")
+    for _ in range(250):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return gone, shown, stopped
+
+
+def main():
+    pi = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/pi")
+    server = Server(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    work = tempfile.mkdtemp(prefix="pi-esc-bench-")
+    agent = os.path.join(work, "agent")
+    os.makedirs(agent)
+    with open(os.path.join(agent, "config.toml"), "w") as f:
+        f.write(f'model = "bench/bench"\n[providers.bench]\napi = "openai-completions"\n'
+                f'base_url = "http://127.0.0.1:{port}/v1"\n[[providers.bench.models]]\n'
+                f'id = "bench"\n')
+    rows = [one_run(pi, port, work) for _ in range(RUNS)]
+
+    def fmt(v):
+        return "   n/a" if v is None else f"{v * 1000:6.0f}"
+
+    print(f"Esc while bash runs `{COMMAND}`, {RUNS} runs (ms after the key)")
+    print("  command gone   run ended   status stopped")
+    for g, s, st in rows:
+        print(f"  {fmt(g)}         {fmt(s)}      {fmt(st)}")
+
+
+if __name__ == "__main__":
+    main()
