@@ -1542,3 +1542,72 @@ async fn a_crash_mid_tool_resumes_into_a_request_the_api_accepts() {
     assert!(!text.contains("test-key-123"));
     assert!(requests[0].header("x-api-key").is_some());
 }
+
+#[test]
+fn damaged_lines_give_up_their_entries_and_the_pairing_holds() {
+    let dir = Scratch::new("damaged");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    rec.append_message(&user("look", 1));
+    rec.append_message(&assistant(
+        "",
+        vec![call("c1", "read", json!({"path": "a"}))],
+        2,
+    ));
+    rec.append_message(&tool_result("c1", "read", "alpha", 3));
+    rec.append_message(&assistant("seen", vec![], 4));
+    rec.append_message(&user("caf\u{e9} time", 5));
+    rec.append_message(&assistant("ok", vec![], 6));
+    rec.close().unwrap();
+    let path = rec.path().to_path_buf();
+    drop(rec);
+    let original = fs::read(&path).unwrap();
+    let text = String::from_utf8(original.clone()).unwrap();
+    let l: Vec<&str> = text.lines().collect();
+    // Line 3 (the call) and line 4 (its result) glued together; line 6 with a broken byte.
+    let mut damaged = Vec::new();
+    for (i, line) in l.iter().enumerate() {
+        let mut bytes = line.as_bytes().to_vec();
+        if line.contains("caf\u{e9}") {
+            let at = line.find('\u{e9}').unwrap();
+            bytes[at + 1] = 0xff;
+        }
+        damaged.extend(bytes);
+        if i != 2 {
+            damaged.push(b'\n');
+        }
+    }
+    fs::write(&path, &damaged).unwrap();
+    let s = Session::load(&path).unwrap();
+    assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+    let ctx = s.context();
+    let roles: Vec<&str> = ctx.messages.iter().map(AgentMessage::role).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(ctx.placeholders, 0);
+    let text = match ctx.messages[4].as_llm() {
+        Some(Message::User(u)) => u.content.joined_text(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text, "caf\u{fffd}\u{fffd} time");
+
+    // The call's line lost entirely: its result is quoted as text, never sent bare.
+    let without_call: Vec<&str> = l
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, x)| *x)
+        .collect();
+    fs::write(&path, without_call.join("\n") + "\n").unwrap();
+    let ctx = Session::load(&path).unwrap().context();
+    assert_eq!(ctx.orphan_results, 1);
+    assert!(ctx.messages.iter().all(|m| m.as_tool_result().is_none()));
+}

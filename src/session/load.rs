@@ -2,9 +2,10 @@
 //!
 //! Loading never fails because of damage. Lines are read one at a time (the file is never held
 //! in memory whole; a large file is read as two halves split at a line boundary, by two
-//! threads, and the halves joined in order); a line that is not valid JSON — a torn last line after a crash, a corrupt
-//! line in the middle — is skipped with a [`LoadWarning`] naming its line number, and the rest
-//! loads. The file itself is never modified. Only I/O failures (missing file, no permission)
+//! threads, and the halves joined in order); a line that is not valid JSON — a torn last line
+//! after a crash, a corrupt line in the middle — is skipped with a [`LoadWarning`] naming its
+//! line number, and the rest loads. A damaged line that still holds entries (invalid UTF-8, two
+//! entries on one line) gives them up, with a warning (see `salvage`). The file itself is never modified. Only I/O failures (missing file, no permission)
 //! and files with nothing session-like in them are errors.
 //!
 //! Old formats are read as well: version 1 files have no entry ids, so each entry gets a stable
@@ -24,6 +25,7 @@ use super::entry::{
 use super::error::{LoadWarning, SessionError};
 use super::ids::{entry_id, looks_like_uuid, uuid_v7};
 use super::paths::id_from_file_name;
+use super::salvage::{Salvaged, salvage};
 use super::time::iso_now;
 use crate::agent::protocol::types::{AgentMessage, CustomMessage};
 
@@ -67,6 +69,11 @@ enum Scanned {
         /// The line is (the start of) a session header (checked only when it did not parse).
         header_start: bool,
         parsed: Result<ParsedLine, String>,
+    },
+    /// A damaged line that still held entries (see [`salvage`]).
+    Salvaged {
+        complete: bool,
+        salvaged: Salvaged,
     },
 }
 
@@ -128,6 +135,12 @@ fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
             continue;
         }
         let parsed = parse_line(line);
+        if parsed.is_err()
+            && let Some(salvaged) = salvage(line)
+        {
+            out.lines.push(Scanned::Salvaged { complete, salvaged });
+            continue;
+        }
         let header_start = parsed.is_err() && is_header_start(line);
         out.lines.push(Scanned::Line {
             complete,
@@ -382,6 +395,17 @@ impl Builder {
             Scanned::TooLong { complete } => {
                 self.ends_with_newline = complete;
                 self.skip(line_no, "line is longer than 512 MiB; skipped".into());
+            }
+            Scanned::Salvaged { complete, salvaged } => {
+                self.ends_with_newline = complete;
+                if salvaged.lost_fragment {
+                    self.skip(line_no, salvaged.note);
+                } else {
+                    self.warn(line_no, salvaged.note);
+                }
+                for parsed in salvaged.parsed {
+                    self.add(line_no, parsed);
+                }
             }
             Scanned::Line {
                 complete,

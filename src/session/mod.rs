@@ -36,6 +36,7 @@ pub mod load;
 pub mod open;
 pub mod paths;
 pub mod recorder;
+mod salvage;
 pub mod task;
 pub mod time;
 
