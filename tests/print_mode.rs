@@ -430,7 +430,10 @@ fn session_files(h: &std::path::Path) -> Vec<std::path::PathBuf> {
     let root = h.join("agent/sessions");
     for d in std::fs::read_dir(&root).into_iter().flatten().flatten() {
         for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
-            out.push(f.path());
+            // Not the lock file a running pi keeps beside its session.
+            if f.path().extension().is_some_and(|x| x == "jsonl") {
+                out.push(f.path());
+            }
         }
     }
     out
@@ -950,4 +953,82 @@ async fn commands_never_see_keys_and_sessions_are_private() {
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&files[0]), 0o600);
     assert_eq!(mode(files[0].parent().unwrap()), 0o700);
+}
+
+#[tokio::test]
+async fn a_session_another_pi_writes_is_refused_with_a_choice() {
+    let server = TestServer::start(vec![
+        tags("q"),
+        // The first pi's request is never answered, so it keeps the session open.
+        Reply::silent(),
+        tags("q"),
+        tags("q"),
+        text_reply("seen read-only"),
+        tags("q"),
+        text_reply("in the copy"),
+        tags("q"),
+        text_reply("taken over"),
+    ])
+    .await;
+    let h = home();
+    let first = pi(&server, &h)
+        .args(["-p", "the first pi's question"])
+        .spawn()
+        .unwrap();
+    let file = wait_for_session_text(&h, &["the first pi's question"]).await;
+    let lock = format!("{}.lock", file.display());
+    assert!(std::path::Path::new(&lock).exists());
+
+    // A second pi that would write to it is refused and told the two ways on.
+    let out = pi(&server, &h)
+        .args(["-c", "-p", "me too"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("open in another pi"), "{err}");
+    assert!(
+        err.contains("pi --fork") && err.contains("--read-only"),
+        "{err}"
+    );
+    let before = std::fs::read(&file).unwrap();
+
+    // Read-only: the conversation is there, nothing is written.
+    let out = run_ok(&server, &h, &["-c", "--read-only", "-p", "what was asked?"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "seen read-only\n");
+    let sent = server.requests().last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("the first pi's question"), "{sent}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the file is untouched"
+    );
+    assert_eq!(session_files(&h).len(), 1);
+
+    // Fork: a copy to go on in.
+    let id = file
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .rsplit('_')
+        .next()
+        .unwrap()
+        .to_string();
+    let out = run_ok(&server, &h, &["--fork", &id, "-p", "go on"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "in the copy\n");
+    assert_eq!(session_files(&h).len(), 2);
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    // Once the first pi is gone (even killed), its lock is stale and the session opens again.
+    kill_9(first.id().unwrap());
+    let _ = first.wait_with_output().await;
+    assert!(
+        std::path::Path::new(&lock).exists(),
+        "left behind by kill -9"
+    );
+    let out = run_ok(&server, &h, &["--session", &id, "-p", "back"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "taken over\n");
+    assert!(std::fs::read(&file).unwrap().len() > before.len());
+    assert!(!std::path::Path::new(&lock).exists(), "released on exit");
 }

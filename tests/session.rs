@@ -739,13 +739,8 @@ fn a_crash_while_a_tool_ran_gets_placeholder_results() {
     ));
     rec.append_message(&tool_result("c1", "edit", "ok", 3));
     // The process dies here, while `c2` runs (the file does not say it started).
+    let path = rec.path().to_path_buf();
     std::mem::forget(rec);
-    let path = fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
 
     let s = Session::load(&path).unwrap();
     let ctx = s.context();
@@ -798,13 +793,8 @@ fn a_call_recorded_as_started_resumes_as_started_with_an_unknown_outcome() {
         intent: None,
     });
     // Killed while `c1` runs; `c2` had not started.
+    let path = rec.path().to_path_buf();
     std::mem::forget(rec);
-    let path = fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
     let ctx = Session::load(&path).unwrap().context();
     assert_eq!(ctx.placeholders, 2);
     let results: Vec<_> = ctx
@@ -873,13 +863,8 @@ async fn a_resumed_crash_gives_the_provider_a_complete_history() {
         vec![call("c9", "bash", json!({"command": "make"}))],
         2,
     ));
+    let path = rec.path().to_path_buf();
     std::mem::forget(rec);
-    let path = fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
 
     let ctx = Session::load(&path).unwrap().into_context();
     let provider = ScriptedProvider::new([reply::text("The build was interrupted.")]);

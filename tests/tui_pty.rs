@@ -448,3 +448,65 @@ async fn signals_restore_the_terminal_stop_the_command_and_save_the_session() {
         let _ = std::fs::remove_dir_all(&home);
     }
 }
+
+/// A second TUI on a session the first one is writing asks what to do: fork it (a copy opens
+/// with the conversation) or open it read-only (shown, never written).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply::sse(vec![
+            chunk(json!({"content": "First answer."}), None),
+            chunk(json!({}), Some("stop")),
+            raw_data("[DONE]"),
+        ]),
+        tags("qwen3:8b"),
+        tags("qwen3:8b"),
+    ])
+    .await;
+    let home = temp_home("locked");
+    let mut first = Pty::spawn(&home, &server, &[]);
+    first.wait_for("qwen3:8b");
+    first.send(b"hello there\r");
+    first.wait_for("First answer.");
+    let sessions = || -> Vec<std::path::PathBuf> {
+        walk(&home)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect()
+    };
+    let original = sessions();
+    assert_eq!(original.len(), 1);
+    let before = std::fs::read(&original[0]).unwrap();
+
+    // Fork.
+    let mut second = Pty::spawn(&home, &server, &["-c"]);
+    let s = second.wait_for("Choice [f/r/q]");
+    assert!(s.contains("open in another pi"), "{s}");
+    second.send(b"f\r");
+    let s = second.wait_for("First answer.");
+    assert!(s.contains("hello there"), "{s}");
+    assert!(second.quit().success());
+    assert_eq!(sessions().len(), 2, "the fork is a new file");
+
+    // Read-only.
+    let id = original[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .rsplit('_')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut third = Pty::spawn(&home, &server, &["--session", &id]);
+    third.wait_for("Choice [f/r/q]");
+    third.send(b"r\r");
+    let s = third.wait_for("shown as it was");
+    assert!(s.contains("First answer."), "{s}");
+    assert!(third.quit().success());
+    assert_eq!(sessions().len(), 2);
+
+    assert!(first.quit().success());
+    assert_eq!(std::fs::read(&original[0]).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -76,6 +76,11 @@ pub struct Cli {
     #[arg(long = "no-session")]
     pub no_session: bool,
 
+    /// Open the session without writing to it (for one another pi is writing); nothing from
+    /// this run is saved.
+    #[arg(long = "read-only")]
+    pub read_only: bool,
+
     /// Where to keep session files (default: ~/.pi/agent/sessions/<folder>).
     #[arg(long = "session-dir", value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
@@ -135,6 +140,7 @@ impl Cli {
             SessionChoice::New
         };
         o.session_dir = self.session_dir.clone();
+        o.read_only = self.read_only;
         o.tools = self.tools.clone();
         o.no_tools = self.no_tools;
         o.no_context_files = self.no_context_files;

@@ -472,9 +472,19 @@ impl Host {
         let file = path.clone();
         let loaded = tokio::task::spawn_blocking(move || {
             let name = session::session_info(&file).and_then(|i| i.name);
-            session::open_session(&paths, &cwd, StartFrom::File(&file))
-                .map(|opened| (opened, name))
-                .map_err(|e| e.to_string())
+            let mut opened = session::open_session(&paths, &cwd, StartFrom::File(&file))
+                .map_err(|e| e.to_string())?;
+            match opened.recorder.lock() {
+                Ok(()) => Ok((opened, name)),
+                Err(session::SessionError::Locked { pid, .. }) => {
+                    let id = opened.recorder.session_id().to_string();
+                    Err(format!(
+                        "it is open in another pi (process {pid}). To go on in a copy, quit \
+                         and run `pi --fork {id}`; to look at it, `pi --session {id} --read-only`"
+                    ))
+                }
+                Err(e) => Err(e.to_string()),
+            }
         })
         .await
         .unwrap_or_else(|e| Err(e.to_string()));

@@ -27,6 +27,8 @@ pub enum SessionError {
     },
     /// The file exists but is not a session file (no session header and no entries).
     NotASession(PathBuf),
+    /// Another running pi writes this session (its lock file names `pid`).
+    Locked { path: PathBuf, pid: u32 },
 }
 
 impl SessionError {
@@ -65,6 +67,11 @@ impl fmt::Display for SessionError {
                 }
                 write!(f, "\ngive more characters of the id")
             }
+            SessionError::Locked { path, pid } => write!(
+                f,
+                "session {} is open in another pi (process {pid})",
+                path.display()
+            ),
             SessionError::NotASession(p) => write!(
                 f,
                 "{} is not a pi session file (its first line is not a session header)",

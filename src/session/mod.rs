@@ -33,6 +33,7 @@ pub mod fork;
 pub mod ids;
 pub mod list;
 pub mod load;
+pub mod lock;
 pub mod open;
 pub mod paths;
 pub mod recorder;

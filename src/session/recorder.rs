@@ -33,6 +33,7 @@ use super::entry::{EntryKind, SessionEntry, SessionHeader};
 use super::error::SessionError;
 use super::ids::{IdSet, uuid_v7};
 use super::load::Session;
+use super::lock::SessionLock;
 use super::paths::session_file_name;
 use super::time::iso_now;
 use crate::agent::protocol::events::AgentEvent;
@@ -71,6 +72,8 @@ pub struct SessionRecorder {
     errors: Vec<SessionError>,
     /// The latest failure, kept until a write and sync succeed.
     last_error: Option<String>,
+    /// This process's claim to write the file (see [`super::lock`]).
+    lock: Option<SessionLock>,
 }
 
 impl std::fmt::Debug for SessionRecorder {
@@ -130,6 +133,7 @@ impl SessionRecorder {
             reporter: None,
             errors: Vec::new(),
             last_error: None,
+            lock: None,
         }
     }
 
@@ -159,6 +163,7 @@ impl SessionRecorder {
             reporter: None,
             errors: Vec::new(),
             last_error: None,
+            lock: None,
         })
     }
 
@@ -352,6 +357,10 @@ impl SessionRecorder {
                     .map_err(|e| SessionError::io("create", &self.path, e))?;
                 self.on_disk = true;
                 sync_dir(&self.path);
+                // A new file is ours alone; the lock tells a later `pi -c` so.
+                if self.lock.is_none() {
+                    self.lock = SessionLock::acquire(&self.path).ok();
+                }
                 f
             };
             self.file = Some(file);
@@ -470,7 +479,24 @@ impl SessionRecorder {
     pub fn close(&mut self) -> Result<(), SessionError> {
         let r = self.sync();
         self.file = None;
+        self.lock = None;
         r
+    }
+
+    /// Claim the file for this process, refusing when another running pi writes it
+    /// ([`SessionError::Locked`]). Held until the recorder is closed or dropped. A session not
+    /// yet on disk is claimed when its file is created.
+    pub fn lock(&mut self) -> Result<(), SessionError> {
+        if self.on_disk && self.lock.is_none() {
+            self.lock = Some(SessionLock::acquire(&self.path)?);
+        }
+        Ok(())
+    }
+
+    /// Drop the recorder without writing anything it still holds (a session opened read-only).
+    pub fn abandon(mut self) {
+        self.pending.clear();
+        self.needs_newline = false;
     }
 
     /// Record what an agent event means for the session (see the module notes).

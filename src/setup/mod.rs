@@ -26,7 +26,7 @@ use crate::config::{self, Config, context};
 use crate::host::{self, HostParts};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::provider::{EnvLookup, Providers, keys};
-use crate::session::{self, SessionPaths, StartFrom};
+use crate::session::{self, SessionError, SessionPaths, StartFrom};
 use crate::tools::context::ToolContext;
 use crate::tools::env::EnvPolicy;
 
@@ -69,6 +69,9 @@ pub struct Options {
     /// The front end shows replies and tool output as they stream (`message_update`,
     /// `tool_execution_update`); without it those events are never sent to it.
     pub live_updates: bool,
+    /// Open the chosen session without writing to it (`--read-only`; for a session another pi
+    /// is writing). Nothing of this run is saved in it.
+    pub read_only: bool,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -87,6 +90,7 @@ impl Options {
             no_tools: false,
             no_context_files: false,
             live_updates: true,
+            read_only: false,
             env,
             cwd,
         }
@@ -116,6 +120,37 @@ pub struct StartInfo {
     pub cwd: PathBuf,
 }
 
+/// Why the core did not start.
+#[derive(Debug)]
+pub struct StartError {
+    pub message: String,
+    /// The session asked for is being written by another pi; a front end can offer to fork
+    /// it or open it read-only instead.
+    pub locked: Option<LockedSession>,
+}
+
+/// A session another running pi writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockedSession {
+    pub path: PathBuf,
+    pub pid: u32,
+}
+
+impl From<String> for StartError {
+    fn from(message: String) -> Self {
+        StartError {
+            message,
+            locked: None,
+        }
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// A running core and what a front end needs to show it.
 pub struct Started {
     pub client: host::Client,
@@ -133,6 +168,25 @@ pub fn load_config(
     let mut catalog = Catalog::builtin(&move |k| e(k));
     loaded.config.apply_to(&mut catalog)?;
     Ok((loaded.config, catalog, loaded.warnings))
+}
+
+/// Lock the session about to be written, or explain the choice a front end can offer.
+fn claim(opened: &mut session::OpenedSession) -> Result<(), StartError> {
+    match opened.recorder.lock() {
+        Ok(()) => Ok(()),
+        Err(SessionError::Locked { path, pid }) => {
+            let id = opened.recorder.session_id().to_string();
+            Err(StartError {
+                message: format!(
+                    "session {id} is open in another pi (process {pid}). Continue it in a \
+                     copy with `pi --fork {id}`, or look at it without saving anything with \
+                     `pi --session {id} --read-only`"
+                ),
+                locked: Some(LockedSession { path, pid }),
+            })
+        }
+        Err(e) => Err(e.to_string().into()),
+    }
 }
 
 /// Where this folder's sessions live (`None` when nothing is saved).
@@ -242,7 +296,7 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
 }
 
 /// Build everything and start the host.
-pub async fn start(options: Options) -> Result<Started, String> {
+pub async fn start(options: Options) -> Result<Started, StartError> {
     let agent_dir = options.agent_dir();
     let (config, mut catalog, mut warnings) =
         load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
@@ -271,15 +325,18 @@ pub async fn start(options: Options) -> Result<Started, String> {
                 SessionChoice::Fork(q) => StartFrom::Fork(q),
                 SessionChoice::File(p) => StartFrom::File(p),
             };
-            let opened =
+            let mut opened =
                 session::open_session(paths, &options.cwd, from).map_err(|e| e.to_string())?;
-            // Refuse now rather than lose the conversation later.
-            opened.recorder.check_writable().map_err(|e| {
-                format!(
-                    "{e}\nsessions cannot be saved there: choose another folder with \
-                     --session-dir (or session_dir in the config), or run with --no-session"
-                )
-            })?;
+            if !options.read_only {
+                claim(&mut opened)?;
+                // Refuse now rather than lose the conversation later.
+                opened.recorder.check_writable().map_err(|e| {
+                    format!(
+                        "{e}\nsessions cannot be saved there: choose another folder with \
+                         --session-dir (or session_dir in the config), or run with --no-session"
+                    )
+                })?;
+            }
             warnings.extend(opened.warnings.iter().map(|w| w.to_string()));
             Some(opened)
         }
@@ -342,12 +399,19 @@ pub async fn start(options: Options) -> Result<Started, String> {
                 .replace_messages(messages.clone())
                 .map_err(|e| e.to_string())?;
         }
-        opened
-            .recorder
-            .set_model(&selection.model.provider, &selection.model.id);
-        opened.recorder.set_thinking_level(selection.thinking);
         session_id = opened.recorder.session_id().to_string();
-        recorder = Some(opened.recorder);
+        if options.read_only {
+            opened.recorder.abandon();
+            warnings.push(
+                "read-only: this session is shown as it was; nothing from this run is saved".into(),
+            );
+        } else {
+            opened
+                .recorder
+                .set_model(&selection.model.provider, &selection.model.id);
+            opened.recorder.set_thinking_level(selection.thinking);
+            recorder = Some(opened.recorder);
+        }
     }
     let saving = recorder.is_some();
     let client = host::spawn(HostParts {

@@ -108,12 +108,13 @@ pub struct TuiOptions {
 
 /// Run the interactive UI; returns the exit code.
 pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
-    let started = match crate::setup::start(options).await {
+    let started = match start_or_choose(options).await {
         Ok(s) => s,
-        Err(e) => {
+        Err(Some(e)) => {
             eprintln!("pi: {}", crate::visible::visible(&e));
             return 1;
         }
+        Err(None) => return 1,
     };
     let info = started.info;
     let mut client = started.client;
@@ -183,6 +184,61 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
             eprintln!("pi: terminal error: {e}");
             1
         }
+    }
+}
+
+/// Start the core; when the session asked for is being written by another pi, ask (on the
+/// plain terminal, before the full screen) whether to fork it or open it read-only.
+/// `Err(None)`: the person chose to quit.
+async fn start_or_choose(
+    mut options: crate::setup::Options,
+) -> Result<crate::setup::Started, Option<String>> {
+    use std::io::IsTerminal;
+    let locked = match crate::setup::start(options.clone()).await {
+        Ok(s) => return Ok(s),
+        Err(crate::setup::StartError {
+            locked: Some(locked),
+            ..
+        }) if std::io::stdin().is_terminal() => locked,
+        Err(e) => return Err(Some(e.message)),
+    };
+    match ask_about_locked(&locked) {
+        LockedChoice::Fork => {
+            options.session = crate::setup::SessionChoice::Fork(locked.path.display().to_string());
+        }
+        LockedChoice::ReadOnly => options.read_only = true,
+        LockedChoice::Quit => return Err(None),
+    }
+    crate::setup::start(options)
+        .await
+        .map_err(|e| Some(e.message))
+}
+
+enum LockedChoice {
+    Fork,
+    ReadOnly,
+    Quit,
+}
+
+fn ask_about_locked(locked: &crate::setup::LockedSession) -> LockedChoice {
+    use std::io::BufRead;
+    eprintln!(
+        "pi: this session is open in another pi (process {}):\n  {}\n\n  \
+         f  fork it: go on in a new copy (the default)\n  \
+         r  open it read-only: nothing from this run is saved\n  \
+         q  quit",
+        locked.pid,
+        crate::visible::visible(&locked.path.display().to_string())
+    );
+    eprint!("Choice [f/r/q]: ");
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => LockedChoice::Quit,
+        Ok(_) => match line.trim().to_ascii_lowercase().as_str() {
+            "" | "f" | "fork" => LockedChoice::Fork,
+            "r" | "read-only" | "readonly" => LockedChoice::ReadOnly,
+            _ => LockedChoice::Quit,
+        },
     }
 }
 
