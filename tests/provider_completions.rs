@@ -395,3 +395,78 @@ async fn a_server_echoing_the_key_never_leaks_it() {
     assert!(!text.contains("test-key-123"), "{text}");
     assert!(text.contains("[redacted]"));
 }
+
+/// A 200 with the given content type and body.
+fn ok_body(content_type: Option<&str>, body: &str) -> Reply {
+    Reply {
+        status: 200,
+        headers: content_type
+            .map(|t| vec![("content-type".to_string(), t.to_string())])
+            .unwrap_or_default(),
+        chunks: vec![Chunk::Bytes(body.as_bytes().to_vec())],
+    }
+}
+
+#[tokio::test]
+async fn a_200_that_is_not_an_event_stream_says_what_arrived_and_is_not_transient() {
+    let page = "<!DOCTYPE html>\n<html><head><title>Welcome to\n nginx!</title></head><body>test-key-123</body></html>";
+    let server = TestServer::start(vec![
+        ok_body(Some("text/html; charset=utf-8"), page),
+        // Labelled as a stream, but the page again.
+        ok_body(Some("text/event-stream"), page),
+        ok_body(None, "   "),
+        ok_body(Some("text/event-stream"), ""),
+        ok_body(
+            Some("application/json"),
+            r#"{"object":"chat.completion","choices":[{"message":{"content":"hi"}}]}"#,
+        ),
+    ])
+    .await;
+    let p = http_providers(&server, "openrouter");
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let m = last_message(&collect(&p, request("openrouter", "x/y")).await);
+        assert_eq!(m.stop_reason, StopReason::Error);
+        assert!(m.transient.is_none(), "not retried: {m:?}");
+        seen.push(m.error_message.unwrap());
+    }
+    for html in &seen[..2] {
+        assert!(
+            html.contains("an HTML page (\"Welcome to nginx!\") instead of an event stream"),
+            "{html}"
+        );
+    }
+    assert!(seen[2].contains("an empty body"), "{}", seen[2]);
+    assert!(seen[3].contains("an empty body"), "{}", seen[3]);
+    assert!(
+        seen[4].contains("a JSON document") && seen[4].contains("chat.completion"),
+        "{}",
+        seen[4]
+    );
+}
+
+#[tokio::test]
+async fn the_loop_does_not_retry_an_html_answer() {
+    let server = TestServer::start(vec![ok_body(
+        Some("text/html"),
+        "<html><title>Captive portal</title></html>",
+    )])
+    .await;
+    let providers = Arc::new(http_providers(&server, "ollama"));
+    let c = pi::agent::engine::config::LoopConfig::new(
+        providers,
+        Model::new("ollama", "openai-completions", "qwen3"),
+    );
+    let (rec, out) = run(c, "go", vec![]).await;
+    let last = out.unwrap().new_messages().last().unwrap().clone();
+    let a = last.as_assistant().unwrap();
+    assert_eq!(a.stop_reason, StopReason::Error);
+    assert!(
+        a.error_message
+            .as_deref()
+            .unwrap()
+            .contains("Captive portal")
+    );
+    assert_eq!(rec.count("auto_retry_start"), 0);
+    assert_eq!(server.requests().len(), 1);
+}

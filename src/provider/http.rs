@@ -123,8 +123,17 @@ enum Phase {
     },
     /// Reading and decoding the event stream.
     Reading(Body),
+    /// A 200 whose body is plainly not an event stream (`content_type`); reading the start of
+    /// it to say what arrived.
+    NotAStream {
+        content_type: String,
+        body: Pending<String>,
+    },
     Finished,
 }
+
+/// How much of a body that is not an event stream is kept to describe it.
+const BODY_HEAD: usize = 512;
 
 /// One streaming call, as a stream of events.
 struct Call {
@@ -147,6 +156,10 @@ struct Call {
     idle: Pin<Box<tokio::time::Sleep>>,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     coalescer: Coalescer,
+    /// The first bytes of the body, to describe a body that holds no event.
+    head: Vec<u8>,
+    /// At least one server-sent event arrived.
+    saw_event: bool,
 }
 
 /// Chunks closer together than this are gathered into one wake-up (see [`Coalescer`]).
@@ -242,6 +255,8 @@ impl Call {
             idle: Box::pin(tokio::time::sleep(settings.response_timeout)),
             cancelled: Box::pin(cancel.cancelled_owned()),
             coalescer: Coalescer::default(),
+            head: Vec::new(),
+            saw_event: false,
         };
         let body = match serde_json::to_vec(&request.body) {
             Ok(b) => b,
@@ -317,14 +332,54 @@ impl Call {
             }
         } else {
             self.reset_idle();
+            let content_type = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            // Servers label event streams in various ways (or not at all); only a label that
+            // says it is something else is trusted. The rest is judged by what arrives.
+            let not_a_stream = [
+                "text/html",
+                "application/json",
+                "application/xml",
+                "text/xml",
+            ]
+            .iter()
+            .any(|t| content_type.starts_with(t));
+            if not_a_stream {
+                let wait = self.idle_timeout;
+                let body = Box::pin(async move {
+                    let read = async {
+                        let mut head = Vec::new();
+                        let mut body = response.bytes_stream();
+                        while head.len() < BODY_HEAD {
+                            match futures::StreamExt::next(&mut body).await {
+                                Some(Ok(chunk)) => head.extend_from_slice(&chunk),
+                                _ => break,
+                            }
+                        }
+                        head
+                    };
+                    let head = tokio::time::timeout(wait, read).await.unwrap_or_default();
+                    String::from_utf8_lossy(&head).into_owned()
+                });
+                return Phase::NotAStream { content_type, body };
+            }
             Phase::Reading(Box::pin(response.bytes_stream()))
         }
     }
 
     /// Decode one chunk of the body.
     fn chunk(&mut self, chunk: &[u8]) {
-        let (decoder, out) = (&mut self.decoder, &mut self.out);
+        if self.head.len() < BODY_HEAD {
+            let take = (BODY_HEAD - self.head.len()).min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
+        }
+        let (decoder, out, saw_event) = (&mut self.decoder, &mut self.out, &mut self.saw_event);
         self.parser.feed_with(chunk, |ev| {
+            *saw_event = true;
             if out.is_finished() {
                 return;
             }
@@ -336,8 +391,9 @@ impl Call {
 
     /// The body ended.
     fn ended(&mut self) {
-        let (decoder, out) = (&mut self.decoder, &mut self.out);
+        let (decoder, out, saw_event) = (&mut self.decoder, &mut self.out, &mut self.saw_event);
         self.parser.finish_with(|ev| {
+            *saw_event = true;
             if out.is_finished() {
                 return;
             }
@@ -345,6 +401,17 @@ impl Call {
                 out.fail_broken(&e, None);
             }
         });
+        if !self.saw_event && !self.out.is_finished() {
+            // Not a dropped stream: the server sent a whole answer that is not one. Retrying
+            // would get the same.
+            let what = describe_body("", &String::from_utf8_lossy(&self.head));
+            self.out.fail(
+                &format!("the provider answered 200 with {what} instead of an event stream"),
+                Some(200),
+                None,
+            );
+            return;
+        }
         self.decoder.end(&mut self.out);
         if !self.out.is_finished() {
             self.out.fail_broken(
@@ -404,6 +471,17 @@ impl Call {
                     retry_after_ms: retry_after,
                 });
                 self.out.fail(&message, Some(status), t);
+                *phase = Phase::Finished;
+                Poll::Ready(())
+            }
+            Phase::NotAStream { content_type, body } => {
+                let text = ready!(body.as_mut().poll(cx));
+                let what = describe_body(content_type, &text);
+                self.out.fail(
+                    &format!("the provider answered 200 with {what} instead of an event stream"),
+                    Some(200),
+                    None,
+                );
                 *phase = Phase::Finished;
                 Poll::Ready(())
             }
@@ -498,6 +576,47 @@ pub fn scrub(text: &str, secrets: &[String]) -> String {
         }
     }
     out
+}
+
+/// A short description of a body that is not an event stream: its kind and title or first
+/// words, e.g. `an HTML page ("502 Bad Gateway")` or `an empty body`.
+fn describe_body(content_type: &str, text: &str) -> String {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return "an empty body".into();
+    }
+    let lower = trimmed.to_ascii_lowercase();
+    let html = content_type.starts_with("text/html")
+        || lower.starts_with("<!doctype html")
+        || lower.starts_with("<html");
+    let kind = if html {
+        "an HTML page".to_string()
+    } else if content_type.starts_with("application/json") || trimmed.starts_with('{') {
+        "a JSON document".to_string()
+    } else if content_type.is_empty() {
+        "a body".to_string()
+    } else {
+        let mime = content_type.split(';').next().unwrap_or_default().trim();
+        format!("a `{mime}` body")
+    };
+    let title = if html {
+        lower.find("<title>").and_then(|at| {
+            let start = at + "<title>".len();
+            let end = start + lower[start..].find("</title>")?;
+            trimmed.get(start..end)
+        })
+    } else {
+        None
+    };
+    let gist: String = title
+        .unwrap_or(trimmed)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(160)
+        .collect();
+    format!("{kind} (\"{gist}\")")
 }
 
 fn transient(retry_after_ms: Option<u64>) -> Option<TransientError> {
