@@ -1029,3 +1029,62 @@ async fn a_session_another_pi_writes_is_refused_with_a_choice() {
     assert!(std::fs::read(&file).unwrap().len() > before.len());
     assert!(!std::path::Path::new(&lock).exists(), "released on exit");
 }
+
+#[tokio::test]
+async fn a_full_tmpfs_is_reported_where_the_machine_allows_mounting_one() {
+    // A private mount namespace (`unshare -rm`) lets an unprivileged test mount a tiny tmpfs;
+    // where that is not allowed, the file-size-limit test above covers the same path.
+    let allowed = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=8k tmpfs /mnt"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !allowed {
+        eprintln!("skipped: this machine does not allow a private tmpfs mount");
+        return;
+    }
+    let answer = "y".repeat(20_000);
+    let server = TestServer::start(vec![tags("q"), text_reply(&answer)]).await;
+    let h = home();
+    let sessions = h.join("full");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // The same program and environment as every other test here, started inside the mount.
+    let cmd = pi(&server, &h);
+    let program = cmd.as_std().get_program().to_owned();
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args([
+            "-rm",
+            "sh",
+            "-c",
+            r#"mount -t tmpfs -o size=8k tmpfs "$1" && shift && exec "$@""#,
+            "sh",
+        ])
+        .arg(&sessions)
+        .arg(program)
+        .args([
+            "--session-dir",
+            sessions.to_str().unwrap(),
+            "-p",
+            "fill the disk",
+        ]);
+    wrapped
+        .env_clear()
+        .envs(
+            cmd.as_std()
+                .get_envs()
+                .filter_map(|(k, v)| v.map(|v| (k, v))),
+        )
+        .current_dir(&h)
+        .stdin(Stdio::null());
+    let out = wrapped.output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim_end() == answer,
+        "the answer is printed; stderr: {err}"
+    );
+    assert!(err.contains("could not be saved"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(!err.contains("To resume"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+}
