@@ -1038,3 +1038,15 @@ async fn a_run_that_crashed_shows_its_error_and_the_app_is_idle_again() {
     // And the agent takes the next prompt.
     assert!(agent.prompt_text("again").is_ok());
 }
+
+#[test]
+fn a_session_write_failure_is_shown_as_an_error_with_its_controls_visible() {
+    let (mut app, _port) = app();
+    app.handle_host_event(HostEvent::SessionWriteFailed(
+        "cannot write session file /x/\u{1b}]0;evil\u{7}.jsonl: No space left on device".into(),
+    ));
+    let s = screen(&mut app, 100, 12, Instant::now());
+    assert!(s.contains("The session file could not be written"), "{s}");
+    assert!(s.contains("space left on device"), "{s}");
+    assert!(s.contains("␛]0;evil␇"), "{s}");
+}
