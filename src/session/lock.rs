@@ -36,6 +36,11 @@ pub fn lock_path(session: &Path) -> PathBuf {
 impl SessionLock {
     /// Take the lock of `session`, or say which live process holds it.
     pub fn acquire(session: &Path) -> Result<SessionLock, SessionError> {
+        Self::acquire_with(session, running_pi)
+    }
+
+    /// [`SessionLock::acquire`], with `live` telling whether a holder still runs.
+    fn acquire_with(session: &Path, live: fn(u32) -> bool) -> Result<SessionLock, SessionError> {
         let path = lock_path(session);
         let me = std::process::id();
         let content = format!("{me} {}\n", super::ids::uuid_v7());
@@ -55,7 +60,7 @@ impl SessionLock {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     let held = std::fs::read_to_string(&path).unwrap_or_default();
                     match holder(&held) {
-                        Some(pid) if pid != me && running_pi(pid) => {
+                        Some(pid) if pid != me && live(pid) => {
                             return Err(SessionError::Locked {
                                 path: session.to_path_buf(),
                                 pid,
@@ -136,30 +141,24 @@ mod tests {
         assert!(!lock_path(&s).exists());
     }
 
-    /// Not a test: a process of this test program that stays up, standing in for another pi.
-    #[test]
-    #[ignore = "helper run by a_live_holder_refuses_and_a_dead_one_is_taken_over"]
-    fn stay_up_for_a_while() {
-        std::thread::sleep(std::time::Duration::from_secs(30));
-    }
-
     #[test]
     fn a_live_holder_refuses_and_a_dead_one_is_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let s = session_in(dir.path());
-        let mut other = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "session::lock::tests::stay_up_for_a_while",
-                "--ignored",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+        // Any live process stands in for another pi here (the name check has its own test).
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                st.rsplit_once(')')
+                    .is_some_and(|(_, r)| !r.starts_with(" Z"))
+            })
+        };
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
             .spawn()
             .unwrap();
         let pid = other.id();
         std::fs::write(lock_path(&s), format!("{pid} token\n")).unwrap();
-        match SessionLock::acquire(&s) {
+        match SessionLock::acquire_with(&s, alive) {
             Err(SessionError::Locked { pid: held, path }) => {
                 assert_eq!(held, pid);
                 assert_eq!(path, s);
@@ -168,12 +167,25 @@ mod tests {
         }
         let _ = other.kill();
         other.wait().unwrap();
-        let lock = SessionLock::acquire(&s).expect("a dead holder's lock is stale");
+        let lock = SessionLock::acquire_with(&s, alive).expect("a dead holder's lock is stale");
         drop(lock);
 
         // Garbage in the file is stale too.
         std::fs::write(lock_path(&s), "???").unwrap();
         assert!(SessionLock::acquire(&s).is_ok());
+    }
+
+    #[test]
+    fn only_a_process_of_this_program_counts_as_a_holder() {
+        assert!(running_pi(std::process::id()));
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(!running_pi(sleeper.id()), "a `sleep` is not a pi");
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert!(!running_pi(0));
     }
 
     #[test]
