@@ -16,47 +16,24 @@ Environment: COMMAND, RUNS.
 import json
 import os
 import pty
-import select
-import socketserver
 import struct
 import sys
 import tempfile
 import termios
 import fcntl
-import threading
 import time
-from http.server import BaseHTTPRequestHandler
+
+from bench_server import ModelsHandler, Terminal, chunk, serve, write_config
 
 COMMAND = os.environ.get("COMMAND", "sleep 3")
 RUNS = int(os.environ.get("RUNS", "5"))
 
 
-def chunk(delta, finish=None):
-    body = {"id": "b", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return ("data: " + json.dumps(body, separators=(",", ":")) + "\n\n").encode()
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        data = json.dumps({"data": [{"id": "bench"}]}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
+        send = self.start_chunked_stream()
         last = body.get("messages", [{}])[-1]
         if last.get("role") == "user":
             args = json.dumps({"command": COMMAND})
@@ -68,46 +45,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             events = [chunk({"content": "done"}), chunk({}, "stop")]
         for data in events + [b"data: [DONE]\n\n"]:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-
-class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-
-class Terminal:
-    """Collects what pi writes (the bytes after a mark can be searched)."""
-
-    def __init__(self, fd):
-        self.fd = fd
-        self.data = b""
-        self.lock = threading.Lock()
-        threading.Thread(target=self.pump, daemon=True).start()
-
-    def pump(self):
-        while True:
-            try:
-                r, _, _ = select.select([self.fd], [], [], 0.5)
-                if not r:
-                    continue
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self.lock:
-                self.data += chunk
-
-    def mark(self):
-        with self.lock:
-            return len(self.data)
-
-    def since(self, mark):
-        with self.lock:
-            return self.data[mark:]
+            send(data)
+        self.end_chunked_stream()
 
 
 def children(pid):
@@ -133,8 +72,7 @@ def alive(pid):
         return False
 
 
-def one_run(pi, port, work):
-    agent = os.path.join(work, "agent")
+def one_run(pi, work, agent):
     env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
            "PI_CODING_AGENT_DIR": agent}
     pid, fd = pty.fork()
@@ -144,7 +82,7 @@ def one_run(pi, port, work):
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     term = Terminal(fd)
     deadline = time.monotonic() + 10
-    while b"bench" not in term.since(0) and time.monotonic() < deadline:
+    while not term.seen(b"bench") and time.monotonic() < deadline:
         time.sleep(0.02)
     os.write(fd, b"run it\r")
     deadline = time.monotonic() + 10
@@ -155,7 +93,7 @@ def one_run(pi, port, work):
     if not kids:
         sys.exit("the command never started")
     time.sleep(0.3)
-    mark = term.mark()
+    mark = term.count()
     t0 = time.monotonic()
     os.write(fd, b"\x1b")
     gone = shown = stopped = None
@@ -187,17 +125,10 @@ def one_run(pi, port, work):
 
 def main():
     pi = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/pi")
-    server = Server(("127.0.0.1", 0), Handler)
-    port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = serve(Handler)
     work = tempfile.mkdtemp(prefix="pi-esc-bench-")
-    agent = os.path.join(work, "agent")
-    os.makedirs(agent)
-    with open(os.path.join(agent, "config.toml"), "w") as f:
-        f.write(f'model = "bench/bench"\n[providers.bench]\napi = "openai-completions"\n'
-                f'base_url = "http://127.0.0.1:{port}/v1"\n[[providers.bench.models]]\n'
-                f'id = "bench"\n')
-    rows = [one_run(pi, port, work) for _ in range(RUNS)]
+    agent = write_config(work, port)
+    rows = [one_run(pi, work, agent) for _ in range(RUNS)]
 
     def fmt(v):
         return "   n/a" if v is None else f"{v * 1000:6.0f}"

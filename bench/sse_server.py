@@ -7,19 +7,13 @@ POST /v1/chat/completions  -> a streamed answer: MODE=short (one short text) or
                               the socket takes them).
 Bodies are prebuilt so the server costs as little as possible during the measurement.
 """
-import json
 import os
-import socketserver
 import sys
-from http.server import BaseHTTPRequestHandler
+
+from bench_server import ModelsHandler, Server, chunk
 
 MODE = os.environ.get("MODE", "short")
 TOKENS = int(os.environ.get("TOKENS", "20000"))
-
-
-def chunk(delta, finish=None):
-    body = {"id": "b", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return ("data: " + json.dumps(body, separators=(",", ":")) + "\n\n").encode()
 
 
 def build():
@@ -38,20 +32,7 @@ def build():
 BODY = build()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        data = json.dumps({"data": [{"id": "bench"}]}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         self.rfile.read(length)
@@ -60,11 +41,6 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(BODY)))
         self.end_headers()
         self.wfile.write(BODY)
-
-
-class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
 
 
 if __name__ == "__main__":

@@ -19,11 +19,8 @@ Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and call
 Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1: one event per
 write).
 """
-import json
 import os
 import pty
-import select
-import socketserver
 import struct
 import sys
 import tempfile
@@ -31,7 +28,8 @@ import termios
 import fcntl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
+
+from bench_server import ModelsHandler, Terminal, chunk, serve, write_config
 
 TOKENS = int(os.environ.get("TOKENS", "10000"))
 RATE = int(os.environ.get("RATE", "2000"))
@@ -65,43 +63,17 @@ def tokens():
     return out
 
 
-def chunk(delta, finish=None):
-    body = {"id": "b", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return ("data: " + json.dumps(body, separators=(",", ":")) + "\n\n").encode()
-
-
 TOKEN_LIST = tokens()
 TEXT_BYTES = sum(len(t.encode()) for t in TOKEN_LIST)
 STREAM_DONE = threading.Event()
 STREAM_STARTED = threading.Event()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        data = json.dumps({"data": [{"id": "bench"}]}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         self.rfile.read(length)
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-
-        def send(data):
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-
+        send = self.start_chunked_stream()
         STREAM_STARTED.set()
         per_tick = max(1, int(RATE * TICK))
         start = time.monotonic()
@@ -115,14 +87,8 @@ class Handler(BaseHTTPRequestHandler):
         send(chunk({}, "stop"))
         send(b'data: {"id":"b","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":%d}}\n\n' % TOKENS)
         send(b"data: [DONE]\n\n")
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.end_chunked_stream()
         STREAM_DONE.set()
-
-
-class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
 
 
 def cpu_seconds(pid):
@@ -140,62 +106,11 @@ def peak_rss_mb(pid):
     return float("nan")
 
 
-class Terminal:
-    """Reads everything pi writes, counting bytes, on a background thread."""
-
-    def __init__(self, fd):
-        self.fd = fd
-        self.bytes = 0
-        self.tail = b""
-        self.last = time.monotonic()
-        self.lock = threading.Lock()
-        threading.Thread(target=self.pump, daemon=True).start()
-
-    def pump(self):
-        while True:
-            try:
-                r, _, _ = select.select([self.fd], [], [], 0.5)
-                if not r:
-                    continue
-                data = os.read(self.fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            with self.lock:
-                self.bytes += len(data)
-                self.tail = (self.tail + data)[-65536:]
-                self.last = time.monotonic()
-
-    def count(self):
-        with self.lock:
-            return self.bytes
-
-    def quiet_for(self, seconds):
-        with self.lock:
-            return time.monotonic() - self.last >= seconds
-
-    def seen(self, needle):
-        with self.lock:
-            return needle in self.tail
-
-    def write(self, data):
-        os.write(self.fd, data)
-
-
 def main():
     pi = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/pi")
-    server = Server(("127.0.0.1", 0), Handler)
-    port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
+    port = serve(Handler)
     work = tempfile.mkdtemp(prefix="pi-tui-bench-")
-    agent = os.path.join(work, "agent")
-    os.makedirs(agent)
-    with open(os.path.join(agent, "config.toml"), "w") as f:
-        f.write(f'model = "bench/bench"\n[providers.bench]\napi = "openai-completions"\n'
-                f'base_url = "http://127.0.0.1:{port}/v1"\n[[providers.bench.models]]\n'
-                f'id = "bench"\n')
+    agent = write_config(work, port)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
            "PI_CODING_AGENT_DIR": agent}
 

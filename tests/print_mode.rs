@@ -630,6 +630,20 @@ async fn an_unwritable_session_folder_stops_pi_before_any_request() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "never asked\n");
 }
 
+/// The answer is still given; the loss is reported with its `cause`, never followed by how to
+/// resume; the exit status says something went wrong.
+fn assert_answered_but_not_saved(out: &Output, answer: &str, cause: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim_end() == answer,
+        "the answer is printed; stderr: {err}"
+    );
+    assert!(err.contains("could not be saved"), "{err}");
+    assert!(err.contains(cause), "{err}");
+    assert!(!err.contains("To resume"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+}
+
 #[tokio::test]
 async fn a_full_disk_is_reported_and_never_offered_for_resuming() {
     // The answer outgrows what may be written: pi's files may not pass 2 KB (`ulimit -f`),
@@ -653,17 +667,7 @@ async fn a_full_disk_is_reported_and_never_offered_for_resuming() {
         });
     }
     let out = cmd.output().await.unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    // The answer is still given, the loss is reported with its cause, and the exit status
-    // says something went wrong.
-    assert!(
-        String::from_utf8_lossy(&out.stdout).trim_end() == answer,
-        "the answer is printed; stderr: {err}"
-    );
-    assert!(err.contains("could not be saved"), "{err}");
-    assert!(err.contains("File too large"), "{err}");
-    assert!(!err.contains("To resume"), "{err}");
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_answered_but_not_saved(&out, &answer, "File too large");
     // What did reach the file is whole lines: the prompt survives.
     let file = &session_files(&h)[0];
     let text = std::fs::read_to_string(file).unwrap();
@@ -1078,13 +1082,5 @@ async fn a_full_tmpfs_is_reported_where_the_machine_allows_mounting_one() {
         .current_dir(&h)
         .stdin(Stdio::null());
     let out = wrapped.output().await.unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).trim_end() == answer,
-        "the answer is printed; stderr: {err}"
-    );
-    assert!(err.contains("could not be saved"), "{err}");
-    assert!(err.contains("No space left on device"), "{err}");
-    assert!(!err.contains("To resume"), "{err}");
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_answered_but_not_saved(&out, &answer, "No space left on device");
 }
