@@ -123,3 +123,16 @@ class Terminal:
 
     def write(self, data):
         os.write(self.fd, data)
+
+
+def quit_pi(pid, term, wait=5.0):
+    """Ctrl+D, then wait for pi to exit (killed after `wait` seconds)."""
+    term.write(b"\x04")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)

@@ -23,7 +23,7 @@ import termios
 import fcntl
 import time
 
-from bench_server import ModelsHandler, Terminal, chunk, serve, write_config
+from bench_server import ModelsHandler, Terminal, chunk, quit_pi, serve, write_config
 
 COMMAND = os.environ.get("COMMAND", "sleep 3")
 RUNS = int(os.environ.get("RUNS", "5"))
@@ -110,15 +110,7 @@ def one_run(pi, work, agent):
                 and (b"Stopping" in after or shown is not None):
             stopped = now - t0
         time.sleep(0.002)
-    os.write(fd, b"\x04")
-    for _ in range(250):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.02)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
+    quit_pi(pid, term)
     os.close(fd)
     return gone, shown, stopped
 

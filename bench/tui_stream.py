@@ -29,7 +29,7 @@ import fcntl
 import threading
 import time
 
-from bench_server import ModelsHandler, Terminal, chunk, serve, write_config
+from bench_server import ModelsHandler, Terminal, chunk, quit_pi, serve, write_config
 
 TOKENS = int(os.environ.get("TOKENS", "10000"))
 RATE = int(os.environ.get("RATE", "2000"))
@@ -149,17 +149,7 @@ def main():
     idle_cpu1 = cpu_seconds(pid)
     idle_bytes1 = term.count()
 
-    term.write(b"\x04")
-    deadline = time.monotonic() + 5
-    status = None
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
+    quit_pi(pid, term)
 
     wall = t1 - t0
     cpu = cpu1 - cpu0

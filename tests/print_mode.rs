@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::server::{Chunk, Reply, TestServer, event, raw_data};
+use support::session_id_of;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -1008,14 +1009,7 @@ async fn a_session_another_pi_writes_is_refused_with_a_choice() {
     assert_eq!(session_files(&h).len(), 1);
 
     // Fork: a copy to go on in.
-    let id = file
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .rsplit('_')
-        .next()
-        .unwrap()
-        .to_string();
+    let id = session_id_of(&file);
     let out = run_ok(&server, &h, &["--fork", &id, "-p", "go on"]).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "in the copy\n");
     assert_eq!(session_files(&h).len(), 2);

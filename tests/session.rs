@@ -812,9 +812,9 @@ fn a_call_recorded_as_started_resumes_as_started_with_an_unknown_outcome() {
     assert_eq!(roles, ["user", "assistant", "toolResult", "toolResult"]);
 }
 
-#[test]
-fn a_result_whose_call_is_gone_becomes_a_quoted_user_message() {
-    let dir = Scratch::new("orphan");
+/// A new session in which the person asked to look, and a `read` call (`c1`) answered `alpha`.
+fn look_and_read(tag: &str) -> (Scratch, SessionRecorder) {
+    let dir = Scratch::new(tag);
     let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
     rec.append_message(&user("look", 1));
     rec.append_message(&assistant(
@@ -823,6 +823,12 @@ fn a_result_whose_call_is_gone_becomes_a_quoted_user_message() {
         2,
     ));
     rec.append_message(&tool_result("c1", "read", "alpha", 3));
+    (dir, rec)
+}
+
+#[test]
+fn a_result_whose_call_is_gone_becomes_a_quoted_user_message() {
+    let (_dir, mut rec) = look_and_read("orphan");
     // A second answer to the same call, and one to a call no message made.
     rec.append_message(&tool_result("c1", "read", "alpha again", 4));
     rec.append_message(&tool_result("zz", "bash", "from nowhere", 5));
@@ -1530,15 +1536,7 @@ async fn a_crash_mid_tool_resumes_into_a_request_the_api_accepts() {
 
 #[test]
 fn damaged_lines_give_up_their_entries_and_the_pairing_holds() {
-    let dir = Scratch::new("damaged");
-    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
-    rec.append_message(&user("look", 1));
-    rec.append_message(&assistant(
-        "",
-        vec![call("c1", "read", json!({"path": "a"}))],
-        2,
-    ));
-    rec.append_message(&tool_result("c1", "read", "alpha", 3));
+    let (_dir, mut rec) = look_and_read("damaged");
     rec.append_message(&assistant("seen", vec![], 4));
     rec.append_message(&user("caf\u{e9} time", 5));
     rec.append_message(&assistant("ok", vec![], 6));

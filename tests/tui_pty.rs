@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use serde_json::{Value, json};
 use support::server::{Chunk, Reply, TestServer, event, raw_data};
+use support::session_id_of;
 
 fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
     event(
@@ -490,14 +491,7 @@ async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
     assert_eq!(sessions().len(), 2, "the fork is a new file");
 
     // Read-only.
-    let id = original[0]
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .rsplit('_')
-        .next()
-        .unwrap()
-        .to_string();
+    let id = session_id_of(&original[0]);
     let mut third = Pty::spawn(&home, &server, &["--session", &id]);
     third.wait_for("Choice [f/r/q]");
     third.send(b"r\r");

@@ -145,17 +145,23 @@ mod tests {
         assert_eq!(state_and_group("garbage"), None);
     }
 
-    #[test]
-    fn a_group_of_zombies_is_not_alive() {
+    /// A `sleep 30` leading its own group, and the group.
+    fn sleeping_group() -> (std::process::Child, ProcessGroup) {
         use std::os::unix::process::CommandExt;
-        // The leader stays a zombie (never waited for) after it is killed.
-        let mut child = std::process::Command::new("sleep")
+        let child = std::process::Command::new("sleep")
             .arg("30")
             .process_group(0)
             .spawn()
             .unwrap();
         let g = ProcessGroup::led_by(child.id()).unwrap();
         assert!(g.alive());
+        (child, g)
+    }
+
+    #[test]
+    fn a_group_of_zombies_is_not_alive() {
+        // The leader stays a zombie (not waited for yet) after it is killed.
+        let (mut child, g) = sleeping_group();
         assert!(g.signal(Signal::Kill));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while g.alive() {
@@ -169,14 +175,7 @@ mod tests {
 
     #[test]
     fn signals_a_real_group() {
-        use std::os::unix::process::CommandExt;
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let g = ProcessGroup::led_by(child.id()).unwrap();
-        assert!(g.alive());
+        let (mut child, g) = sleeping_group();
         assert!(g.signal(Signal::Kill));
         child.wait().unwrap();
         assert!(!g.alive());

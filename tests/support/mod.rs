@@ -337,3 +337,11 @@ pub async fn collect(
     let stream = provider.stream(request, tokio_util::sync::CancellationToken::new());
     stream.filter_map(|r| async move { r.ok() }).collect().await
 }
+
+/// The session id in a session file's name (`<time>_<id>.jsonl`).
+pub fn session_id_of(path: &std::path::Path) -> String {
+    let name = path.file_name().unwrap().to_string_lossy();
+    pi::session::paths::id_from_file_name(&name)
+        .unwrap()
+        .to_string()
+}
