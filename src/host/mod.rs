@@ -204,11 +204,11 @@ pub struct HostParts {
 }
 
 impl Closed {
-    /// What to tell the person on the way out: what could not be saved, or how to resume.
+    /// The line for stderr on the way out: what could not be saved, or how to resume.
     pub fn farewell(&self) -> Option<String> {
         match (&self.unsaved, self.saved) {
             (Some(why), _) => Some(format!(
-                "part of this session could not be saved ({why}); its file may lack the \
+                "pi: part of this session could not be saved ({why}); its file may lack the \
                  latest messages"
             )),
             (None, true) => Some(session::resume_hint(&self.session_id)),

@@ -165,10 +165,8 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     drop(out);
     let unsaved = match client.commands.shutdown().await {
         Some(closed) => {
-            match closed.farewell() {
-                Some(text) if closed.unsaved.is_some() => say(&text),
-                Some(hint) => eprintln!("{hint}"),
-                None => {}
+            if let Some(line) = closed.farewell() {
+                eprintln!("{}", visible(&line));
             }
             closed.unsaved.is_some()
         }

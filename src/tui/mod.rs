@@ -168,12 +168,8 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     // Abort what runs, let it write its last messages, flush the session.
     let mut unsaved = false;
     if let Some(closed) = client.commands.shutdown().await {
-        match closed.farewell() {
-            Some(text) if closed.unsaved.is_some() => {
-                eprintln!("pi: {}", crate::visible::visible(&text));
-            }
-            Some(hint) => eprintln!("{hint}"),
-            None => {}
+        if let Some(line) = closed.farewell() {
+            eprintln!("{}", crate::visible::visible(&line));
         }
         unsaved = closed.unsaved.is_some();
     }
