@@ -49,6 +49,17 @@ struct Pty {
 
 impl Pty {
     fn spawn(home: &std::path::Path, server: &TestServer, args: &[&str]) -> Pty {
+        Self::spawn_wrapped(home, server, None, args)
+    }
+
+    /// Like [`Pty::spawn`], with pi started by `bash -c "<wrapper>; exec pi ..."` when a
+    /// wrapper is given (e.g. `ulimit -f 2`).
+    fn spawn_wrapped(
+        home: &std::path::Path,
+        server: &TestServer,
+        wrapper: Option<&str>,
+        args: &[&str],
+    ) -> Pty {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 30,
@@ -57,7 +68,18 @@ impl Pty {
                 pixel_height: 0,
             })
             .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_pi"));
+        let mut cmd = match wrapper {
+            None => CommandBuilder::new(env!("CARGO_BIN_EXE_pi")),
+            Some(w) => {
+                let mut c = CommandBuilder::new("bash");
+                c.args([
+                    "-c",
+                    &format!("{w}; exec \"$0\" \"$@\""),
+                    env!("CARGO_BIN_EXE_pi"),
+                ]);
+                c
+            }
+        };
         cmd.args(args);
         cmd.env_clear();
         cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
@@ -502,5 +524,35 @@ async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
 
     assert!(first.quit().success());
     assert_eq!(std::fs::read(&original[0]).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// A session file that cannot grow (a 2 KB file-size limit, failing writes as a full disk
+/// does): the TUI shows the failure as it happens, and on quit says what was not saved instead
+/// of how to resume, and exits 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_session_write_is_shown_live_and_at_exit() {
+    let long = "z".repeat(6000);
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply::sse(vec![
+            chunk(json!({ "content": long }), None),
+            chunk(json!({}), Some("stop")),
+            raw_data("[DONE]"),
+        ]),
+    ])
+    .await;
+    let home = temp_home("fsize");
+    let mut pi = Pty::spawn_wrapped(&home, &server, Some("ulimit -f 2"), &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(b"write a lot\r");
+    let s = pi.wait_for("could not be written");
+    assert!(s.contains("File too large"), "{s}");
+    let status = pi.quit();
+    assert_eq!(status.exit_code(), 1, "{status:?}");
+    pi.wait_restored();
+    let raw = String::from_utf8_lossy(&pi.raw.lock().unwrap()).to_string();
+    assert!(raw.contains("could not be saved"), "{raw}");
+    assert!(!raw.contains("To resume"));
     let _ = std::fs::remove_dir_all(&home);
 }

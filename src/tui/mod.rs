@@ -364,6 +364,12 @@ async fn event_loop<B: Backend + std::io::Write>(
             ev = client.host_events.recv() => {
                 if let Some(e) = ev {
                     by_person = true;
+                    // What the host reports may follow agent events still waiting for the
+                    // next frame (a write failure follows the message it failed to save):
+                    // fold those in first so the screen keeps the order things happened in.
+                    while let Ok(e) = client.events.try_recv() {
+                        app.handle_run_event(e);
+                    }
                     app.handle_host_event(e);
                 }
             }

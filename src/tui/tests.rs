@@ -1050,3 +1050,35 @@ fn a_session_write_failure_is_shown_as_an_error_with_its_controls_visible() {
     assert!(s.contains("space left on device"), "{s}");
     assert!(s.contains("␛]0;evil␇"), "{s}");
 }
+
+#[test]
+fn a_notice_that_arrives_while_an_answer_streams_is_shown_after_it() {
+    let (mut app, _port) = app();
+    app.handle_agent_event(AgentEvent::AgentStart);
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: user_msg("write a lot"),
+    });
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
+    });
+    let long = "z".repeat(3000);
+    let _ = screen(&mut app, 100, 20, Instant::now());
+    // The host's report comes in before the agent's message_end is folded in.
+    app.handle_host_event(HostEvent::SessionWriteFailed(format!(
+        "cannot write session file /tmp/{}/x.jsonl: disk full",
+        "a-b".repeat(50)
+    )));
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
+            &long,
+        )]))),
+    });
+    app.handle_agent_event(AgentEvent::AgentEnd {
+        messages: vec![],
+        telemetry: None,
+        coverage: None,
+    });
+    let s = screen(&mut app, 100, 20, Instant::now());
+    assert!(s.contains("could not be written"), "{s}");
+    assert!(s.contains("disk full"), "{s}");
+}
