@@ -4,9 +4,13 @@ a threaded server, a pseudo-terminal reader, and a pi config pointing at the loc
 Imported by bench/sse_server.py, bench/tui_stream.py and bench/esc_latency.py (run them as
 scripts: Python puts their folder on the import path).
 """
+import fcntl
 import json
 import os
+import pty
 import select
+import struct
+import termios
 import socketserver
 import threading
 import time
@@ -74,6 +78,19 @@ def write_config(work, port):
                 f'base_url = "http://127.0.0.1:{port}/v1"\n[[providers.bench.models]]\n'
                 f'id = "bench"\n')
     return agent
+
+
+def spawn_pi(pi, work, agent, rows, cols):
+    """Start `pi --no-session` in a pseudo-terminal of rows x cols, in `work`, with a clean
+    environment; returns (pid, master fd)."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
+           "PI_CODING_AGENT_DIR": agent}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(work)
+        os.execve(pi, [pi, "--no-session"], env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    return pid, fd
 
 
 class Terminal:

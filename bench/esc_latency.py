@@ -15,15 +15,11 @@ Environment: COMMAND, RUNS.
 """
 import json
 import os
-import pty
-import struct
 import sys
 import tempfile
-import termios
-import fcntl
 import time
 
-from bench_server import ModelsHandler, Terminal, chunk, quit_pi, serve, write_config
+from bench_server import ModelsHandler, Terminal, chunk, quit_pi, serve, spawn_pi, write_config
 
 COMMAND = os.environ.get("COMMAND", "sleep 3")
 RUNS = int(os.environ.get("RUNS", "5"))
@@ -73,13 +69,7 @@ def alive(pid):
 
 
 def one_run(pi, work, agent):
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
-           "PI_CODING_AGENT_DIR": agent}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.chdir(work)
-        os.execve(pi, [pi, "--no-session"], env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    pid, fd = spawn_pi(pi, work, agent, 40, 120)
     term = Terminal(fd)
     deadline = time.monotonic() + 10
     while not term.seen(b"bench") and time.monotonic() < deadline:

@@ -20,16 +20,12 @@ Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1:
 write).
 """
 import os
-import pty
-import struct
 import sys
 import tempfile
-import termios
-import fcntl
 import threading
 import time
 
-from bench_server import ModelsHandler, Terminal, chunk, quit_pi, serve, write_config
+from bench_server import ModelsHandler, Terminal, chunk, quit_pi, serve, spawn_pi, write_config
 
 TOKENS = int(os.environ.get("TOKENS", "10000"))
 RATE = int(os.environ.get("RATE", "2000"))
@@ -111,14 +107,7 @@ def main():
     port = serve(Handler)
     work = tempfile.mkdtemp(prefix="pi-tui-bench-")
     agent = write_config(work, port)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
-           "PI_CODING_AGENT_DIR": agent}
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.chdir(work)
-        os.execve(pi, [pi, "--no-session"], env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    pid, fd = spawn_pi(pi, work, agent, ROWS, COLS)
     term = Terminal(fd)
 
     deadline = time.monotonic() + 10
