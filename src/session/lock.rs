@@ -11,13 +11,36 @@
 //! (the id was reused). A lock held by this very process (the same session opened again from
 //! the picker) is taken over too. The lock is removed when its [`SessionLock`] is dropped, but
 //! only while it still holds this lock's token, so a takeover is never undone by the old owner.
+//!
+//! A short edit of a file that is not open here — a rename or a delete from the picker — takes
+//! the lock with [`SessionLock::acquire_unshared`], which also refuses when a recorder of this
+//! very process holds it (the process keeps the tokens of the locks it holds, so a lock left
+//! behind by an earlier process that had the same id still counts as stale).
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use super::error::SessionError;
+
+/// The contents of the lock files this process holds now.
+static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn held() -> MutexGuard<'static, Vec<String>> {
+    // The list stays valid even if a thread panicked while holding the guard.
+    HELD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What a lock held by this process means to a new claim.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OwnLock {
+    /// Take it over (the same session opened again in this process).
+    TakeOver,
+    /// Count it as held (a recorder of this process is writing the file).
+    Refuse,
+}
 
 /// A held lock on a session file; released on drop.
 #[derive(Debug)]
@@ -39,8 +62,24 @@ impl SessionLock {
         Self::acquire_with(session, running_pi)
     }
 
+    /// Take the lock of `session` for a short edit by code that does not have the session open
+    /// (renaming or deleting it from a picker). Unlike [`SessionLock::acquire`], a lock this
+    /// process holds is refused too ([`SessionError::Locked`] with this process's id): some
+    /// recorder here is writing that file.
+    pub fn acquire_unshared(session: &Path) -> Result<SessionLock, SessionError> {
+        Self::claim(session, running_pi, OwnLock::Refuse)
+    }
+
     /// [`SessionLock::acquire`], with `live` telling whether a holder still runs.
     fn acquire_with(session: &Path, live: fn(u32) -> bool) -> Result<SessionLock, SessionError> {
+        Self::claim(session, live, OwnLock::TakeOver)
+    }
+
+    fn claim(
+        session: &Path,
+        live: fn(u32) -> bool,
+        own: OwnLock,
+    ) -> Result<SessionLock, SessionError> {
         let path = lock_path(session);
         let me = std::process::id();
         let content = format!("{me} {}\n", super::ids::uuid_v7());
@@ -53,14 +92,22 @@ impl SessionLock {
                 .open(&path)
             {
                 Ok(mut f) => {
-                    f.write_all(content.as_bytes())
-                        .map_err(|e| SessionError::io("lock", session, e))?;
+                    // Known as ours before anyone can read it, so an unshared claim in another
+                    // thread never mistakes it for a leftover.
+                    held().push(content.clone());
+                    if let Err(e) = f.write_all(content.as_bytes()) {
+                        held().retain(|c| *c != content);
+                        return Err(SessionError::io("lock", session, e));
+                    }
                     return Ok(SessionLock { path, content });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let held = std::fs::read_to_string(&path).unwrap_or_default();
-                    match holder(&held) {
-                        Some(pid) if pid != me && live(pid) => {
+                    let found = std::fs::read_to_string(&path).unwrap_or_default();
+                    let held_here = own == OwnLock::Refuse
+                        && holder(&found) == Some(me)
+                        && held().contains(&found);
+                    match holder(&found) {
+                        Some(pid) if held_here || (pid != me && live(pid)) => {
                             return Err(SessionError::Locked {
                                 path: session.to_path_buf(),
                                 pid,
@@ -85,6 +132,7 @@ impl SessionLock {
 
 impl Drop for SessionLock {
     fn drop(&mut self) {
+        held().retain(|c| *c != self.content);
         if std::fs::read_to_string(&self.path).is_ok_and(|c| c == self.content) {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -173,6 +221,35 @@ mod tests {
         // Garbage in the file is stale too.
         std::fs::write(lock_path(&s), "???").unwrap();
         assert!(SessionLock::acquire(&s).is_ok());
+    }
+
+    #[test]
+    fn an_unshared_claim_respects_this_process_s_own_locks_but_not_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = session_in(dir.path());
+        let lock = SessionLock::acquire(&s).unwrap();
+        match SessionLock::acquire_unshared(&s) {
+            Err(SessionError::Locked { pid, .. }) => assert_eq!(pid, std::process::id()),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // The refusal left the holder's lock alone.
+        drop(lock);
+        assert!(!lock_path(&s).exists());
+
+        // A file naming this process with a token it does not hold is left from an earlier
+        // process that had the same id.
+        std::fs::write(
+            lock_path(&s),
+            format!(
+                "{} 0190a000-0000-7000-8000-000000000000\n",
+                std::process::id()
+            ),
+        )
+        .unwrap();
+        let edit = SessionLock::acquire_unshared(&s).expect("a leftover is stale");
+        assert!(SessionLock::acquire_unshared(&s).is_err());
+        drop(edit);
+        assert!(!lock_path(&s).exists());
     }
 
     #[test]
