@@ -24,6 +24,8 @@ use pi::agent::protocol::types::{
 use pi::agent::scripted::{ScriptedProvider, reply};
 use pi::session::entry::{ParsedLine, parse_line};
 use pi::session::list::{HEAD_BYTES, TAIL_BYTES};
+use pi::session::lock::{SessionLock, lock_path};
+use pi::session::manage::{delete, rename};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
     RecorderTask, STARTED_TOOL_TEXT, Session, SessionError, SessionPaths, SessionRecorder,
@@ -1594,3 +1596,89 @@ fn damaged_lines_give_up_their_entries_and_the_pairing_holds() {
     assert_eq!(ctx.orphan_results, 1);
     assert!(ctx.messages.iter().all(|m| m.as_tool_result().is_none()));
 }
+
+// ----- one branch to a new file, the tree, renaming, deleting, counting -------------------
+
+#[test]
+fn rename_appends_a_name_under_the_leaf_unless_a_writer_holds_the_file() {
+    let dir = Scratch::new("rename");
+    let path = copy_fixture(dir.path(), "");
+    let before = lines(&path);
+    rename(&path, "  Readme questions ").unwrap();
+    let s = Session::load(&path).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.name(), Some("Readme questions"));
+    let after = lines(&path);
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "nothing already there changes"
+    );
+    assert_eq!(after.len(), before.len() + 1);
+    let entry: Value = serde_json::from_str(&after[before.len()]).unwrap();
+    assert_eq!(
+        field_names(&entry),
+        ["type", "id", "parentId", "timestamp", "name"]
+    );
+    assert_eq!(entry["type"], "session_info");
+    assert_eq!(entry["parentId"], "9f13ab27");
+    assert!(pi::session::time::ms_from_iso(entry["timestamp"].as_str().unwrap()).is_some());
+    let id = entry["id"].as_str().unwrap();
+    assert!(id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(s.entries.iter().filter(|e| e.id == id).count(), 1);
+    assert!(!lock_path(&path).exists(), "the lock is released");
+
+    // A live pi writing the file (this process's recorder here) refuses the rename.
+    let mut recorder = SessionRecorder::resume(&s).unwrap();
+    recorder.lock().unwrap();
+    match rename(&path, "other") {
+        Err(SessionError::Locked { pid, .. }) => assert_eq!(pid, std::process::id()),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(lines(&path).len(), after.len());
+    assert!(lock_path(&path).exists(), "the writer keeps its lock");
+    recorder.close().unwrap();
+    drop(recorder);
+
+    // So does a bare lock; once it is gone the rename goes through.
+    let lock = SessionLock::acquire(&path).unwrap();
+    assert!(matches!(
+        rename(&path, "other"),
+        Err(SessionError::Locked { .. })
+    ));
+    drop(lock);
+    rename(&path, "other").unwrap();
+    let s = Session::load(&path).unwrap();
+    assert_eq!(s.name(), Some("other"));
+    assert_eq!(
+        s.entries.last().unwrap().parent_id.as_deref(),
+        Some(id),
+        "the second name hangs under the first"
+    );
+    assert!(matches!(
+        rename(&path, " \t "),
+        Err(SessionError::EmptyName)
+    ));
+}
+
+#[test]
+fn delete_removes_the_file_and_a_stale_lock_unless_a_writer_holds_it() {
+    let dir = Scratch::new("delete");
+    let path = copy_fixture(dir.path(), "");
+    let lock = SessionLock::acquire(&path).unwrap();
+    assert!(matches!(delete(&path), Err(SessionError::Locked { .. })));
+    assert!(path.exists());
+    drop(lock);
+
+    // A lock left by a process that is gone does not stop the delete, and goes too.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    fs::write(lock_path(&path), format!("{} token\n", gone.id())).unwrap();
+    delete(&path).unwrap();
+    assert!(!path.exists());
+    assert!(!lock_path(&path).exists());
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(matches!(delete(&path), Err(SessionError::Io { .. })));
+}
+
+// ----- tree-shaped files of the Node.js `pi` ----------------------------------------------

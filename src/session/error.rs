@@ -29,6 +29,8 @@ pub enum SessionError {
     NotASession(PathBuf),
     /// Another running pi writes this session (its lock file names `pid`).
     Locked { path: PathBuf, pid: u32 },
+    /// A session name that is empty or only whitespace.
+    EmptyName,
 }
 
 impl SessionError {
@@ -72,6 +74,9 @@ impl fmt::Display for SessionError {
                 "session {} is open in another pi (process {pid})",
                 path.display()
             ),
+            SessionError::EmptyName => {
+                f.write_str("a session name needs at least one visible character")
+            }
             SessionError::NotASession(p) => write!(
                 f,
                 "{} is not a pi session file (its first line is not a session header)",

@@ -19,6 +19,7 @@
 //!   with ([`context`]);
 //! * finding — [`list_sessions`], [`newest_session`], [`find_session`] read only headers and
 //!   bounded heads and tails ([`list`]); [`fork()`] copies a session ([`fork`]);
+//!   [`manage`] renames and deletes sessions not open here;
 //! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
 //!   picked file into a recorder and a context ([`open`]);
 //! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`].
@@ -34,6 +35,7 @@ pub mod ids;
 pub mod list;
 pub mod load;
 pub mod lock;
+pub mod manage;
 pub mod open;
 pub mod paths;
 pub mod recorder;
