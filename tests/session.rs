@@ -29,8 +29,8 @@ use pi::session::manage::{delete, rename};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
     RecorderTask, STARTED_TOOL_TEXT, Session, SessionError, SessionPaths, SessionRecorder,
-    StartFrom, UNFINISHED_TOOL_TEXT, find_session, fork, list_sessions, newest_session,
-    open_session, resume_hint,
+    StartFrom, UNFINISHED_TOOL_TEXT, branch_to_new, find_session, fork, list_sessions,
+    newest_session, open_session, resume_hint,
 };
 use serde_json::{Map, Value, json};
 
@@ -1598,6 +1598,110 @@ fn damaged_lines_give_up_their_entries_and_the_pairing_holds() {
 }
 
 // ----- one branch to a new file, the tree, renaming, deleting, counting -------------------
+
+/// u1 → a1 → (u2 → a2 → label on u1) | (u2-retry → a2-retry), with a name on the shared
+/// part. Returns the file and the ids of a1, a2, the label entry and a2-retry.
+fn two_branches(dir: &Path) -> (PathBuf, [String; 4]) {
+    let mut rec = SessionRecorder::new_session(dir, Path::new("/w"));
+    rec.set_model("anthropic", "claude-sonnet-4-5");
+    rec.set_thinking_level(ThinkingLevel::Low);
+    let u1 = rec.append_message(&user("u1", 1));
+    rec.set_name("two ways");
+    let a1 = rec.append_message(&assistant("a1", vec![], 2));
+    rec.append_message(&user("u2", 3));
+    let a2 = rec.append_message(&assistant("a2", vec![], 4));
+    let label = rec.append(EntryKind::Label {
+        target_id: u1,
+        label: Some("start".into()),
+    });
+    rec.branch_from(Some(&a1)).unwrap();
+    rec.set_thinking_level(ThinkingLevel::High);
+    rec.append_message(&user("u2-retry", 5));
+    let retry = rec.append_message(&assistant("a2-retry", vec![], 6));
+    rec.close().unwrap();
+    assert!(rec.take_errors().is_empty());
+    (rec.path().to_path_buf(), [a1, a2, label, retry])
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn branch_to_new_copies_only_the_branch_into_a_new_session() {
+    let dir = Scratch::new("branch-new");
+    let (src, [_, a2, label, retry]) = two_branches(dir.path());
+    let source = Session::load(&src).unwrap();
+    let dest = dir.path().join("sessions").join("--here--");
+
+    for leaf in [&a2, &retry] {
+        let forked = branch_to_new(&source, Some(leaf), &dest, Path::new("/here")).unwrap();
+        assert_eq!(forked.path.parent().unwrap(), dest);
+        assert_eq!(mode_of(&forked.path), 0o600);
+        assert_eq!(mode_of(&dest), 0o700);
+        let copy = Session::load(&forked.path).unwrap();
+        assert!(copy.warnings.is_empty(), "{:?}", copy.warnings);
+        assert_eq!(copy.id(), forked.id);
+        assert_ne!(copy.id(), source.id());
+        assert_eq!(&copy.id()[14..15], "7", "UUIDv7");
+        assert_eq!(copy.cwd(), "/here");
+        assert_eq!(
+            copy.header.parent_session.as_deref(),
+            Some(fs::canonicalize(&src).unwrap().to_str().unwrap())
+        );
+        // Exactly the branch, root first, ids and parents unchanged.
+        let want: Vec<_> = source.branch(Some(leaf)).into_iter().cloned().collect();
+        assert_eq!(copy.entries, want);
+        assert_eq!(copy.leaf_id(), Some(leaf.as_str()));
+        assert_eq!(copy.context(), source.context_at(Some(leaf)));
+        // The name was set on the shared part, so both copies keep it.
+        assert_eq!(copy.name(), Some("two ways"));
+    }
+    // A label comes along when its entry is on the branch (here: set before the leaf), and
+    // only then.
+    let labelled = |leaf: &str| {
+        let copy = branch_to_new(&source, Some(leaf), &dest, Path::new("/here")).unwrap();
+        let copy = Session::load(&copy.path).unwrap();
+        let labels: Vec<String> = copy.labels().into_values().map(str::to_string).collect();
+        (labels, copy.context().thinking_level)
+    };
+    assert_eq!(
+        labelled(&label),
+        (vec!["start".to_string()], Some(ThinkingLevel::Low))
+    );
+    assert_eq!(labelled(&a2), (vec![], Some(ThinkingLevel::Low)));
+    assert_eq!(labelled(&retry), (vec![], Some(ThinkingLevel::High)));
+
+    // No leaf: a session with only its header.
+    let empty = branch_to_new(&source, None, &dest, Path::new("/here")).unwrap();
+    assert_eq!(lines(&empty.path).len(), 1);
+    assert!(Session::load(&empty.path).unwrap().entries.is_empty());
+
+    // An id the session does not have makes no file.
+    let before = fs::read_dir(&dest).unwrap().count();
+    assert!(matches!(
+        branch_to_new(&source, Some("ffffffff"), &dest, Path::new("/here")),
+        Err(SessionError::NotFound(id)) if id == "ffffffff"
+    ));
+    assert_eq!(fs::read_dir(&dest).unwrap().count(), before);
+    assert!(
+        fs::read_dir(&dest).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp")),
+        "no temporary file left"
+    );
+
+    // A session read from memory has no file to name as the parent.
+    let text = fs::read(&src).unwrap();
+    let in_memory = Session::read(&text[..], None).unwrap();
+    let orphan = branch_to_new(&in_memory, Some(&retry), &dest, Path::new("/here")).unwrap();
+    let orphan = Session::load(&orphan.path).unwrap();
+    assert_eq!(orphan.header.parent_session, None);
+    assert_eq!(orphan.context(), source.context_at(Some(&retry)));
+}
 
 #[test]
 fn rename_appends_a_name_under_the_leaf_unless_a_writer_holds_the_file() {

@@ -18,8 +18,8 @@
 //!   ([`load`]); [`Session::context`] / [`Session::into_context`] build what an agent resumes
 //!   with ([`context`]);
 //! * finding — [`list_sessions`], [`newest_session`], [`find_session`] read only headers and
-//!   bounded heads and tails ([`list`]); [`fork()`] copies a session ([`fork`]);
-//!   [`manage`] renames and deletes sessions not open here;
+//!   bounded heads and tails ([`list`]); [`fork()`] copies a session and [`branch_to_new`] one
+//!   branch of it ([`fork`]); [`manage`] renames and deletes sessions not open here;
 //! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
 //!   picked file into a recorder and a context ([`open`]);
 //! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`].
@@ -51,7 +51,7 @@ pub use entry::{
     SessionHeader,
 };
 pub use error::{LoadWarning, SessionError};
-pub use fork::{Forked, fork};
+pub use fork::{Forked, branch_to_new, fork};
 pub use list::{
     FoundSession, ListScope, SessionInfo, SessionList, find_session, list_sessions, newest_session,
     session_info,
