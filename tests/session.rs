@@ -29,8 +29,8 @@ use pi::session::manage::{delete, rename};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
     RecorderTask, STARTED_TOOL_TEXT, Session, SessionError, SessionPaths, SessionRecorder,
-    StartFrom, UNFINISHED_TOOL_TEXT, branch_to_new, find_session, fork, list_sessions,
-    newest_session, open_session, resume_hint,
+    StartFrom, TreeFilter, TreeRow, UNFINISHED_TOOL_TEXT, branch_to_new, filter_rows, find_session,
+    fork, list_sessions, newest_session, open_session, resume_hint, tree_rows,
 };
 use serde_json::{Map, Value, json};
 
@@ -1701,6 +1701,59 @@ fn branch_to_new_copies_only_the_branch_into_a_new_session() {
     let orphan = Session::load(&orphan.path).unwrap();
     assert_eq!(orphan.header.parent_session, None);
     assert_eq!(orphan.context(), source.context_at(Some(&retry)));
+}
+
+fn drawn(rows: &[TreeRow]) -> Vec<String> {
+    rows.iter()
+        .map(|r| {
+            let label = r
+                .label
+                .as_deref()
+                .map_or(String::new(), |l| format!("[{l}] "));
+            let mark = if r.is_leaf { " <" } else { "" };
+            format!("{}{label}{}{mark}", r.prefix, r.text)
+        })
+        .collect()
+}
+
+#[test]
+fn a_recorded_branch_switch_shows_in_the_tree() {
+    let dir = Scratch::new("tree");
+    let (src, [a1, _, _, retry]) = two_branches(dir.path());
+    let s = Session::load(&src).unwrap();
+    let rows = tree_rows(&s, Some(&retry));
+    assert_eq!(
+        drawn(&rows),
+        [
+            "anthropic/claude-sonnet-4-5",
+            "low",
+            "[start] u1",
+            "two ways",
+            "a1",
+            "├─ u2",
+            "│  a2",
+            "│  start",
+            "└─ high",
+            "   u2-retry",
+            "   a2-retry <",
+        ]
+    );
+    let a1_row = rows.iter().position(|r| r.id == a1).unwrap();
+    assert!(rows[..=a1_row].iter().all(|r| r.on_path));
+    assert!(rows[a1_row + 1..a1_row + 4].iter().all(|r| !r.on_path));
+    assert!(rows[a1_row + 4..].iter().all(|r| r.on_path));
+    let texts = |mode, query| -> Vec<String> {
+        filter_rows(&rows, mode, query)
+            .into_iter()
+            .map(|i| rows[i].text.clone())
+            .collect()
+    };
+    assert_eq!(
+        texts(TreeFilter::Default, ""),
+        ["u1", "a1", "u2", "a2", "u2-retry", "a2-retry"]
+    );
+    assert_eq!(texts(TreeFilter::UserOnly, "retry"), ["u2-retry"]);
+    assert_eq!(texts(TreeFilter::LabeledOnly, ""), ["u1"]);
 }
 
 #[test]

@@ -288,17 +288,22 @@ impl Session {
                 break;
             }
             path.push(i);
-            current = self.entries[i].parent_id.as_deref().and_then(|p| {
-                // Usually the parent is the entry just before: skip the hash lookup then.
-                if !self.duplicate_ids && i > 0 && self.entries[i - 1].id == p {
-                    Some(i - 1)
-                } else {
-                    self.index_of(p).filter(|p| *p != i)
-                }
-            });
+            current = self.parent_index(i);
         }
         path.reverse();
         path
+    }
+
+    /// The index of the parent of entry `i`: `None` for a root, an entry whose parent is not
+    /// in the file, or one that names itself.
+    pub(crate) fn parent_index(&self, i: usize) -> Option<usize> {
+        let p = self.entries[i].parent_id.as_deref()?;
+        // Usually the parent is the entry just before: skip the hash lookup then.
+        if !self.duplicate_ids && i > 0 && self.entries[i - 1].id == p {
+            Some(i - 1)
+        } else {
+            self.index_of(p).filter(|p| *p != i)
+        }
     }
 
     /// The entries from the root down to `leaf` (the branch `leaf` is on).

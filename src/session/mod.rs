@@ -20,6 +20,8 @@
 //! * finding — [`list_sessions`], [`newest_session`], [`find_session`] read only headers and
 //!   bounded heads and tails ([`list`]); [`fork()`] copies a session and [`branch_to_new`] one
 //!   branch of it ([`fork`]); [`manage`] renames and deletes sessions not open here;
+//! * showing — [`tree_rows`] lays the entry tree out for `/tree` and [`filter_rows`] filters
+//!   it ([`tree`]);
 //! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
 //!   picked file into a recorder and a context ([`open`]);
 //! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`].
@@ -42,6 +44,7 @@ pub mod recorder;
 mod salvage;
 pub mod task;
 pub mod time;
+pub mod tree;
 
 pub use context::{
     MessageOrigin, ModelRef, STARTED_TOOL_TEXT, SessionContext, UNFINISHED_TOOL_TEXT,
@@ -61,3 +64,4 @@ pub use open::{OpenedSession, StartFrom, open_session, resume_hint};
 pub use paths::{SessionPaths, encode_cwd};
 pub use recorder::SessionRecorder;
 pub use task::RecorderTask;
+pub use tree::{TreeFilter, TreeKind, TreeRow, filter_rows, tree_rows};
