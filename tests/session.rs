@@ -1,7 +1,8 @@
 //! Session files (issue 5): the JSONL v3 format of the Node.js `pi` read and written, the
 //! recorder fed by a real agent run, damage that must not stop a load (torn last line, corrupt
 //! middle line, a crash while a tool ran), branching, compaction, old formats, listing,
-//! finding and forking.
+//! finding and forking; one branch copied to a new file, the tree laid out for display,
+//! renaming and deleting, and tree-shaped files of the Node.js `pi`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -29,13 +30,19 @@ use pi::session::manage::{delete, rename};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
     RecorderTask, STARTED_TOOL_TEXT, Session, SessionError, SessionPaths, SessionRecorder,
-    StartFrom, TreeFilter, TreeRow, UNFINISHED_TOOL_TEXT, branch_to_new, filter_rows, find_session,
-    fork, list_sessions, newest_session, open_session, resume_hint, tree_rows,
+    StartFrom, TreeFilter, TreeKind, TreeRow, UNFINISHED_TOOL_TEXT, branch_to_new, filter_rows,
+    find_session, fork, list_sessions, newest_session, open_session, resume_hint, tree_rows,
 };
 use serde_json::{Map, Value, json};
 
 const FIXTURE: &str = "tests/fixtures/node_v3_session.jsonl";
 const FIXTURE_V1: &str = "tests/fixtures/node_v1_session.jsonl";
+/// A Node.js `pi` session with a name, model and thinking changes, a label and two branches
+/// from one reply (the second opened by a branch summary).
+const FIXTURE_TREE: &str = "tests/fixtures/node_v3_tree_session.jsonl";
+/// What the Node.js `pi` writes when it copies the first branch of [`FIXTURE_TREE`] to a new
+/// file: `parentSession` in the header, the label written again at the end.
+const FIXTURE_FORKED: &str = "tests/fixtures/node_v3_forked_session.jsonl";
 
 /// A scratch directory removed at the end of the test.
 struct Scratch(PathBuf);
@@ -261,7 +268,8 @@ fn numbers_as_f64(v: Value) -> Value {
 
 #[test]
 fn node_fixture_lines_serialize_back_to_the_same_json() {
-    for line in lines(Path::new(FIXTURE)) {
+    let all = [FIXTURE, FIXTURE_TREE, FIXTURE_FORKED].map(|f| lines(Path::new(f)));
+    for line in all.concat() {
         let back = match parse_line(line.as_bytes()).unwrap() {
             ParsedLine::Header(h) => h.to_line(),
             ParsedLine::Entry(e) => pi::session::SessionEntry {
@@ -1597,7 +1605,7 @@ fn damaged_lines_give_up_their_entries_and_the_pairing_holds() {
     assert!(ctx.messages.iter().all(|m| m.as_tool_result().is_none()));
 }
 
-// ----- one branch to a new file, the tree, renaming, deleting, counting -------------------
+// ----- one branch to a new file, the tree, renaming, deleting -----------------------------
 
 /// u1 → a1 → (u2 → a2 → label on u1) | (u2-retry → a2-retry), with a name on the shared
 /// part. Returns the file and the ids of a1, a2, the label entry and a2-retry.
@@ -1839,3 +1847,221 @@ fn delete_removes_the_file_and_a_stale_lock_unless_a_writer_holds_it() {
 }
 
 // ----- tree-shaped files of the Node.js `pi` ----------------------------------------------
+
+#[test]
+fn node_tree_fixture_loads_with_its_branches_name_and_label() {
+    let s = Session::load(Path::new(FIXTURE_TREE)).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.name(), Some("Refactor app.rs"));
+    let labels: Vec<(&str, &str)> = s.labels().into_iter().collect();
+    assert_eq!(labels, [("e2b9d714", "module-split")]);
+    assert_eq!(s.children("1d4b7e20").len(), 2);
+
+    let rows = tree_rows(&s, s.leaf_id());
+    assert_eq!(
+        drawn(&rows),
+        [
+            "anthropic/claude-sonnet-4-5",
+            "low",
+            "How should I split src/app.rs?",
+            "Two ways: split it by module, or extract only the config parsing.",
+            "├─ Refactor app.rs",
+            "│  [module-split] Try the module split first.",
+            "│  (tool calls: bash)",
+            "│  bash: app.rs",
+            "│  Split app.rs into app/ui.rs and app/state.rs; main.rs only wires them.",
+            "│  module-split",
+            "└─ Tried splitting app.rs by module into app/ui.rs and app/state.rs.",
+            "   high",
+            "   openai/gpt-5",
+            "   Keep app.rs whole and extract only the config parsing.",
+            "   Extracted the config parsing into src/config.rs; app.rs keeps the rest. <",
+        ]
+    );
+    let kinds: Vec<TreeKind> = rows.iter().map(|r| r.kind).collect();
+    use TreeKind::*;
+    assert_eq!(
+        kinds,
+        [
+            ModelChange,
+            ThinkingChange,
+            User,
+            Assistant,
+            SessionInfo,
+            User,
+            Assistant,
+            ToolResult,
+            Assistant,
+            Label,
+            BranchSummary,
+            ThinkingChange,
+            ModelChange,
+            User,
+            Assistant
+        ]
+    );
+    let on_path: Vec<bool> = rows.iter().map(|r| r.on_path).collect();
+    assert_eq!(on_path, [&[true; 4][..], &[false; 6], &[true; 5]].concat());
+
+    // The last entry's context: the second branch only, opened by the summary of the first,
+    // with the model and thinking level that branch chose.
+    let ctx = s.context();
+    assert_eq!(
+        ctx.origins,
+        [
+            MessageOrigin::Message("c7e1a9d3".into()),
+            MessageOrigin::Message("1d4b7e20".into()),
+            MessageOrigin::BranchSummary("2c6f9a15".into()),
+            MessageOrigin::Message("b4a2d8e6".into()),
+            MessageOrigin::Message("4f8e0c1b".into()),
+        ]
+    );
+    let summary = match ctx.messages[2].as_llm() {
+        Some(Message::User(u)) => u.content.joined_text(),
+        other => panic!("{other:?}"),
+    };
+    assert!(summary.contains("The split compiled but moved too much at once."));
+    assert_eq!(
+        ctx.model,
+        Some(ModelRef {
+            provider: "openai".into(),
+            model_id: "gpt-5".into()
+        })
+    );
+    assert_eq!(ctx.thinking_level, Some(ThinkingLevel::High));
+    // The first branch keeps its own.
+    let first = s.context_at(Some("5b8d1e46"));
+    assert_eq!(first.messages.len(), 6);
+    assert_eq!(first.model.unwrap().provider, "anthropic");
+    assert_eq!(first.thinking_level, Some(ThinkingLevel::Low));
+}
+
+#[test]
+fn node_forked_fixture_knows_its_parent_and_matches_our_copy_of_that_branch() {
+    let forked = Session::load(Path::new(FIXTURE_FORKED)).unwrap();
+    assert!(forked.warnings.is_empty(), "{:?}", forked.warnings);
+    assert_eq!(
+        forked.header.parent_session.as_deref(),
+        Some(
+            "/home/me/.pi/agent/sessions/--tmp-mock--/2026-12-03T10-00-00-000Z_5f0c2a7e-93d1-4b8a-a6e2-1c4d7f9b3e05.jsonl"
+        )
+    );
+    assert_eq!(forked.name(), Some("Refactor app.rs"));
+    let labels: Vec<(&str, &str)> = forked.labels().into_iter().collect();
+    assert_eq!(labels, [("e2b9d714", "module-split")]);
+    let rows = tree_rows(&forked, forked.leaf_id());
+    assert_eq!(rows.len(), 10);
+    assert!(rows.iter().all(|r| r.prefix.is_empty() && r.on_path));
+    assert_eq!(rows[5].label.as_deref(), Some("module-split"));
+
+    // Our copy of the same branch holds the same entries (the Node.js `pi` also writes the
+    // branch's labels again at the end; we copy only what is on the branch).
+    let dir = Scratch::new("node-fork");
+    let tree = Session::load(Path::new(FIXTURE_TREE)).unwrap();
+    let ours = branch_to_new(&tree, Some("5b8d1e46"), dir.path(), Path::new("/tmp/mock")).unwrap();
+    let ours = Session::load(&ours.path).unwrap();
+    assert_eq!(ours.entries[..], forked.entries[..9]);
+    assert_eq!(ours.context().messages, forked.context().messages);
+    assert_eq!(ours.context(), tree.context_at(Some("5b8d1e46")));
+}
+
+#[test]
+fn what_we_write_for_tree_entries_has_the_node_field_names() {
+    // The field names, in order, of each entry type and of a forked header, as the Node.js
+    // `pi` writes them (from the fixtures).
+    let mut node: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for line in [FIXTURE_TREE, FIXTURE_FORKED]
+        .map(|f| lines(Path::new(f)))
+        .concat()
+    {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let key = match (v["type"].as_str().unwrap(), v.get("parentSession")) {
+            ("session", Some(_)) => "forked header".to_string(),
+            (t, _) => t.to_string(),
+        };
+        let names: Vec<String> = field_names(&v).into_iter().map(str::to_string).collect();
+        if let Some(seen) = node.insert(key.clone(), names.clone()) {
+            assert_eq!(seen, names, "the fixtures disagree on {key}");
+        }
+    }
+
+    let dir = Scratch::new("node-fields");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/tmp/mock"));
+    rec.set_model("anthropic", "claude-sonnet-4-5");
+    rec.set_thinking_level(ThinkingLevel::Low);
+    let u1 = rec.append_message(&user("How should I split it?", 1));
+    let a1 = rec.append_message(&assistant("Two ways.", vec![], 2));
+    rec.set_name("Refactor");
+    rec.append(EntryKind::Label {
+        target_id: u1.clone(),
+        label: Some("start".into()),
+    });
+    rec.branch_from(Some(&a1)).unwrap();
+    let summary = rec.append(EntryKind::BranchSummary(BranchSummary {
+        from_id: a1.clone(),
+        summary: "Tried one way.".into(),
+        details: Some(json!({"readFiles": [], "modifiedFiles": []})),
+        from_hook: None,
+    }));
+    rec.set_model("openai", "gpt-5");
+    rec.branch_from(Some(&a1)).unwrap();
+    let retry = rec.append_message(&user("Another way?", 3));
+    rec.close().unwrap();
+    let path = rec.path().to_path_buf();
+    drop(rec);
+    rename(&path, "Renamed").unwrap();
+
+    let ours = lines(&path);
+    let mut types = HashSet::new();
+    for line in &ours[1..] {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let t = v["type"].as_str().unwrap();
+        types.insert(t.to_string());
+        assert_eq!(
+            field_names(&v),
+            node[t].iter().map(String::as_str).collect::<Vec<_>>(),
+            "{line}"
+        );
+    }
+    for t in [
+        "model_change",
+        "thinking_level_change",
+        "message",
+        "session_info",
+        "label",
+        "branch_summary",
+    ] {
+        assert!(types.contains(t), "{t} was written");
+    }
+    // Both switches hang their first entry under the branch point.
+    let s = Session::load(&path).unwrap();
+    assert_eq!(s.entry(&summary).unwrap().parent_id.as_deref(), Some(&*a1));
+    assert_eq!(s.entry(&retry).unwrap().parent_id.as_deref(), Some(&*a1));
+    assert_eq!(s.name(), Some("Renamed"));
+
+    // A copy of one branch: the Node.js header, the entries as in the source.
+    let copy = branch_to_new(&s, Some(&summary), dir.path(), Path::new("/tmp/mock")).unwrap();
+    let copied = lines(&copy.path);
+    let header: Value = serde_json::from_str(&copied[0]).unwrap();
+    assert_eq!(
+        field_names(&header),
+        node["forked header"]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    let source_lines: std::collections::HashMap<String, Value> = ours[1..]
+        .iter()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["id"].as_str().unwrap().to_string(), v)
+        })
+        .collect();
+    assert_eq!(copied.len(), s.branch(Some(&summary)).len() + 1);
+    for line in &copied[1..] {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let original = &source_lines[v["id"].as_str().unwrap()];
+        assert_eq!(&v, original);
+        assert_eq!(field_names(&v), field_names(original));
+    }
+}
