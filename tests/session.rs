@@ -2,7 +2,7 @@
 //! recorder fed by a real agent run, damage that must not stop a load (torn last line, corrupt
 //! middle line, a crash while a tool ran), branching, compaction, old formats, listing,
 //! finding and forking; one branch copied to a new file, the tree laid out for display,
-//! renaming and deleting, and tree-shaped files of the Node.js `pi`.
+//! renaming and deleting, counting messages, and tree-shaped files of the Node.js `pi`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -30,8 +30,9 @@ use pi::session::manage::{delete, rename};
 use pi::session::{
     BranchSummary, Compaction, CustomMessageEntry, EntryKind, ListScope, MessageOrigin, ModelRef,
     RecorderTask, STARTED_TOOL_TEXT, Session, SessionError, SessionPaths, SessionRecorder,
-    StartFrom, TreeFilter, TreeKind, TreeRow, UNFINISHED_TOOL_TEXT, branch_to_new, filter_rows,
-    find_session, fork, list_sessions, newest_session, open_session, resume_hint, tree_rows,
+    StartFrom, TreeFilter, TreeKind, TreeRow, UNFINISHED_TOOL_TEXT, branch_to_new, count_messages,
+    filter_rows, find_session, fork, list_sessions, newest_session, open_session, resume_hint,
+    tree_rows,
 };
 use serde_json::{Map, Value, json};
 
@@ -1605,7 +1606,7 @@ fn damaged_lines_give_up_their_entries_and_the_pairing_holds() {
     assert!(ctx.messages.iter().all(|m| m.as_tool_result().is_none()));
 }
 
-// ----- one branch to a new file, the tree, renaming, deleting -----------------------------
+// ----- one branch to a new file, the tree, renaming, deleting, counting -------------------
 
 /// u1 → a1 → (u2 → a2 → label on u1) | (u2-retry → a2-retry), with a name on the shared
 /// part. Returns the file and the ids of a1, a2, the label entry and a2-retry.
@@ -1844,6 +1845,41 @@ fn delete_removes_the_file_and_a_stale_lock_unless_a_writer_holds_it() {
     assert!(!lock_path(&path).exists());
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     assert!(matches!(delete(&path), Err(SessionError::Io { .. })));
+}
+
+#[test]
+fn message_counts_match_the_loaded_sessions() {
+    let dir = Scratch::new("count");
+    assert_eq!(count_messages(Path::new(FIXTURE)), Some(4));
+    assert_eq!(count_messages(Path::new(FIXTURE_TREE)), Some(8));
+    assert_eq!(count_messages(Path::new(FIXTURE_FORKED)), Some(6));
+    let (src, _) = two_branches(dir.path());
+    let messages = |s: &Session| {
+        s.entries
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::Message(_)))
+            .count()
+    };
+    let s = Session::load(&src).unwrap();
+    assert_eq!(messages(&s), 6);
+    assert_eq!(count_messages(&src), Some(6));
+
+    // A torn last line is not a message; a line another program wrote with spaces is.
+    let mut text = fs::read_to_string(&src).unwrap();
+    text.push_str(
+        r#"{ "type": "message", "id": "0000abcd", "parentId": null, "timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": "spaced", "timestamp": 7} }"#,
+    );
+    text.push('\n');
+    text.push_str(r#"{"type":"message","id":"0000abce","parentId":"0000abcd","timestamp":"2026-"#);
+    fs::write(&src, &text).unwrap();
+    let s = Session::load(&src).unwrap();
+    assert_eq!(messages(&s), 7);
+    assert_eq!(count_messages(&src), Some(7));
+
+    assert_eq!(count_messages(&dir.path().join("missing.jsonl")), None);
+    let header_only = dir.path().join("h.jsonl");
+    fs::write(&header_only, format!("{}\n", lines(Path::new(FIXTURE))[0])).unwrap();
+    assert_eq!(count_messages(&header_only), Some(0));
 }
 
 // ----- tree-shaped files of the Node.js `pi` ----------------------------------------------

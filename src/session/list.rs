@@ -9,9 +9,12 @@
 //! Files whose first line is not a session header are left out. Files are read by a few threads
 //! at once: with a cold page cache the time goes into waiting for the disk, which serves
 //! several reads at a time.
+//!
+//! [`count_messages`] is the one exception: it reads a whole file, but only looks at the
+//! start of each line.
 
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -471,6 +474,119 @@ pub fn find_session(paths: &SessionPaths, query: &str) -> Result<FoundSession, S
         .ok_or_else(|| SessionError::NotFound(query.to_string()))
 }
 
+/// How a message entry line starts, as this crate and the Node.js `pi` write it (`type` first,
+/// no spaces).
+const MESSAGE_START: &[u8] = br#"{"type":"message""#;
+/// How every entry line of those two writers starts.
+const TYPE_START: &[u8] = br#"{"type":""#;
+/// Bytes of a line's start kept to classify it: the message start and the byte after it.
+const LINE_HEAD: usize = MESSAGE_START.len() + 1;
+
+/// Counts message entries line by line without decoding them.
+#[derive(Default)]
+struct MessageCounter {
+    count: usize,
+    /// The line so far (leading whitespace left out): its first [`LINE_HEAD`] bytes, or all of
+    /// it for a line written some other way (see `whole`).
+    line: Vec<u8>,
+    /// The line starts with `{` but not the way our writers start one, so it is kept whole and
+    /// decoded if it may be a message.
+    whole: bool,
+    /// The last byte of the line that was not whitespace.
+    last: u8,
+}
+
+impl MessageCounter {
+    /// Take in the next bytes of the file.
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some(nl) = memchr::memchr(b'\n', bytes) {
+            self.extend(&bytes[..nl]);
+            self.end_line();
+            bytes = &bytes[nl + 1..];
+        }
+        self.extend(bytes);
+    }
+
+    /// The file ended: its last line (if it has no newline) ends too.
+    fn finish(mut self) -> usize {
+        self.end_line();
+        self.count
+    }
+
+    /// Take in a piece of the current line (no newline in it).
+    fn extend(&mut self, mut piece: &[u8]) {
+        if self.line.is_empty() {
+            let skip = piece
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(piece.len());
+            piece = &piece[skip..];
+        }
+        if let Some(last) = piece.iter().rev().find(|b| !b.is_ascii_whitespace()) {
+            self.last = *last;
+        }
+        if self.whole {
+            self.line.extend_from_slice(piece);
+            return;
+        }
+        let room = LINE_HEAD.saturating_sub(self.line.len());
+        let had = self.line.len();
+        self.line.extend_from_slice(&piece[..room.min(piece.len())]);
+        if had < TYPE_START.len()
+            && self.line.len() >= TYPE_START.len()
+            && self.line[0] == b'{'
+            && !self.line.starts_with(TYPE_START)
+        {
+            self.whole = true;
+            self.line.extend_from_slice(&piece[room.min(piece.len())..]);
+        }
+    }
+
+    /// The current line ended.
+    fn end_line(&mut self) {
+        let line = &self.line;
+        let counted = if self.whole {
+            // Decoded only when it names messages at all.
+            memchr::memmem::find(line, br#""message""#).is_some()
+                && matches!(
+                    parse_line(line),
+                    Ok(ParsedLine::Entry(e)) if e.kind.type_name() == "message"
+                )
+        } else {
+            self.last == b'}'
+                && line.starts_with(MESSAGE_START)
+                && matches!(line.get(MESSAGE_START.len()), Some(b',' | b'}'))
+        };
+        if counted {
+            self.count += 1;
+        }
+        self.line.clear();
+        self.whole = false;
+        self.last = 0;
+    }
+}
+
+/// The number of `message` entries in a session file (every branch), or `None` if it cannot be
+/// read. Lines are classified by how they start (`{"type":"message",`, as this crate and the
+/// Node.js `pi` write them) without being decoded; a line that does not end in `}` (a torn
+/// last line) does not count. Only a line that starts with `{` in some other way and mentions
+/// `"message"` is decoded.
+pub fn count_messages(path: &Path) -> Option<usize> {
+    let file = File::open(path).ok()?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut counter = MessageCounter::default();
+    loop {
+        let chunk = reader.fill_buf().ok()?;
+        if chunk.is_empty() {
+            break;
+        }
+        let len = chunk.len();
+        counter.feed(chunk);
+        reader.consume(len);
+    }
+    Some(counter.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,6 +604,34 @@ mod tests {
             Some("from blocks")
         );
         assert_eq!(preview_from_cut_line(r#"{"type":"model_change""#), None);
+    }
+
+    #[test]
+    fn message_lines_are_counted_however_the_reads_split_them() {
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"u","timestamp":"t","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"}}"#,
+            "\r\n\n   \n",
+            r#"{"type":"model_change","id":"b","parentId":"a","timestamp":"t","provider":"p","modelId":"m"}"#,
+            "\n",
+            r#"{"type":"messages","id":"c","parentId":"b","timestamp":"t"}"#,
+            "\n",
+            r#"  { "id": "d", "type": "message", "parentId": "c", "timestamp": "t", "message": {"role":"user","content":"spaced"} }"#,
+            "\n",
+            r#"{"id":"e","type":"custom","parentId":"d","timestamp":"t","customType":"message"}"#,
+            "\n",
+            r#"{"type":"message","id":"f","parentId":"e","timestamp":"t","message":{"role":"user","content":"last"}}"#,
+            "\n",
+            r#"{"type":"message","id":"g","parentId":"f","timestamp":"t","message":{"role":"us"#,
+        );
+        for piece in [1, 2, 3, 7, 16, text.len()] {
+            let mut counter = MessageCounter::default();
+            for chunk in text.as_bytes().chunks(piece) {
+                counter.feed(chunk);
+            }
+            assert_eq!(counter.finish(), 3, "pieces of {piece} bytes");
+        }
     }
 
     #[test]

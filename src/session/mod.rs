@@ -56,8 +56,8 @@ pub use entry::{
 pub use error::{LoadWarning, SessionError};
 pub use fork::{Forked, branch_to_new, fork};
 pub use list::{
-    FoundSession, ListScope, SessionInfo, SessionList, find_session, list_sessions, newest_session,
-    session_info,
+    FoundSession, ListScope, SessionInfo, SessionList, count_messages, find_session, list_sessions,
+    newest_session, session_info,
 };
 pub use load::Session;
 pub use open::{OpenedSession, StartFrom, open_session, resume_hint};
