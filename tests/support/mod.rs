@@ -2,6 +2,7 @@
 //! one-call way to run the loop against the scripted provider.
 #![allow(dead_code)]
 
+pub mod pty;
 pub mod server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
