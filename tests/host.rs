@@ -34,6 +34,8 @@ fn model_info() -> ModelInfo {
 struct Rig {
     client: Client,
     dir: tempfile::TempDir,
+    /// Message counts that followed listings (set aside by [`Rig::answer`]).
+    counts: Vec<(PathBuf, usize)>,
 }
 
 impl Rig {
@@ -59,7 +61,11 @@ impl Rig {
             live_updates: true,
             secrets: Vec::new(),
         });
-        Rig { client, dir }
+        Rig {
+            client,
+            dir,
+            counts: Vec::new(),
+        }
     }
 
     /// Prompt and wait for that run's end; returns its messages.
@@ -102,11 +108,18 @@ impl Rig {
         }
     }
 
+    /// The next answer; message counts (which follow every listing) are set aside.
     async fn answer(&mut self) -> HostEvent {
-        tokio::time::timeout(WAIT, self.client.host_events.recv())
-            .await
-            .expect("an answer in time")
-            .expect("host events")
+        loop {
+            let e = tokio::time::timeout(WAIT, self.client.host_events.recv())
+                .await
+                .expect("an answer in time")
+                .expect("host events");
+            match e {
+                HostEvent::MessageCounts(c) => self.counts.extend(c),
+                e => return e,
+            }
+        }
     }
 
     fn session_files(&self) -> Vec<PathBuf> {
@@ -361,4 +374,300 @@ async fn a_session_that_could_not_be_written_is_not_offered_for_resuming() {
     assert!(why.contains("cannot create the folder"), "{why}");
     let farewell = closed.farewell().unwrap();
     assert!(farewell.contains("could not be saved") && !farewell.contains("To resume"));
+}
+
+/// Texts of request `i`'s messages (user and assistant text), in order.
+fn request_texts(p: &ScriptedProvider, i: usize) -> Vec<String> {
+    p.requests()[i]
+        .context
+        .messages
+        .iter()
+        .map(|m| match m.as_ref() {
+            pi::agent::protocol::types::Message::User(u) => u.content.joined_text(),
+            pi::agent::protocol::types::Message::Assistant(a) => a.text(),
+            pi::agent::protocol::types::Message::ToolResult(r) => r.text(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+impl Rig {
+    async fn tree(&mut self) -> pi::host::SessionTree {
+        self.client.commands.send(Command::Tree);
+        match self.answer().await {
+            HostEvent::Tree(t) => *t,
+            other => panic!("expected a tree, got {other:?}"),
+        }
+    }
+
+    /// The id of the tree row of kind `kind` whose text contains `text`.
+    async fn row_id(&mut self, kind: pi::session::tree::TreeKind, text: &str) -> String {
+        let tree = self.tree().await;
+        tree.rows
+            .iter()
+            .find(|r| r.kind == kind && r.text.contains(text))
+            .unwrap_or_else(|| panic!("no {kind:?} row with {text:?}: {:?}", tree.rows))
+            .id
+            .clone()
+    }
+}
+
+#[tokio::test]
+async fn new_session_leaves_the_first_file_as_it_was() {
+    let p = scripts(vec![reply::text("first answer"), reply::text("second")]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("one").await;
+    rig.client.commands.send(Command::NewSession);
+    let HostEvent::NewSession { .. } = rig.answer().await else {
+        panic!("expected NewSession");
+    };
+    let first = rig.session_files()[0].clone();
+    let before = std::fs::read(&first).unwrap();
+    rig.client
+        .commands
+        .send(Command::NameSession("later".into()));
+    rig.answer().await;
+    rig.client
+        .commands
+        .send(Command::SetThinking(ThinkingLevel::High));
+    rig.prompt("two").await;
+    rig.client.commands.shutdown().await;
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        before,
+        "nothing more in the old file"
+    );
+    let second: Vec<PathBuf> = rig
+        .session_files()
+        .into_iter()
+        .filter(|f| *f != first)
+        .collect();
+    assert_eq!(second.len(), 1);
+    let s = Session::load(&second[0]).unwrap();
+    assert_eq!(s.name(), Some("later"));
+    assert_eq!(s.context().thinking_level, Some(ThinkingLevel::High));
+}
+
+#[tokio::test]
+async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_that_branch() {
+    use pi::session::tree::TreeKind;
+    let p = scripts(vec![
+        reply::text("answer one"),
+        reply::text("answer two"),
+        reply::text("answer two bis"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("prompt one").await;
+    rig.prompt("prompt two").await;
+    let target = rig.row_id(TreeKind::User, "prompt two").await;
+    rig.client.commands.send(Command::Navigate(target.clone()));
+    let HostEvent::Navigated(nav) = rig.answer().await else {
+        panic!("expected Navigated");
+    };
+    assert_eq!(nav.draft.as_deref(), Some("prompt two"));
+    assert_eq!(nav.messages.len(), 2, "prompt one and its answer");
+    rig.prompt("prompt two, reworded").await;
+    assert_eq!(
+        request_texts(&p, 2),
+        ["prompt one", "answer one", "prompt two, reworded"]
+    );
+    // The file holds both branches; the tree shows them side by side, the new one current.
+    let tree = rig.tree().await;
+    let users: Vec<&str> = tree
+        .rows
+        .iter()
+        .filter(|r| r.kind == TreeKind::User)
+        .map(|r| r.text.as_str())
+        .collect();
+    assert_eq!(users, ["prompt one", "prompt two", "prompt two, reworded"]);
+    let on_path: Vec<&str> = tree
+        .rows
+        .iter()
+        .filter(|r| r.on_path && r.kind == TreeKind::User)
+        .map(|r| r.text.as_str())
+        .collect();
+    assert_eq!(on_path, ["prompt one", "prompt two, reworded"]);
+    rig.client.commands.shutdown().await;
+    let s = Session::load(&rig.session_files()[0]).unwrap();
+    let texts: Vec<String> = s
+        .context()
+        .messages
+        .iter()
+        .map(pi::tui::port::message_text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "prompt one",
+            "answer one",
+            "prompt two, reworded",
+            "answer two bis"
+        ]
+    );
+
+    // Moving to an answer goes on from it, with no draft.
+    let p = scripts(vec![
+        reply::text("a1"),
+        reply::text("a2"),
+        reply::text("a3"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("q1").await;
+    rig.prompt("q2").await;
+    let a1 = rig.row_id(TreeKind::Assistant, "a1").await;
+    rig.client.commands.send(Command::Navigate(a1));
+    let HostEvent::Navigated(nav) = rig.answer().await else {
+        panic!("expected Navigated");
+    };
+    assert!(nav.draft.is_none());
+    rig.prompt("q3").await;
+    assert_eq!(request_texts(&p, 2), ["q1", "a1", "q3"]);
+}
+
+#[tokio::test]
+async fn labels_are_set_and_cleared_from_the_tree() {
+    use pi::session::tree::TreeKind;
+    let p = scripts(vec![reply::text("the answer")]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("the question").await;
+    let id = rig.row_id(TreeKind::User, "the question").await;
+    rig.client.commands.send(Command::Label {
+        target: id.clone(),
+        label: Some(" checkpoint ".into()),
+    });
+    let HostEvent::Tree(tree) = rig.answer().await else {
+        panic!("expected a fresh tree");
+    };
+    let row = tree.rows.iter().find(|r| r.id == id).unwrap();
+    assert_eq!(row.label.as_deref(), Some("checkpoint"));
+    rig.client.commands.send(Command::Label {
+        target: id.clone(),
+        label: None,
+    });
+    let HostEvent::Tree(tree) = rig.answer().await else {
+        panic!("expected a fresh tree");
+    };
+    assert_eq!(tree.rows.iter().find(|r| r.id == id).unwrap().label, None);
+    rig.client.commands.shutdown().await;
+    let s = Session::load(&rig.session_files()[0]).unwrap();
+    let labels: Vec<_> = s
+        .entries
+        .iter()
+        .filter(|e| e.kind.type_name() == "label")
+        .collect();
+    assert_eq!(labels.len(), 2);
+    assert!(s.labels().is_empty());
+}
+
+#[tokio::test]
+async fn fork_and_clone_write_new_files_that_name_their_parent() {
+    use pi::session::tree::TreeKind;
+    let p = scripts(vec![
+        reply::text("answer one"),
+        reply::text("answer two"),
+        reply::text("in the fork"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("prompt one").await;
+    rig.prompt("prompt two").await;
+    // (The tree is read once the recorder has written what the run emitted.)
+    let target = rig.row_id(TreeKind::User, "prompt two").await;
+    let original = rig.session_files()[0].clone();
+    rig.client.commands.send(Command::Fork(target));
+    let HostEvent::Opened(opened) = rig.answer().await else {
+        panic!("expected Opened");
+    };
+    assert_eq!(opened.draft.as_deref(), Some("prompt two"));
+    assert_ne!(opened.path, original);
+    assert_eq!(opened.messages.len(), 2);
+    let header = pi::session::list::read_header(&opened.path).unwrap();
+    let parent = std::fs::canonicalize(&original).unwrap();
+    assert_eq!(header.parent_session.as_deref(), parent.to_str());
+    rig.prompt("prompt two in the fork").await;
+    assert_eq!(
+        request_texts(&p, 2),
+        ["prompt one", "answer one", "prompt two in the fork"]
+    );
+
+    // Clone the fork's branch: a third file with the same conversation.
+    rig.client.commands.send(Command::Clone);
+    let HostEvent::Opened(cloned) = rig.answer().await else {
+        panic!("expected Opened");
+    };
+    assert!(cloned.draft.is_none());
+    assert_eq!(cloned.messages.len(), 4);
+    let header = pi::session::list::read_header(&cloned.path).unwrap();
+    let fork_path = std::fs::canonicalize(&opened.path).unwrap();
+    assert_eq!(header.parent_session.as_deref(), fork_path.to_str());
+    rig.client.commands.shutdown().await;
+    assert_eq!(rig.session_files().len(), 3);
+    // The original is untouched by what happened in the fork.
+    let s = Session::load(&original).unwrap();
+    assert_eq!(s.context().messages.len(), 4);
+}
+
+#[tokio::test]
+async fn the_picker_renames_and_deletes_listed_sessions() {
+    let p = scripts(vec![reply::text("old answer"), reply::text("new answer")]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("old question").await;
+    rig.client.commands.send(Command::NewSession);
+    rig.answer().await;
+    rig.prompt("new question").await;
+    // Listing waits for the recorder's writes.
+    rig.client
+        .commands
+        .send(Command::ListSessions(ListScope::CurrentFolder));
+    rig.answer().await;
+    let files = rig.session_files();
+    let old = files
+        .iter()
+        .find(|f| std::fs::read_to_string(f).unwrap().contains("old question"))
+        .unwrap()
+        .clone();
+    let scope = ListScope::CurrentFolder;
+    rig.client.commands.send(Command::RenameSession {
+        path: old.clone(),
+        name: "the old one".into(),
+        scope,
+    });
+    let HostEvent::Sessions { sessions, .. } = rig.answer().await else {
+        panic!("expected a fresh listing");
+    };
+    let listed = sessions.iter().find(|s| s.path == old).unwrap();
+    assert_eq!(listed.name.as_deref(), Some("the old one"));
+    // The counts follow the listing.
+    let deadline = std::time::Instant::now() + WAIT;
+    while !rig.counts.contains(&(old.clone(), 2)) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", rig.counts);
+        if let Ok(Some(HostEvent::MessageCounts(c))) =
+            tokio::time::timeout(Duration::from_millis(50), rig.client.host_events.recv()).await
+        {
+            rig.counts.extend(c);
+        }
+    }
+    // The session in use cannot be deleted; another one can.
+    let current = files
+        .iter()
+        .find(|f| **f != old && f.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap_or_else(|| panic!("{files:?}"))
+        .clone();
+    rig.client.commands.send(Command::DeleteSession {
+        path: current.clone(),
+        scope,
+    });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("expected a refusal");
+    };
+    assert!(why.contains("in use"), "{why}");
+    rig.client.commands.send(Command::DeleteSession {
+        path: old.clone(),
+        scope,
+    });
+    let HostEvent::Sessions { sessions, .. } = rig.answer().await else {
+        panic!("expected a fresh listing");
+    };
+    assert!(!old.exists());
+    assert!(sessions.iter().all(|s| s.path != old));
+    rig.client.commands.shutdown().await;
 }

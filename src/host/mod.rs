@@ -13,6 +13,7 @@
 
 pub mod export;
 pub mod stats;
+pub mod tree;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::session::{
 };
 
 pub use stats::SessionStats;
+pub use tree::SessionTree;
 
 /// How long shutting down waits for an aborted run to write its last messages.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -51,6 +53,15 @@ pub enum Command {
     ListSessions(ListScope),
     /// Continue in a saved session; answered with [`HostEvent::Opened`].
     OpenSession(PathBuf),
+    /// Name a saved session (the current one included); answered with a fresh listing of
+    /// `scope`.
+    RenameSession {
+        path: PathBuf,
+        name: String,
+        scope: ListScope,
+    },
+    /// Delete a saved session file (not the current one); answered with a fresh listing.
+    DeleteSession { path: PathBuf, scope: ListScope },
     /// Write the conversation as markdown (default: `pi-session-<time>.md` in the folder);
     /// answered with [`HostEvent::Exported`].
     Export(Option<PathBuf>),
@@ -61,6 +72,21 @@ pub enum Command {
     TakeQueued,
     /// Answered with [`HostEvent::Stats`].
     Stats,
+    /// The session's entries as a tree; answered with [`HostEvent::Tree`].
+    Tree,
+    /// Continue from an entry of the tree (from its parent, for a prompt, whose text comes
+    /// back as a draft); answered with [`HostEvent::Navigated`].
+    Navigate(String),
+    /// Set (`Some`) or clear (`None`) an entry's label; answered with a fresh tree.
+    Label {
+        target: String,
+        label: Option<String>,
+    },
+    /// A new session file holding the branch before this prompt; answered with
+    /// [`HostEvent::Opened`] (the prompt's text as its draft).
+    Fork(String),
+    /// A new session file holding the current branch; answered with [`HostEvent::Opened`].
+    Clone,
     /// Abort what runs, flush the session and stop.
     Shutdown(Reply<Closed>),
 }
@@ -72,6 +98,8 @@ pub enum HostEvent {
         scope: ListScope,
         sessions: Vec<SessionInfo>,
     },
+    /// How many messages listed sessions hold (counted after the listing, which stays fast).
+    MessageCounts(Vec<(PathBuf, usize)>),
     Opened(Box<Opened>),
     /// A new session began. Agent events of runs up to `after_run` belong to the old one.
     NewSession {
@@ -83,6 +111,9 @@ pub enum HostEvent {
     /// What the queues held (steering first), now emptied.
     Queued(Vec<AgentMessage>),
     Stats(Box<SessionStats>),
+    Tree(Box<SessionTree>),
+    /// The conversation now continues from another point of the same session.
+    Navigated(Box<Navigated>),
     /// A command could not be carried out; the text says why.
     Failed(String),
     /// Writing the session file failed (the entries stay queued and are retried with the next
@@ -101,6 +132,20 @@ pub struct Opened {
     pub thinking: ThinkingLevel,
     pub name: Option<String>,
     /// Damage found while loading, and model notes.
+    pub warnings: Vec<String>,
+    /// Text for the editor (the prompt a fork started before).
+    pub draft: Option<String>,
+}
+
+/// The conversation after a move in the tree.
+#[derive(Debug)]
+pub struct Navigated {
+    /// The branch from its start to the new position.
+    pub messages: Vec<AgentMessage>,
+    /// The chosen prompt's text, to edit and send as a new branch.
+    pub draft: Option<String>,
+    pub model: ModelInfo,
+    pub thinking: ThinkingLevel,
     pub warnings: Vec<String>,
 }
 
@@ -320,12 +365,21 @@ impl Host {
             Command::NewSession => self.new_session().await,
             Command::ListSessions(scope) => self.list(scope),
             Command::OpenSession(path) => self.open(path).await,
+            Command::RenameSession { path, name, scope } => {
+                self.rename_listed(path, name, scope).await
+            }
+            Command::DeleteSession { path, scope } => self.delete_listed(path, scope).await,
             Command::Export(path) => self.export(path),
             Command::NameSession(name) => self.name(name),
             Command::TakeQueued => {
                 let taken = self.agent.clear_all_queues();
                 self.tell(HostEvent::Queued(taken));
             }
+            Command::Tree => self.tree().await,
+            Command::Navigate(target) => self.navigate(target).await,
+            Command::Label { target, label } => self.label(target, label).await,
+            Command::Fork(target) => self.fork_at(target).await,
+            Command::Clone => self.clone_branch().await,
             Command::Stats => {
                 let stats = stats::collect(
                     &self.agent.messages(),
@@ -444,18 +498,91 @@ impl Host {
             }
             let listed =
                 tokio::task::spawn_blocking(move || session::list_sessions(&paths, scope)).await;
-            let event = match listed {
-                Ok(list) => HostEvent::Sessions {
-                    scope,
-                    sessions: list.sessions,
-                },
-                Err(e) => HostEvent::Failed(format!("cannot list the sessions: {e}")),
+            let sessions = match listed {
+                Ok(list) => list.sessions,
+                Err(e) => {
+                    let _ = out.send(HostEvent::Failed(format!("cannot list the sessions: {e}")));
+                    return;
+                }
             };
-            let _ = out.send(event);
+            let files: Vec<PathBuf> = sessions.iter().map(|s| s.path.clone()).collect();
+            let _ = out.send(HostEvent::Sessions { scope, sessions });
+            // Counting reads whole files: it follows the listing instead of delaying it.
+            let counted = tokio::task::spawn_blocking(move || {
+                files
+                    .into_iter()
+                    .filter_map(|p| session::list::count_messages(&p).map(|n| (p, n)))
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            if let Ok(counts) = counted {
+                let _ = out.send(HostEvent::MessageCounts(counts));
+            }
         });
     }
 
+    /// Whether `path` is the file this session is written to.
+    fn is_current(&self, path: &std::path::Path) -> bool {
+        self.recorder.as_ref().is_some_and(|r| {
+            let same = |a: &std::path::Path, b: &std::path::Path| {
+                a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+            };
+            same(r.path(), path)
+        })
+    }
+
+    async fn rename_listed(&mut self, path: PathBuf, name: String, scope: ListScope) {
+        if self.is_current(&path) {
+            // The recorder writes this file: the name goes through it.
+            self.name(name);
+        } else {
+            let renamed =
+                tokio::task::spawn_blocking(move || session::manage::rename(&path, &name)).await;
+            match renamed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => self.tell(HostEvent::Failed(format!("cannot rename: {e}"))),
+                Err(e) => self.tell(HostEvent::Failed(format!("cannot rename: {e}"))),
+            }
+        }
+        self.list(scope);
+    }
+
+    async fn delete_listed(&mut self, path: PathBuf, scope: ListScope) {
+        if self.is_current(&path) {
+            self.tell(HostEvent::Failed(
+                "this is the session in use; start another (/new) to delete it".into(),
+            ));
+            return;
+        }
+        let deleted = tokio::task::spawn_blocking(move || session::manage::delete(&path)).await;
+        match deleted {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.tell(HostEvent::Failed(format!("cannot delete: {e}"))),
+            Err(e) => self.tell(HostEvent::Failed(format!("cannot delete: {e}"))),
+        }
+        self.list(scope);
+    }
+
     async fn open(&mut self, path: PathBuf) {
+        self.open_with_draft(path, None).await;
+    }
+
+    /// Go on with the model a session used, when this setup can reach it.
+    fn adopt_model(&mut self, provider: &str, model_id: &str, warnings: &mut Vec<String>) {
+        match self.catalog.resolve(provider, model_id) {
+            Ok((info, _)) => {
+                let model = info.to_model();
+                self.agent.update_settings(|s| s.model = model);
+                self.model = info;
+            }
+            Err(e) => warnings.push(format!(
+                "the session used {provider}/{model_id}, which this setup cannot reach ({e}); \
+                 keeping the current model"
+            )),
+        }
+    }
+
+    async fn open_with_draft(&mut self, path: PathBuf, draft: Option<String>) {
         if self.agent.is_streaming() {
             self.tell(HostEvent::Failed(
                 "Cannot resume while the agent is working; press Esc first".into(),
@@ -503,19 +630,8 @@ impl Host {
         let mut warnings: Vec<String> = opened.warnings.iter().map(|w| w.to_string()).collect();
         // The conversation goes on with the model and level it used (the flags' choice only
         // applies to the session pi started with).
-        if let Some(m) = &opened.context.model {
-            match self.catalog.resolve(&m.provider, &m.model_id) {
-                Ok((info, _)) => {
-                    let model = info.to_model();
-                    self.agent.update_settings(|s| s.model = model);
-                    self.model = info;
-                }
-                Err(e) => warnings.push(format!(
-                    "the session used {}/{}, which this setup cannot reach ({e}); keeping the \
-                     current model",
-                    m.provider, m.model_id
-                )),
-            }
+        if let Some(m) = opened.context.model.clone() {
+            self.adopt_model(&m.provider, &m.model_id, &mut warnings);
         }
         if let Some(level) = opened.context.thinking_level {
             self.agent.update_settings(|s| s.thinking = level);
@@ -538,6 +654,7 @@ impl Host {
             thinking: self.thinking,
             name,
             warnings,
+            draft,
         })));
     }
 

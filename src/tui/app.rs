@@ -18,17 +18,20 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
-use super::cells::{Cell, ToolCell, ToolState, View};
+use super::cells::{self, Cell, ToolCell, ToolState, View};
 use super::editor::Editor;
 pub use super::port::Delivery;
 use super::port::{Port, message_text};
 use super::sanitize::sanitize;
-use super::sessions::SessionPicker;
+use super::sessions::{PickerMode, SessionPicker};
 use super::slash;
 use super::transcript::Transcript;
+use super::tree::{TreeAction, TreePurpose, TreeView};
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::{AgentMessage, Message, StopReason, Usage, UsageTotals};
+use crate::agent::protocol::types::{
+    AgentMessage, AssistantMessage, Message, StopReason, Usage, UsageTotals,
+};
 use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
@@ -57,6 +60,9 @@ pub struct Place {
     pub session_name: Option<String>,
 }
 
+/// Two presses of Esc this close together (with nothing to stop) open the tree.
+const DOUBLE_ESC: Duration = Duration::from_millis(500);
+
 pub struct App {
     port: Port,
     pub transcript: Transcript,
@@ -83,6 +89,12 @@ pub struct App {
     pub saving: bool,
     /// `/resume` asked for a listing that has not arrived yet.
     awaiting_sessions: bool,
+    /// The `/tree` view or the `/fork` chooser, when open.
+    pub tree: Option<TreeView>,
+    /// `/tree` or `/fork` asked for the tree, which has not arrived yet.
+    awaiting_tree: Option<TreePurpose>,
+    /// When Esc was last pressed with nothing to stop (twice quickly opens the tree).
+    last_idle_esc: Option<Instant>,
     /// The text of the last finished answer (for `/copy`).
     last_answer: Option<String>,
     /// How the last reply ended (a run that ended normally takes what is still queued).
@@ -125,6 +137,9 @@ impl App {
             sessions: None,
             saving: true,
             awaiting_sessions: false,
+            tree: None,
+            awaiting_tree: None,
+            last_idle_esc: None,
             last_answer: None,
             last_stop: None,
             stale_runs: 0,
@@ -254,25 +269,7 @@ impl App {
                             self.last_answer = Some(text);
                         }
                     }
-                    match a.stop_reason {
-                        StopReason::Error if !a.is_retried_attempt() => {
-                            let m = a
-                                .error_message
-                                .clone()
-                                .unwrap_or_else(|| "the model call failed".into());
-                            self.transcript.push(Cell::Error(m));
-                        }
-                        StopReason::Aborted => {
-                            self.transcript
-                                .push(Cell::Aborted("Operation aborted".into()));
-                        }
-                        StopReason::Length => {
-                            self.transcript.push(Cell::Notice(
-                                "The answer was cut off at the output token limit.".into(),
-                            ));
-                        }
-                        _ => {}
-                    }
+                    self.push_stop_cell(a);
                 }
             }
             AgentEvent::ToolExecutionStart {
@@ -418,6 +415,10 @@ impl App {
             self.sessions_key(key);
             return;
         }
+        if self.tree.is_some() {
+            self.tree_key(key);
+            return;
+        }
         let page = (self.viewport.1 as usize).saturating_sub(2).max(1);
         match key.code {
             KeyCode::Char('c') if ctrl => {
@@ -526,6 +527,18 @@ impl App {
             return;
         }
         if !self.is_busy() {
+            // Esc twice on an empty editor opens the tree, as in the Node pi.
+            let now = Instant::now();
+            if self.editor.is_empty()
+                && self
+                    .last_idle_esc
+                    .is_some_and(|t| now.duration_since(t) < DOUBLE_ESC)
+            {
+                self.last_idle_esc = None;
+                self.open_tree(TreePurpose::Navigate);
+            } else {
+                self.last_idle_esc = Some(now);
+            }
             return;
         }
         self.port.abort();
@@ -610,6 +623,14 @@ impl App {
                 }
             }
             "session" => self.port.stats(),
+            "tree" => self.open_tree(TreePurpose::Navigate),
+            "fork" => self.open_tree(TreePurpose::Fork),
+            "clone" => {
+                if self.refuse_when_not_saving() || self.refuse_when_busy("clone the session") {
+                    return;
+                }
+                self.port.clone_session();
+            }
             "copy" => match self.last_answer.clone() {
                 Some(text) => {
                     let n = text.chars().count();
@@ -660,6 +681,11 @@ impl App {
                 }
                 None => {}
             },
+            HostEvent::MessageCounts(counts) => {
+                if let Some(p) = self.sessions.as_mut() {
+                    p.counts.extend(counts);
+                }
+            }
             HostEvent::Opened(opened) => self.resume(*opened),
             HostEvent::NewSession { after_run, .. } => {
                 self.stale_runs = after_run;
@@ -688,8 +714,21 @@ impl App {
                 )));
                 self.transcript.follow();
             }
+            HostEvent::Tree(tree) => match (self.tree.as_mut(), self.awaiting_tree.take()) {
+                (Some(view), _) => view.refresh(*tree),
+                (None, Some(purpose)) => {
+                    if tree.rows.is_empty() {
+                        self.notice("Nothing in this session yet");
+                    } else {
+                        self.tree = Some(TreeView::new(purpose, *tree));
+                    }
+                }
+                (None, None) => {}
+            },
+            HostEvent::Navigated(nav) => self.navigated(*nav),
             HostEvent::Failed(why) => {
                 self.awaiting_sessions = false;
+                self.awaiting_tree = None;
                 self.transcript.push(Cell::Error(sanitize(&why)));
                 self.transcript.follow();
             }
@@ -723,7 +762,50 @@ impl App {
         let Some(p) = self.sessions.as_mut() else {
             return;
         };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match &mut p.mode {
+            PickerMode::Rename(name) => {
+                match key.code {
+                    KeyCode::Esc => p.mode = PickerMode::Browse,
+                    KeyCode::Backspace => {
+                        name.pop();
+                    }
+                    KeyCode::Enter => {
+                        let name = name.trim().to_string();
+                        let chosen = p.selected_path();
+                        p.mode = PickerMode::Browse;
+                        if let Some(path) = chosen
+                            && !name.is_empty()
+                        {
+                            self.port.rename_session(path, name, p.scope);
+                        }
+                    }
+                    KeyCode::Char(c) if !ctrl => name.push(c),
+                    _ => {}
+                }
+                return;
+            }
+            PickerMode::ConfirmDelete => {
+                let chosen = p.selected_path();
+                p.mode = PickerMode::Browse;
+                if matches!(key.code, KeyCode::Char('y' | 'Y'))
+                    && let Some(path) = chosen
+                {
+                    self.port.delete_session(path, p.scope);
+                }
+                return;
+            }
+            PickerMode::Browse => {}
+        }
         match key.code {
+            KeyCode::Char('r') if ctrl => {
+                if let Some(s) = p.selected_session() {
+                    p.mode = PickerMode::Rename(s.name.clone().unwrap_or_default());
+                }
+            }
+            KeyCode::Char('d') if ctrl && p.selected_session().is_some() => {
+                p.mode = PickerMode::ConfirmDelete;
+            }
             KeyCode::Esc => self.sessions = None,
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
                 self.sessions = None
@@ -767,14 +849,124 @@ impl App {
             sanitize(&self.model.provider),
             sanitize(&self.model.id)
         ));
+        if let Some(draft) = opened.draft {
+            self.editor.set_text(&draft);
+        }
     }
 
-    /// Render saved messages as cells (user, assistant, one tool cell per call with its result).
+    // ----- the tree ---------------------------------------------------------------------
+
+    fn refuse_when_not_saving(&mut self) -> bool {
+        if !self.saving {
+            self.notice("Sessions are not saved in this run (--no-session)");
+        }
+        !self.saving
+    }
+
+    fn refuse_when_busy(&mut self, what: &str) -> bool {
+        let busy = self.is_busy();
+        if busy {
+            self.notice(format!(
+                "Cannot {what} while the agent is working; press Esc first"
+            ));
+        }
+        busy
+    }
+
+    /// Ask the host for the tree; the view opens when it arrives.
+    pub fn open_tree(&mut self, purpose: TreePurpose) {
+        self.dirty = true;
+        if self.refuse_when_not_saving() {
+            return;
+        }
+        let what = match purpose {
+            TreePurpose::Navigate => "move in the tree",
+            TreePurpose::Fork => "fork",
+        };
+        if self.refuse_when_busy(what) {
+            return;
+        }
+        self.awaiting_tree = Some(purpose);
+        self.port.tree();
+    }
+
+    fn tree_key(&mut self, key: KeyEvent) {
+        let page = (self.viewport.1 as usize).saturating_sub(4).max(1);
+        let Some(view) = self.tree.as_mut() else {
+            return;
+        };
+        let purpose = view.purpose;
+        match view.key(key, page) {
+            TreeAction::None => {}
+            TreeAction::Close => self.tree = None,
+            TreeAction::Label { target, label } => self.port.label(target, label),
+            TreeAction::Choose(id) => {
+                self.tree = None;
+                if self.refuse_when_busy("move in the tree") {
+                    return;
+                }
+                match purpose {
+                    TreePurpose::Navigate => self.port.navigate(id),
+                    TreePurpose::Fork => self.port.fork(id),
+                }
+            }
+        }
+    }
+
+    /// The host moved the conversation to another point of the session.
+    fn navigated(&mut self, nav: crate::host::Navigated) {
+        self.clear_conversation();
+        self.model = nav.model;
+        self.thinking = nav.thinking;
+        self.show_messages(&nav.messages);
+        for w in nav.warnings {
+            self.notice(sanitize(&w));
+        }
+        match nav.draft {
+            Some(draft) => {
+                self.editor.set_text(&draft);
+                self.notice("Moved before this prompt: edit it and send to start a new branch");
+            }
+            None => self.notice("Moved: the conversation goes on from here"),
+        }
+    }
+
+    /// What a finished reply's stop reason adds below it: its error, the abort, a cut-off note.
+    /// A retried attempt's error is not shown (the retry notice says it).
+    fn push_stop_cell(&mut self, a: &AssistantMessage) {
+        match a.stop_reason {
+            StopReason::Error if !a.is_retried_attempt() => {
+                let m = a
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "the model call failed".into());
+                self.transcript.push(Cell::Error(m));
+            }
+            StopReason::Aborted => {
+                self.transcript
+                    .push(Cell::Aborted("Operation aborted".into()));
+            }
+            StopReason::Length => {
+                self.transcript.push(Cell::Notice(
+                    "The answer was cut off at the output token limit.".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// Render saved messages as cells, as they looked when they happened: user prompts,
+    /// answers (thinking per the toggle), one tool cell per call with its result and diff,
+    /// errors and aborts, and summaries of condensed or abandoned parts of the conversation.
     pub fn show_messages(&mut self, messages: &[AgentMessage]) {
         let mut calls: HashMap<String, usize> = HashMap::new();
         for m in messages {
             match m.as_llm() {
-                Some(Message::User(_)) => {
+                Some(Message::User(u)) => {
+                    if let Some(summary) = cells::Summary::of(u) {
+                        self.transcript.push(Cell::Summary(summary));
+                        continue;
+                    }
                     if !self.transcript.is_empty() {
                         self.transcript.push(Cell::Divider);
                     }
@@ -783,9 +975,13 @@ impl App {
                 Some(Message::Assistant(a)) => {
                     self.transcript.push(Cell::assistant(a.clone(), false));
                     self.add_usage(&a.usage);
-                    if !a.text().trim().is_empty() {
-                        self.last_answer = Some(a.text());
+                    if !a.is_retried_attempt() {
+                        self.last_stop = Some(a.stop_reason);
+                        if !a.text().trim().is_empty() {
+                            self.last_answer = Some(a.text());
+                        }
                     }
+                    self.push_stop_cell(a);
                     for call in a.tool_calls() {
                         let idx = self.transcript.push(Cell::Tool(ToolCell {
                             id: call.id.clone(),

@@ -26,7 +26,7 @@ use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::{wrap_all, wrap_line};
 use crate::agent::protocol::stream::MessageBuilder;
-use crate::agent::protocol::types::{AssistantMessage, ContentBlock};
+use crate::agent::protocol::types::{AssistantMessage, ContentBlock, UserContent, UserMessage};
 
 /// Braille spinner frames.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -116,6 +116,82 @@ pub enum Cell {
     Notice(String),
     /// Plain multi-line information (help, /session).
     Info(String),
+    /// A summary standing in for condensed or abandoned parts of the conversation.
+    Summary(Summary),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryKind {
+    /// Earlier turns condensed (a `compaction` entry).
+    Compaction,
+    /// A branch left behind in `/tree` (a `branch_summary` entry).
+    Branch,
+}
+
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub kind: SummaryKind,
+    pub text: String,
+}
+
+/// Lines of a summary shown while tool output is collapsed (Ctrl+O shows all).
+const SUMMARY_PREVIEW_LINES: usize = 4;
+
+impl Summary {
+    /// The summary a resumed session's stand-in user message carries, if it is one.
+    pub fn of(message: &UserMessage) -> Option<Summary> {
+        use crate::session::context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
+        if !message.synthetic {
+            return None;
+        }
+        let UserContent::Text(text) = &message.content else {
+            return None;
+        };
+        let (kind, rest) = if let Some(rest) = text.strip_prefix(COMPACTION_PREAMBLE) {
+            (SummaryKind::Compaction, rest)
+        } else if let Some(rest) = text.strip_prefix(BRANCH_PREAMBLE) {
+            (SummaryKind::Branch, rest)
+        } else {
+            return None;
+        };
+        let rest = rest.trim();
+        let inner = rest
+            .strip_prefix("<summary>")
+            .and_then(|r| r.strip_suffix("</summary>"))
+            .unwrap_or(rest);
+        Some(Summary {
+            kind,
+            text: inner.trim().to_string(),
+        })
+    }
+
+    fn lines(&self, width: usize, view: &View) -> Vec<Line<'static>> {
+        let title = match self.kind {
+            SummaryKind::Compaction => "Earlier turns condensed; the model sees this summary:",
+            SummaryKind::Branch => "Summary of the branch left behind:",
+        };
+        let mut lines = vec![Line::styled(
+            format!("▍ {title}"),
+            fg(|t| t.accent).add_modifier(Modifier::BOLD),
+        )];
+        let text = sanitize(&self.text);
+        let all: Vec<&str> = text.lines().collect();
+        let shown = if view.expand_tools {
+            all.len()
+        } else {
+            all.len().min(SUMMARY_PREVIEW_LINES)
+        };
+        for l in &all[..shown] {
+            lines.push(Line::styled(format!("▍ {l}"), dim()));
+        }
+        if shown < all.len() {
+            lines.push(Line::styled(
+                format!("▍ … {} more lines (Ctrl+O to expand)", all.len() - shown),
+                dim(),
+            ));
+        }
+        wrap_all(&lines, width)
+    }
 }
 
 fn dim() -> Style {
@@ -191,6 +267,7 @@ impl Cell {
                 fg(|t| t.error).add_modifier(Modifier::DIM),
             )],
             Cell::Notice(m) => wrap_all(&[Line::styled(sanitize(m), fg(|t| t.warning))], width),
+            Cell::Summary(summary) => summary.lines(width, view),
             Cell::Info(m) => wrap_all(
                 &sanitize(m)
                     .lines()

@@ -34,6 +34,7 @@ pub mod slash;
 pub mod terminal;
 pub mod theme;
 pub mod transcript;
+pub mod tree;
 pub mod wrap;
 
 use std::io::stdout;

@@ -84,6 +84,15 @@ impl Port {
         self.commands.send(Command::OpenSession(path));
     }
 
+    pub fn rename_session(&self, path: PathBuf, name: String, scope: ListScope) {
+        self.commands
+            .send(Command::RenameSession { path, name, scope });
+    }
+
+    pub fn delete_session(&self, path: PathBuf, scope: ListScope) {
+        self.commands.send(Command::DeleteSession { path, scope });
+    }
+
     pub fn export(&self, path: Option<PathBuf>) {
         self.commands.send(Command::Export(path));
     }
@@ -94,6 +103,26 @@ impl Port {
 
     pub fn stats(&self) {
         self.commands.send(Command::Stats);
+    }
+
+    pub fn tree(&self) {
+        self.commands.send(Command::Tree);
+    }
+
+    pub fn navigate(&self, entry_id: String) {
+        self.commands.send(Command::Navigate(entry_id));
+    }
+
+    pub fn label(&self, target: String, label: Option<String>) {
+        self.commands.send(Command::Label { target, label });
+    }
+
+    pub fn fork(&self, entry_id: String) {
+        self.commands.send(Command::Fork(entry_id));
+    }
+
+    pub fn clone_session(&self) {
+        self.commands.send(Command::Clone);
     }
 }
 

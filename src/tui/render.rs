@@ -222,10 +222,153 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     if app.sessions.is_some() {
         draw_session_picker(frame, app, main);
     }
+    if app.tree.is_some() {
+        draw_tree(frame, app, main);
+    }
+}
+
+/// The short tag before a tree row's text.
+fn tree_tag(kind: crate::session::tree::TreeKind) -> (&'static str, Style) {
+    use crate::session::tree::TreeKind as K;
+    match kind {
+        K::User => ("you", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+        K::Assistant => ("pi", Style::default().add_modifier(Modifier::BOLD)),
+        K::ToolResult => ("tool", fg(|t| t.dim)),
+        K::Compaction => ("compacted", fg(|t| t.warning)),
+        K::BranchSummary => ("branch summary", fg(|t| t.warning)),
+        K::ModelChange => ("model", fg(|t| t.dim)),
+        K::ThinkingChange => ("thinking", fg(|t| t.dim)),
+        K::Label => ("label", fg(|t| t.dim)),
+        K::SessionInfo => ("name", fg(|t| t.dim)),
+        K::Custom | K::CustomMessage | K::Other => ("other", fg(|t| t.dim)),
+    }
+}
+
+/// The `/tree` view (or the `/fork` chooser) over the transcript.
+fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
+    use super::tree::TreePurpose;
+    let Some(v) = &app.tree else {
+        return;
+    };
+    let width = area.width as usize;
+    let (title, hints) = match v.purpose {
+        TreePurpose::Navigate => (
+            " Tree: ",
+            " ↑↓ move · Enter continue from here · Shift+L label · Ctrl+O filter · Esc close ",
+        ),
+        TreePurpose::Fork => (
+            " Fork before: ",
+            " ↑↓ choose a prompt · Enter fork into a new session · Esc cancel ",
+        ),
+    };
+    let mut header = vec![
+        Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw(sanitize(&v.query)),
+        Span::styled("▏", fg(|t| t.accent)),
+    ];
+    if v.purpose == TreePurpose::Navigate {
+        header.push(Span::styled(
+            format!("  (filter: {}; {} entries)", v.filter_name(), v.rows.len()),
+            fg(|t| t.dim),
+        ));
+    }
+    let mut lines = vec![Line::from(header)];
+    if let Some(edit) = &v.label_edit {
+        lines.push(Line::from(vec![
+            Span::styled(" Label: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            Span::raw(sanitize(edit)),
+            Span::styled("▏", fg(|t| t.accent)),
+            Span::styled("  (Enter set · empty clears · Esc cancel)", fg(|t| t.dim)),
+        ]));
+    }
+    let room = (area.height as usize)
+        .saturating_sub(lines.len() + 1)
+        .max(1);
+    let sel = v.selected.min(v.visible.len().saturating_sub(1));
+    let here = v.here();
+    // Keep the selection in view, a little above the bottom when possible.
+    let start = sel
+        .saturating_sub(room.saturating_sub(3).max(1))
+        .min(v.visible.len().saturating_sub(room));
+    for (n, &i) in v.visible.iter().enumerate().skip(start).take(room) {
+        let row = &v.rows[i];
+        let chosen = n == sel;
+        let (tag, tag_style) = tree_tag(row.kind);
+        let base = if chosen {
+            fg(|t| t.accent).add_modifier(Modifier::BOLD)
+        } else if row.on_path {
+            Style::default()
+        } else {
+            fg(|t| t.dim)
+        };
+        let mut spans = vec![
+            Span::styled(if chosen { " › " } else { "   " }, base),
+            Span::styled(row.prefix.clone(), fg(|t| t.dim)),
+            Span::styled(format!("{tag}: "), if chosen { base } else { tag_style }),
+        ];
+        if let Some(label) = &row.label {
+            spans.push(Span::styled(
+                format!("[{}] ", sanitize(label)),
+                fg(|t| t.warning).add_modifier(Modifier::BOLD),
+            ));
+        }
+        spans.push(Span::styled(sanitize(&row.text), base));
+        if here == Some(n) {
+            spans.push(Span::styled("  ← here", fg(|t| t.accent)));
+        }
+        lines.push(truncate_line(Line::from(spans), width));
+    }
+    if v.visible.is_empty() {
+        lines.push(Line::styled(
+            if v.rows.is_empty() {
+                "   nothing in this session yet"
+            } else {
+                "   no entry matches"
+            },
+            fg(|t| t.dim),
+        ));
+    }
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(fg(|t| t.accent))
+        .title(hints);
+    frame.render_widget(Clear, area);
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// Cut a line to `width` columns (the tree's rows stay one row each).
+fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
+    let mut left = width;
+    let mut spans = Vec::new();
+    for span in line.spans {
+        if left == 0 {
+            break;
+        }
+        let w = unicode_width::UnicodeWidthStr::width(span.content.as_ref());
+        if w <= left {
+            left -= w;
+            spans.push(span);
+        } else {
+            let mut cut = String::new();
+            let mut used = 0;
+            for c in span.content.chars() {
+                let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                if used + cw + 1 > left {
+                    break;
+                }
+                used += cw;
+                cut.push(c);
+            }
+            cut.push('…');
+            spans.push(Span::styled(cut, span.style));
+            left = 0;
+        }
+    }
+    Line::from(spans)
 }
 
 fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
-    use super::sessions::{age, size};
+    use super::sessions::{PickerMode, age};
     use crate::session::ListScope;
     let Some(p) = &app.sessions else {
         return;
@@ -237,37 +380,82 @@ fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
         ListScope::CurrentFolder => "this folder",
         ListScope::AllFolders => "all folders",
     };
-    let mut lines = vec![Line::from(vec![
-        Span::styled(" Resume: ", Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw(sanitize(&p.query)),
-        Span::styled("▏", fg(|t| t.accent)),
-        Span::styled(format!("  ({scope})"), fg(|t| t.dim)),
-    ])];
-    let now = std::time::SystemTime::now();
     let sel = p.selected.min(matches.len().saturating_sub(1));
+    let header = match &p.mode {
+        PickerMode::Browse => Line::from(vec![
+            Span::styled(" Resume: ", Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(sanitize(&p.query)),
+            Span::styled("▏", fg(|t| t.accent)),
+            Span::styled(format!("  ({scope})"), fg(|t| t.dim)),
+        ]),
+        PickerMode::Rename(name) => Line::from(vec![
+            Span::styled(" New name: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            Span::raw(sanitize(name)),
+            Span::styled("▏", fg(|t| t.accent)),
+            Span::styled("  (Enter save · Esc cancel)", fg(|t| t.dim)),
+        ]),
+        PickerMode::ConfirmDelete => Line::from(vec![
+            Span::styled(" Delete ", fg(|t| t.error).add_modifier(Modifier::BOLD)),
+            Span::raw(
+                matches
+                    .get(sel)
+                    .map(|s| truncate(&sanitize(s.title()), 40))
+                    .unwrap_or_default(),
+            ),
+            Span::styled(
+                "? y deletes the file; any other key keeps it",
+                fg(|t| t.error),
+            ),
+        ]),
+    };
+    let mut lines = vec![header];
+    let now = std::time::SystemTime::now();
     let start = sel.saturating_sub(9);
-    let room = (area.width as usize).saturating_sub(18).max(8);
+    let width = area.width as usize;
+    // Right-hand columns: folder (up to 24), message count, age.
+    let folder_w = (width / 4).clamp(8, 24);
+    let room = width.saturating_sub(folder_w + 18).max(8);
     for (i, s) in matches.iter().enumerate().skip(start).take(10) {
         let style = if i == sel {
             fg(|t| t.accent).add_modifier(Modifier::BOLD)
         } else {
             Style::default()
         };
-        let title: String = sanitize(s.title()).chars().take(room).collect();
-        let pad = room.saturating_sub(unicode_width::UnicodeWidthStr::width(title.as_str()));
-        lines.push(Line::from(vec![
-            Span::styled(if i == sel { " › " } else { "   " }, style),
-            Span::styled(title, style),
-            Span::styled(
-                format!(
-                    "{:pad$} {:>4} {:>6}",
-                    "",
-                    age(s.modified, now),
-                    size(s.size)
-                ),
-                fg(|t| t.dim),
+        let mut title = vec![];
+        let first = s.first_message.as_deref().map(sanitize).unwrap_or_default();
+        match s.name.as_deref().map(sanitize) {
+            Some(name) => {
+                let name = truncate(&name, room);
+                let rest = room.saturating_sub(text_width(&name));
+                title.push(Span::styled(name, style));
+                if rest > 4 && !first.is_empty() {
+                    title.push(Span::styled(
+                        truncate(&format!(" · {first}"), rest),
+                        fg(|t| t.dim),
+                    ));
+                }
+            }
+            None => title.push(Span::styled(truncate(&sanitize(s.title()), room), style)),
+        }
+        let used: usize = title.iter().map(|s| text_width(&s.content)).sum();
+        let count = match p.counts.get(&s.path) {
+            Some(n) => format!("{n} msg"),
+            None => "…".into(),
+        };
+        let mut spans = vec![Span::styled(if i == sel { " › " } else { "   " }, style)];
+        spans.extend(title);
+        spans.push(Span::styled(
+            format!(
+                "{:pad$} {:>folder_w$} {:>7} {:>4}",
+                "",
+                truncate(&short_folder(&s.cwd), folder_w),
+                count,
+                age(s.modified, now),
+                pad = room.saturating_sub(used),
             ),
-        ]));
+            fg(|t| t.dim),
+        ));
+        lines.push(Line::from(spans));
     }
     if matches.is_empty() {
         lines.push(Line::styled("   no session matches", fg(|t| t.dim)));
@@ -275,9 +463,26 @@ fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
-        .title(" ↑↓ choose · Tab all folders · Enter resume · Esc cancel ");
+        .title(" Enter open · Tab scope · Ctrl+R rename · Ctrl+D delete · Esc close ");
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+/// A session's folder as shown in the picker: `~` for the home folder, else its last two
+/// parts.
+fn short_folder(cwd: &str) -> String {
+    let cwd = sanitize(cwd);
+    if let Some(home) = dirs::home_dir().map(|h| h.display().to_string())
+        && let Some(rest) = cwd.strip_prefix(&home)
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        return format!("~{rest}");
+    }
+    let parts: Vec<&str> = cwd.rsplitn(3, '/').collect();
+    match parts.as_slice() {
+        [last, parent, _] => format!("…/{parent}/{last}"),
+        _ => cwd,
+    }
 }
 
 fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {

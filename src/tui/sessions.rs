@@ -1,6 +1,7 @@
 //! The `/resume` session picker: its state, filtering and row text. Listing and opening the
 //! files is the host's work; the picker only shows what it listed.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -13,6 +14,20 @@ pub struct SessionPicker {
     pub sessions: Vec<SessionInfo>,
     pub query: String,
     pub selected: usize,
+    /// Messages per session file, as the host counts them (after the listing).
+    pub counts: HashMap<PathBuf, usize>,
+    /// What the picker is asking: nothing, a new name, or whether to delete.
+    pub mode: PickerMode,
+}
+
+/// A question the picker asks about the selected session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PickerMode {
+    Browse,
+    /// Ctrl+R: the new name being typed.
+    Rename(String),
+    /// Ctrl+D: waiting for `y` to delete.
+    ConfirmDelete,
 }
 
 impl SessionPicker {
@@ -22,7 +37,13 @@ impl SessionPicker {
             sessions,
             query: String::new(),
             selected: 0,
+            counts: HashMap::new(),
+            mode: PickerMode::Browse,
         }
+    }
+
+    pub fn selected_session(&self) -> Option<&SessionInfo> {
+        self.matches().get(self.selected).copied()
     }
 
     /// Sessions whose name, first message or id contain every word of the query.
@@ -32,10 +53,11 @@ impl SessionPicker {
             .iter()
             .filter(|s| {
                 let hay = format!(
-                    "{} {} {}",
+                    "{} {} {} {}",
                     s.name.as_deref().unwrap_or(""),
                     s.first_message.as_deref().unwrap_or(""),
-                    s.id
+                    s.id,
+                    s.cwd
                 )
                 .to_lowercase();
                 q.split_whitespace().all(|w| hay.contains(w))
@@ -67,10 +89,18 @@ impl SessionPicker {
     }
 
     /// Replace the listing after Tab switched the scope.
+    /// A listing arrived (Tab, or after a rename or delete): the selection stays on the same
+    /// file when it is still there.
     pub fn set_scope(&mut self, scope: ListScope, sessions: Vec<SessionInfo>) {
+        let keep = self.selected_path();
+        let same_scope = self.scope == scope;
         self.scope = scope;
         self.sessions = sessions;
-        self.selected = 0;
+        self.mode = PickerMode::Browse;
+        self.selected = keep
+            .filter(|_| same_scope)
+            .and_then(|k| self.matches().iter().position(|s| s.path == k))
+            .unwrap_or(0);
     }
 
     pub fn other_scope(&self) -> ListScope {
@@ -93,15 +123,6 @@ pub fn age(modified: SystemTime, now: SystemTime) -> String {
         3600..86_400 => format!("{}h", s / 3600),
         86_400..1_209_600 => format!("{}d", s / 86_400),
         _ => format!("{}w", s / 604_800),
-    }
-}
-
-/// "812B", "4.2K", "1.3M".
-pub fn size(bytes: u64) -> String {
-    match bytes {
-        0..1024 => format!("{bytes}B"),
-        1024..1_048_576 => format!("{:.1}K", bytes as f64 / 1024.0),
-        _ => format!("{:.1}M", bytes as f64 / 1_048_576.0),
     }
 }
 
@@ -170,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn ages_and_sizes() {
+    fn ages() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000_000);
         let ago = |s: u64| age(t - Duration::from_secs(s), t);
         assert_eq!(ago(5), "now");
@@ -179,8 +200,5 @@ mod tests {
         assert_eq!(ago(2 * 86_400), "2d");
         assert_eq!(ago(30 * 86_400), "4w");
         assert_eq!(age(t + Duration::from_secs(9), t), "now");
-        assert_eq!(size(812), "812B");
-        assert_eq!(size(4300), "4.2K");
-        assert_eq!(size(1_363_149), "1.3M");
     }
 }

@@ -36,6 +36,21 @@ pub const COMMANDS: &[Command] = &[
         help: "open a saved session",
     },
     Command {
+        name: "tree",
+        args: "",
+        help: "move to any point of the session (Esc Esc)",
+    },
+    Command {
+        name: "fork",
+        args: "",
+        help: "a new session from one of your earlier prompts",
+    },
+    Command {
+        name: "clone",
+        args: "",
+        help: "copy this branch into a new session",
+    },
+    Command {
         name: "name",
         args: "<name>",
         help: "name this session",

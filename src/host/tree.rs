@@ -1,0 +1,244 @@
+//! The session as a tree: listing it, moving in it, labelling it, and copying a branch out.
+//!
+//! Everything here reads the session file as it stands once the recorder has written what the
+//! front end has seen (so the tree and the screen agree), on the blocking pool. Moving
+//! (`/tree`) stays in the same file: the recorder's leaf moves and the agent's history becomes
+//! the chosen branch; the next entry written starts a new branch there. `/fork` and `/clone`
+//! write a new file holding one branch (with `parentSession` pointing back) and go on in it.
+
+use std::path::PathBuf;
+
+use super::{Host, HostEvent};
+use crate::agent::protocol::types::{Message, UserContent};
+use crate::session::{self, EntryKind, Session, SessionEntry};
+
+/// The current session's tree, for the `/tree` view.
+#[derive(Clone, Debug)]
+pub struct SessionTree {
+    pub rows: Vec<session::tree::TreeRow>,
+    /// Where the conversation stands (`None`: before the first entry).
+    pub leaf: Option<String>,
+}
+
+/// The text a user message (or an extension's message) puts back in the editor.
+fn editable_text(entry: &SessionEntry) -> Option<String> {
+    match &entry.kind {
+        EntryKind::Message(m) => match m.as_llm() {
+            Some(Message::User(u)) => Some(match &u.content {
+                UserContent::Text(s) => s.clone(),
+                c => c.joined_text(),
+            }),
+            _ => None,
+        },
+        EntryKind::CustomMessage(c) => Some(match &c.content {
+            UserContent::Text(s) => s.clone(),
+            c => c.joined_text(),
+        }),
+        _ => None,
+    }
+}
+
+impl Host {
+    /// The session file and the recorder's leaf, once everything shown so far is written.
+    /// `Ok(None)`: nothing has been said in this session yet.
+    async fn current_session(&self) -> Result<Option<(Session, Option<String>)>, String> {
+        let Some(recorder) = &self.recorder else {
+            return Err(if self.paths.is_some() {
+                "this session is open read-only, so it has no tree to move in".into()
+            } else {
+                "sessions are not saved in this run (--no-session)".into()
+            });
+        };
+        let _ = recorder.written().await;
+        let (persisted, leaf, path) = recorder.peek(|r| {
+            (
+                r.is_persisted(),
+                r.leaf_id().map(str::to_string),
+                r.path().to_path_buf(),
+            )
+        });
+        if !persisted {
+            return Ok(None);
+        }
+        let loaded = tokio::task::spawn_blocking(move || Session::load(&path))
+            .await
+            .map_err(|e| e.to_string())?;
+        loaded.map(|s| Some((s, leaf))).map_err(|e| e.to_string())
+    }
+
+    fn refuse_while_busy(&self, what: &str) -> bool {
+        if self.agent.is_streaming() {
+            self.tell(HostEvent::Failed(format!(
+                "Cannot {what} while the agent is working; press Esc first"
+            )));
+            return true;
+        }
+        false
+    }
+
+    pub(super) async fn tree(&self) {
+        match self.current_session().await {
+            Ok(Some((session, leaf))) => {
+                let rows = tokio::task::spawn_blocking(move || {
+                    session::tree::tree_rows(&session, leaf.as_deref())
+                })
+                .await
+                .unwrap_or_default();
+                let leaf = self
+                    .recorder
+                    .as_ref()
+                    .and_then(|r| r.peek(|r| r.leaf_id().map(str::to_string)));
+                self.tell(HostEvent::Tree(Box::new(SessionTree { rows, leaf })));
+            }
+            Ok(None) => self.tell(HostEvent::Tree(Box::new(SessionTree {
+                rows: Vec::new(),
+                leaf: None,
+            }))),
+            Err(e) => self.tell(HostEvent::Failed(format!("cannot show the tree: {e}"))),
+        }
+    }
+
+    /// Continue from `target`: from its parent when it is a prompt (whose text goes back to
+    /// the editor, to be edited and sent as a new branch), else from the entry itself.
+    pub(super) async fn navigate(&mut self, target: String) {
+        if self.refuse_while_busy("move in the tree") {
+            return;
+        }
+        let (session, _) = match self.current_session().await {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                self.tell(HostEvent::Failed("nothing to move to yet".into()));
+                return;
+            }
+            Err(e) => {
+                self.tell(HostEvent::Failed(format!("cannot move in the tree: {e}")));
+                return;
+            }
+        };
+        let Some(entry) = session.entry(&target) else {
+            self.tell(HostEvent::Failed(format!(
+                "no entry {target} in this session"
+            )));
+            return;
+        };
+        let draft = editable_text(entry);
+        let leaf = if draft.is_some() {
+            entry.parent_id.clone()
+        } else {
+            Some(target.clone())
+        };
+        let context = session.context_at(leaf.as_deref());
+        if let Err(e) = self.agent.replace_messages(context.messages.clone()) {
+            self.tell(HostEvent::Failed(format!("Cannot move now: {e}")));
+            return;
+        }
+        let mut warnings = Vec::new();
+        if let Some(m) = &context.model {
+            self.adopt_model(&m.provider, &m.model_id, &mut warnings);
+        }
+        if let Some(level) = context.thinking_level {
+            self.agent.update_settings(|s| s.thinking = level);
+            self.thinking = level;
+        }
+        if let Some(r) = &self.recorder {
+            let at = leaf.clone();
+            r.with(move |r| {
+                let _ = r.branch_from(at.as_deref());
+            });
+        }
+        self.tell(HostEvent::Navigated(Box::new(super::Navigated {
+            messages: context.messages,
+            draft,
+            model: self.model.clone(),
+            thinking: self.thinking,
+            warnings,
+        })));
+    }
+
+    /// Set (or with `None`, clear) the label of an entry; answered with a fresh tree.
+    pub(super) async fn label(&mut self, target: String, label: Option<String>) {
+        let label = label
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty());
+        let Some(recorder) = &self.recorder else {
+            self.tell(HostEvent::Failed(
+                "labels need a saved session (this one is not written)".into(),
+            ));
+            return;
+        };
+        recorder.with(move |r| {
+            r.append(EntryKind::Label {
+                target_id: target,
+                label,
+            });
+        });
+        self.tree().await;
+    }
+
+    /// `/fork`: a new session holding the branch up to the prompt `target` (not included);
+    /// the prompt's text goes back to the editor.
+    pub(super) async fn fork_at(&mut self, target: String) {
+        if self.refuse_while_busy("fork") {
+            return;
+        }
+        let (session, _) = match self.current_session().await {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                self.tell(HostEvent::Failed("nothing to fork yet".into()));
+                return;
+            }
+            Err(e) => {
+                self.tell(HostEvent::Failed(format!("cannot fork: {e}")));
+                return;
+            }
+        };
+        let Some(entry) = session.entry(&target) else {
+            self.tell(HostEvent::Failed(format!(
+                "no entry {target} in this session"
+            )));
+            return;
+        };
+        let Some(draft) = editable_text(entry) else {
+            self.tell(HostEvent::Failed(
+                "a fork starts from one of your prompts".into(),
+            ));
+            return;
+        };
+        let leaf = entry.parent_id.clone();
+        self.copy_branch(session, leaf, Some(draft)).await;
+    }
+
+    /// `/clone`: a new session holding the current branch.
+    pub(super) async fn clone_branch(&mut self) {
+        if self.refuse_while_busy("clone the session") {
+            return;
+        }
+        match self.current_session().await {
+            Ok(Some((session, leaf))) => self.copy_branch(session, leaf, None).await,
+            Ok(None) => self.tell(HostEvent::Failed("nothing to clone yet".into())),
+            Err(e) => self.tell(HostEvent::Failed(format!("cannot clone: {e}"))),
+        }
+    }
+
+    async fn copy_branch(&mut self, session: Session, leaf: Option<String>, draft: Option<String>) {
+        let Some(paths) = self.paths.clone() else {
+            return;
+        };
+        let cwd = self.cwd.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            session::fork::branch_to_new(&session, leaf.as_deref(), &paths.dir, &cwd)
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+        match written {
+            Ok(forked) => {
+                let path: PathBuf = forked.path;
+                self.open_with_draft(path, draft).await;
+            }
+            Err(e) => self.tell(HostEvent::Failed(format!(
+                "cannot write the new session: {e}"
+            ))),
+        }
+    }
+}

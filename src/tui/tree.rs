@@ -1,0 +1,191 @@
+//! The `/tree` view (and the `/fork` prompt chooser): the session's entries as a tree to move
+//! in, filter and label. The host reads the tree from the session file; this module keeps the
+//! view's state and turns keys into what the app asks of the host.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::host::SessionTree;
+use crate::session::tree::{TreeFilter, TreeKind, TreeRow, filter_rows};
+
+/// What choosing an entry does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreePurpose {
+    /// Continue from the entry, in this session (`/tree`, Esc Esc).
+    Navigate,
+    /// Start a new session before one of the prompts (`/fork`).
+    Fork,
+}
+
+/// What a key asks of the app.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeAction {
+    None,
+    Close,
+    /// Go to (or fork at) this entry.
+    Choose(String),
+    /// Set or clear (`None`) this entry's label.
+    Label {
+        target: String,
+        label: Option<String>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct TreeView {
+    pub purpose: TreePurpose,
+    pub rows: Vec<TreeRow>,
+    pub leaf: Option<String>,
+    pub filter: TreeFilter,
+    pub query: String,
+    /// Indices into `rows` that pass the filter and the query.
+    pub visible: Vec<usize>,
+    /// Index into `visible`.
+    pub selected: usize,
+    /// The label being typed for the selected entry.
+    pub label_edit: Option<String>,
+}
+
+impl TreeView {
+    pub fn new(purpose: TreePurpose, tree: SessionTree) -> Self {
+        let filter = match purpose {
+            TreePurpose::Navigate => TreeFilter::Default,
+            TreePurpose::Fork => TreeFilter::UserOnly,
+        };
+        let mut view = TreeView {
+            purpose,
+            rows: tree.rows,
+            leaf: tree.leaf,
+            filter,
+            query: String::new(),
+            visible: Vec::new(),
+            selected: 0,
+            label_edit: None,
+        };
+        view.refilter(None);
+        view
+    }
+
+    /// A fresh tree from the host (after a label change): the selection stays on its entry.
+    pub fn refresh(&mut self, tree: SessionTree) {
+        let keep = self.selected_row().map(|r| r.id.clone());
+        self.rows = tree.rows;
+        self.leaf = tree.leaf;
+        self.refilter(keep.as_deref());
+    }
+
+    pub fn selected_row(&self) -> Option<&TreeRow> {
+        self.visible.get(self.selected).map(|&i| &self.rows[i])
+    }
+
+    /// Recompute the visible rows; select `keep` if visible, else the row nearest the current
+    /// position (the leaf, or the last entry of its branch that is visible).
+    fn refilter(&mut self, keep: Option<&str>) {
+        self.visible = filter_rows(&self.rows, self.filter, &self.query);
+        if self.purpose == TreePurpose::Fork {
+            self.visible
+                .retain(|&i| self.rows[i].kind == TreeKind::User);
+        }
+        let by_id = |id: &str| self.visible.iter().position(|&i| self.rows[i].id == id);
+        self.selected = keep
+            .and_then(by_id)
+            .or_else(|| self.leaf.as_deref().and_then(by_id))
+            .or_else(|| self.visible.iter().rposition(|&i| self.rows[i].on_path))
+            .unwrap_or(self.visible.len().saturating_sub(1));
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let last = self.visible.len().saturating_sub(1) as isize;
+        self.selected = (self.selected as isize + delta).clamp(0, last.max(0)) as usize;
+    }
+
+    /// Handle a key; `page` is how many rows a page holds.
+    pub fn key(&mut self, key: KeyEvent, page: usize) -> TreeAction {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(edit) = self.label_edit.as_mut() {
+            match key.code {
+                KeyCode::Esc => self.label_edit = None,
+                KeyCode::Char('c') if ctrl => self.label_edit = None,
+                KeyCode::Backspace => {
+                    edit.pop();
+                }
+                KeyCode::Enter => {
+                    let label = edit.trim().to_string();
+                    self.label_edit = None;
+                    if let Some(row) = self.selected_row() {
+                        return TreeAction::Label {
+                            target: row.id.clone(),
+                            label: (!label.is_empty()).then_some(label),
+                        };
+                    }
+                }
+                KeyCode::Char(c) if !ctrl => edit.push(c),
+                _ => {}
+            }
+            return TreeAction::None;
+        }
+        let page = page.max(1) as isize;
+        match key.code {
+            KeyCode::Esc if !self.query.is_empty() => {
+                self.query.clear();
+                self.refilter_keeping();
+            }
+            KeyCode::Esc => return TreeAction::Close,
+            KeyCode::Char('c') if ctrl => return TreeAction::Close,
+            KeyCode::Up => self.move_by(-1),
+            KeyCode::Down => self.move_by(1),
+            KeyCode::PageUp | KeyCode::Left => self.move_by(-page),
+            KeyCode::PageDown | KeyCode::Right => self.move_by(page),
+            KeyCode::Home => self.selected = 0,
+            KeyCode::End => self.move_by(isize::MAX / 2),
+            KeyCode::Enter => {
+                if let Some(row) = self.selected_row() {
+                    return TreeAction::Choose(row.id.clone());
+                }
+            }
+            KeyCode::Char('o') if ctrl && self.purpose == TreePurpose::Navigate => {
+                self.filter = self.filter.next();
+                self.refilter_keeping();
+            }
+            KeyCode::Char('L') if self.purpose == TreePurpose::Navigate => {
+                if let Some(row) = self.selected_row() {
+                    self.label_edit = Some(row.label.clone().unwrap_or_default());
+                }
+            }
+            KeyCode::Backspace => {
+                self.query.pop();
+                self.refilter_keeping();
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.query.push(c);
+                self.refilter_keeping();
+            }
+            _ => {}
+        }
+        TreeAction::None
+    }
+
+    fn refilter_keeping(&mut self) {
+        let keep = self.selected_row().map(|r| r.id.clone());
+        self.refilter(keep.as_deref());
+    }
+
+    /// The visible row that stands for the current position: the leaf itself, or (when the
+    /// filter hides it) the last visible entry of the current branch.
+    pub fn here(&self) -> Option<usize> {
+        self.visible
+            .iter()
+            .position(|&i| self.rows[i].is_leaf)
+            .or_else(|| self.visible.iter().rposition(|&i| self.rows[i].on_path))
+    }
+
+    /// The filter's name for the header.
+    pub fn filter_name(&self) -> &'static str {
+        match self.filter {
+            TreeFilter::Default => "default",
+            TreeFilter::NoTools => "no tools",
+            TreeFilter::UserOnly => "prompts only",
+            TreeFilter::LabeledOnly => "labelled only",
+            TreeFilter::All => "everything",
+        }
+    }
+}
