@@ -1433,7 +1433,7 @@ fn opening_from_the_command_line_flags() {
     ));
     assert_eq!(
         resume_hint(&id),
-        format!("To resume this session: pi --session {id}")
+        format!("To resume this session: pi -c here, or pi --session {id}")
     );
 }
 

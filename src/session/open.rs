@@ -121,7 +121,8 @@ pub fn open_session(
     }
 }
 
-/// The line printed on exit: `To resume this session: pi --session <id>`.
+/// The line printed on exit: `pi -c` right here (it is the newest session of this folder), or
+/// its id from anywhere.
 pub fn resume_hint(session_id: &str) -> String {
-    format!("To resume this session: pi --session {session_id}")
+    format!("To resume this session: pi -c here, or pi --session {session_id}")
 }
