@@ -45,6 +45,7 @@ fn app_with(messages: usize) -> App {
                 },
                 output: (0..20).map(|l| format!("line {l} of output\n")).collect(),
                 diff: None,
+                saved: None,
             }),
         };
         app.transcript.push(cell);

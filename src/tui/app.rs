@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
-use super::cells::{self, Cell, ToolCell, ToolState, View};
+use super::cells::{self, Cell, ToolCell, ToolState, View, output_text};
 use super::editor::Editor;
 pub use super::port::Delivery;
 use super::port::{Port, message_text};
@@ -287,6 +287,7 @@ impl App {
                     },
                     output: String::new(),
                     diff: None,
+                    saved: None,
                 }));
                 self.tools.insert(tool_call_id, idx);
             }
@@ -990,6 +991,7 @@ impl App {
                             state: ToolState::Skipped,
                             output: String::new(),
                             diff: None,
+                            saved: None,
                         }));
                         calls.insert(call.id.clone(), idx);
                     }
@@ -1002,13 +1004,7 @@ impl App {
                             ok: !r.is_error,
                             took: Duration::ZERO,
                         };
-                        t.output = sanitize(&output_text(&r.content));
-                        t.diff = r
-                            .details
-                            .as_ref()
-                            .and_then(|d| d.get("diff"))
-                            .and_then(serde_json::Value::as_str)
-                            .map(sanitize);
+                        t.saved = Some(m.clone());
                     }
                 }
                 _ => {}
@@ -1073,20 +1069,6 @@ impl App {
             _ => {}
         }
     }
-}
-
-fn output_text(content: &[crate::agent::protocol::types::ContentBlock]) -> String {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            crate::agent::protocol::types::ContentBlock::Text(t) => Some(t.text.clone()),
-            crate::agent::protocol::types::ContentBlock::Image(i) => {
-                Some(format!("[image {}]", i.mime_type))
-            }
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// What `/session` shows.

@@ -12,6 +12,7 @@
 //! Diffs (`edit` results with a `diff` detail, or text that looks like a unified diff) are
 //! coloured.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +27,9 @@ use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::{wrap_all, wrap_line};
 use crate::agent::protocol::stream::MessageBuilder;
-use crate::agent::protocol::types::{AssistantMessage, ContentBlock, UserContent, UserMessage};
+use crate::agent::protocol::types::{
+    AgentMessage, AssistantMessage, ContentBlock, Message, UserContent, UserMessage,
+};
 
 /// Braille spinner frames.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -68,6 +71,42 @@ pub struct ToolCell {
     /// Sanitised output text (partial while running).
     pub output: String,
     pub diff: Option<String>,
+    /// A resumed session's result, made into `output` and `diff` only when the cell is first
+    /// drawn: opening a long session does not copy every tool output up front.
+    pub saved: Option<AgentMessage>,
+}
+
+impl ToolCell {
+    /// The output and the diff to show (from the saved result, if any).
+    fn texts(&self) -> (Cow<'_, str>, Option<Cow<'_, str>>) {
+        match self.saved.as_ref().and_then(|m| m.as_llm()) {
+            Some(Message::ToolResult(r)) => (
+                Cow::Owned(sanitize(&output_text(&r.content))),
+                r.details
+                    .as_ref()
+                    .and_then(|d| d.get("diff"))
+                    .and_then(Value::as_str)
+                    .map(|d| Cow::Owned(sanitize(d))),
+            ),
+            _ => (
+                Cow::Borrowed(self.output.as_str()),
+                self.diff.as_deref().map(Cow::Borrowed),
+            ),
+        }
+    }
+}
+
+/// A tool result's text as one string (images as a short marker), before sanitising.
+pub fn output_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            ContentBlock::Image(i) => Some(format!("[image {}]", i.mime_type)),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[derive(Clone, Debug)]
@@ -414,7 +453,8 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
         Span::styled(tail, dim()),
     ]);
     let mut out = wrap_line(&head, width, 2);
-    let body = t.diff.as_deref().unwrap_or(&t.output);
+    let (output, diff_text) = t.texts();
+    let body: &str = diff_text.as_deref().unwrap_or(&output);
     let all: Vec<&str> = body.trim_end_matches('\n').lines().collect();
     if all.is_empty() || all.iter().all(|l| l.trim().is_empty()) {
         return out;
@@ -426,7 +466,7 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
         _ => 20,
     };
     let failed = matches!(t.state, ToolState::Done { ok: false, .. });
-    let diff = t.diff.is_some();
+    let diff = diff_text.is_some();
     let style_of = |l: &str| {
         if diff && l.starts_with('+') {
             fg(|t| t.diff_added)

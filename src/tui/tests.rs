@@ -203,6 +203,7 @@ fn tool(name: &str, args: serde_json::Value, state: ToolState, output: &str) -> 
         state,
         output: output.into(),
         diff: None,
+        saved: None,
     })
 }
 
@@ -343,6 +344,7 @@ fn snapshot_tool_cells() {
             },
             output: "Edited src/a.rs".into(),
             diff: Some(" 10 fn a() {\n-11     old();\n+11     new();\n 12 }".into()),
+            saved: None,
         }),
     ];
     insta::assert_snapshot!(cells_screen(cells, &view(now), 60, 40));
@@ -636,6 +638,46 @@ fn scrolling_up_stops_following_and_end_follows_again() {
 }
 
 #[test]
+fn paging_through_a_long_resumed_session_lays_out_only_what_it_passes() {
+    let (mut app, _port) = app();
+    let messages: Vec<AgentMessage> = (0..5000)
+        .map(|i| user_msg(&format!("prompt number {i}")))
+        .collect();
+    app.show_messages(&messages);
+    let now = Instant::now();
+    let s = screen(&mut app, 50, 20, now);
+    assert!(s.contains("prompt number 4999"), "{s}");
+    let first = app.transcript.laid_out();
+    assert!(first < 40, "the first frame laid out {first} cells");
+    for _ in 0..3 {
+        app.handle_key(key(KeyCode::PageUp));
+    }
+    let s = screen(&mut app, 50, 20, now);
+    assert!(!s.contains("prompt number 4999"), "{s}");
+    assert!(s.contains("prompt number 4990"), "{s}");
+    assert!(
+        app.transcript.laid_out() < 100,
+        "{}",
+        app.transcript.laid_out()
+    );
+    // Home goes to the start without laying out the middle; PgDn from there moves down.
+    app.handle_key(key(KeyCode::Home));
+    let s = screen(&mut app, 50, 20, now);
+    assert!(s.contains("prompt number 0"), "{s}");
+    app.handle_key(key(KeyCode::PageDown));
+    let s = screen(&mut app, 50, 20, now);
+    assert!(
+        !s.contains("prompt number 0\n") && s.contains("prompt number 6"),
+        "{s}"
+    );
+    assert!(
+        app.transcript.laid_out() < 140,
+        "{}",
+        app.transcript.laid_out()
+    );
+}
+
+#[test]
 fn ctrl_c_clears_then_twice_quits_and_ctrl_d_quits_on_empty() {
     let (mut app, _port) = app();
     type_text(&mut app, "abc");
@@ -898,6 +940,7 @@ fn themed_cells(theme: super::theme::Theme) -> (String, ratatui::buffer::Buffer)
                 },
                 output: String::new(),
                 diff: Some("-1 old\n+1 new".into()),
+                saved: None,
             }),
             Cell::Error("boom".into()),
         ];

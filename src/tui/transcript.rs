@@ -7,8 +7,10 @@
 //! top row (scrolled up), touching only the cells on screen plus cached heights.
 //!
 //! Scrolling is [`Scroll::Follow`] (stick to the newest output) until the person scrolls up;
-//! then [`Scroll::Anchored`] keeps an absolute top row, which new output appended below does
-//! not move. Scrolling back to the bottom (PgDn/End) follows again.
+//! then [`Scroll::Anchored`] keeps the top row as a cell and a row within it, which new output
+//! appended below does not move. Scrolling back to the bottom (PgDn/End) follows again. Moving
+//! the anchor renders only the cells it passes over, so paging through a long resumed session
+//! never lays out the whole conversation at once.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -21,7 +23,11 @@ use super::rows::Rows;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scroll {
     Follow,
-    Anchored { top: usize },
+    /// The view's top row is row `row` of cell `cell`.
+    Anchored {
+        cell: usize,
+        row: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,21 +110,99 @@ impl Transcript {
         e.cache.as_ref().map(|(_, rows)| rows)
     }
 
-    /// Total rendered height at `width` (renders uncached cells).
-    pub fn height(&mut self, width: usize, view: &View) -> usize {
-        (0..self.entries.len())
-            .map(|i| self.lines_of(i, width, view).map_or(0, Rows::len))
-            .sum()
+    fn len_of(&mut self, i: usize, width: usize, view: &View) -> usize {
+        self.lines_of(i, width, view).map_or(0, Rows::len)
+    }
+
+    /// The top of a view of `height` rows that ends at the last row.
+    fn bottom_anchor(&mut self, width: usize, height: usize, view: &View) -> (usize, usize) {
+        let mut left = height;
+        for i in (0..self.entries.len()).rev() {
+            let len = self.len_of(i, width, view);
+            if len >= left {
+                return (i, len - left);
+            }
+            left -= len;
+        }
+        (0, 0)
+    }
+
+    /// `at` moved up by `rows` rows (stopping at the first row).
+    fn anchor_up(
+        &mut self,
+        at: (usize, usize),
+        mut rows: usize,
+        width: usize,
+        view: &View,
+    ) -> (usize, usize) {
+        let (mut cell, mut row) = at;
+        loop {
+            if row >= rows {
+                return (cell, row - rows);
+            }
+            rows -= row;
+            if cell == 0 {
+                return (0, 0);
+            }
+            cell -= 1;
+            row = self.len_of(cell, width, view);
+        }
+    }
+
+    /// `at` moved down by `rows` rows (stopping at the last cell).
+    fn anchor_down(
+        &mut self,
+        at: (usize, usize),
+        rows: usize,
+        width: usize,
+        view: &View,
+    ) -> (usize, usize) {
+        let (mut cell, mut row) = (at.0, at.1 + rows);
+        loop {
+            let len = self.len_of(cell, width, view);
+            if row < len || cell + 1 >= self.entries.len() {
+                return (cell, row);
+            }
+            row -= len;
+            cell += 1;
+        }
+    }
+
+    /// Whether a view of `height` rows whose top is `at` reaches the last row.
+    fn reaches_bottom(
+        &mut self,
+        at: (usize, usize),
+        height: usize,
+        width: usize,
+        view: &View,
+    ) -> bool {
+        let (cell, row) = at;
+        let mut below = 0;
+        for i in cell..self.entries.len() {
+            below += self.len_of(i, width, view);
+            if i == cell {
+                below = below.saturating_sub(row);
+            }
+            if below > height {
+                return false;
+            }
+        }
+        true
     }
 
     /// Which rows fill a viewport of `height` rows, top to bottom: `(cell, first row, count)`.
-    /// Renders (or reuses) only the cells on screen, plus cached heights when scrolled up.
+    /// Renders (or reuses) only the cells on screen.
     fn visible_slices(
         &mut self,
         width: usize,
         height: usize,
         view: &View,
     ) -> Vec<(usize, usize, usize)> {
+        if let Scroll::Anchored { cell, row } = self.scroll
+            && (cell >= self.entries.len() || self.reaches_bottom((cell, row), height, width, view))
+        {
+            self.scroll = Scroll::Follow;
+        }
         let mut slices = Vec::new();
         match self.scroll {
             Scroll::Follow => {
@@ -127,7 +211,7 @@ impl Transcript {
                     if left == 0 {
                         break;
                     }
-                    let n = self.lines_of(i, width, view).map_or(0, Rows::len);
+                    let n = self.len_of(i, width, view);
                     let take = n.min(left);
                     if take > 0 {
                         slices.push((i, n - take, take));
@@ -136,36 +220,31 @@ impl Transcript {
                 }
                 slices.reverse();
             }
-            Scroll::Anchored { top } => {
-                let total = self.height(width, view);
-                let top = top.min(total.saturating_sub(height));
-                self.scroll = if top + height >= total {
-                    Scroll::Follow
-                } else {
-                    Scroll::Anchored { top }
-                };
+            Scroll::Anchored { cell, row } => {
                 let mut left = height;
-                let mut row = 0;
-                for i in 0..self.entries.len() {
+                let mut skip = row;
+                for i in cell..self.entries.len() {
                     if left == 0 {
                         break;
                     }
-                    let n = self.lines_of(i, width, view).map_or(0, Rows::len);
-                    if row + n <= top {
-                        row += n;
-                        continue;
-                    }
-                    let skip = top.saturating_sub(row);
-                    let take = (n - skip).min(left);
+                    let n = self.len_of(i, width, view);
+                    let first = skip.min(n);
+                    skip = 0;
+                    let take = (n - first).min(left);
                     if take > 0 {
-                        slices.push((i, skip, take));
+                        slices.push((i, first, take));
                         left -= take;
                     }
-                    row += n;
                 }
             }
         }
         slices
+    }
+
+    /// How many cells have been laid out (tests check that paging stays lazy).
+    #[cfg(test)]
+    pub fn laid_out(&self) -> usize {
+        self.entries.iter().filter(|e| e.cache.is_some()).count()
     }
 
     fn cached_rows(&self, i: usize) -> Option<&Rows> {
@@ -204,35 +283,35 @@ impl Transcript {
 
     /// Scroll up by `rows` (towards older output).
     pub fn scroll_up(&mut self, rows: usize, width: usize, height: usize, view: &View) {
-        let total = self.height(width, view);
-        let bottom_top = total.saturating_sub(height);
-        let top = match self.scroll {
-            Scroll::Follow => bottom_top,
-            Scroll::Anchored { top } => top,
+        if self.entries.is_empty() {
+            return;
+        }
+        let at = match self.scroll {
+            Scroll::Follow => self.bottom_anchor(width, height, view),
+            Scroll::Anchored { cell, row } => (cell, row),
         };
-        let top = top.saturating_sub(rows);
-        self.scroll = if top >= bottom_top {
+        let (cell, row) = self.anchor_up(at, rows, width, view);
+        self.scroll = if self.reaches_bottom((cell, row), height, width, view) {
             Scroll::Follow
         } else {
-            Scroll::Anchored { top }
+            Scroll::Anchored { cell, row }
         };
     }
 
     /// Scroll down by `rows`; reaching the bottom follows output again.
     pub fn scroll_down(&mut self, rows: usize, width: usize, height: usize, view: &View) {
-        if let Scroll::Anchored { top } = self.scroll {
-            let total = self.height(width, view);
-            let top = top + rows;
-            self.scroll = if top + height >= total {
+        if let Scroll::Anchored { cell, row } = self.scroll {
+            let (cell, row) = self.anchor_down((cell, row), rows, width, view);
+            self.scroll = if self.reaches_bottom((cell, row), height, width, view) {
                 Scroll::Follow
             } else {
-                Scroll::Anchored { top }
+                Scroll::Anchored { cell, row }
             };
         }
     }
 
     pub fn scroll_to_top(&mut self) {
-        self.scroll = Scroll::Anchored { top: 0 };
+        self.scroll = Scroll::Anchored { cell: 0, row: 0 };
     }
 
     pub fn follow(&mut self) {
