@@ -80,15 +80,15 @@ def write_config(work, port):
     return agent
 
 
-def spawn_pi(pi, work, agent, rows, cols):
-    """Start `pi --no-session` in a pseudo-terminal of rows x cols, in `work`, with a clean
-    environment; returns (pid, master fd)."""
+def spawn_pi(pi, work, agent, rows, cols, args=("--no-session",)):
+    """Start `pi <args>` (by default `--no-session`) in a pseudo-terminal of rows x cols, in
+    `work`, with a clean environment; returns (pid, master fd)."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": work, "TERM": "xterm-256color",
            "PI_CODING_AGENT_DIR": agent}
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(work)
-        os.execve(pi, [pi, "--no-session"], env)
+        os.execve(pi, [pi, *args], env)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     return pid, fd
 
