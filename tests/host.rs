@@ -430,6 +430,11 @@ async fn new_session_leaves_the_first_file_as_it_was() {
     rig.client
         .commands
         .send(Command::SetThinking(ThinkingLevel::High));
+    let other = Catalog::builtin(&|_| None)
+        .resolve("anthropic", "claude-sonnet-4-5")
+        .unwrap()
+        .0;
+    rig.client.commands.send(Command::SetModel(Box::new(other)));
     rig.prompt("two").await;
     rig.client.commands.shutdown().await;
     assert_eq!(
@@ -445,7 +450,13 @@ async fn new_session_leaves_the_first_file_as_it_was() {
     assert_eq!(second.len(), 1);
     let s = Session::load(&second[0]).unwrap();
     assert_eq!(s.name(), Some("later"));
-    assert_eq!(s.context().thinking_level, Some(ThinkingLevel::High));
+    let context = s.context();
+    assert_eq!(context.thinking_level, Some(ThinkingLevel::High));
+    // The switch is recorded (the context's model then follows the replies, which name the
+    // model that wrote them: here the scripted one).
+    assert!(s.entries.iter().any(|e| matches!(&e.kind,
+        pi::session::EntryKind::ModelChange { provider, model_id }
+            if provider == "anthropic" && model_id == "claude-sonnet-4-5")));
 }
 
 #[tokio::test]

@@ -1659,16 +1659,25 @@ fn branch_to_new_copies_only_the_branch_into_a_new_session() {
             copy.header.parent_session.as_deref(),
             Some(fs::canonicalize(&src).unwrap().to_str().unwrap())
         );
-        // Exactly the branch, root first, ids and parents unchanged.
+        // The branch, root first, ids and parents unchanged; then the label set later on one
+        // of its entries, written again (as the Node.js pi does).
         let want: Vec<_> = source.branch(Some(leaf)).into_iter().cloned().collect();
-        assert_eq!(copy.entries, want);
-        assert_eq!(copy.leaf_id(), Some(leaf.as_str()));
-        assert_eq!(copy.context(), source.context_at(Some(leaf)));
+        assert_eq!(copy.entries[..want.len()], want[..]);
+        let extra = &copy.entries[want.len()..];
+        assert_eq!(extra.len(), 1, "{extra:?}");
+        assert!(matches!(&extra[0].kind, EntryKind::Label { label: Some(l), .. } if l == "start"));
+        assert_eq!(extra[0].parent_id.as_deref(), Some(leaf.as_str()));
+        let (ours, theirs) = (copy.context(), source.context_at(Some(leaf)));
+        assert_eq!(ours.messages, theirs.messages);
+        assert_eq!(
+            (ours.model, ours.thinking_level),
+            (theirs.model, theirs.thinking_level)
+        );
         // The name was set on the shared part, so both copies keep it.
         assert_eq!(copy.name(), Some("two ways"));
     }
-    // A label comes along when its entry is on the branch (here: set before the leaf), and
-    // only then.
+    // A label comes along when its entry is on the branch: set on the branch itself, or set
+    // later elsewhere and written again; a label on an entry off the branch does not.
     let labelled = |leaf: &str| {
         let copy = branch_to_new(&source, Some(leaf), &dest, Path::new("/here")).unwrap();
         let copy = Session::load(&copy.path).unwrap();
@@ -1679,8 +1688,23 @@ fn branch_to_new_copies_only_the_branch_into_a_new_session() {
         labelled(&label),
         (vec!["start".to_string()], Some(ThinkingLevel::Low))
     );
-    assert_eq!(labelled(&a2), (vec![], Some(ThinkingLevel::Low)));
-    assert_eq!(labelled(&retry), (vec![], Some(ThinkingLevel::High)));
+    assert_eq!(
+        labelled(&a2),
+        (vec!["start".to_string()], Some(ThinkingLevel::Low))
+    );
+    assert_eq!(
+        labelled(&retry),
+        (vec!["start".to_string()], Some(ThinkingLevel::High))
+    );
+    let copy = branch_to_new(&source, Some(&label), &dest, Path::new("/here")).unwrap();
+    let labels = lines(&copy.path)
+        .iter()
+        .filter(|l| l.contains(r#""type":"label""#))
+        .count();
+    assert_eq!(
+        labels, 1,
+        "a label already on the branch is not written twice"
+    );
 
     // No leaf: a session with only its header.
     let empty = branch_to_new(&source, None, &dest, Path::new("/here")).unwrap();
@@ -1709,7 +1733,10 @@ fn branch_to_new_copies_only_the_branch_into_a_new_session() {
     let orphan = branch_to_new(&in_memory, Some(&retry), &dest, Path::new("/here")).unwrap();
     let orphan = Session::load(&orphan.path).unwrap();
     assert_eq!(orphan.header.parent_session, None);
-    assert_eq!(orphan.context(), source.context_at(Some(&retry)));
+    assert_eq!(
+        orphan.context().messages,
+        source.context_at(Some(&retry)).messages
+    );
 }
 
 fn drawn(rows: &[TreeRow]) -> Vec<String> {
@@ -1990,15 +2017,22 @@ fn node_forked_fixture_knows_its_parent_and_matches_our_copy_of_that_branch() {
     assert!(rows.iter().all(|r| r.prefix.is_empty() && r.on_path));
     assert_eq!(rows[5].label.as_deref(), Some("module-split"));
 
-    // Our copy of the same branch holds the same entries (the Node.js `pi` also writes the
-    // branch's labels again at the end; we copy only what is on the branch).
+    // Our copy of the same branch holds the same entries, and the labels written again at the
+    // end, as the Node.js `pi` writes them.
     let dir = Scratch::new("node-fork");
     let tree = Session::load(Path::new(FIXTURE_TREE)).unwrap();
     let ours = branch_to_new(&tree, Some("5b8d1e46"), dir.path(), Path::new("/tmp/mock")).unwrap();
     let ours = Session::load(&ours.path).unwrap();
-    assert_eq!(ours.entries[..], forked.entries[..9]);
+    assert_eq!(ours.entries[..9], forked.entries[..9]);
+    assert_eq!(ours.entries.len(), forked.entries.len());
+    assert_eq!(ours.labels(), forked.labels());
     assert_eq!(ours.context().messages, forked.context().messages);
-    assert_eq!(ours.context(), tree.context_at(Some("5b8d1e46")));
+    let (ours, theirs) = (ours.context(), tree.context_at(Some("5b8d1e46")));
+    assert_eq!(ours.messages, theirs.messages);
+    assert_eq!(
+        (ours.model, ours.thinking_level),
+        (theirs.model, theirs.thinking_level)
+    );
 }
 
 #[test]
@@ -2093,10 +2127,22 @@ fn what_we_write_for_tree_entries_has_the_node_field_names() {
             (v["id"].as_str().unwrap().to_string(), v)
         })
         .collect();
-    assert_eq!(copied.len(), s.branch(Some(&summary)).len() + 1);
+    let branch_len = s.branch(Some(&summary)).len();
+    assert!(
+        copied.len() > branch_len,
+        "header + branch (+ labels written again)"
+    );
     for line in &copied[1..] {
         let v: Value = serde_json::from_str(line).unwrap();
-        let original = &source_lines[v["id"].as_str().unwrap()];
+        let Some(original) = source_lines.get(v["id"].as_str().unwrap()) else {
+            // A label written again for an entry of the branch: Node's label fields.
+            assert_eq!(v["type"], "label");
+            assert_eq!(
+                field_names(&v),
+                node["label"].iter().map(String::as_str).collect::<Vec<_>>()
+            );
+            continue;
+        };
         assert_eq!(&v, original);
         assert_eq!(field_names(&v), field_names(original));
     }

@@ -6,7 +6,8 @@
 //! tree (or the branch) is the same. [`fork()`] copies the entries of a version 3 file byte for
 //! byte (fields this version does not know survive); older files are written out migrated, and
 //! damaged lines of the source are left out. [`branch_to_new`] writes the entries of one branch
-//! from a loaded session, as this version writes them. Either copy is written to a temporary
+//! from a loaded session, as this version writes them, then (as the Node.js `pi` does) label
+//! entries for the labels its entries were given later from elsewhere in the tree. Either copy is written to a temporary
 //! name, synced, then renamed, so a crash never leaves half a session behind.
 
 use std::fs::{self, File};
@@ -14,9 +15,11 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use super::entry::{CURRENT_VERSION, ParsedLine, SessionHeader, parse_line};
+use super::entry::{
+    CURRENT_VERSION, EntryKind, ParsedLine, SessionEntry, SessionHeader, parse_line,
+};
 use super::error::SessionError;
-use super::ids::uuid_v7;
+use super::ids::{entry_id, uuid_v7};
 use super::list::read_header;
 use super::load::Session;
 use super::paths::session_file_name;
@@ -71,16 +74,57 @@ pub fn branch_to_new(
         return Err(SessionError::NotFound(id.to_string()));
     }
     let branch = source.branch(leaf);
+    let relabel = labels_to_carry(source, &branch);
     let parent = source
         .path
         .as_deref()
         .map(|p| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()));
     write_new_session(dest_dir, cwd, parent.as_deref(), |out, tmp| {
-        for e in branch {
+        for e in branch.iter().copied().chain(relabel.iter()) {
             writeln!(out, "{}", e.to_line()).map_err(|e| SessionError::io("write", tmp, e))?;
         }
         Ok(())
     })
+}
+
+/// Labels the source gives entries of `branch` that the branch itself does not set (a label
+/// added later, from another point of the tree): written again after the branch, as the
+/// Node.js `pi` does, so the copy keeps its bookmarks.
+fn labels_to_carry(source: &Session, branch: &[&SessionEntry]) -> Vec<SessionEntry> {
+    let mut on_branch: std::collections::HashMap<&str, Option<&str>> =
+        branch.iter().map(|e| (e.id.as_str(), None)).collect();
+    for e in branch {
+        if let EntryKind::Label { target_id, label } = &e.kind
+            && let Some(slot) = on_branch.get_mut(target_id.as_str())
+        {
+            *slot = label.as_deref().map(str::trim).filter(|l| !l.is_empty());
+        }
+    }
+    let wanted = source.labels();
+    let mut taken: std::collections::HashSet<String> =
+        branch.iter().map(|e| e.id.clone()).collect();
+    let mut parent = branch.last().map(|e| e.id.clone());
+    let mut out = Vec::new();
+    for e in branch {
+        let Some(label) = wanted.get(e.id.as_str()) else {
+            continue;
+        };
+        if on_branch.get(e.id.as_str()).copied().flatten() == Some(*label) {
+            continue;
+        }
+        let id = entry_id(&taken);
+        taken.insert(id.clone());
+        out.push(SessionEntry {
+            id: id.clone(),
+            parent_id: parent.replace(id),
+            timestamp: iso_now(),
+            kind: EntryKind::Label {
+                target_id: e.id.clone(),
+                label: Some((*label).to_string()),
+            },
+        });
+    }
+    out
 }
 
 /// Create a session file in `dest_dir` (made private if missing) with a new id and header,
