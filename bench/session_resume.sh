@@ -3,7 +3,8 @@
 #   (a) resume a session of 20,000 entries (~50 MB, tool results up to a few hundred KB):
 #       load the file, build the context, hand it to an Agent — time and peak memory;
 #   (b) list 1,000 sessions of 1 MB each, with the files in the page cache (warm) and after
-#       evicting just those files from it (cold, via posix_fadvise; nothing else is touched).
+#       evicting just those files from it (cold, via posix_fadvise; nothing else is touched);
+#   (c) count the messages of those 1,000 sessions, as the picker does after listing them.
 # Targets: (a) < 300 ms and peak memory < 3x the file size; (b) < 300 ms.
 # Prints the median of RUNS runs. Usage: bench/session_resume.sh [runs]
 set -euo pipefail
@@ -59,4 +60,12 @@ for label, cold in (("warm", False), ("cold", True)):
         times.append(float(m.group(1))); read = float(m.group(4)); disk = float(m.group(3)); n = m.group(2)
     print(f"(b) list {n} sessions x 1 MB ({disk:.0f} MB), {label} cache: {statistics.median(times):6.1f} ms, "
           f"{read:.1f} MB read  [target < 300 ms]")
+
+# The picker's message counts, which arrive after the listing (every file read whole).
+times = []
+for _ in range(runs):
+    out, _ = run([bin_, "count", many])
+    times.append(float(re.search(r"count: ([\d.]+) ms", out).group(1)))
+print(f"(c) message counts of those sessions (after the listing), warm cache: "
+      f"{statistics.median(times):6.1f} ms")
 PY

@@ -4,6 +4,7 @@
 //! ```text
 //! session_load gen <file> <entries> <megabytes>    one session of about that size
 //! session_load gen-many <dir> <count> <megabytes>  many sessions of about that size each
+//! session_load count <dir>                          count the messages of every session there
 //! session_load load <file>                         resume: prints milliseconds and counts
 //! session_load list <dir>                          list the folder: prints milliseconds
 //! ```
@@ -263,8 +264,25 @@ fn main() -> Result<(), String> {
             );
             Ok(())
         }
+        Some("count") => {
+            // What the /resume picker does after a listing: count every listed file's messages.
+            let paths = SessionPaths::in_dir(arg(1)?, None);
+            let list = list_sessions(&paths, ListScope::CurrentFolder);
+            let started = Instant::now();
+            let messages: usize = list
+                .sessions
+                .iter()
+                .filter_map(|s| pi::session::list::count_messages(&s.path))
+                .sum();
+            println!(
+                "count: {:.1} ms | {} sessions, {messages} messages",
+                started.elapsed().as_secs_f64() * 1000.0,
+                list.sessions.len()
+            );
+            Ok(())
+        }
         _ => {
-            println!("usage: session_load gen|gen-many|load|list ... (see the source header)");
+            println!("usage: session_load gen|gen-many|load|list|count ... (see the source header)");
             Ok(())
         }
     }
