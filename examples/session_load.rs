@@ -282,7 +282,9 @@ fn main() -> Result<(), String> {
             Ok(())
         }
         _ => {
-            println!("usage: session_load gen|gen-many|load|list|count ... (see the source header)");
+            println!(
+                "usage: session_load gen|gen-many|load|list|count ... (see the source header)"
+            );
             Ok(())
         }
     }

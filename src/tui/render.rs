@@ -303,7 +303,10 @@ fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
         };
         let mut spans = vec![
             Span::styled(if chosen { " › " } else { "   " }, base),
-            Span::styled(row.prefix.clone(), fg(|t| t.dim)),
+            Span::styled(
+                v.prefixes.get(n).cloned().unwrap_or_default(),
+                fg(|t| t.dim),
+            ),
             Span::styled(format!("{tag}: "), if chosen { base } else { tag_style }),
         ];
         if let Some(label) = &row.label {

@@ -1371,3 +1371,20 @@ fn a_resumed_session_shows_errors_aborts_and_summaries() {
     ]);
     insta::assert_snapshot!(screen(&mut app, 70, 24, now));
 }
+
+#[test]
+fn a_branch_whose_first_entry_is_hidden_keeps_its_connector() {
+    // The Node pi's tree fixture: the first branch starts with a thinking-level change, which
+    // the default filter hides.
+    let text = include_str!("../../tests/fixtures/node_v3_tree_session.jsonl");
+    let session = crate::session::Session::read(std::io::Cursor::new(text), None).unwrap();
+    let (mut app, _sent) = app();
+    app.run_command("tree", "");
+    app.handle_host_event(HostEvent::Tree(Box::new(tree_of(&session))));
+    let s = screen(&mut app, 100, 20, Instant::now());
+    assert!(
+        s.contains("├─ you: [module-split] Try the module split first."),
+        "{s}"
+    );
+    assert!(s.contains("└─ branch summary:"), "{s}");
+}

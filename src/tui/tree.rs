@@ -2,6 +2,8 @@
 //! in, filter and label. The host reads the tree from the session file; this module keeps the
 //! view's state and turns keys into what the app asks of the host.
 
+use std::collections::HashMap;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::host::SessionTree;
@@ -41,6 +43,11 @@ pub struct TreeView {
     pub visible: Vec<usize>,
     /// Index into `visible`.
     pub selected: usize,
+    /// The guide drawn before each visible row: its own, or the branch connector of a hidden
+    /// entry it continues (so hiding, say, a model change does not lose the `├─`).
+    pub prefixes: Vec<String>,
+    /// Row index by entry id.
+    index: HashMap<String, usize>,
     /// The label being typed for the selected entry.
     pub label_edit: Option<String>,
 }
@@ -59,8 +66,11 @@ impl TreeView {
             query: String::new(),
             visible: Vec::new(),
             selected: 0,
+            prefixes: Vec::new(),
+            index: HashMap::new(),
             label_edit: None,
         };
+        view.index_rows();
         view.refilter(None);
         view
     }
@@ -70,6 +80,7 @@ impl TreeView {
         let keep = self.selected_row().map(|r| r.id.clone());
         self.rows = tree.rows;
         self.leaf = tree.leaf;
+        self.index_rows();
         self.refilter(keep.as_deref());
     }
 
@@ -85,12 +96,53 @@ impl TreeView {
             self.visible
                 .retain(|&i| self.rows[i].kind == TreeKind::User);
         }
+        self.prefixes = self.shown_prefixes();
         let by_id = |id: &str| self.visible.iter().position(|&i| self.rows[i].id == id);
         self.selected = keep
             .and_then(by_id)
             .or_else(|| self.leaf.as_deref().and_then(by_id))
             .or_else(|| self.visible.iter().rposition(|&i| self.rows[i].on_path))
             .unwrap_or(self.visible.len().saturating_sub(1));
+    }
+
+    fn index_rows(&mut self) {
+        self.index = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.clone(), i))
+            .collect();
+    }
+
+    fn shown_prefixes(&self) -> Vec<String> {
+        let mut shown = vec![false; self.rows.len()];
+        for &i in &self.visible {
+            shown[i] = true;
+        }
+        let is_connector = |p: &str| p.ends_with("├─ ") || p.ends_with("└─ ");
+        self.visible
+            .iter()
+            .map(|&i| {
+                let row = &self.rows[i];
+                let mut cur = i;
+                // Walk up the hidden entries of the same chain to the one that branched.
+                while !is_connector(&self.rows[cur].prefix)
+                    && let Some(&parent) = self.rows[cur]
+                        .parent_id
+                        .as_deref()
+                        .and_then(|id| self.index.get(id))
+                    && !shown[parent]
+                    && self.rows[parent].depth == row.depth
+                {
+                    cur = parent;
+                }
+                if cur != i && is_connector(&self.rows[cur].prefix) {
+                    self.rows[cur].prefix.clone()
+                } else {
+                    row.prefix.clone()
+                }
+            })
+            .collect()
     }
 
     fn move_by(&mut self, delta: isize) {
