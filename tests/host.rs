@@ -499,13 +499,7 @@ async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_th
         .collect();
     assert_eq!(on_path, ["prompt one", "prompt two, reworded"]);
     rig.client.commands.shutdown().await;
-    let s = Session::load(&rig.session_files()[0]).unwrap();
-    let texts: Vec<String> = s
-        .context()
-        .messages
-        .iter()
-        .map(pi::tui::port::message_text)
-        .collect();
+    let texts = support::resumed_texts(&rig.session_files()[0]);
     assert_eq!(
         texts,
         [

@@ -7,17 +7,10 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::server::{Chunk, Reply, TestServer, event, raw_data};
+use support::server::{Chunk, Reply, TestServer, chunk, event, raw_data, tags};
 use support::session_id_of;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
-
-fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
-    event(
-        "",
-        &json!({"id": "c1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
-    )
-}
 
 fn text_reply(text: &str) -> Reply {
     Reply::sse(vec![
@@ -37,18 +30,6 @@ fn call_reply(id: &str, name: &str, args: &str) -> Reply {
         chunk(json!({}), Some("tool_calls")),
         raw_data("[DONE]"),
     ])
-}
-
-fn tags(model: &str) -> Reply {
-    Reply {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        chunks: vec![Chunk::Bytes(
-            json!({"models": [{"name": model}]})
-                .to_string()
-                .into_bytes(),
-        )],
-    }
 }
 
 fn home() -> std::path::PathBuf {

@@ -12,8 +12,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::pty::{Pty, chunk, tags, temp_home};
-use support::server::{Chunk, Reply, TestServer, raw_data};
+use support::pty::{Pty, temp_home};
+use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags};
 use support::session_id_of;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::pty::{Pty, chunk, tags, temp_home};
-use support::server::{Reply, TestServer, raw_data};
+use support::pty::{Pty, temp_home};
+use support::server::{Reply, TestServer, chunk, raw_data, tags};
 
 const SESSION_ID: &str = "0195f3a2-1111-7222-8333-444455556666";
 
@@ -253,13 +253,7 @@ async fn esc_twice_opens_the_tree_and_an_earlier_prompt_starts_a_new_branch() {
     // Both branches are in the one file; resuming goes on with the new one.
     let files = jsonl_files(&session_dir(&home));
     assert_eq!(files.len(), 1);
-    let s = pi::session::Session::load(&files[0]).unwrap();
-    let texts: Vec<String> = s
-        .context()
-        .messages
-        .iter()
-        .map(pi::tui::port::message_text)
-        .collect();
+    let texts = support::resumed_texts(&files[0]);
     assert_eq!(
         texts,
         [

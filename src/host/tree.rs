@@ -66,6 +66,29 @@ impl Host {
         loaded.map(|s| Some((s, leaf))).map_err(|e| e.to_string())
     }
 
+    /// The session file and its entry `target`; `None` once the front end is told why not
+    /// (`what` names the action: "cannot fork: ...").
+    async fn session_entry(&self, target: &str, what: &str) -> Option<(Session, SessionEntry)> {
+        let failed = |why: String| self.tell(HostEvent::Failed(format!("cannot {what}: {why}")));
+        match self.current_session().await {
+            Ok(Some((session, _))) => match session.entry(target).cloned() {
+                Some(entry) => Some((session, entry)),
+                None => {
+                    failed(format!("no entry {target} in this session"));
+                    None
+                }
+            },
+            Ok(None) => {
+                failed("nothing has been said in this session yet".into());
+                None
+            }
+            Err(e) => {
+                failed(e);
+                None
+            }
+        }
+    }
+
     fn refuse_while_busy(&self, what: &str) -> bool {
         if self.agent.is_streaming() {
             self.tell(HostEvent::Failed(format!(
@@ -104,24 +127,10 @@ impl Host {
         if self.refuse_while_busy("move in the tree") {
             return;
         }
-        let (session, _) = match self.current_session().await {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                self.tell(HostEvent::Failed("nothing to move to yet".into()));
-                return;
-            }
-            Err(e) => {
-                self.tell(HostEvent::Failed(format!("cannot move in the tree: {e}")));
-                return;
-            }
-        };
-        let Some(entry) = session.entry(&target) else {
-            self.tell(HostEvent::Failed(format!(
-                "no entry {target} in this session"
-            )));
+        let Some((session, entry)) = self.session_entry(&target, "move in the tree").await else {
             return;
         };
-        let draft = editable_text(entry);
+        let draft = editable_text(&entry);
         let leaf = if draft.is_some() {
             entry.parent_id.clone()
         } else {
@@ -181,24 +190,10 @@ impl Host {
         if self.refuse_while_busy("fork") {
             return;
         }
-        let (session, _) = match self.current_session().await {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                self.tell(HostEvent::Failed("nothing to fork yet".into()));
-                return;
-            }
-            Err(e) => {
-                self.tell(HostEvent::Failed(format!("cannot fork: {e}")));
-                return;
-            }
-        };
-        let Some(entry) = session.entry(&target) else {
-            self.tell(HostEvent::Failed(format!(
-                "no entry {target} in this session"
-            )));
+        let Some((session, entry)) = self.session_entry(&target, "fork").await else {
             return;
         };
-        let Some(draft) = editable_text(entry) else {
+        let Some(draft) = editable_text(&entry) else {
             self.tell(HostEvent::Failed(
                 "a fork starts from one of your prompts".into(),
             ));

@@ -346,3 +346,14 @@ pub fn session_id_of(path: &std::path::Path) -> String {
         .unwrap()
         .to_string()
 }
+
+/// The texts of the messages a session file resumes with (its current branch), in order.
+pub fn resumed_texts(path: &std::path::Path) -> Vec<String> {
+    pi::session::Session::load(path)
+        .unwrap()
+        .context()
+        .messages
+        .iter()
+        .map(pi::tui::port::message_text)
+        .collect()
+}

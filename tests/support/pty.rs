@@ -6,28 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-use serde_json::{Value, json};
 
-use super::server::{Chunk, Reply, TestServer, event};
-
-pub fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
-    event(
-        "",
-        &json!({"id": "c1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
-    )
-}
-
-pub fn tags(model: &str) -> Reply {
-    Reply {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        chunks: vec![Chunk::Bytes(
-            json!({"models": [{"name": model}]})
-                .to_string()
-                .into_bytes(),
-        )],
-    }
-}
+use super::server::TestServer;
 
 /// The real `pi` binary running in a pseudo-terminal, its output fed to a vt100 emulator.
 pub struct Pty {

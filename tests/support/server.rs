@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -75,6 +75,27 @@ pub fn event(name: &str, data: &Value) -> Chunk {
 }
 
 /// A raw SSE data line (for `[DONE]` or deliberately malformed payloads).
+/// One Chat Completions chunk (`choices[0].delta` and its finish reason) as an SSE event.
+pub fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
+    event(
+        "",
+        &json!({"id": "c1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+    )
+}
+
+/// An Ollama `/api/tags` answer listing one model.
+pub fn tags(model: &str) -> Reply {
+    Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        chunks: vec![Chunk::Bytes(
+            json!({"models": [{"name": model}]})
+                .to_string()
+                .into_bytes(),
+        )],
+    }
+}
+
 pub fn raw_data(data: &str) -> Chunk {
     Chunk::Bytes(format!("data: {data}\n\n").into_bytes())
 }
