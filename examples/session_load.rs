@@ -5,6 +5,7 @@
 //! session_load gen <file> <entries> <megabytes>    one session of about that size
 //! session_load gen-many <dir> <count> <megabytes>  many sessions of about that size each
 //! session_load count <dir>                          count the messages of every session there
+//! session_load prepare <file>                      prepare a compaction: cut, request, entry
 //! session_load load <file>                         resume: prints milliseconds and counts
 //! session_load list <dir>                          list the folder: prints milliseconds
 //! ```
@@ -190,6 +191,64 @@ impl Writer {
     }
 }
 
+/// What happens before the model is asked for a compaction summary of a long session, and
+/// after: the cut point, the request text, the entry appended to a copy of the file.
+fn prepare(path: &Path) -> Result<(), String> {
+    use pi::agent::policy::compaction::{
+        MAX_TOOL_RESULT_CHARS, assemble, history_request, plan, turn_prefix_request,
+    };
+    let session = Session::load(path).map_err(|e| e.to_string())?;
+    let context = session.context();
+    let copy = std::env::temp_dir().join(format!("pi-prepare-{}.jsonl", std::process::id()));
+    fs::copy(path, &copy).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let messages = &context.messages;
+    let plan = plan(messages, 20_000).ok_or("nothing to compact")?;
+    // The transcript part of each request bounded as for a 200k-token model.
+    let budget = (200_000 - 16_384) * 4;
+    let history = history_request(messages, &plan, None, MAX_TOOL_RESULT_CHARS, budget);
+    let prefix = plan
+        .turn_prefix
+        .clone()
+        .map(|p| turn_prefix_request(messages, p, MAX_TOOL_RESULT_CHARS, budget));
+    let planned = started.elapsed();
+    let summary = assemble("## Goal\n(the model's notes)", None, &plan.files);
+    let first_kept = context.origins[plan.first_kept]
+        .entry_id()
+        .ok_or("the first kept message has no entry")?
+        .to_string();
+    let entry = SessionEntry {
+        id: "c0mpact1".into(),
+        parent_id: session.leaf_id().map(str::to_string),
+        timestamp: "2026-12-03T00:00:00.000Z".into(),
+        kind: EntryKind::Compaction(pi::session::Compaction {
+            summary,
+            first_kept_entry_id: first_kept,
+            tokens_before: plan.tokens_before,
+            details: Some(plan.files.details()),
+            from_hook: None,
+        }),
+    };
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&copy)
+        .map_err(|e| e.to_string())?;
+    writeln!(f, "{}", entry.to_line()).map_err(|e| e.to_string())?;
+    f.sync_data().map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    let _ = fs::remove_file(&copy);
+    println!(
+        "prepare: {:.1} ms (cut + requests {:.1} ms) | {} messages, {} summarised, requests {:.1} KB + {:.1} KB (split turn)",
+        took.as_secs_f64() * 1000.0,
+        planned.as_secs_f64() * 1000.0,
+        messages.len(),
+        plan.first_kept,
+        history.prompt.len() as f64 / 1024.0,
+        prefix.map_or(0.0, |p| p.prompt.len() as f64 / 1024.0)
+    );
+    Ok(())
+}
+
 fn resume(path: &Path) -> Result<(), String> {
     let started = Instant::now();
     let session = Session::load(path).map_err(|e| e.to_string())?;
@@ -249,6 +308,7 @@ fn main() -> Result<(), String> {
             Ok(())
         }
         Some("load") => resume(Path::new(&arg(1)?)),
+        Some("prepare") => prepare(Path::new(&arg(1)?)),
         Some("list") => {
             let paths = SessionPaths::in_dir(arg(1)?, None);
             let started = Instant::now();

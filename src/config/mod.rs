@@ -24,6 +24,28 @@ pub struct RetryConfig {
     pub max_delay_ms: Option<u64>,
 }
 
+/// `[compaction]`: when and how much of a long conversation is condensed (the Node.js pi's
+/// `compaction` settings, under the same names).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CompactionConfig {
+    pub enabled: Option<bool>,
+    pub reserve_tokens: Option<u64>,
+    pub keep_recent_tokens: Option<u64>,
+}
+
+impl CompactionConfig {
+    /// The settings, defaults filled in.
+    pub fn settings(&self) -> crate::agent::policy::compaction::CompactionSettings {
+        let d = crate::agent::policy::compaction::CompactionSettings::default();
+        crate::agent::policy::compaction::CompactionSettings {
+            enabled: self.enabled.unwrap_or(d.enabled),
+            reserve_tokens: self.reserve_tokens.unwrap_or(d.reserve_tokens),
+            keep_recent_tokens: self.keep_recent_tokens.unwrap_or(d.keep_recent_tokens),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CostConfig {
@@ -156,6 +178,7 @@ pub struct Config {
     /// UI, stripped before the tool runs). `PI_NO_INTENT=1` turns it off.
     pub intent_tracing: Option<bool>,
     pub retry: RetryConfig,
+    pub compaction: CompactionConfig,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -189,6 +212,7 @@ const TOP_KEYS: &[&str] = &[
     "theme",
     "colors",
     "retry",
+    "compaction",
     "tools",
     "providers",
 ];
@@ -208,6 +232,7 @@ pub fn queue_mode(
     }
 }
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
+const COMPACTION_KEYS: &[&str] = &["enabled", "reserve_tokens", "keep_recent_tokens"];
 const TOOLS_ENV_KEYS: &[&str] = &["exclude", "include"];
 const TOOLS_KEYS: &[&str] = &[
     "env",
@@ -250,6 +275,9 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     unknown_keys(table, TOP_KEYS, "", file, out);
     if let Some(toml::Value::Table(r)) = table.get("retry") {
         unknown_keys(r, RETRY_KEYS, "retry.", file, out);
+    }
+    if let Some(toml::Value::Table(c)) = table.get("compaction") {
+        unknown_keys(c, COMPACTION_KEYS, "compaction.", file, out);
     }
     if let Some(toml::Value::Table(c)) = table.get("colors") {
         unknown_keys(c, theme::TOKENS, "colors.", file, out);

@@ -97,9 +97,9 @@ pub struct SessionContext {
     pub orphan_results: usize,
 }
 
-/// Preamble of the user message that carries a compaction summary.
-pub const COMPACTION_PREAMBLE: &str = "Earlier turns of this conversation were condensed to save \
-space. This summary of them stands in for the original messages:";
+/// Preamble of the user message that carries a compaction summary (the loop's, so a summary
+/// read from a file and one made live look the same to the model).
+pub use crate::agent::policy::compaction::SUMMARY_PREAMBLE as COMPACTION_PREAMBLE;
 
 /// Preamble of the user message that carries a branch summary.
 pub const BRANCH_PREAMBLE: &str = "The conversation went down another path from here, which \
@@ -117,10 +117,7 @@ fn synthetic_user(text: String, timestamp: i64) -> AgentMessage {
 
 /// The user message standing in for a compaction summary.
 pub fn compaction_summary_message(summary: &str, timestamp: i64) -> AgentMessage {
-    synthetic_user(
-        format!("{COMPACTION_PREAMBLE}\n\n<summary>\n{summary}\n</summary>"),
-        timestamp,
-    )
+    crate::agent::policy::compaction::summary_message(summary, timestamp)
 }
 
 /// The user message standing in for a branch summary.

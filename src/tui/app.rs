@@ -109,6 +109,8 @@ pub struct App {
     streaming: Option<usize>,
     tools: HashMap<String, usize>,
     last_ctrl_c: Option<Instant>,
+    /// Estimated tokens of the messages after the last reply that reported usage.
+    context_after: u64,
     /// Size of the transcript viewport at the last draw (for paging).
     pub viewport: (u16, u16),
     pub dirty: bool,
@@ -149,6 +151,7 @@ impl App {
             streaming: None,
             tools: HashMap::new(),
             last_ctrl_c: None,
+            context_after: 0,
             viewport: (80, 20),
             dirty: true,
             effects: Vec::new(),
@@ -253,6 +256,7 @@ impl App {
                 }
             }
             AgentEvent::MessageEnd { message } => {
+                self.count_after(&message);
                 if let Some(Message::Assistant(a)) = message.as_llm() {
                     let idx = match self.streaming.take() {
                         Some(i) => i,
@@ -364,6 +368,23 @@ impl App {
 
     fn add_usage(&mut self, u: &Usage) {
         self.totals.add(u);
+        if u.context_tokens() > 0 {
+            self.context_after = 0;
+        }
+    }
+
+    /// A message that counts toward the context after the last reported usage (a prompt, a
+    /// tool result): estimated as the compaction accounting does.
+    fn count_after(&mut self, message: &AgentMessage) {
+        if message.as_assistant().is_none() {
+            self.context_after += crate::agent::policy::compaction::estimate_tokens(message);
+        }
+    }
+
+    /// Tokens in context, as compaction counts them: the last reply's usage plus estimates
+    /// for what came after it.
+    pub fn context_tokens(&self) -> u64 {
+        self.totals.context + self.context_after
     }
 
     // ----- keys ---------------------------------------------------------------------------
@@ -742,6 +763,7 @@ impl App {
         self.tools.clear();
         self.streaming = None;
         self.totals = UsageTotals::default();
+        self.context_after = 0;
         self.last_answer = None;
         self.last_stop = None;
     }
@@ -962,6 +984,7 @@ impl App {
     pub fn show_messages(&mut self, messages: &[AgentMessage]) {
         let mut calls: HashMap<String, usize> = HashMap::new();
         for m in messages {
+            self.count_after(m);
             match m.as_llm() {
                 Some(Message::User(u)) => {
                     if let Some(summary) = cells::Summary::of(u) {

@@ -125,7 +125,7 @@ fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
     stats.push_str(&format!(" ${:.3}", t.cost));
     let window = app.model.context_window;
     let pct_style = if window > 0 {
-        let pct = t.context as f64 * 100.0 / window as f64;
+        let pct = app.context_tokens() as f64 * 100.0 / window as f64;
         stats.push_str(&format!(" {pct:.1}%/{}", tokens(window)));
         if pct > 90.0 {
             fg(|t| t.error)

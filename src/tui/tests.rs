@@ -1388,3 +1388,28 @@ fn a_branch_whose_first_entry_is_hidden_keeps_its_connector() {
     );
     assert!(s.contains("└─ branch summary:"), "{s}");
 }
+
+#[test]
+fn the_footer_counts_what_came_after_the_last_reported_usage() {
+    let (mut app, _sent) = app();
+    let mut a = assistant(vec![ContentBlock::text("read it")]);
+    a.usage.input = 1_000;
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::from(Message::Assistant(a)),
+    });
+    assert_eq!(app.context_tokens(), 1_000);
+    // A 40,000-character prompt after it: ~10,000 tokens more, as compaction counts them.
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: user_msg(&"x".repeat(40_000)),
+    });
+    assert_eq!(app.context_tokens(), 11_000);
+    let s = screen(&mut app, 80, 12, Instant::now());
+    assert!(s.contains("8.6%/128k"), "{s}");
+    // The next reply's usage covers it again.
+    let mut b = assistant(vec![ContentBlock::text("done")]);
+    b.usage.input = 12_000;
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::from(Message::Assistant(b)),
+    });
+    assert_eq!(app.context_tokens(), 12_000);
+}

@@ -3,10 +3,12 @@
 //! [`normalize`] (transcript → provider messages, tool schemas with the intent field),
 //! [`append_only`] (the prompt-cache-stable request log), [`validate`] and [`coerce`] (tool
 //! arguments in, tool results out), [`soft`] (soft tool requirements), [`placeholder`]
-//! (results for calls that never ran) and [`summary`] (the run collector).
+//! (results for calls that never ran), [`summary`] (the run collector) and [`compaction`] (how
+//! full the context is, where to cut it, what to ask for a summary).
 
 pub mod append_only;
 pub mod coerce;
+pub mod compaction;
 pub mod normalize;
 pub mod placeholder;
 pub mod soft;
