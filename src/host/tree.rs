@@ -151,8 +151,10 @@ impl Host {
         }
         if let Some(r) = &self.recorder {
             let at = leaf.clone();
+            let (messages, origins) = (context.messages.clone(), context.origins.clone());
             r.with(move |r| {
                 let _ = r.branch_from(at.as_deref());
+                r.remember(&messages, &origins);
             });
         }
         self.tell(HostEvent::Navigated(Box::new(super::Navigated {

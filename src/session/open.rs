@@ -69,12 +69,14 @@ fn resumed_from(
         });
         session = Session::load(&copy.path)?;
     }
-    let recorder = SessionRecorder::resume(&session)?;
+    let mut recorder = SessionRecorder::resume(&session)?;
     let recorded = session.cwd().to_string();
     let recorded_cwd = (!recorded.is_empty() && Path::new(&recorded) != cwd).then_some(recorded);
+    let context = session.into_context();
+    recorder.remember(&context.messages, &context.origins);
     Ok(OpenedSession {
         recorder,
-        context: session.into_context(),
+        context,
         warnings,
         resumed: true,
         other_folder,

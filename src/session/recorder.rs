@@ -22,23 +22,24 @@
 //! and model names — never keys; [`SessionRecorder::add_secret`] additionally masks a known
 //! secret should it ever appear in a message.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::context::ModelRef;
-use super::entry::{EntryKind, SessionEntry, SessionHeader};
+use super::entry::{Compaction, EntryKind, SessionEntry, SessionHeader};
 use super::error::SessionError;
 use super::ids::{IdSet, uuid_v7};
 use super::load::Session;
 use super::lock::SessionLock;
 use super::paths::session_file_name;
 use super::time::iso_now;
-use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::events::{AgentEvent, CompactionResult};
 use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::AgentMessage;
+use crate::agent::protocol::types::{AgentMessage, Message};
 
 /// Receives write failures as they happen.
 pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
@@ -74,6 +75,9 @@ pub struct SessionRecorder {
     last_error: Option<String>,
     /// This process's claim to write the file (see [`super::lock`]).
     lock: Option<SessionLock>,
+    /// The entry of each message recorded or resumed, by the message's address (the `Arc`
+    /// is held so the address stays its own): a compaction names its first kept message.
+    entry_of: HashMap<usize, (Arc<Message>, String)>,
 }
 
 impl std::fmt::Debug for SessionRecorder {
@@ -134,6 +138,7 @@ impl SessionRecorder {
             errors: Vec::new(),
             last_error: None,
             lock: None,
+            entry_of: HashMap::new(),
         }
     }
 
@@ -164,6 +169,7 @@ impl SessionRecorder {
             errors: Vec::new(),
             last_error: None,
             lock: None,
+            entry_of: HashMap::new(),
         })
     }
 
@@ -264,6 +270,46 @@ impl SessionRecorder {
 
     /// Record a message.
     pub fn append_message(&mut self, message: &AgentMessage) -> String {
+        let id = self.write_message(message);
+        if let AgentMessage::Llm(m) = message {
+            self.entry_of
+                .insert(Arc::as_ptr(m) as usize, (m.clone(), id.clone()));
+        }
+        id
+    }
+
+    /// Know which entries `messages` came from (a resumed context and its origins), so a
+    /// later compaction can name them.
+    pub fn remember(&mut self, messages: &[AgentMessage], origins: &[super::MessageOrigin]) {
+        for (m, origin) in messages.iter().zip(origins) {
+            if let (AgentMessage::Llm(m), Some(id)) = (m, origin.entry_id()) {
+                self.entry_of
+                    .insert(Arc::as_ptr(m) as usize, (m.clone(), id.to_string()));
+            }
+        }
+    }
+
+    /// Record a compaction the agent made: a `compaction` entry whose first kept entry is the
+    /// one `result.first_kept` was recorded as. `None` (nothing written) when that message is
+    /// unknown here; the session then resumes with its whole history, which is safe.
+    pub fn append_compaction(&mut self, result: &CompactionResult) -> Option<String> {
+        let first_kept = match result.first_kept.as_ref()? {
+            AgentMessage::Llm(m) => self.entry_of.get(&(Arc::as_ptr(m) as usize))?.1.clone(),
+            AgentMessage::Custom(_) => return None,
+        };
+        let id = self.append(EntryKind::Compaction(Compaction {
+            summary: result.summary.clone(),
+            first_kept_entry_id: first_kept,
+            tokens_before: result.tokens_before,
+            details: Some(result.details.clone()),
+            from_hook: None,
+        }));
+        // Messages only this map still holds are gone from the conversation.
+        self.entry_of.retain(|_, (m, _)| Arc::strong_count(m) > 1);
+        Some(id)
+    }
+
+    fn write_message(&mut self, message: &AgentMessage) -> String {
         self.has_message = true;
         if let Some(a) = message.as_assistant()
             && !a.model.is_empty()
@@ -523,6 +569,10 @@ impl SessionRecorder {
                     })),
                 });
             }
+            AgentEvent::CompactionEnd {
+                result: Some(result),
+                ..
+            } if self.append_compaction(result).is_some() => self.sync_and_report(),
             AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. } => self.sync_and_report(),
             _ => {}
         }
@@ -534,6 +584,7 @@ impl SessionRecorder {
         matches!(
             event,
             AgentEvent::MessageEnd { .. }
+                | AgentEvent::CompactionEnd { .. }
                 | AgentEvent::ToolExecutionStart { .. }
                 | AgentEvent::TurnEnd { .. }
                 | AgentEvent::AgentEnd { .. }

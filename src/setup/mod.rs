@@ -379,6 +379,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.thinking = selection.thinking;
     settings.system_prompt = system_prompt;
     settings.retry = retry_policy(&config);
+    settings.compaction = Some(config.compaction.settings());
     settings.steering_mode = config::queue_mode(config.steering_mode.as_deref(), "steering_mode")?;
     settings.follow_up_mode =
         config::queue_mode(config.follow_up_mode.as_deref(), "follow_up_mode")?;

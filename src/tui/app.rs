@@ -27,7 +27,7 @@ use super::sessions::{PickerMode, SessionPicker};
 use super::slash;
 use super::transcript::Transcript;
 use super::tree::{TreeAction, TreePurpose, TreeView};
-use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
+use crate::agent::protocol::events::{AgentEvent, CompactionReason, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Message, StopReason, Usage, UsageTotals,
@@ -333,6 +333,52 @@ impl App {
                         .and_then(serde_json::Value::as_str)
                         .map(sanitize);
                 }
+            }
+            AgentEvent::CompactionStart { reason } => {
+                if self.working.is_none() {
+                    self.working = Some(Instant::now());
+                }
+                self.retry = Some(match reason {
+                    CompactionReason::Overflow => {
+                        "Compacting context (the model said it was too long)...".into()
+                    }
+                    _ => "Compacting context...".into(),
+                });
+            }
+            AgentEvent::CompactionEnd {
+                result,
+                aborted,
+                error_message,
+                ..
+            } => {
+                self.retry = None;
+                match (result, aborted, error_message) {
+                    (Some(r), _, _) => {
+                        self.transcript.push(Cell::Notice(format!(
+                            "Context compacted: {} → {} tokens (Ctrl+O shows the whole summary)",
+                            crate::tui::render::tokens(r.tokens_before),
+                            crate::tui::render::tokens(r.tokens_after),
+                        )));
+                        self.transcript.push(Cell::Summary(cells::Summary {
+                            kind: cells::SummaryKind::Compaction,
+                            text: r.summary,
+                        }));
+                        self.totals.context = r.tokens_after;
+                        self.context_after = 0;
+                    }
+                    (None, true, _) => {
+                        self.transcript.push(Cell::Aborted(
+                            "Compaction stopped; the conversation is as it was".into(),
+                        ));
+                    }
+                    (None, false, e) => {
+                        self.transcript.push(Cell::Error(format!(
+                            "Compaction failed; the conversation is as it was: {}",
+                            e.unwrap_or_else(|| "no reason given".into())
+                        )));
+                    }
+                }
+                self.transcript.follow();
             }
             AgentEvent::AutoRetryStart {
                 attempt,

@@ -117,9 +117,14 @@ impl Recorded {
     }
 }
 
+/// Chooses a reply from the request (for scripts that depend on what the client sends).
+pub type Responder = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     replies: Vec<Reply>,
+    /// Answers every request when set (the scripted replies are not used).
+    responder: Option<Responder>,
     requests: Vec<Recorded>,
     /// When the client closed a stalled connection, relative to when the stall began.
     close_delays: Vec<Duration>,
@@ -154,6 +159,13 @@ impl TestServer {
             url: format!("http://{addr}"),
             state,
         }
+    }
+
+    /// A server whose replies `responder` chooses from each request.
+    pub async fn responding(responder: Responder) -> Self {
+        let server = Self::start(Vec::new()).await;
+        server.state.lock().unwrap().responder = Some(responder);
+        server
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -215,13 +227,15 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let reply = {
         let mut st = state.lock().unwrap();
-        st.requests.push(Recorded {
+        let recorded = Recorded {
             method,
             path,
             headers,
             body: json,
-        });
-        st.replies.pop()
+        };
+        let chosen = st.responder.as_ref().map(|r| r(&recorded));
+        st.requests.push(recorded);
+        chosen.or_else(|| st.replies.pop())
     };
     let reply = reply.unwrap_or_else(|| {
         Reply::error(

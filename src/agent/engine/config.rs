@@ -78,6 +78,8 @@ pub struct LoopConfig {
     pub max_repeated_tool_turns: Option<u32>,
     /// Keep provider messages in an append-only log so the prompt cache stays warm.
     pub append_only: Option<Arc<std::sync::Mutex<AppendOnlyContext>>>,
+    /// Condense the conversation before a request that would not fit (`None`: never).
+    pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
     pub hooks: Arc<dyn LoopHooks>,
 }
 
@@ -102,6 +104,7 @@ impl LoopConfig {
             retry: RetryPolicy::default(),
             max_repeated_tool_turns: Some(DEFAULT_MAX_REPEATED_TOOL_TURNS),
             append_only: None,
+            compaction: Some(Default::default()),
             hooks: Arc::new(NoHooks),
         }
     }

@@ -61,6 +61,8 @@ pub struct AgentSettings {
     pub telemetry: bool,
     pub retry: crate::agent::engine::config::RetryPolicy,
     pub deadline: Option<std::time::Instant>,
+    /// When and how to condense long conversations (`None`: never).
+    pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
 }
@@ -85,6 +87,7 @@ impl AgentSettings {
             telemetry: false,
             retry: crate::agent::engine::config::RetryPolicy::default(),
             deadline: None,
+            compaction: Some(Default::default()),
             hooks: Arc::new(NoHooks),
         }
     }
@@ -482,6 +485,7 @@ impl Agent {
                 crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
             ),
             append_only: None,
+            compaction: s.compaction,
             hooks: Arc::new(FacadeHooks {
                 agent: self.clone(),
                 user: s.hooks.clone(),

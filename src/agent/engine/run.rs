@@ -28,6 +28,7 @@ use crate::agent::engine::answer::emit_synthetic_result;
 use crate::agent::engine::batch::{BatchEnv, PreparedCall, execute_batch, prepare_calls};
 use crate::agent::engine::config::LoopConfig;
 use crate::agent::lock;
+use crate::agent::policy::compaction;
 use crate::agent::policy::normalize::{
     ToolNormalizeOptions, default_convert_to_llm, normalize_messages_for_provider, normalize_tools,
 };
@@ -38,7 +39,7 @@ use crate::agent::policy::soft::{SoftState, escalation_error, hard_choice_blocks
 use crate::agent::policy::summary::RunCollector;
 use crate::agent::policy::validate::strip_sentinels;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal, DEADLINE_TEXT};
-use crate::agent::protocol::events::{AgentEvent, EventSink};
+use crate::agent::protocol::events::{AgentEvent, CompactionReason, CompactionResult, EventSink};
 use crate::agent::protocol::hooks::{
     AsideEntry, GateDecision, Injected, LoopHooks, SoftToolRequirement, ToolDirective, TurnEndInfo,
 };
@@ -53,7 +54,7 @@ use crate::agent::protocol::tool::ToolSet;
 use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, Message, STOP_PAUSE_TURN, STOP_REFUSAL,
     STOP_RETRIED, STOP_SENSITIVE, STREAM_INTERRUPTED_AFTER_CONTENT, StopDetails, StopReason,
-    ToolCall, ToolResultMessage,
+    ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
 };
 
 /// Re-samples allowed for a backend that keeps pausing its turn.
@@ -234,6 +235,11 @@ struct Run {
     repeats: u32,
     prepared: Vec<PreparedCall>,
     collector: Option<Mutex<RunCollector>>,
+    /// This run's messages that a compaction took out of the context (still this run's, for
+    /// `agent_end`).
+    compacted_away: Vec<AgentMessage>,
+    /// The current request was already compacted after the provider found it too long.
+    overflow_compacted: bool,
     _timer: TimerGuard,
 }
 
@@ -285,6 +291,8 @@ impl Run {
             repeats: 0,
             prepared: Vec::new(),
             collector,
+            compacted_away: Vec::new(),
+            overflow_compacted: false,
             _timer: TimerGuard(timer),
         }
     }
@@ -312,8 +320,10 @@ impl Run {
             }
             None => (None, None),
         };
+        let mut messages = std::mem::take(&mut self.compacted_away);
+        messages.extend(self.context[self.first_new..].iter().cloned());
         self.sink.emit(AgentEvent::AgentEnd {
-            messages: self.context[self.first_new..].to_vec(),
+            messages,
             telemetry,
             coverage,
         });
@@ -595,6 +605,12 @@ impl Run {
             self.resolve_directive(&mut inputs);
         }
 
+        if !self.turn_open {
+            self.overflow_compacted = false;
+        }
+        if self.compaction_due() {
+            self.compact(CompactionReason::Threshold, None).await;
+        }
         let context = self.provider_context().await;
         if self.hooks.has_model_gate() {
             let decision = if self.aborted() {
@@ -991,6 +1007,176 @@ impl Run {
         }
     }
 
+    /// The context has passed the model's window minus the reserve.
+    fn compaction_due(&self) -> bool {
+        let Some(settings) = self.cfg.compaction else {
+            return false;
+        };
+        let window = self.model.context_window;
+        if !settings.enabled || window == 0 {
+            return false;
+        }
+        compaction::should_compact(
+            compaction::context_tokens(&self.context).tokens,
+            window,
+            &settings,
+        )
+    }
+
+    /// Condense the context: the older part is replaced by a summary the model writes (no
+    /// tools offered), the newest messages stay. `true` when the context changed; a failed or
+    /// stopped summary leaves it as it was (and says so in `compaction_end`).
+    async fn compact(&mut self, reason: CompactionReason, focus: Option<&str>) -> bool {
+        let Some(settings) = self.cfg.compaction else {
+            return false;
+        };
+        let Some(plan) = compaction::plan(&self.context, settings.keep_recent_tokens) else {
+            return false;
+        };
+        self.sink.emit(AgentEvent::CompactionStart { reason });
+        // The transcript part of a summary request must fit the model too (~3 characters a
+        // token, to be safe).
+        let window = self.model.context_window;
+        let budget = if window > 0 {
+            (window.saturating_sub(settings.reserve_tokens) as usize)
+                .saturating_mul(3)
+                .max(8_000)
+        } else {
+            400_000
+        };
+        let max_tool = compaction::MAX_TOOL_RESULT_CHARS;
+        let mut history = plan.previous_summary.clone();
+        if !plan.history.is_empty() {
+            let request =
+                compaction::history_request(&self.context, &plan, focus, max_tool, budget);
+            match self.summarize(request).await {
+                Ok(text) => history = Some(text),
+                Err(e) => return self.compaction_failed(reason, e),
+            }
+        }
+        let mut prefix = None;
+        if let Some(range) = plan.turn_prefix.clone() {
+            let request = compaction::turn_prefix_request(&self.context, range, max_tool, budget);
+            match self.summarize(request).await {
+                Ok(text) => prefix = Some(text),
+                Err(e) => return self.compaction_failed(reason, e),
+            }
+        }
+        let summary = compaction::assemble(
+            history.as_deref().unwrap_or_default(),
+            prefix.as_deref(),
+            &plan.files,
+        );
+        let first_kept = self.context[plan.first_kept].clone();
+        if self.first_new < plan.first_kept {
+            self.compacted_away.extend(
+                self.context[self.first_new..plan.first_kept]
+                    .iter()
+                    .cloned(),
+            );
+        }
+        self.context = compaction::compacted(&self.context, plan.first_kept, &summary, now_ms());
+        self.first_new = if self.first_new >= plan.first_kept {
+            self.first_new - plan.first_kept + 1
+        } else {
+            1
+        };
+        self.llm_cache = Arc::new(Vec::new());
+        self.converted = 0;
+        let tokens_after = self.context.iter().map(compaction::estimate_tokens).sum();
+        self.sink.emit(AgentEvent::CompactionEnd {
+            reason,
+            result: Some(CompactionResult {
+                summary,
+                first_kept_entry_id: None,
+                tokens_before: plan.tokens_before,
+                tokens_after,
+                details: plan.files.details(),
+                first_kept: Some(first_kept),
+            }),
+            aborted: false,
+            will_retry: reason == CompactionReason::Overflow,
+            error_message: None,
+        });
+        true
+    }
+
+    fn compaction_failed(&self, reason: CompactionReason, error: Option<String>) -> bool {
+        self.sink.emit(AgentEvent::CompactionEnd {
+            reason,
+            result: None,
+            aborted: error.is_none(),
+            will_retry: false,
+            error_message: error,
+        });
+        false
+    }
+
+    /// Ask the model for a summary. `Err(None)`: stopped (Esc); `Err(Some(why))`: failed.
+    async fn summarize(
+        &self,
+        request: compaction::SummaryRequest,
+    ) -> Result<String, Option<String>> {
+        if self.aborted() {
+            return Err(None);
+        }
+        let message = Message::User(UserMessage {
+            content: UserContent::Text(request.prompt),
+            synthetic: true,
+            steering: false,
+            attribution: None,
+            timestamp: now_ms(),
+        });
+        let request = ProviderRequest {
+            model: self.model.clone(),
+            context: LlmContext {
+                system_prompt: vec![request.system],
+                messages: Arc::new(vec![Arc::new(message)]),
+                tools: Vec::new(),
+            },
+            options: StreamOptions {
+                session_id: self.cfg.session_id.clone(),
+                ..StreamOptions::default()
+            },
+        };
+        let provider = self.cfg.provider.clone();
+        let token = self.signal.token().child_token();
+        let mut stream = match contain_sync(move || provider.stream(request, token)) {
+            Ok(s) => contain_stream(s),
+            Err(panic) => return Err(Some(provider_panic_text(&panic))),
+        };
+        let cancelled = self.signal.cancelled();
+        tokio::pin!(cancelled);
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = &mut cancelled => return Err(None),
+                ev = stream.next() => ev,
+            };
+            match next {
+                None => return Err(Some("the summary response ended early".into())),
+                Some(Err(e)) => return Err(Some(e.to_string())),
+                Some(Ok(StreamEvent::Done { message, .. })) => {
+                    let text = message.text();
+                    return if text.trim().is_empty() {
+                        Err(Some("the model wrote an empty summary".into()))
+                    } else {
+                        Ok(text)
+                    };
+                }
+                Some(Ok(StreamEvent::Error { error, .. })) => {
+                    return Err(Some(
+                        error
+                            .error_message
+                            .clone()
+                            .unwrap_or_else(|| "the summary request failed".into()),
+                    ));
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
     /// Decide what a finished attempt leads to: a retry after a transient failure (`None`,
     /// once its backoff has passed), or the committed reply.
     async fn settle(
@@ -999,6 +1185,44 @@ impl Run {
         started_emitted: bool,
         started: Instant,
     ) -> Result<Option<AgentMessage>, LoopError> {
+        if message.stop_reason == StopReason::Error
+            && is_context_overflow(&message)
+            && self.cfg.compaction.is_some_and(|c| c.enabled)
+            && !self.aborted()
+        {
+            if self.overflow_compacted {
+                message.error_message = Some(format!(
+                    "The conversation is still too long for {} after compacting it: {}",
+                    self.model.id,
+                    message
+                        .error_message
+                        .as_deref()
+                        .unwrap_or("the request was refused")
+                ));
+            } else {
+                self.overflow_compacted = true;
+                if started_emitted {
+                    // Shown as a failed attempt, then dropped, as a retried one is.
+                    let mut shown = message.clone();
+                    shown.stop_details = Some(StopDetails {
+                        kind: STOP_RETRIED.to_string(),
+                        category: None,
+                        explanation: shown.error_message.clone(),
+                    });
+                    self.sink.emit(AgentEvent::MessageEnd {
+                        message: shown.into(),
+                    });
+                }
+                if self.compact(CompactionReason::Overflow, None).await {
+                    self.streaming = None;
+                    self.completed_calls.clear();
+                    return Ok(None);
+                }
+                if self.aborted() {
+                    return Ok(Some(self.finish_aborted()));
+                }
+            }
+        }
         let retryable = message.stop_reason == StopReason::Error
             && message.transient.is_some()
             && self.retries < self.cfg.retry.max_retries
@@ -1327,4 +1551,32 @@ pub fn salvage_interrupted_tool_turn(message: &mut AssistantMessage, tools: &Too
     message.error_message = None;
     message.error_status = None;
     message.stream_broken = false;
+}
+
+/// Whether a failed reply says the request was too long for the model: Anthropic's "prompt is
+/// too long", OpenAI's `context_length_exceeded`, the context errors of llama.cpp, Ollama and
+/// vLLM, or an HTTP 413.
+pub fn is_context_overflow(message: &AssistantMessage) -> bool {
+    if message.error_status == Some(413) {
+        return true;
+    }
+    let Some(text) = message.error_message.as_deref() else {
+        return false;
+    };
+    let text = text.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "context_length_exceeded",
+        "maximum context length",
+        "context length",
+        "context window",
+        "exceeds the context",
+        "exceed_context_size",
+        "too many tokens",
+        "input is too long",
+        "request too large",
+        "prompt too long",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
 }

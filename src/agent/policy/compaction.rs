@@ -108,10 +108,19 @@ pub struct ContextTokens {
 }
 
 /// Tokens in context: the last reply's usage plus estimates for what came after it. Replies
-/// that failed or were cut off report no usable usage and are skipped.
+/// that failed or were cut off report no usable usage and are skipped, and so are replies
+/// older than a summary the conversation starts with: their usage counted the turns the
+/// summary replaced.
 pub fn context_tokens(messages: &[AgentMessage]) -> ContextTokens {
+    let since = messages
+        .first()
+        .filter(|m| summary_of(m).is_some())
+        .and_then(AgentMessage::as_llm)
+        .map_or(i64::MIN, Message::timestamp);
     for (i, m) in messages.iter().enumerate().rev() {
-        if let Some(a) = m.as_assistant() {
+        if let Some(a) = m.as_assistant()
+            && a.timestamp >= since
+        {
             let u = &a.usage;
             let used = u.input + u.cache_read + u.cache_write + u.output;
             if used > 0 {
@@ -596,6 +605,20 @@ mod tests {
             }
         ));
         assert!(!should_compact(120_000, 0, &s));
+    }
+
+    #[test]
+    fn usage_from_before_a_summary_does_not_count() {
+        let mut old = reply("kept from before", 90_000);
+        if let AgentMessage::Llm(m) = &mut old
+            && let Message::Assistant(a) = std::sync::Arc::make_mut(m)
+        {
+            a.timestamp = 10;
+        }
+        let messages = vec![summary_message(&chars(400), 20), old, user(&chars(40))];
+        let t = context_tokens(&messages);
+        assert!(!t.from_usage);
+        assert!(t.tokens < 1_000, "{t:?}");
     }
 
     #[test]

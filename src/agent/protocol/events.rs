@@ -81,6 +81,21 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         final_error: Option<String>,
     },
+    /// The conversation is being condensed (`reason`: `manual`, `threshold` or `overflow`).
+    CompactionStart {
+        reason: CompactionReason,
+    },
+    /// Compaction finished: `result` when it did, `aborted` when Esc stopped it,
+    /// `error_message` when the summary request failed (the conversation is then unchanged).
+    /// `will_retry`: a request rejected as too long is sent again, compacted.
+    CompactionEnd {
+        reason: CompactionReason,
+        result: Option<CompactionResult>,
+        aborted: bool,
+        will_retry: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+    },
     /// The queued steering and follow-up messages changed (emitted by the `Agent` facade).
     QueueUpdate {
         steering: Vec<String>,
@@ -105,8 +120,39 @@ impl AgentEvent {
             AgentEvent::AutoRetryStart { .. } => "auto_retry_start",
             AgentEvent::AutoRetryEnd { .. } => "auto_retry_end",
             AgentEvent::QueueUpdate { .. } => "queue_update",
+            AgentEvent::CompactionStart { .. } => "compaction_start",
+            AgentEvent::CompactionEnd { .. } => "compaction_end",
         }
     }
+}
+
+/// Why a compaction ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionReason {
+    /// `/compact`.
+    Manual,
+    /// The context passed `window − reserve_tokens`.
+    Threshold,
+    /// The provider refused a request as too long.
+    Overflow,
+}
+
+/// What a compaction did (the `compaction` entry's fields; the entry id of the first kept
+/// message is the session's business: it is filled in by whoever records the session).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionResult {
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_kept_entry_id: Option<String>,
+    pub tokens_before: u64,
+    /// Estimated tokens of the condensed conversation (summary + kept messages).
+    pub tokens_after: u64,
+    pub details: Value,
+    /// The first message kept as it is (for the recorder to find its entry).
+    #[serde(skip)]
+    pub first_kept: Option<AgentMessage>,
 }
 
 /// Identifies one run of an agent (counting from 1).

@@ -1,0 +1,268 @@
+//! Compaction end to end (issue 13): the real binary against a local server that answers like
+//! a small model with a 16k window. A run of many tool turns goes on past the window by
+//! condensing its older part between turns; a request the server refuses as too long is
+//! compacted and sent again; the session file records the compaction so a resume sees the
+//! summary and the kept messages.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+use support::server::{Recorded, Reply, TestServer, chunk, raw_data};
+use tokio::process::Command;
+
+const WINDOW: u64 = 16_384;
+
+fn home(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pi-compaction-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    d
+}
+
+/// A config whose only model is the server's, with a 16k window.
+fn configure(home: &std::path::Path, server: &TestServer) {
+    std::fs::write(
+        home.join("agent/config.toml"),
+        format!(
+            "model = \"lab/small\"\n\
+             [providers.lab]\napi = \"openai-completions\"\nbase_url = \"{}/v1\"\n\
+             [[providers.lab.models]]\nid = \"small\"\ncontext_window = {WINDOW}\n\
+             [compaction]\nreserve_tokens = 4096\nkeep_recent_tokens = 3000\n",
+            server.url
+        ),
+    )
+    .unwrap();
+}
+
+fn pi(home: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Tokens the server says a request took: its JSON size / 4.
+fn request_tokens(r: &Recorded) -> u64 {
+    (r.body.to_string().len() / 4) as u64
+}
+
+fn usage(prompt: u64) -> Value {
+    json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": 20,
+           "total_tokens": prompt + 20}})
+}
+
+fn text(t: &str, prompt: u64) -> Reply {
+    Reply::sse(vec![
+        chunk(json!({ "content": t }), None),
+        chunk(json!({}), Some("stop")),
+        support::server::event("", &usage(prompt)),
+        raw_data("[DONE]"),
+    ])
+}
+
+fn read_call(n: usize, prompt: u64) -> Reply {
+    Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": format!("call_{n}"), "function":
+                {"name": "read", "arguments": json!({"path": format!("part{n}.txt")}).to_string()}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        support::server::event("", &usage(prompt)),
+        raw_data("[DONE]"),
+    ])
+}
+
+fn is_summary_request(r: &Recorded) -> bool {
+    r.body["tools"].as_array().is_none_or(Vec::is_empty)
+}
+
+/// Write `n` files of ~1,000 tokens each.
+fn write_parts(home: &std::path::Path, n: usize) {
+    for i in 0..n {
+        let line = format!("part {i}: the quick brown fox jumps over the lazy dog again\n");
+        std::fs::write(
+            home.join(format!("part{i}.txt")),
+            line.repeat(4000 / line.len()),
+        )
+        .unwrap();
+    }
+}
+
+fn session_lines(home: &std::path::Path) -> Vec<Value> {
+    let dir = home.join("agent/sessions");
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(dir).unwrap().flatten() {
+        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+            if f.path().extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(f.path()).unwrap();
+                out.extend(
+                    text.lines()
+                        .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
+    const TURNS: usize = 30;
+    let agent_calls = Arc::new(AtomicUsize::new(0));
+    let calls = agent_calls.clone();
+    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
+        if !r.path.ends_with("/chat/completions") {
+            return Reply::error(404, "{}");
+        }
+        let prompt = request_tokens(r);
+        if is_summary_request(r) {
+            return text(
+                "## Goal\nRead every part file.\n\n## Progress\n### Done\n- [x] Read the early parts.",
+                prompt,
+            );
+        }
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        if n < TURNS {
+            read_call(n, prompt)
+        } else {
+            text("All parts read.", prompt)
+        }
+    }))
+    .await;
+    let h = home("turns");
+    configure(&h, &server);
+    write_parts(&h, TURNS);
+    let out = pi(&h)
+        .args(["--mode", "json", "read every part file"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "compaction_end")
+        .collect();
+    assert!(!ends.is_empty(), "no compaction happened:\n{stdout}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "compaction_start" && e["reason"] == "threshold")
+    );
+    let first = ends[0];
+    assert_eq!(first["aborted"], false);
+    assert_eq!(first["willRetry"], false);
+    assert!(
+        first["result"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("## Goal")
+    );
+    assert!(first["result"]["tokensBefore"].as_u64().unwrap() > WINDOW - 4096);
+    assert!(
+        first["result"]["details"]["readFiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "part0.txt")
+    );
+    // The run got to its end, and no request the agent sent was over the window.
+    assert!(stdout.contains("All parts read."));
+    let requests = server.requests();
+    for r in requests.iter().filter(|r| !is_summary_request(r)) {
+        assert!(
+            request_tokens(r) < WINDOW,
+            "a request of {} tokens",
+            request_tokens(r)
+        );
+    }
+    // After a compaction, the next request starts with the summary and no longer holds the
+    // first turn's file.
+    let after = requests.iter().rfind(|r| !is_summary_request(r)).unwrap();
+    let body = after.body["messages"].to_string();
+    assert!(body.contains("Earlier turns of this conversation were condensed"));
+    assert!(!body.contains("part 0: the quick"));
+
+    // The session records it as the Node pi does; a resume sees summary + kept messages.
+    let lines = session_lines(&h);
+    let compactions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "compaction").collect();
+    assert!(!compactions.is_empty());
+    let c = compactions.last().unwrap();
+    let kept = c["firstKeptEntryId"].as_str().unwrap();
+    assert!(
+        lines.iter().any(|l| l["id"] == kept),
+        "firstKeptEntryId {kept} not in the file"
+    );
+    assert!(c["tokensBefore"].as_u64().unwrap() > 0);
+    assert!(c["details"]["readFiles"].is_array());
+    let _ = std::fs::remove_dir_all(&h);
+}
+
+#[tokio::test]
+async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
+    let agent_calls = Arc::new(AtomicUsize::new(0));
+    let calls = agent_calls.clone();
+    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
+        if !r.path.ends_with("/chat/completions") {
+            return Reply::error(404, "{}");
+        }
+        let prompt = request_tokens(r);
+        if is_summary_request(r) {
+            return text("## Goal\nRead the parts.", prompt);
+        }
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        match n {
+            0..4 => read_call(n, 10),
+            // The server's real limit is lower than the window the config claims.
+            4 => Reply::error(
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
+            ),
+            _ => text("Done after compacting.", prompt),
+        }
+    }))
+    .await;
+    let h = home("overflow");
+    configure(&h, &server);
+    write_parts(&h, 4);
+    let out = pi(&h)
+        .args(["--mode", "json", "read the parts"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let end = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "compaction_end")
+        .expect("a compaction");
+    assert_eq!(end["reason"], "overflow");
+    assert_eq!(end["willRetry"], true);
+    assert!(stdout.contains("Done after compacting."));
+    let _ = std::fs::remove_dir_all(&h);
+}
