@@ -210,7 +210,7 @@ fn prepare(path: &Path) -> Result<(), String> {
     let prefix = plan
         .turn_prefix
         .clone()
-        .map(|p| turn_prefix_request(messages, p, MAX_TOOL_RESULT_CHARS, budget));
+        .map(|p| turn_prefix_request(messages, p, None, MAX_TOOL_RESULT_CHARS, budget));
     let planned = started.elapsed();
     let summary = assemble("## Goal\n(the model's notes)", None, &plan.files);
     let first_kept = context.origins[plan.first_kept]

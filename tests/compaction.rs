@@ -202,6 +202,28 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
     let body = after.body["messages"].to_string();
     assert!(body.contains("Earlier turns of this conversation were condensed"));
     assert!(!body.contains("part 0: the quick"));
+    // Between compactions the request prefix stays byte for byte the same (prompt caching).
+    let last_summary = requests.iter().rposition(is_summary_request).unwrap();
+    let after: Vec<&Recorded> = requests[last_summary + 1..]
+        .iter()
+        .filter(|r| !is_summary_request(r))
+        .collect();
+    assert!(
+        after.len() >= 2,
+        "too few requests after the last compaction"
+    );
+    for pair in after.windows(2) {
+        let (a, b) = (
+            pair[0].body["messages"].as_array().unwrap(),
+            pair[1].body["messages"].as_array().unwrap(),
+        );
+        assert_eq!(
+            a[..],
+            b[..a.len()],
+            "the prefix changed between compactions"
+        );
+        assert_eq!(pair[0].body["tools"], pair[1].body["tools"]);
+    }
 
     // The session records it as the Node pi does; a resume sees summary + kept messages.
     let lines = session_lines(&h);
@@ -215,6 +237,28 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
     );
     assert!(c["tokensBefore"].as_u64().unwrap() > 0);
     assert!(c["details"]["readFiles"].is_array());
+
+    // Resumed: the first request holds the summary and the kept messages, not the early turns.
+    let before = server.requests().len();
+    let out = pi(&h)
+        .args(["-c", "-p", "and now?"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let resumed = server.requests()[before..]
+        .iter()
+        .find(|r| !is_summary_request(r))
+        .unwrap()
+        .body["messages"]
+        .to_string();
+    assert!(resumed.contains("Earlier turns of this conversation were condensed"));
+    assert!(!resumed.contains("part 0: the quick"));
+    assert!(resumed.contains("and now?"));
     let _ = std::fs::remove_dir_all(&h);
 }
 

@@ -40,8 +40,18 @@ struct Rig {
 
 impl Rig {
     fn new(p: &ScriptedProvider, saving: bool) -> Self {
+        Self::with_settings(p, saving, |_| {})
+    }
+
+    fn with_settings(
+        p: &ScriptedProvider,
+        saving: bool,
+        change: impl FnOnce(&mut AgentSettings),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let agent = Agent::new(AgentSettings::new(Arc::new(p.clone()), model()));
+        let mut settings = AgentSettings::new(Arc::new(p.clone()), model());
+        change(&mut settings);
+        let agent = Agent::new(settings);
         let paths = SessionPaths::in_dir(dir.path().join("sessions"), None);
         let recorder = saving.then(|| SessionRecorder::new_session(&paths.dir, dir.path()));
         let session_id = recorder
@@ -675,4 +685,129 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
     assert!(!old.exists());
     assert!(sessions.iter().all(|s| s.path != old));
     rig.client.commands.shutdown().await;
+}
+
+/// A rig whose agent keeps only ~20 tokens of the newest messages when compacting.
+fn compacting_rig(p: &ScriptedProvider) -> Rig {
+    Rig::with_settings(p, true, |s| {
+        s.compaction = Some(pi::agent::policy::compaction::CompactionSettings {
+            enabled: true,
+            reserve_tokens: 0,
+            keep_recent_tokens: 20,
+        });
+    })
+}
+
+impl Rig {
+    /// Agent events until `compaction_end`; returns it.
+    async fn until_compaction_end(&mut self) -> AgentEvent {
+        loop {
+            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+                .await
+                .expect("compaction_end in time")
+                .expect("events");
+            if e.event.kind() == "compaction_end" {
+                return e.event;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn compact_with_a_focus_writes_the_entry_and_a_resume_sees_summary_and_kept() {
+    let long = "word ".repeat(200);
+    // A short second prompt would fit the ~20 tokens kept; this one (~30) is kept whole and
+    // the first turn is summarised.
+    let second = "second question, a longer one to keep, ".repeat(3);
+    let p = scripts(vec![
+        reply::text("first answer"),
+        reply::text("second answer"),
+        reply::text("## Goal\nKeep the parser work."),
+        reply::text("third answer"),
+    ]);
+    let mut rig = compacting_rig(&p);
+    rig.prompt(&format!("first question {long}")).await;
+    rig.prompt(&second).await;
+    rig.client.commands.agent(AgentCommand::Compact {
+        focus: Some("the parser".into()),
+        reply: None,
+    });
+    let AgentEvent::CompactionEnd { result, reason, .. } = rig.until_compaction_end().await else {
+        unreachable!()
+    };
+    assert_eq!(
+        reason,
+        pi::agent::protocol::events::CompactionReason::Manual
+    );
+    let result = result.expect("a compaction");
+    assert!(result.summary.contains("Keep the parser work."));
+    // The summary request: no tools, the focus, the older part.
+    let req = &p.requests()[2];
+    assert!(req.context.tools.is_empty());
+    let asked = request_texts(&p, 2).join("\n");
+    assert!(
+        asked.contains("the parser") && asked.contains("first question"),
+        "{asked}"
+    );
+    // The next request holds the summary, then the kept messages only.
+    rig.prompt("and now?").await;
+    let sent = request_texts(&p, 3);
+    assert!(sent[0].contains("Keep the parser work."), "{sent:?}");
+    assert!(
+        !sent.iter().any(|t| t.contains("first question")),
+        "{sent:?}"
+    );
+    rig.client.commands.shutdown().await;
+    // The file has the entry; resuming gives the same conversation.
+    let path = rig.session_files()[0].clone();
+    let s = Session::load(&path).unwrap();
+    assert!(s.entries.iter().any(|e| e.kind.type_name() == "compaction"));
+    let texts = support::resumed_texts(&path);
+    assert!(texts[0].contains("Keep the parser work."));
+    assert_eq!(
+        texts[1..],
+        [second.as_str(), "second answer", "and now?", "third answer"]
+    );
+}
+
+#[tokio::test]
+async fn esc_during_compaction_leaves_the_conversation_as_it_was() {
+    let long = "word ".repeat(200);
+    let p = scripts(vec![
+        reply::text(&format!("first answer {long}")),
+        reply::text("second answer"),
+        vec![Step::Stall],
+    ]);
+    let mut rig = compacting_rig(&p);
+    rig.prompt(&format!("first question {long}")).await;
+    rig.prompt("second question").await;
+    rig.client.commands.agent(AgentCommand::Compact {
+        focus: None,
+        reply: None,
+    });
+    // Wait for the summary request to be under way, then Esc.
+    loop {
+        let e = tokio::time::timeout(WAIT, rig.client.events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if e.event.kind() == "compaction_start" {
+            break;
+        }
+    }
+    rig.client
+        .commands
+        .agent(AgentCommand::Abort { reason: None });
+    let AgentEvent::CompactionEnd {
+        result, aborted, ..
+    } = rig.until_compaction_end().await
+    else {
+        unreachable!()
+    };
+    assert!(result.is_none() && aborted);
+    rig.client.commands.shutdown().await;
+    let path = rig.session_files()[0].clone();
+    let s = Session::load(&path).unwrap();
+    assert!(!s.entries.iter().any(|e| e.kind.type_name() == "compaction"));
+    assert_eq!(support::resumed_texts(&path).len(), 4);
 }

@@ -2147,3 +2147,65 @@ fn what_we_write_for_tree_entries_has_the_node_field_names() {
         assert_eq!(field_names(&v), field_names(original));
     }
 }
+
+const FIXTURE_COMPACTED: &str = "tests/fixtures/node_v3_compacted_session.jsonl";
+
+#[test]
+fn a_node_compacted_session_resumes_with_its_summary_and_kept_messages() {
+    use pi::agent::policy::compaction::{context_tokens, plan, summary_of};
+    let s = Session::load(Path::new(FIXTURE_COMPACTED)).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let ctx = s.context();
+    let texts: Vec<String> = ctx
+        .messages
+        .iter()
+        .map(pi::tui::port::message_text)
+        .collect();
+    assert_eq!(texts.len(), 5, "{texts:?}");
+    let summary = summary_of(&ctx.messages[0]).unwrap();
+    assert!(summary.starts_with("## Goal\nFix add()"));
+    assert_eq!(
+        texts[1..],
+        [
+            "Now add a test for negative numbers.",
+            "Added add_handles_negatives in tests/add.rs.",
+            "Run the tests.",
+            "All 12 tests pass."
+        ]
+    );
+    // Only the reply after the compaction counts its usage (300 + 40).
+    let t = context_tokens(&ctx.messages);
+    assert!(t.from_usage);
+    assert_eq!(t.tokens, 340);
+    // The next compaction builds on the Node pi's summary and keeps its file list.
+    let p = plan(&ctx.messages, 5).unwrap();
+    assert_eq!(p.previous_summary.as_deref(), Some(summary));
+    assert!(p.files.read.contains("src/lib.rs"));
+}
+
+#[test]
+fn our_compaction_entry_has_the_node_fields_in_the_node_order() {
+    let node: Value = lines(Path::new(FIXTURE_COMPACTED))
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "compaction")
+        .unwrap();
+    let dir = Scratch::new("compaction-fields");
+    let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/tmp/mock"));
+    let kept = rec.append_message(&user("kept", 1));
+    rec.append(EntryKind::Compaction(Compaction {
+        summary: "s".into(),
+        first_kept_entry_id: kept,
+        tokens_before: 10,
+        details: Some(json!({"readFiles": [], "modifiedFiles": []})),
+        from_hook: None,
+    }));
+    rec.close().unwrap();
+    let ours: Value = lines(rec.path())
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "compaction")
+        .unwrap();
+    assert_eq!(field_names(&ours), field_names(&node));
+    assert_eq!(field_names(&ours["details"]), field_names(&node["details"]));
+}

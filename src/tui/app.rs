@@ -346,12 +346,18 @@ impl App {
                 });
             }
             AgentEvent::CompactionEnd {
+                reason,
                 result,
                 aborted,
                 error_message,
                 ..
             } => {
                 self.retry = None;
+                if reason == CompactionReason::Manual {
+                    // `/compact` is a run of its own, with no agent_end.
+                    self.working = None;
+                    self.stopping = false;
+                }
                 match (result, aborted, error_message) {
                     (Some(r), _, _) => {
                         self.transcript.push(Cell::Notice(format!(
@@ -691,6 +697,13 @@ impl App {
                 }
             }
             "session" => self.port.stats(),
+            "compact" => {
+                if self.refuse_when_busy("compact") {
+                    return;
+                }
+                let focus = (!args.trim().is_empty()).then(|| args.trim().to_string());
+                self.port.compact(focus);
+            }
             "tree" => self.open_tree(TreePurpose::Navigate),
             "fork" => self.open_tree(TreePurpose::Fork),
             "clone" => {

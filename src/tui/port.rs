@@ -105,6 +105,11 @@ impl Port {
         self.commands.send(Command::Stats);
     }
 
+    /// Condense the conversation now.
+    pub fn compact(&self, focus: Option<String>) {
+        self.agent(AgentCommand::Compact { focus, reply: None });
+    }
+
     pub fn tree(&self) {
         self.commands.send(Command::Tree);
     }

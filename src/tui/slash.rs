@@ -31,6 +31,11 @@ pub const COMMANDS: &[Command] = &[
         help: "start a new conversation",
     },
     Command {
+        name: "compact",
+        args: "[focus]",
+        help: "condense the conversation now (the text given says what to keep in focus)",
+    },
+    Command {
         name: "resume",
         args: "",
         help: "open a saved session",

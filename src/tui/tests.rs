@@ -47,6 +47,7 @@ struct Log {
     stats: usize,
     new_sessions: usize,
     trees: usize,
+    compacts: Vec<Option<String>>,
     navigated: Vec<String>,
     labels: Vec<(String, Option<String>)>,
     forks: Vec<String>,
@@ -79,6 +80,7 @@ impl Sent {
                 }
                 Command::Agent(AgentCommand::Abort { .. }) => log.aborts += 1,
                 Command::Agent(AgentCommand::Continue { .. }) => log.continued += 1,
+                Command::Agent(AgentCommand::Compact { focus, .. }) => log.compacts.push(focus),
                 Command::TakeQueued => log.took_queued += 1,
                 Command::SetModel(m) => log.models.push(m.id.clone()),
                 Command::SetThinking(t) => log.thinking.push(t),
@@ -1412,4 +1414,65 @@ fn the_footer_counts_what_came_after_the_last_reported_usage() {
         message: AgentMessage::from(Message::Assistant(b)),
     });
     assert_eq!(app.context_tokens(), 12_000);
+}
+
+#[test]
+fn compaction_shows_a_status_then_the_counts_and_the_summary() {
+    use crate::agent::protocol::events::{CompactionReason, CompactionResult};
+    let (mut app, sent) = app();
+    let now = Instant::now();
+    app.run_command("compact", "the parser work");
+    assert_eq!(sent.log().compacts, [Some("the parser work".to_string())]);
+    app.handle_agent_event(AgentEvent::CompactionStart {
+        reason: CompactionReason::Manual,
+    });
+    assert!(screen(&mut app, 80, 14, now).contains("Compacting context..."));
+    app.handle_agent_event(AgentEvent::CompactionEnd {
+        reason: CompactionReason::Manual,
+        result: Some(CompactionResult {
+            summary: "## Goal\nFix the parser.\n## Next Steps\n1. Run the tests".into(),
+            first_kept_entry_id: None,
+            tokens_before: 120_000,
+            tokens_after: 9_500,
+            details: json!({}),
+            first_kept: None,
+        }),
+        aborted: false,
+        will_retry: false,
+        error_message: None,
+    });
+    let s = screen(&mut app, 80, 14, now);
+    assert!(s.contains("Context compacted: 120k → 9.5k tokens"), "{s}");
+    assert!(
+        s.contains("## Goal") && s.contains("Fix the parser."),
+        "{s}"
+    );
+    assert!(!s.contains("Compacting context"), "{s}");
+    assert!(app.working.is_none());
+    assert_eq!(app.context_tokens(), 9_500);
+
+    // A failed or stopped one says the conversation is unchanged.
+    app.handle_agent_event(AgentEvent::CompactionEnd {
+        reason: CompactionReason::Threshold,
+        result: None,
+        aborted: false,
+        will_retry: false,
+        error_message: Some("quota exceeded".into()),
+    });
+    app.handle_agent_event(AgentEvent::CompactionEnd {
+        reason: CompactionReason::Threshold,
+        result: None,
+        aborted: true,
+        will_retry: false,
+        error_message: None,
+    });
+    let s = screen(&mut app, 80, 14, now);
+    assert!(
+        s.contains("Compaction failed; the conversation is as it was: quota exceeded"),
+        "{s}"
+    );
+    assert!(
+        s.contains("Compaction stopped; the conversation is as it was"),
+        "{s}"
+    );
 }

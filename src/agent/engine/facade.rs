@@ -18,7 +18,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use crate::agent::engine::answer::emit_synthetic_result;
 use crate::agent::engine::config::LoopConfig;
-use crate::agent::engine::run::{check_continuable, run_continue, run_prompt};
+use crate::agent::engine::run::{check_continuable, run_compact, run_continue, run_prompt};
 use crate::agent::lock;
 use crate::agent::policy::placeholder::unanswered_calls;
 use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
@@ -243,6 +243,14 @@ impl Agent {
         Ok(id)
     }
 
+    /// Condense the conversation now, as a run of its own (abortable, refused while another
+    /// runs): only `compaction_start` / `compaction_end` are emitted.
+    pub fn compact(&self, focus: Option<String>) -> Result<RunId, AgentError> {
+        let (id, signal) = self.claim()?;
+        self.spawn_run(id, signal, RunKind::Compact(focus));
+        Ok(id)
+    }
+
     /// Queue a steering message: delivered at the next tool boundary, interrupting the batch.
     pub fn steer(&self, message: AgentMessage) {
         lock(&self.inner.queues).steering.push_back(message);
@@ -417,6 +425,9 @@ impl Agent {
                 }
                 RunKind::Continue => {
                     run_continue(context, config, soft, signal.clone(), sink).await
+                }
+                RunKind::Compact(focus) => {
+                    Ok(run_compact(context, config, soft, focus, signal.clone(), sink).await)
                 }
             }
         };
@@ -616,6 +627,7 @@ fn choice_available(choice: &ToolChoice, tools: &ToolSet) -> bool {
 enum RunKind {
     Prompt(Vec<Injected>),
     Continue,
+    Compact(Option<String>),
 }
 
 #[derive(Clone, Copy)]

@@ -121,6 +121,44 @@ pub struct RunFailure {
     pub outcome: Box<RunOutcome>,
 }
 
+/// Condense `context` now (`/compact`): no model turn, only the compaction and its events. A
+/// conversation too short to condense says so in `compaction_end`.
+pub async fn run_compact(
+    context: Vec<AgentMessage>,
+    cfg: LoopConfig,
+    soft: SoftState,
+    focus: Option<String>,
+    signal: AbortSignal,
+    sink: Arc<dyn EventSink>,
+) -> RunOutcome {
+    let mut run = Run::new(context, cfg, soft, &signal, sink);
+    if run.cfg.compaction.is_none() {
+        run.cfg.compaction = Some(Default::default());
+    }
+    let settings = run.cfg.compaction.unwrap_or_default();
+    if compaction::plan(&run.context, settings.keep_recent_tokens).is_none() {
+        run.sink.emit(AgentEvent::CompactionStart {
+            reason: CompactionReason::Manual,
+        });
+        run.compaction_failed(
+            CompactionReason::Manual,
+            Some(format!(
+                "nothing to compact: the conversation is within the {} tokens kept as they are",
+                settings.keep_recent_tokens
+            )),
+        );
+    } else {
+        run.compact(CompactionReason::Manual, focus.as_deref())
+            .await;
+    }
+    RunOutcome {
+        first_new: run.context.len(),
+        context: run.context,
+        soft_state: run.soft,
+        error: None,
+    }
+}
+
 /// Start a run with new prompt messages.
 pub async fn run_prompt(
     prompts: Vec<Injected>,
@@ -1056,7 +1094,8 @@ impl Run {
         }
         let mut prefix = None;
         if let Some(range) = plan.turn_prefix.clone() {
-            let request = compaction::turn_prefix_request(&self.context, range, max_tool, budget);
+            let request =
+                compaction::turn_prefix_request(&self.context, range, focus, max_tool, budget);
             match self.summarize(request).await {
                 Ok(text) => prefix = Some(text),
                 Err(e) => return self.compaction_failed(reason, e),

@@ -55,6 +55,12 @@ pub async fn apply(agent: &Agent, command: AgentCommand) {
                 let _ = reply.send(result);
             }
         }
+        AgentCommand::Compact { focus, reply } => {
+            let result = agent.compact(focus);
+            if let Some(reply) = reply {
+                let _ = reply.send(result);
+            }
+        }
         AgentCommand::Steer(m) => agent.steer(m),
         AgentCommand::FollowUp(m) => agent.follow_up(m),
         AgentCommand::Abort { reason } => agent.abort(reason),

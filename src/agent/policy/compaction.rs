@@ -479,18 +479,23 @@ pub fn history_request(
 pub fn turn_prefix_request(
     messages: &[AgentMessage],
     prefix: Range<usize>,
+    focus: Option<&str>,
     max_tool_chars: usize,
     budget_chars: usize,
 ) -> SummaryRequest {
-    SummaryRequest {
-        system: SUMMARY_SYSTEM_PROMPT.to_string(),
-        prompt: format!(
-            "This transcript is the beginning of the current turn: the user's request and the \
+    let mut prompt = format!(
+        "This transcript is the beginning of the current turn: the user's request and the \
              first steps taken for it. The rest of the turn follows it and is kept as it is. \
              Write short notes on what was asked and what these steps did and found, so the \
              rest of the turn makes sense without them.\n\n<transcript>\n{}</transcript>",
-            newest(serialize(&messages[prefix], max_tool_chars), budget_chars)
-        ),
+        newest(serialize(&messages[prefix], max_tool_chars), budget_chars)
+    );
+    if let Some(f) = focus.map(str::trim).filter(|f| !f.is_empty()) {
+        prompt.push_str(&format!("\n\nGive particular attention to: {f}"));
+    }
+    SummaryRequest {
+        system: SUMMARY_SYSTEM_PROMPT.to_string(),
+        prompt,
     }
 }
 
@@ -662,14 +667,18 @@ mod tests {
             Some(Message::Assistant(_))
         ));
         assert!(p.files.modified.contains("src/m0.rs"));
-        let req = turn_prefix_request(&m, prefix.clone(), 100, 100_000);
+        let req = turn_prefix_request(&m, prefix.clone(), Some("the edits"), 100, 100_000);
+        assert!(
+            req.prompt
+                .contains("Give particular attention to: the edits")
+        );
         assert!(req.prompt.contains("one big task"));
         assert!(
             req.prompt.contains("more characters"),
             "tool results are cut"
         );
         // A transcript over the budget keeps its newest part.
-        let req = turn_prefix_request(&m, prefix, 100, 300);
+        let req = turn_prefix_request(&m, prefix, None, 100, 300);
         assert!(
             req.prompt
                 .contains("earlier characters of the transcript left out")

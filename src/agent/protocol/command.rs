@@ -51,6 +51,12 @@ pub enum AgentCommand {
     Continue {
         reply: Option<Reply<Result<RunId, AgentError>>>,
     },
+    /// Condense the conversation now (`/compact`), focused on `focus` if given. Refused while
+    /// a run is active.
+    Compact {
+        focus: Option<String>,
+        reply: Option<Reply<Result<RunId, AgentError>>>,
+    },
     Steer(AgentMessage),
     FollowUp(AgentMessage),
     /// Abort the current run (queued messages stay queued).
