@@ -310,3 +310,47 @@ async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
     assert!(stdout.contains("Done after compacting."));
     let _ = std::fs::remove_dir_all(&h);
 }
+
+#[tokio::test]
+async fn a_request_still_too_long_after_compacting_is_a_clear_error() {
+    let agent_calls = Arc::new(AtomicUsize::new(0));
+    let calls = agent_calls.clone();
+    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
+        if is_summary_request(r) {
+            return text("## Goal\nRead the parts.", request_tokens(r));
+        }
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        if n < 4 {
+            read_call(n, 10)
+        } else {
+            Reply::error(
+                413,
+                r#"{"error":{"message":"prompt is too long: 999999 tokens > 4096 maximum"}}"#,
+            )
+        }
+    }))
+    .await;
+    let h = home("overflow-twice");
+    configure(&h, &server);
+    write_parts(&h, 4);
+    let out = pi(&h)
+        .args(["-p", "read the parts"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("still too long") && stderr.contains("after compacting"),
+        "{stderr}"
+    );
+    // One compaction, then the request was sent once more and refused again: no loop.
+    let summaries = server
+        .requests()
+        .iter()
+        .filter(|r| is_summary_request(r))
+        .count();
+    assert_eq!(summaries, 1);
+    assert_eq!(agent_calls.load(Ordering::SeqCst), 6);
+    let _ = std::fs::remove_dir_all(&h);
+}
