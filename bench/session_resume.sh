@@ -64,18 +64,18 @@ for label, cold in (("warm", False), ("cold", True)):
           f"{read:.1f} MB read  [target < 300 ms]")
 
 # The picker's message counts, which arrive after the listing (every file read whole).
-times = []
-for _ in range(runs):
-    out, _ = run([bin_, "count", many])
-    times.append(float(re.search(r"count: ([\d.]+) ms", out).group(1)))
+def median_ms(cmd, label):
+    """Median over the runs of the milliseconds `cmd` prints after `label:`."""
+    times = []
+    for _ in range(runs):
+        out, _ = run(cmd)
+        times.append(float(re.search(label + r": ([\d.]+) ms", out).group(1)))
+    return statistics.median(times)
+
 print(f"(c) message counts of those sessions (after the listing), warm cache: "
-      f"{statistics.median(times):6.1f} ms")
+      f"{median_ms([bin_, 'count', many], 'count'):6.1f} ms")
 
 # Preparing a compaction of the 20,000-entry session (model time excluded).
-times = []
-for _ in range(runs):
-    out, _ = run([bin_, "prepare", big])
-    times.append(float(re.search(r"prepare: ([\d.]+) ms", out).group(1)))
 print(f"(d) prepare a compaction of the 20,000-entry session (cut, requests, entry): "
-      f"{statistics.median(times):6.1f} ms  [target < 150 ms]")
+      f"{median_ms([bin_, 'prepare', big], 'prepare'):6.1f} ms  [target < 150 ms]")
 PY

@@ -52,6 +52,18 @@ fn pi(home: &std::path::Path) -> Command {
     c
 }
 
+/// Run `pi` with `args` in `home` and require it to succeed (stderr shown if not).
+async fn run_ok(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = pi(home).args(args).output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
 /// Tokens the server says a request took: its JSON size / 4.
 fn request_tokens(r: &Recorded) -> u64 {
     (r.body.to_string().len() / 4) as u64
@@ -144,16 +156,7 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
     let h = home("turns");
     configure(&h, &server);
     write_parts(&h, TURNS);
-    let out = pi(&h)
-        .args(["--mode", "json", "read every part file"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&h, &["--mode", "json", "read every part file"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let events: Vec<Value> = stdout
         .lines()
@@ -240,16 +243,7 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
 
     // Resumed: the first request holds the summary and the kept messages, not the early turns.
     let before = server.requests().len();
-    let out = pi(&h)
-        .args(["-c", "-p", "and now?"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&h, &["-c", "-p", "and now?"]).await;
     let resumed = server.requests()[before..]
         .iter()
         .find(|r| !is_summary_request(r))
@@ -289,17 +283,8 @@ async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
     let h = home("overflow");
     configure(&h, &server);
     write_parts(&h, 4);
-    let out = pi(&h)
-        .args(["--mode", "json", "read the parts"])
-        .output()
-        .await
-        .unwrap();
+    let out = run_ok(&h, &["--mode", "json", "read the parts"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let end = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
