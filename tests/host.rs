@@ -811,3 +811,49 @@ async fn esc_during_compaction_leaves_the_conversation_as_it_was() {
     assert!(!s.entries.iter().any(|e| e.kind.type_name() == "compaction"));
     assert_eq!(support::resumed_texts(&path).len(), 4);
 }
+
+#[tokio::test]
+async fn messages_queued_during_a_compaction_stay_queued() {
+    let long = "word ".repeat(200);
+    let second = "second question, a longer one to keep, ".repeat(3);
+    let mut summary = vec![Step::Delay(Duration::from_millis(200))];
+    summary.extend(reply::text("## Goal\nNotes."));
+    let p = scripts(vec![
+        reply::text(&format!("first answer {long}")),
+        reply::text("second answer"),
+        summary,
+    ]);
+    let mut rig = compacting_rig(&p);
+    rig.prompt(&format!("first question {long}")).await;
+    rig.prompt(&second).await;
+    rig.client.commands.agent(AgentCommand::Compact {
+        focus: None,
+        reply: None,
+    });
+    loop {
+        let e = tokio::time::timeout(WAIT, rig.client.events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if e.event.kind() == "compaction_start" {
+            break;
+        }
+    }
+    rig.client
+        .commands
+        .agent(AgentCommand::Steer(AgentMessage::user("steer me")));
+    rig.client
+        .commands
+        .agent(AgentCommand::FollowUp(AgentMessage::user("then this")));
+    let AgentEvent::CompactionEnd { result, .. } = rig.until_compaction_end().await else {
+        unreachable!()
+    };
+    assert!(result.is_some());
+    rig.client.commands.send(Command::TakeQueued);
+    let HostEvent::Queued(queued) = rig.answer().await else {
+        panic!("expected the queues");
+    };
+    let texts: Vec<String> = queued.iter().map(pi::tui::port::message_text).collect();
+    assert_eq!(texts, ["steer me", "then this"]);
+    rig.client.commands.shutdown().await;
+}
