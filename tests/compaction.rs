@@ -339,3 +339,45 @@ async fn a_request_still_too_long_after_compacting_is_a_clear_error() {
     assert_eq!(agent_calls.load(Ordering::SeqCst), 6);
     let _ = std::fs::remove_dir_all(&h);
 }
+
+/// The TUI end to end: `/compact` with a focus shows the status, then the counts and the
+/// summary; the summary request carried the focus.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_in_the_terminal_ui_shows_the_counts_and_the_summary() {
+    use support::pty::{Pty, temp_home};
+    use support::server::tags;
+    let answer = |t: &str| {
+        Reply::sse(vec![
+            chunk(json!({ "content": t }), None),
+            chunk(json!({}), Some("stop")),
+            raw_data("[DONE]"),
+        ])
+    };
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        answer("first answer"),
+        answer("second answer"),
+        answer("## Goal\nKeep the parser on track."),
+    ])
+    .await;
+    let h = temp_home("compact-tui");
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "[compaction]\nkeep_recent_tokens = 40\n",
+    )
+    .unwrap();
+    let mut pi = Pty::spawn_sized(&h, &server, None, 40, &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(format!("first question {}\r", "word ".repeat(100)).as_bytes());
+    pi.wait_for("first answer");
+    pi.send(format!("{}\r", "second question, a longer one to keep, ".repeat(4)).as_bytes());
+    pi.wait_for("second answer");
+    pi.send(b"/compact the parser\r");
+    let s = pi.wait_for("Context compacted");
+    assert!(s.contains("Keep the parser on track."), "{s}");
+    let summary_request = server.requests().last().unwrap().body.to_string();
+    assert!(summary_request.contains("the parser"));
+    assert!(pi.quit().success());
+    let _ = std::fs::remove_dir_all(&h);
+}
