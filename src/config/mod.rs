@@ -513,6 +513,33 @@ mod tests {
     }
 
     #[test]
+    fn compaction_settings_come_from_both_files_with_defaults_for_the_rest() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "[compaction]\nreserve_tokens = 8000\nkeep_recent = 1\n",
+        );
+        write(
+            &d,
+            "proj/.pi/config.toml",
+            "[compaction]\nkeep_recent_tokens = 5000\nenabled = false\n",
+        );
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        let s = l.config.compaction.settings();
+        assert!(!s.enabled);
+        assert_eq!((s.reserve_tokens, s.keep_recent_tokens), (8000, 5000));
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("compaction.keep_recent"));
+        let defaults = Config::default().compaction.settings();
+        assert!(defaults.enabled);
+        assert_eq!(
+            (defaults.reserve_tokens, defaults.keep_recent_tokens),
+            (16_384, 20_000)
+        );
+    }
+
+    #[test]
     fn queue_modes_parse() {
         use crate::agent::protocol::command::QueueMode;
         assert_eq!(queue_mode(None, "k").unwrap(), QueueMode::OneAtATime);
