@@ -857,3 +857,94 @@ async fn messages_queued_during_a_compaction_stay_queued() {
     assert_eq!(texts, ["steer me", "then this"]);
     rig.client.commands.shutdown().await;
 }
+
+#[tokio::test]
+async fn leaving_a_branch_can_summarise_it_where_the_conversation_goes_on() {
+    use pi::session::tree::TreeKind;
+    let p = scripts(vec![
+        reply::text("answer one"),
+        reply::text("answer two"),
+        reply::text("## Goal\nApproach two was slow."),
+        reply::text("answer two bis"),
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("prompt one").await;
+    rig.prompt("prompt two").await;
+    let old_leaf = rig.tree().await.leaf.unwrap();
+    let target = rig.row_id(TreeKind::User, "prompt two").await;
+    rig.client.commands.send(Command::NavigateSummarized {
+        target,
+        focus: Some("speed".into()),
+    });
+    let HostEvent::Navigated(nav) = rig.answer().await else {
+        panic!("expected Navigated");
+    };
+    assert_eq!(nav.draft.as_deref(), Some("prompt two"));
+    assert_eq!(nav.messages.len(), 3, "prompt one, its answer, the summary");
+    // The summary request: no tools, the branch left (prompt two and its answer), the focus.
+    assert!(p.requests()[2].context.tools.is_empty());
+    let asked = request_texts(&p, 2).join("\n");
+    assert!(
+        asked.contains("answer two") && asked.contains("speed"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("answer one"),
+        "only what is left behind: {asked}"
+    );
+    rig.prompt("prompt two, faster").await;
+    let sent = request_texts(&p, 3);
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert!(sent[2].contains("Approach two was slow."));
+    rig.client.commands.shutdown().await;
+    let s = Session::load(&rig.session_files()[0]).unwrap();
+    let summary = s
+        .entries
+        .iter()
+        .find(|e| e.kind.type_name() == "branch_summary")
+        .expect("a branch_summary entry");
+    let pi::session::EntryKind::BranchSummary(b) = &summary.kind else {
+        unreachable!()
+    };
+    assert_eq!(b.from_id, old_leaf);
+    let texts = support::resumed_texts(&rig.session_files()[0]);
+    assert_eq!(texts.len(), 5, "{texts:?}");
+    assert!(texts[2].contains("Approach two was slow."));
+    assert_eq!(texts[3], "prompt two, faster");
+}
+
+#[tokio::test]
+async fn an_abort_while_the_branch_is_summarised_moves_nothing() {
+    use pi::session::tree::TreeKind;
+    let p = scripts(vec![
+        reply::text("answer one"),
+        reply::text("answer two"),
+        vec![Step::Stall],
+    ]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("prompt one").await;
+    rig.prompt("prompt two").await;
+    let target = rig.row_id(TreeKind::User, "prompt two").await;
+    rig.client.commands.send(Command::NavigateSummarized {
+        target,
+        focus: None,
+    });
+    // A command sent meanwhile waits; the abort stops the summary.
+    rig.client.commands.send(Command::Stats);
+    rig.client
+        .commands
+        .agent(AgentCommand::Abort { reason: None });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("expected the stop");
+    };
+    assert!(why.contains("nothing moved"), "{why}");
+    let HostEvent::Stats(_) = rig.answer().await else {
+        panic!("the deferred command is answered after");
+    };
+    rig.client.commands.shutdown().await;
+    let texts = support::resumed_texts(&rig.session_files()[0]);
+    assert_eq!(
+        texts,
+        ["prompt one", "answer one", "prompt two", "answer two"]
+    );
+}

@@ -238,6 +238,8 @@ async fn esc_twice_opens_the_tree_and_an_earlier_prompt_starts_a_new_branch() {
     // From the last answer (the current position) up to the second prompt.
     pi.send(b"\x1b[A");
     pi.send(b"\r");
+    pi.wait_for("Leave the current branch");
+    pi.send(b"n");
     let s = pi.wait_for("start a new branch");
     assert!(
         !s.contains("answer two"),
@@ -352,7 +354,9 @@ async fn files_written_right_before_a_crash_load_afterwards() {
     pi.wait_for("Tree:");
     pi.send(b"\x1b[A");
     pi.send(b"\r");
-    pi.wait_for("the question");
+    pi.wait_for("Leave the current branch");
+    pi.send(b"\r");
+    pi.wait_for("start a new branch");
     kill_9(&mut pi);
     assert_all_load(&dir);
 

@@ -77,6 +77,13 @@ pub enum Command {
     /// Continue from an entry of the tree (from its parent, for a prompt, whose text comes
     /// back as a draft); answered with [`HostEvent::Navigated`].
     Navigate(String),
+    /// Like [`Command::Navigate`], first summarising the branch left behind (focused on the
+    /// text given, if any) into a `branch_summary` entry where the conversation goes on. An
+    /// abort while the model writes it leaves everything as it was.
+    NavigateSummarized {
+        target: String,
+        focus: Option<String>,
+    },
     /// Set (`Some`) or clear (`None`) an entry's label; answered with a fresh tree.
     Label {
         target: String,
@@ -342,13 +349,29 @@ fn record(
 
 impl Host {
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        while let Some(command) = commands.recv().await {
-            if let Command::Shutdown(reply) = command {
-                let closed = self.close().await;
-                let _ = reply.send(closed);
-                return;
+        let mut deferred: std::collections::VecDeque<Command> = Default::default();
+        loop {
+            let command = match deferred.pop_front() {
+                Some(c) => c,
+                None => match commands.recv().await {
+                    Some(c) => c,
+                    None => break,
+                },
+            };
+            match command {
+                Command::Shutdown(reply) => {
+                    let closed = self.close().await;
+                    let _ = reply.send(closed);
+                    return;
+                }
+                // Summarising takes a model call: commands keep arriving meanwhile (an abort
+                // stops it; the others wait their turn).
+                Command::NavigateSummarized { target, focus } => {
+                    self.navigate_summarized(target, focus, &mut commands, &mut deferred)
+                        .await
+                }
+                command => self.handle(command).await,
             }
-            self.handle(command).await;
         }
         self.close().await;
     }
@@ -377,6 +400,8 @@ impl Host {
             }
             Command::Tree => self.tree().await,
             Command::Navigate(target) => self.navigate(target).await,
+            // Handled by `run`, which can keep reading commands while the model writes.
+            Command::NavigateSummarized { target, .. } => self.navigate(target).await,
             Command::Label { target, label } => self.label(target, label).await,
             Command::Fork(target) => self.fork_at(target).await,
             Command::Clone => self.clone_branch().await,

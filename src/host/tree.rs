@@ -3,14 +3,24 @@
 //! Everything here reads the session file as it stands once the recorder has written what the
 //! front end has seen (so the tree and the screen agree), on the blocking pool. Moving
 //! (`/tree`) stays in the same file: the recorder's leaf moves and the agent's history becomes
-//! the chosen branch; the next entry written starts a new branch there. `/fork` and `/clone`
+//! the chosen branch; the next entry written starts a new branch there. A move can first have
+//! the model summarise the branch it leaves (a `branch_summary` entry where the conversation
+//! goes on); the host keeps reading commands meanwhile, so an abort stops it. `/fork` and `/clone`
 //! write a new file holding one branch (with `parentSession` pointing back) and go on in it.
 
 use std::path::PathBuf;
 
-use super::{Host, HostEvent};
-use crate::agent::protocol::types::{Message, UserContent};
-use crate::session::{self, EntryKind, Session, SessionEntry};
+use std::collections::{HashSet, VecDeque};
+
+use tokio::sync::mpsc;
+
+use super::{Command, Host, HostEvent};
+use crate::agent::engine::run::summarize;
+use crate::agent::policy::compaction;
+use crate::agent::protocol::abort::{AbortReason, AbortSignal};
+use crate::agent::protocol::command::AgentCommand;
+use crate::agent::protocol::types::{AgentMessage, Message, UserContent, now_ms};
+use crate::session::{self, BranchSummary, EntryKind, Session, SessionEntry};
 
 /// The current session's tree, for the `/tree` view.
 #[derive(Clone, Debug)]
@@ -18,6 +28,15 @@ pub struct SessionTree {
     pub rows: Vec<session::tree::TreeRow>,
     /// Where the conversation stands (`None`: before the first entry).
     pub leaf: Option<String>,
+}
+
+/// Where the conversation goes on when `entry` is chosen: before a prompt, else at the entry.
+fn target_leaf(entry: &SessionEntry) -> Option<String> {
+    if editable_text(entry).is_some() {
+        entry.parent_id.clone()
+    } else {
+        Some(entry.id.clone())
+    }
 }
 
 /// The text a user message (or an extension's message) puts back in the editor.
@@ -130,13 +149,124 @@ impl Host {
         let Some((session, entry)) = self.session_entry(&target, "move in the tree").await else {
             return;
         };
-        let draft = editable_text(&entry);
-        let leaf = if draft.is_some() {
-            entry.parent_id.clone()
-        } else {
-            Some(target.clone())
+        self.move_to(&session, &entry, None);
+    }
+
+    /// [`Host::navigate`], first summarising the branch left behind with the current model.
+    /// Commands that arrive meanwhile wait in `deferred`, except an abort, which stops the
+    /// summary and leaves everything as it was.
+    pub(super) async fn navigate_summarized(
+        &mut self,
+        target: String,
+        focus: Option<String>,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+        deferred: &mut VecDeque<Command>,
+    ) {
+        if self.refuse_while_busy("move in the tree") {
+            return;
+        }
+        let Some((session, entry)) = self.session_entry(&target, "move in the tree").await else {
+            return;
         };
-        let context = session.context_at(leaf.as_deref());
+        let old_leaf = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.peek(|r| r.leaf_id().map(str::to_string)));
+        let new_leaf = target_leaf(&entry);
+        let kept: HashSet<&str> = session
+            .branch(new_leaf.as_deref())
+            .iter()
+            .map(|e| e.id.as_str())
+            .collect();
+        let left: Vec<AgentMessage> = session
+            .branch(old_leaf.as_deref())
+            .into_iter()
+            .filter(|e| !kept.contains(e.id.as_str()))
+            .filter_map(|e| e.message().cloned())
+            .collect();
+        let Some(from_id) = old_leaf.filter(|_| !left.is_empty()) else {
+            // Nothing is left behind: a plain move.
+            self.move_to(&session, &entry, None);
+            return;
+        };
+        let settings = self.agent.settings();
+        let budget = match settings.model.context_window {
+            0 => 400_000,
+            w => (w.saturating_sub(compaction::CompactionSettings::default().reserve_tokens)
+                as usize)
+                .saturating_mul(3)
+                .max(8_000),
+        };
+        let request = compaction::branch_request(
+            &left,
+            focus.as_deref(),
+            compaction::MAX_TOOL_RESULT_CHARS,
+            budget,
+        );
+        let signal = AbortSignal::new();
+        let summary = summarize(
+            &settings.provider,
+            &settings.model,
+            settings.session_id.clone(),
+            request,
+            &signal,
+        );
+        tokio::pin!(summary);
+        let mut open = true;
+        let result = loop {
+            tokio::select! {
+                r = &mut summary => break r,
+                c = commands.recv(), if open => match c {
+                    Some(Command::Agent(AgentCommand::Abort { .. })) => {
+                        signal.abort(AbortReason::Requested);
+                    }
+                    Some(other) => deferred.push_back(other),
+                    None => {
+                        open = false;
+                        signal.abort(AbortReason::Requested);
+                    }
+                },
+            }
+        };
+        match result {
+            Ok(text) => {
+                let mut files = compaction::FileOps::default();
+                files.add_calls(&left);
+                let summary = compaction::assemble(&text, None, &files);
+                self.move_to(
+                    &session,
+                    &entry,
+                    Some(BranchSummary {
+                        from_id,
+                        summary,
+                        details: Some(files.details()),
+                        from_hook: None,
+                    }),
+                );
+            }
+            Err(None) => self.tell(HostEvent::Failed(
+                "Stopped: the branch was not summarised, and nothing moved".into(),
+            )),
+            Err(Some(e)) => self.tell(HostEvent::Failed(format!(
+                "cannot summarise the branch ({e}); nothing moved"
+            ))),
+        }
+    }
+
+    /// Move the conversation to `entry` (see [`Host::navigate`]), writing `summary` there
+    /// first when given (the conversation then goes on after it).
+    fn move_to(&mut self, session: &Session, entry: &SessionEntry, summary: Option<BranchSummary>) {
+        let draft = editable_text(entry);
+        let leaf = target_leaf(entry);
+        let mut context = session.context_at(leaf.as_deref());
+        if let Some(s) = &summary {
+            context
+                .messages
+                .push(session::context::branch_summary_message(
+                    &s.summary,
+                    now_ms(),
+                ));
+        }
         if let Err(e) = self.agent.replace_messages(context.messages.clone()) {
             self.tell(HostEvent::Failed(format!("Cannot move now: {e}")));
             return;
@@ -155,6 +285,9 @@ impl Host {
             r.with(move |r| {
                 let _ = r.branch_from(at.as_deref());
                 r.remember(&messages, &origins);
+                if let Some(s) = summary {
+                    r.append(EntryKind::BranchSummary(s));
+                }
             });
         }
         self.tell(HostEvent::Navigated(Box::new(super::Navigated {

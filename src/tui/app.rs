@@ -26,7 +26,7 @@ use super::sanitize::sanitize;
 use super::sessions::{PickerMode, SessionPicker};
 use super::slash;
 use super::transcript::Transcript;
-use super::tree::{TreeAction, TreePurpose, TreeView};
+use super::tree::{LeaveWith, TreeAction, TreePurpose, TreeView};
 use crate::agent::protocol::events::{AgentEvent, CompactionReason, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
@@ -91,6 +91,8 @@ pub struct App {
     awaiting_sessions: bool,
     /// The `/tree` view or the `/fork` chooser, when open.
     pub tree: Option<TreeView>,
+    /// A move in the tree waits for the summary of the branch it leaves.
+    summarizing: bool,
     /// `/tree` or `/fork` asked for the tree, which has not arrived yet.
     awaiting_tree: Option<TreePurpose>,
     /// When Esc was last pressed with nothing to stop (twice quickly opens the tree).
@@ -140,6 +142,7 @@ impl App {
             saving: true,
             awaiting_sessions: false,
             tree: None,
+            summarizing: false,
             awaiting_tree: None,
             last_idle_esc: None,
             last_answer: None,
@@ -806,8 +809,12 @@ impl App {
                 }
                 (None, None) => {}
             },
-            HostEvent::Navigated(nav) => self.navigated(*nav),
+            HostEvent::Navigated(nav) => {
+                self.end_summarizing();
+                self.navigated(*nav)
+            }
             HostEvent::Failed(why) => {
+                self.end_summarizing();
                 self.awaiting_sessions = false;
                 self.awaiting_tree = None;
                 self.transcript.push(Cell::Error(sanitize(&why)));
@@ -984,14 +991,40 @@ impl App {
             TreeAction::Label { target, label } => self.port.label(target, label),
             TreeAction::Choose(id) => {
                 self.tree = None;
+                if self.refuse_when_busy("fork") {
+                    return;
+                }
+                let _ = purpose;
+                self.port.fork(id);
+            }
+            TreeAction::Move { target, leave } => {
+                self.tree = None;
                 if self.refuse_when_busy("move in the tree") {
                     return;
                 }
-                match purpose {
-                    TreePurpose::Navigate => self.port.navigate(id),
-                    TreePurpose::Fork => self.port.fork(id),
+                match leave {
+                    LeaveWith::NoSummary => self.port.navigate(target),
+                    LeaveWith::Summary | LeaveWith::FocusedSummary(_) => {
+                        let focus = match leave {
+                            LeaveWith::FocusedSummary(f) => Some(f),
+                            _ => None,
+                        };
+                        self.port.navigate_summarized(target, focus);
+                        // Shown as work (Esc stops it) until the host answers.
+                        self.summarizing = true;
+                        self.working = Some(Instant::now());
+                        self.retry = Some("Summarizing the branch you are leaving...".into());
+                    }
                 }
             }
+        }
+    }
+
+    fn end_summarizing(&mut self) {
+        if std::mem::take(&mut self.summarizing) {
+            self.working = None;
+            self.retry = None;
+            self.stopping = false;
         }
     }
 

@@ -118,6 +118,12 @@ impl Port {
         self.commands.send(Command::Navigate(entry_id));
     }
 
+    /// Move in the tree after summarising the branch left behind.
+    pub fn navigate_summarized(&self, target: String, focus: Option<String>) {
+        self.commands
+            .send(Command::NavigateSummarized { target, focus });
+    }
+
     pub fn label(&self, target: String, label: Option<String>) {
         self.commands.send(Command::Label { target, label });
     }

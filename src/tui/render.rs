@@ -281,6 +281,24 @@ fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled("  (Enter set · empty clears · Esc cancel)", fg(|t| t.dim)),
         ]));
     }
+    if let Some(leaving) = &v.leaving {
+        lines.push(match &leaving.focus {
+            None => Line::from(vec![
+                Span::styled(
+                    " Leave the current branch: ",
+                    fg(|t| t.accent).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw("Enter/n no summary · s summarize it · f summarize with a focus"),
+                Span::styled(" · Esc back", fg(|t| t.dim)),
+            ]),
+            Some(focus) => Line::from(vec![
+                Span::styled(" Focus: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+                Span::raw(sanitize(focus)),
+                Span::styled("▏", fg(|t| t.accent)),
+                Span::styled("  (Enter summarize · Esc back)", fg(|t| t.dim)),
+            ]),
+        });
+    }
     let room = (area.height as usize)
         .saturating_sub(lines.len() + 1)
         .max(1);

@@ -49,6 +49,7 @@ struct Log {
     trees: usize,
     compacts: Vec<Option<String>>,
     navigated: Vec<String>,
+    summarized: Vec<(String, Option<String>)>,
     labels: Vec<(String, Option<String>)>,
     forks: Vec<String>,
     clones: usize,
@@ -92,6 +93,9 @@ impl Sent {
                 Command::NewSession => log.new_sessions += 1,
                 Command::Tree => log.trees += 1,
                 Command::Navigate(id) => log.navigated.push(id),
+                Command::NavigateSummarized { target, focus } => {
+                    log.summarized.push((target, focus))
+                }
                 Command::Label { target, label } => log.labels.push((target, label)),
                 Command::Fork(id) => log.forks.push(id),
                 Command::Clone => log.clones += 1,
@@ -1200,11 +1204,30 @@ fn the_tree_view_shows_branches_labels_and_the_current_position() {
     insta::assert_snapshot!(screen(&mut app, 80, 16, now));
 
     // Up from the current position (the last answer) is the prompt of that branch: Enter asks
-    // the host to go there.
+    // what to do with the branch left behind; Enter again goes there without a summary.
     app.handle_key(key(KeyCode::Up));
+    app.handle_key(key(KeyCode::Enter));
+    assert!(screen(&mut app, 80, 16, now).contains("Leave the current branch"));
     app.handle_key(key(KeyCode::Enter));
     assert!(app.tree.is_none());
     assert_eq!(sent.log().navigated, ["u3"]);
+
+    // `f`: a summary focused on what is typed; the status shows the work until the answer.
+    app.run_command("tree", "");
+    app.handle_host_event(HostEvent::Tree(Box::new(tree_of(&branched_session()))));
+    app.handle_key(key(KeyCode::Home));
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_key(key(KeyCode::Char('f')));
+    type_text(&mut app, "speed");
+    assert!(screen(&mut app, 80, 16, now).contains("Focus: speed"));
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        sent.log().summarized,
+        [("u1".to_string(), Some("speed".to_string()))]
+    );
+    assert!(screen(&mut app, 80, 16, now).contains("Summarizing the branch"));
+    app.handle_host_event(HostEvent::Failed("Stopped: nothing moved".into()));
+    assert!(app.working.is_none());
 }
 
 #[test]

@@ -18,13 +18,35 @@ pub enum TreePurpose {
     Fork,
 }
 
+/// What to do with the branch left behind by a move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaveWith {
+    NoSummary,
+    Summary,
+    /// A summary focused on this text.
+    FocusedSummary(String),
+}
+
+/// The question asked before a move leaves the current branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leaving {
+    pub target: String,
+    /// The focus being typed (after `f`).
+    pub focus: Option<String>,
+}
+
 /// What a key asks of the app.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TreeAction {
     None,
     Close,
-    /// Go to (or fork at) this entry.
+    /// Fork at this entry.
     Choose(String),
+    /// Move to this entry, summarising the branch left behind or not.
+    Move {
+        target: String,
+        leave: LeaveWith,
+    },
     /// Set or clear (`None`) this entry's label.
     Label {
         target: String,
@@ -50,6 +72,8 @@ pub struct TreeView {
     index: HashMap<String, usize>,
     /// The label being typed for the selected entry.
     pub label_edit: Option<String>,
+    /// Asking what to do with the branch a move leaves.
+    pub leaving: Option<Leaving>,
 }
 
 impl TreeView {
@@ -69,6 +93,7 @@ impl TreeView {
             prefixes: Vec::new(),
             index: HashMap::new(),
             label_edit: None,
+            leaving: None,
         };
         view.index_rows();
         view.refilter(None);
@@ -153,6 +178,52 @@ impl TreeView {
     /// Handle a key; `page` is how many rows a page holds.
     pub fn key(&mut self, key: KeyEvent, page: usize) -> TreeAction {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(leaving) = self.leaving.as_mut() {
+            return match (&mut leaving.focus, key.code) {
+                (Some(_), KeyCode::Esc) => {
+                    leaving.focus = None;
+                    TreeAction::None
+                }
+                (Some(f), KeyCode::Backspace) => {
+                    f.pop();
+                    TreeAction::None
+                }
+                (Some(f), KeyCode::Enter) => {
+                    let leave = if f.trim().is_empty() {
+                        LeaveWith::Summary
+                    } else {
+                        LeaveWith::FocusedSummary(f.trim().to_string())
+                    };
+                    let target = leaving.target.clone();
+                    self.leaving = None;
+                    TreeAction::Move { target, leave }
+                }
+                (Some(f), KeyCode::Char(c)) if !ctrl => {
+                    f.push(c);
+                    TreeAction::None
+                }
+                (Some(_), _) => TreeAction::None,
+                (None, KeyCode::Esc) => {
+                    self.leaving = None;
+                    TreeAction::None
+                }
+                (None, KeyCode::Char('f')) => {
+                    leaving.focus = Some(String::new());
+                    TreeAction::None
+                }
+                (None, KeyCode::Enter | KeyCode::Char('n' | 's')) => {
+                    let leave = if key.code == KeyCode::Char('s') {
+                        LeaveWith::Summary
+                    } else {
+                        LeaveWith::NoSummary
+                    };
+                    let target = leaving.target.clone();
+                    self.leaving = None;
+                    TreeAction::Move { target, leave }
+                }
+                (None, _) => TreeAction::None,
+            };
+        }
         if let Some(edit) = self.label_edit.as_mut() {
             match key.code {
                 KeyCode::Esc => self.label_edit = None,
@@ -191,7 +262,23 @@ impl TreeView {
             KeyCode::End => self.move_by(isize::MAX / 2),
             KeyCode::Enter => {
                 if let Some(row) = self.selected_row() {
-                    return TreeAction::Choose(row.id.clone());
+                    let target = row.id.clone();
+                    match self.purpose {
+                        TreePurpose::Fork => return TreeAction::Choose(target),
+                        // Staying where the conversation is leaves nothing behind.
+                        TreePurpose::Navigate if row.is_leaf => {
+                            return TreeAction::Move {
+                                target,
+                                leave: LeaveWith::NoSummary,
+                            };
+                        }
+                        TreePurpose::Navigate => {
+                            self.leaving = Some(Leaving {
+                                target,
+                                focus: None,
+                            });
+                        }
+                    }
                 }
             }
             KeyCode::Char('o') if ctrl && self.purpose == TreePurpose::Navigate => {

@@ -45,8 +45,8 @@ use crate::agent::protocol::hooks::{
 };
 use crate::agent::protocol::panic::{contain, contain_sync};
 use crate::agent::protocol::stream::{
-    EventStream, LlmContext, MessageBuilder, Model, ProviderError, ProviderRequest, StreamEvent,
-    StreamOptions, ToolChoice, ToolSpec,
+    EventStream, LlmContext, MessageBuilder, Model, Provider, ProviderError, ProviderRequest,
+    StreamEvent, StreamOptions, ToolChoice, ToolSpec,
 };
 use crate::agent::protocol::summary::ToolStatus;
 use crate::agent::protocol::thinking::Effort;
@@ -1156,64 +1156,14 @@ impl Run {
         &self,
         request: compaction::SummaryRequest,
     ) -> Result<String, Option<String>> {
-        if self.aborted() {
-            return Err(None);
-        }
-        let message = Message::User(UserMessage {
-            content: UserContent::Text(request.prompt),
-            synthetic: true,
-            steering: false,
-            attribution: None,
-            timestamp: now_ms(),
-        });
-        let request = ProviderRequest {
-            model: self.model.clone(),
-            context: LlmContext {
-                system_prompt: vec![request.system],
-                messages: Arc::new(vec![Arc::new(message)]),
-                tools: Vec::new(),
-            },
-            options: StreamOptions {
-                session_id: self.cfg.session_id.clone(),
-                ..StreamOptions::default()
-            },
-        };
-        let provider = self.cfg.provider.clone();
-        let token = self.signal.token().child_token();
-        let mut stream = match contain_sync(move || provider.stream(request, token)) {
-            Ok(s) => contain_stream(s),
-            Err(panic) => return Err(Some(provider_panic_text(&panic))),
-        };
-        let cancelled = self.signal.cancelled();
-        tokio::pin!(cancelled);
-        loop {
-            let next = tokio::select! {
-                biased;
-                _ = &mut cancelled => return Err(None),
-                ev = stream.next() => ev,
-            };
-            match next {
-                None => return Err(Some("the summary response ended early".into())),
-                Some(Err(e)) => return Err(Some(e.to_string())),
-                Some(Ok(StreamEvent::Done { message, .. })) => {
-                    let text = message.text();
-                    return if text.trim().is_empty() {
-                        Err(Some("the model wrote an empty summary".into()))
-                    } else {
-                        Ok(text)
-                    };
-                }
-                Some(Ok(StreamEvent::Error { error, .. })) => {
-                    return Err(Some(
-                        error
-                            .error_message
-                            .clone()
-                            .unwrap_or_else(|| "the summary request failed".into()),
-                    ));
-                }
-                Some(Ok(_)) => {}
-            }
-        }
+        summarize(
+            &self.cfg.provider,
+            &self.model,
+            self.cfg.session_id.clone(),
+            request,
+            &self.signal,
+        )
+        .await
     }
 
     /// Decide what a finished attempt leads to: a retry after a transient failure (`None`,
@@ -1618,4 +1568,73 @@ pub fn is_context_overflow(message: &AssistantMessage) -> bool {
     ]
     .iter()
     .any(|p| text.contains(p))
+}
+
+/// Ask `model` for a summary (compaction, branch summaries): one request with no tools, the
+/// whole text of the reply. `Err(None)`: `signal` stopped it; `Err(Some(why))`: it failed.
+pub async fn summarize(
+    provider: &Arc<dyn Provider>,
+    model: &Model,
+    session_id: Option<String>,
+    request: compaction::SummaryRequest,
+    signal: &AbortSignal,
+) -> Result<String, Option<String>> {
+    if signal.is_aborted() {
+        return Err(None);
+    }
+    let message = Message::User(UserMessage {
+        content: UserContent::Text(request.prompt),
+        synthetic: true,
+        steering: false,
+        attribution: None,
+        timestamp: now_ms(),
+    });
+    let request = ProviderRequest {
+        model: model.clone(),
+        context: LlmContext {
+            system_prompt: vec![request.system],
+            messages: Arc::new(vec![Arc::new(message)]),
+            tools: Vec::new(),
+        },
+        options: StreamOptions {
+            session_id,
+            ..StreamOptions::default()
+        },
+    };
+    let provider = provider.clone();
+    let token = signal.token().child_token();
+    let mut stream = match contain_sync(move || provider.stream(request, token)) {
+        Ok(s) => contain_stream(s),
+        Err(panic) => return Err(Some(provider_panic_text(&panic))),
+    };
+    let cancelled = signal.cancelled();
+    tokio::pin!(cancelled);
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = &mut cancelled => return Err(None),
+            ev = stream.next() => ev,
+        };
+        match next {
+            None => return Err(Some("the summary response ended early".into())),
+            Some(Err(e)) => return Err(Some(e.to_string())),
+            Some(Ok(StreamEvent::Done { message, .. })) => {
+                let text = message.text();
+                return if text.trim().is_empty() {
+                    Err(Some("the model wrote an empty summary".into()))
+                } else {
+                    Ok(text)
+                };
+            }
+            Some(Ok(StreamEvent::Error { error, .. })) => {
+                return Err(Some(
+                    error
+                        .error_message
+                        .clone()
+                        .unwrap_or_else(|| "the summary request failed".into()),
+                ));
+            }
+            Some(Ok(_)) => {}
+        }
+    }
 }

@@ -499,6 +499,29 @@ pub fn turn_prefix_request(
     }
 }
 
+/// The request summarising a branch the person leaves in `/tree`: what was tried there and
+/// what came of it, so the branch continued can use it.
+pub fn branch_request(
+    messages: &[AgentMessage],
+    focus: Option<&str>,
+    max_tool_chars: usize,
+    budget_chars: usize,
+) -> SummaryRequest {
+    let mut prompt = format!(
+        "This transcript is a branch of the conversation that the user is now leaving to go on \
+         from an earlier point. Write notes on what was tried on it, what was found and what \
+         came of it, so the conversation can go on without it.\n\n<transcript>\n{}</transcript>\n\n{FORMAT}",
+        newest(serialize(messages, max_tool_chars), budget_chars)
+    );
+    if let Some(f) = focus.map(str::trim).filter(|f| !f.is_empty()) {
+        prompt.push_str(&format!("\n\nGive particular attention to: {f}"));
+    }
+    SummaryRequest {
+        system: SUMMARY_SYSTEM_PROMPT.to_string(),
+        prompt,
+    }
+}
+
 /// The summary stored in the entry: the history notes, the split turn's notes if any, and the
 /// file lists.
 pub fn assemble(history: &str, turn_prefix: Option<&str>, files: &FileOps) -> String {
