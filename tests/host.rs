@@ -699,17 +699,30 @@ fn compacting_rig(p: &ScriptedProvider) -> Rig {
 }
 
 impl Rig {
-    /// Agent events until `compaction_end`; returns it.
-    async fn until_compaction_end(&mut self) -> AgentEvent {
+    /// Agent events until one of `kind`; returns it.
+    async fn until_event(&mut self, kind: &str) -> AgentEvent {
         loop {
             let e = tokio::time::timeout(WAIT, self.client.events.recv())
                 .await
-                .expect("compaction_end in time")
+                .unwrap_or_else(|_| panic!("{kind} in time"))
                 .expect("events");
-            if e.event.kind() == "compaction_end" {
+            if e.event.kind() == kind {
                 return e.event;
             }
         }
+    }
+
+    async fn until_compaction_end(&mut self) -> AgentEvent {
+        self.until_event("compaction_end").await
+    }
+
+    /// `/compact` (no focus), once its summary request is under way.
+    async fn start_compaction(&mut self) {
+        self.client.commands.agent(AgentCommand::Compact {
+            focus: None,
+            reply: None,
+        });
+        self.until_event("compaction_start").await;
     }
 }
 
@@ -781,20 +794,8 @@ async fn esc_during_compaction_leaves_the_conversation_as_it_was() {
     let mut rig = compacting_rig(&p);
     rig.prompt(&format!("first question {long}")).await;
     rig.prompt("second question").await;
-    rig.client.commands.agent(AgentCommand::Compact {
-        focus: None,
-        reply: None,
-    });
-    // Wait for the summary request to be under way, then Esc.
-    loop {
-        let e = tokio::time::timeout(WAIT, rig.client.events.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        if e.event.kind() == "compaction_start" {
-            break;
-        }
-    }
+    // Once the summary request is under way:
+    rig.start_compaction().await;
     rig.client
         .commands
         .agent(AgentCommand::Abort { reason: None });
@@ -826,19 +827,8 @@ async fn messages_queued_during_a_compaction_stay_queued() {
     let mut rig = compacting_rig(&p);
     rig.prompt(&format!("first question {long}")).await;
     rig.prompt(&second).await;
-    rig.client.commands.agent(AgentCommand::Compact {
-        focus: None,
-        reply: None,
-    });
-    loop {
-        let e = tokio::time::timeout(WAIT, rig.client.events.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        if e.event.kind() == "compaction_start" {
-            break;
-        }
-    }
+    // Once the summary request is under way:
+    rig.start_compaction().await;
     rig.client
         .commands
         .agent(AgentCommand::Steer(AgentMessage::user("steer me")));
