@@ -16,11 +16,26 @@ fn pi() -> Command {
 
 #[test]
 fn version_prints_the_crate_version() {
-    let out = pi().arg("--version").output().unwrap();
-    assert!(out.status.success());
+    for flag in ["--version", "-v"] {
+        let out = pi().arg(flag).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("pi {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn the_node_pi_two_letter_flags_are_spelled_out_but_not_after_a_double_dash() {
+    let args = pi::cli::expand_short_flags(["pi", "-nt", "-nc", "--", "-nt"].map(Into::into));
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        format!("pi {}", env!("CARGO_PKG_VERSION"))
+        args,
+        ["pi", "--no-tools", "--no-context-files", "--", "-nt"]
     );
 }
 

@@ -316,7 +316,14 @@ async fn context_files_and_appended_text_reach_the_system_prompt() {
     ])
     .await;
     let out = pi(&server, &h)
-        .args(["-p", "--append-system-prompt", "Be extra careful.", "hi"])
+        .args([
+            "-p",
+            "--append-system-prompt",
+            "Be extra careful.",
+            "--append-system-prompt",
+            "Prefer small diffs.",
+            "hi",
+        ])
         .output()
         .await
         .unwrap();
@@ -327,10 +334,11 @@ async fn context_files_and_appended_text_reach_the_system_prompt() {
         .to_string();
     assert!(system.contains("# Project Context"), "{system}");
     assert!(system.contains("Always answer in French."));
-    assert!(system.contains("Be extra careful."));
+    assert!(system.contains("Be extra careful.\n\nPrefer small diffs."));
     assert!(system.contains("Current working directory: "));
+    // `-nc`, the Node pi's short form of --no-context-files.
     let out = pi(&server, &h)
-        .args(["-p", "--no-context-files", "hi"])
+        .args(["-p", "-nc", "hi"])
         .output()
         .await
         .unwrap();
@@ -377,13 +385,13 @@ async fn tools_run_for_real_and_the_tool_set_follows_the_flags() {
     let server =
         TestServer::start(vec![tags("q"), text_reply("a"), tags("q"), text_reply("b")]).await;
     let out = pi(&server, &h)
-        .args(["-p", "--tools", "grep,ls", "x"])
+        .args(["-p", "-t", "grep,ls", "x"])
         .output()
         .await
         .unwrap();
     assert!(out.status.success());
     let out2 = pi(&server, &h)
-        .args(["-p", "--no-tools", "x"])
+        .args(["-p", "-nt", "x"])
         .output()
         .await
         .unwrap();

@@ -18,8 +18,12 @@ use crate::tui::{self, TuiOptions};
 
 /// A terminal coding agent.
 #[derive(Parser, Debug, Default, Clone)]
-#[command(name = "pi", version, about, long_about = None)]
+#[command(name = "pi", version, about, long_about = None, disable_version_flag = true)]
 pub struct Cli {
+    /// Print the version.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
+
     /// Messages to send; the first is the prompt, the rest are sent one after another.
     #[arg(value_name = "MESSAGE")]
     pub messages: Vec<String>,
@@ -52,9 +56,9 @@ pub struct Cli {
     #[arg(long = "system-prompt")]
     pub system_prompt: Option<String>,
 
-    /// Add to the system prompt (text, or a path to a file).
-    #[arg(long = "append-system-prompt")]
-    pub append_system_prompt: Option<String>,
+    /// Add to the system prompt (text, or a path to a file); may be given more than once.
+    #[arg(long = "append-system-prompt", value_name = "TEXT|FILE")]
+    pub append_system_prompt: Vec<String>,
 
     /// Continue the newest session of this folder.
     #[arg(short = 'c', long = "continue")]
@@ -87,14 +91,14 @@ pub struct Cli {
 
     /// Tools to offer the model, comma-separated (read, bash, edit, write, grep, find, ls).
     /// Default: read, bash, edit, write.
-    #[arg(long, value_name = "LIST")]
+    #[arg(short = 't', long, value_name = "LIST")]
     pub tools: Option<String>,
 
-    /// Offer the model no tools.
+    /// Offer the model no tools (also `-nt`).
     #[arg(long = "no-tools", conflicts_with = "tools")]
     pub no_tools: bool,
 
-    /// Do not load AGENTS.md / CLAUDE.md context files.
+    /// Do not load AGENTS.md / CLAUDE.md context files (also `-nc`).
     #[arg(long = "no-context-files")]
     pub no_context_files: bool,
 
@@ -169,8 +173,35 @@ fn quiet_contained_panics() {
 }
 
 /// Run the program; returns the process exit code.
+/// The arguments with the Node pi's two-letter short flags spelled out (`-nt` → `--no-tools`,
+/// `-nc` → `--no-context-files`), which clap cannot declare; nothing after `--` is touched.
+pub fn expand_short_flags(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut literal = false;
+    for a in args {
+        if !literal {
+            match a.to_str() {
+                Some("--") => literal = true,
+                Some("-nt") => {
+                    out.push("--no-tools".into());
+                    continue;
+                }
+                Some("-nc") => {
+                    out.push("--no-context-files".into());
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(expand_short_flags(std::env::args_os()));
     quiet_contained_panics();
     let stdin_piped = !std::io::stdin().is_terminal();
     let mut stdin_text = None;

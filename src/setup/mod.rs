@@ -59,7 +59,8 @@ pub struct Options {
     /// Replaces the system prompt (text, or a path to a file).
     pub system_prompt: Option<String>,
     /// Added to the system prompt (text, or a path to a file).
-    pub append_system_prompt: Option<String>,
+    /// Texts (or files) added to the system prompt, in order.
+    pub append_system_prompt: Vec<String>,
     pub session: SessionChoice,
     pub session_dir: Option<PathBuf>,
     /// `--tools a,b,c`; `None` for the default set.
@@ -83,7 +84,7 @@ impl Options {
             model: select::ModelFlags::default(),
             api_key: None,
             system_prompt: None,
-            append_system_prompt: None,
+            append_system_prompt: Vec::new(),
             session: SessionChoice::New,
             session_dir: None,
             tools: None,
@@ -225,11 +226,18 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
         .as_deref()
         .map(text_or_file)
         .or_else(|| context::system_file(agent_dir.as_deref(), cwd, "SYSTEM.md"));
-    let append = options
-        .append_system_prompt
-        .as_deref()
-        .map(text_or_file)
-        .or_else(|| context::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md"));
+    let append = if options.append_system_prompt.is_empty() {
+        context::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md")
+    } else {
+        Some(
+            options
+                .append_system_prompt
+                .iter()
+                .map(|v| text_or_file(v))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )
+    };
     let context_files = if options.no_context_files {
         Vec::new()
     } else {

@@ -534,6 +534,15 @@ impl App {
             KeyCode::Esc => self.escape(),
             KeyCode::Enter if shift || ctrl => self.editor.newline(),
             KeyCode::Enter if alt => self.submit(Delivery::FollowUp),
+            KeyCode::Enter if self.editor.backslash_newline() => {}
+            KeyCode::Up if alt => {
+                // Alt+Up: queued messages come back into the editor.
+                if !self.steering.is_empty() || !self.follow_up.is_empty() {
+                    self.port.take_queued();
+                    self.steering.clear();
+                    self.follow_up.clear();
+                }
+            }
             KeyCode::Enter => {
                 if let Some(c) = self.selected_completion()
                     && self.editor.text() != format!("/{}", c.name)
@@ -1230,7 +1239,7 @@ fn stats_text(s: &SessionStats) -> String {
 
 pub fn help_text() -> String {
     let mut s = String::from(
-        "Keys\n  Enter            send (while working: steer the agent)\n  Alt+Enter        queue a follow-up for when the agent finishes\n  Shift+Enter, Ctrl+J  new line\n  Esc              interrupt; queued messages return to the editor\n  Ctrl+C           clear the editor; twice to quit\n  Ctrl+D           quit (empty editor)\n  Up/Down          prompt history\n  PgUp/PgDn, wheel scroll; Home/End (empty editor) top/bottom\n  Ctrl+T           show/hide thinking\n  Ctrl+O           expand/collapse tool output\n  Ctrl+L           choose model;  Shift+Tab  cycle thinking level\n  Ctrl+Z           suspend\nCommands\n",
+        "Keys\n  Enter            send (while working: steer the agent)\n  Alt+Enter        queue a follow-up for when the agent finishes\n  Shift+Enter, Ctrl+J, \\ Enter  new line\n  Ctrl+U/K, Ctrl+W  delete to line start/end, the word before\n  Alt+B/F, Ctrl+A/E  word back/forward, line start/end\n  Alt+Up           queued messages back into the editor\n  Esc Esc          the session tree (empty editor)\n  Esc              interrupt; queued messages return to the editor\n  Ctrl+C           clear the editor; twice to quit\n  Ctrl+D           quit (empty editor)\n  Up/Down          prompt history\n  PgUp/PgDn, wheel scroll; Home/End (empty editor) top/bottom\n  Ctrl+T           show/hide thinking\n  Ctrl+O           expand/collapse tool output\n  Ctrl+L           choose model;  Shift+Tab  cycle thinking level\n  Ctrl+Z           suspend\nCommands\n",
     );
     for c in slash::COMMANDS {
         let head = format!("/{} {}", c.name, c.args);

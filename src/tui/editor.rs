@@ -69,9 +69,58 @@ impl Editor {
         self.area.insert_newline();
     }
 
+    /// A key for the text: tui-textarea's bindings, with the shell line editor's meaning for
+    /// the keys whose meaning differs (Ctrl+U deletes to the line start, not undo; Ctrl+W,
+    /// Alt+Backspace delete the word before the cursor; Ctrl+K to the line end; Alt+B/F move by
+    /// word; Ctrl+A/E to the line start and end).
     pub fn input(&mut self, key: crossterm::event::KeyEvent) {
+        use crossterm::event::{KeyCode, KeyModifiers};
         self.browsing = None;
-        self.area.input(key);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Char('u') if ctrl => {
+                self.area.delete_line_by_head();
+            }
+            KeyCode::Char('k') if ctrl => {
+                self.area.delete_line_by_end();
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.area.delete_word();
+            }
+            KeyCode::Backspace if alt => {
+                self.area.delete_word();
+            }
+            KeyCode::Char('a') if ctrl => self.area.move_cursor(CursorMove::Head),
+            KeyCode::Char('e') if ctrl => self.area.move_cursor(CursorMove::End),
+            KeyCode::Char('b') if alt => self.area.move_cursor(CursorMove::WordBack),
+            KeyCode::Char('f') if alt => {
+                // To the end of the word, as a shell does (tui-textarea stops on its last
+                // character).
+                let before = self.area.cursor();
+                self.area.move_cursor(CursorMove::WordEnd);
+                if self.area.cursor() != before {
+                    self.area.move_cursor(CursorMove::Forward);
+                }
+            }
+            _ => {
+                self.area.input(key);
+            }
+        }
+    }
+
+    /// Enter right after a `\`: the backslash becomes a line break (for terminals where
+    /// Shift+Enter cannot be told from Enter). Returns whether it did.
+    pub fn backslash_newline(&mut self) -> bool {
+        let (row, col) = self.area.cursor();
+        let line = self.area.lines().get(row).cloned().unwrap_or_default();
+        let before: Vec<char> = line.chars().take(col).collect();
+        if before.last() != Some(&'\\') {
+            return false;
+        }
+        self.area.delete_char();
+        self.area.insert_newline();
+        true
     }
 
     pub fn paste(&mut self, text: &str) {

@@ -1499,3 +1499,64 @@ fn compaction_shows_a_status_then_the_counts_and_the_summary() {
         "{s}"
     );
 }
+
+#[test]
+fn editing_keys_work_as_in_a_shell_line_editor() {
+    let (mut app, sent) = app();
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    let alt = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT);
+    type_text(&mut app, "fix the parser now");
+    app.handle_key(ctrl('w'));
+    assert_eq!(app.editor.text(), "fix the parser ");
+    app.handle_key(alt('b'));
+    app.handle_key(alt('b'));
+    type_text(&mut app, "old ");
+    assert_eq!(app.editor.text(), "fix old the parser ");
+    app.handle_key(alt('f'));
+    app.handle_key(ctrl('k'));
+    assert_eq!(app.editor.text(), "fix old the");
+    app.handle_key(ctrl('u'));
+    assert_eq!(
+        app.editor.text(),
+        "",
+        "Ctrl+U deletes to the line start, it does not undo"
+    );
+    type_text(&mut app, "abc");
+    app.handle_key(ctrl('a'));
+    type_text(&mut app, ">");
+    app.handle_key(ctrl('e'));
+    type_text(&mut app, "<");
+    assert_eq!(app.editor.text(), ">abc<");
+
+    // A backslash before Enter is a line break; Enter alone sends.
+    app.editor.clear();
+    type_text(&mut app, "line one\\");
+    app.handle_key(key(KeyCode::Enter));
+    type_text(&mut app, "line two");
+    assert_eq!(app.editor.text(), "line one\nline two");
+    assert!(sent.log().prompts.is_empty());
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(sent.log().prompts[0].0, "line one\nline two");
+}
+
+#[test]
+fn alt_up_pulls_queued_messages_back() {
+    let (mut app, sent) = app();
+    app.handle_agent_event(AgentEvent::AgentStart);
+    type_text(&mut app, "steer this");
+    app.handle_key(key(KeyCode::Enter));
+    // The agent reports its queue.
+    app.handle_agent_event(AgentEvent::QueueUpdate {
+        steering: vec!["steer this".into()],
+        follow_up: vec![],
+    });
+    assert_eq!(app.steering.len(), 1);
+    app.handle_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
+    assert_eq!(sent.log().took_queued, 1);
+    assert!(app.steering.is_empty());
+    app.handle_host_event(HostEvent::Queued(vec![user_msg("steer this")]));
+    assert_eq!(app.editor.text(), "steer this");
+    // Nothing queued: nothing asked.
+    app.handle_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
+    assert_eq!(sent.log().took_queued, 1);
+}
