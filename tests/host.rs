@@ -70,6 +70,15 @@ impl Rig {
             session_name: None,
             live_updates: true,
             secrets: Vec::new(),
+            shell: pi::tools::build_with(
+                &["bash"],
+                Arc::new(pi::tools::context::ToolContext::new(
+                    dir.path().to_path_buf(),
+                )),
+            )
+            .unwrap()
+            .into_iter()
+            .next(),
         });
         Rig {
             client,
@@ -937,4 +946,67 @@ async fn an_abort_while_the_branch_is_summarised_moves_nothing() {
         texts,
         ["prompt one", "answer one", "prompt two", "answer two"]
     );
+}
+
+#[tokio::test]
+async fn bang_commands_run_and_their_output_joins_the_conversation_or_not() {
+    let p = scripts(vec![reply::text("noted")]);
+    let mut rig = Rig::new(&p, true);
+    rig.client.commands.send(Command::Shell {
+        command: "echo from-the-shell".into(),
+        include: true,
+    });
+    let HostEvent::ShellDone(r) = rig.answer().await else {
+        panic!("expected ShellDone");
+    };
+    assert!(
+        r.output.contains("from-the-shell") && r.included && !r.failed,
+        "{r:?}"
+    );
+    assert_eq!(r.exit_code, Some(0));
+    // `!!`: shown, not added.
+    rig.client.commands.send(Command::Shell {
+        command: "echo only-for-me".into(),
+        include: false,
+    });
+    let HostEvent::ShellDone(r) = rig.answer().await else {
+        panic!("expected ShellDone");
+    };
+    assert!(r.output.contains("only-for-me") && !r.included);
+    rig.prompt("what did it print?").await;
+    let sent = request_texts(&p, 0).join("\n");
+    assert!(
+        sent.contains("echo from-the-shell") && sent.contains("from-the-shell"),
+        "{sent}"
+    );
+    assert!(!sent.contains("only-for-me"), "{sent}");
+    // Esc stops a running command.
+    rig.client.commands.send(Command::Shell {
+        command: "sleep 20".into(),
+        include: false,
+    });
+    rig.client
+        .commands
+        .agent(AgentCommand::Abort { reason: None });
+    let started = std::time::Instant::now();
+    let HostEvent::ShellDone(r) = rig.answer().await else {
+        panic!("expected ShellDone");
+    };
+    assert!(r.cancelled && started.elapsed() < Duration::from_secs(3));
+    rig.client.commands.shutdown().await;
+    // The file holds both runs as the Node pi writes them.
+    let text = std::fs::read_to_string(&rig.session_files()[0]).unwrap();
+    let runs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["message"]["role"] == "bashExecution")
+        .collect();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[0]["message"]["command"], "echo from-the-shell");
+    assert_eq!(runs[0]["message"]["exitCode"], 0);
+    assert!(runs[0]["message"].get("excludeFromContext").is_none());
+    assert_eq!(runs[1]["message"]["excludeFromContext"], true);
+    assert_eq!(runs[2]["message"]["cancelled"], true);
+    let resumed = support::resumed_texts(&rig.session_files()[0]).join("\n");
+    assert!(resumed.contains("from-the-shell") && !resumed.contains("only-for-me"));
 }

@@ -12,6 +12,7 @@
 //! the session is flushed and synced, and the task ends.
 
 pub mod export;
+pub mod shell;
 pub mod stats;
 pub mod tree;
 
@@ -72,6 +73,9 @@ pub enum Command {
     TakeQueued,
     /// Answered with [`HostEvent::Stats`].
     Stats,
+    /// `!command` (`include`: its output goes into the next request) or `!!command`; answered
+    /// with [`HostEvent::ShellDone`]. An agent abort stops it.
+    Shell { command: String, include: bool },
     /// The session's entries as a tree; answered with [`HostEvent::Tree`].
     Tree,
     /// Continue from an entry of the tree (from its parent, for a prompt, whose text comes
@@ -119,6 +123,8 @@ pub enum HostEvent {
     Queued(Vec<AgentMessage>),
     Stats(Box<SessionStats>),
     Tree(Box<SessionTree>),
+    /// A `!` command finished (or was stopped).
+    ShellDone(Box<shell::ShellResult>),
     /// The conversation now continues from another point of the same session.
     Navigated(Box<Navigated>),
     /// A command could not be carried out; the text says why.
@@ -253,6 +259,8 @@ pub struct HostParts {
     pub live_updates: bool,
     /// Values masked in every session file should they appear (keys withheld from tools).
     pub secrets: Vec<String>,
+    /// The bash tool `!command` runs through (`None`: `!` is refused).
+    pub shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
 }
 
 impl Closed {
@@ -288,6 +296,7 @@ struct Host {
     session_id: String,
     name: Option<String>,
     secrets: Vec<String>,
+    shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
     out: mpsc::UnboundedSender<HostEvent>,
 }
 
@@ -314,6 +323,7 @@ pub fn spawn(parts: HostParts) -> Client {
         session_id: parts.session_id,
         name: parts.session_name,
         secrets: parts.secrets,
+        shell: parts.shell,
         out,
     };
     tokio::spawn(host.run(commands));
@@ -370,6 +380,10 @@ impl Host {
                     self.navigate_summarized(target, focus, &mut commands, &mut deferred)
                         .await
                 }
+                Command::Shell { command, include } => {
+                    self.shell(command, include, &mut commands, &mut deferred)
+                        .await
+                }
                 command => self.handle(command).await,
             }
         }
@@ -402,6 +416,7 @@ impl Host {
             Command::Navigate(target) => self.navigate(target).await,
             // Handled by `run`, which can keep reading commands while the model writes.
             Command::NavigateSummarized { target, .. } => self.navigate(target).await,
+            Command::Shell { .. } => {}
             Command::Label { target, label } => self.label(target, label).await,
             Command::Fork(target) => self.fork_at(target).await,
             Command::Clone => self.clone_branch().await,

@@ -176,7 +176,7 @@ fn bash_execution_text(c: &CustomMessage) -> String {
 
 /// Messages of the Node.js `pi`'s extra roles, as our loop should see them. `None` drops the
 /// message (a `!!` command kept out of the context).
-fn convert_custom(message: AgentMessage) -> Option<AgentMessage> {
+pub fn convert_custom(message: AgentMessage) -> Option<AgentMessage> {
     let AgentMessage::Custom(c) = message else {
         return Some(message);
     };

@@ -319,7 +319,19 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let mut secrets = policy.withheld_values(vars.clone());
     secrets.extend(options.api_key.clone());
     // Bad flags first: no point probing for a model to then refuse the tool list.
-    let tools = active_tools(&options, &config, policy.filter(vars))?;
+    let tool_env = policy.filter(vars);
+    // `!command` in the editor runs through its own bash tool (whatever `--tools` says).
+    let shell = crate::tools::build_with(
+        &["bash"],
+        Arc::new(
+            ToolContext::new(options.cwd.clone())
+                .with_limits(config.tools.limits())
+                .with_env(tool_env.clone()),
+        ),
+    )?
+    .into_iter()
+    .next();
+    let tools = active_tools(&options, &config, tool_env)?;
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
@@ -435,6 +447,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         session_name: session_name.clone(),
         live_updates: options.live_updates,
         secrets,
+        shell,
     });
     Ok(Started {
         client,

@@ -93,6 +93,10 @@ pub struct App {
     pub tree: Option<TreeView>,
     /// A move in the tree waits for the summary of the branch it leaves.
     summarizing: bool,
+    /// The cells of `!` commands sent, oldest first (the host runs them in order).
+    shell_cells: std::collections::VecDeque<usize>,
+    /// The status line shows work because of a `!` command (not a run).
+    shell_owns_status: bool,
     /// `/tree` or `/fork` asked for the tree, which has not arrived yet.
     awaiting_tree: Option<TreePurpose>,
     /// When Esc was last pressed with nothing to stop (twice quickly opens the tree).
@@ -143,6 +147,8 @@ impl App {
             awaiting_sessions: false,
             tree: None,
             summarizing: false,
+            shell_cells: Default::default(),
+            shell_owns_status: false,
             awaiting_tree: None,
             last_idle_esc: None,
             last_answer: None,
@@ -662,6 +668,17 @@ impl App {
             self.run_command(name, args);
             return;
         }
+        // `!command` runs it and adds its output to the conversation; `!!command` only shows it.
+        if let Some(rest) = text.trim_start().strip_prefix('!') {
+            let (command, include) = match rest.strip_prefix('!') {
+                Some(r) => (r.trim(), false),
+                None => (rest.trim(), true),
+            };
+            if !command.is_empty() {
+                self.run_shell(command.to_string(), include);
+                return;
+            }
+        }
         self.transcript.follow();
         // Starts a run, or steers / follows up the one running: the host decides, so a run
         // ending at this very moment loses nothing.
@@ -818,12 +835,24 @@ impl App {
                 }
                 (None, None) => {}
             },
+            HostEvent::ShellDone(r) => self.shell_done(*r),
             HostEvent::Navigated(nav) => {
                 self.end_summarizing();
                 self.navigated(*nav)
             }
             HostEvent::Failed(why) => {
                 self.end_summarizing();
+                // A refused `!` command (the host says why).
+                if why.contains("command") || why.contains("shell") {
+                    if let Some(idx) = self.shell_cells.pop_front()
+                        && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
+                    {
+                        t.state = ToolState::Skipped;
+                    }
+                    if self.shell_cells.is_empty() && std::mem::take(&mut self.shell_owns_status) {
+                        self.working = None;
+                    }
+                }
                 self.awaiting_sessions = false;
                 self.awaiting_tree = None;
                 self.transcript.push(Cell::Error(sanitize(&why)));
@@ -949,6 +978,54 @@ impl App {
         ));
         if let Some(draft) = opened.draft {
             self.editor.set_text(&draft);
+        }
+    }
+
+    // ----- `!` commands -----------------------------------------------------------------
+
+    fn run_shell(&mut self, command: String, include: bool) {
+        if include && self.refuse_when_busy("add a command's output (use !! to only look)") {
+            return;
+        }
+        self.transcript.follow();
+        let idx = self.transcript.push(Cell::Tool(ToolCell {
+            id: "shell".into(),
+            name: "bash".into(),
+            args: std::sync::Arc::new(serde_json::json!({ "command": command })),
+            state: ToolState::Running {
+                started: Instant::now(),
+            },
+            output: String::new(),
+            diff: None,
+            saved: None,
+        }));
+        self.shell_cells.push_back(idx);
+        if self.working.is_none() {
+            self.working = Some(Instant::now());
+            self.shell_owns_status = true;
+        }
+        self.port.shell(command, include);
+    }
+
+    fn shell_done(&mut self, r: crate::host::shell::ShellResult) {
+        if let Some(idx) = self.shell_cells.pop_front()
+            && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
+        {
+            t.state = ToolState::Done {
+                ok: !r.failed && !r.cancelled,
+                took: Duration::ZERO,
+            };
+            t.output = sanitize(&r.output);
+        }
+        if r.cancelled {
+            self.transcript
+                .push(Cell::Aborted("Command stopped".into()));
+        } else if !r.included {
+            self.notice("Shown only: the output is not part of the conversation");
+        }
+        if self.shell_cells.is_empty() && std::mem::take(&mut self.shell_owns_status) {
+            self.working = None;
+            self.stopping = false;
         }
     }
 

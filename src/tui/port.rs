@@ -110,6 +110,11 @@ impl Port {
         self.agent(AgentCommand::Compact { focus, reply: None });
     }
 
+    /// Run a `!` command (`include`: its output joins the conversation).
+    pub fn shell(&self, command: String, include: bool) {
+        self.commands.send(Command::Shell { command, include });
+    }
+
     pub fn tree(&self) {
         self.commands.send(Command::Tree);
     }

@@ -47,6 +47,7 @@ struct Log {
     stats: usize,
     new_sessions: usize,
     trees: usize,
+    shells: Vec<(String, bool)>,
     compacts: Vec<Option<String>>,
     navigated: Vec<String>,
     summarized: Vec<(String, Option<String>)>,
@@ -92,6 +93,7 @@ impl Sent {
                 Command::Stats => log.stats += 1,
                 Command::NewSession => log.new_sessions += 1,
                 Command::Tree => log.trees += 1,
+                Command::Shell { command, include } => log.shells.push((command, include)),
                 Command::Navigate(id) => log.navigated.push(id),
                 Command::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))
@@ -1559,4 +1561,44 @@ fn alt_up_pulls_queued_messages_back() {
     // Nothing queued: nothing asked.
     app.handle_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
     assert_eq!(sent.log().took_queued, 1);
+}
+
+#[test]
+fn bang_runs_a_command_and_shows_it_as_a_cell() {
+    let (mut app, sent) = app();
+    let now = Instant::now();
+    type_text(&mut app, "!ls -la");
+    app.handle_key(key(KeyCode::Enter));
+    type_text(&mut app, "!!git status");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        sent.log().shells,
+        [
+            ("ls -la".to_string(), true),
+            ("git status".to_string(), false)
+        ]
+    );
+    assert!(sent.log().prompts.is_empty(), "not sent to the model");
+    assert!(app.working.is_some(), "Esc can stop it");
+    let done = |command: &str, output: &str, included: bool| {
+        HostEvent::ShellDone(Box::new(crate::host::shell::ShellResult {
+            command: command.into(),
+            output: output.into(),
+            exit_code: Some(0),
+            cancelled: false,
+            failed: false,
+            included,
+        }))
+    };
+    app.handle_host_event(done("ls -la", "total 0", true));
+    assert!(app.working.is_some(), "the second still runs");
+    app.handle_host_event(done("git status", "On branch main", false));
+    let s = screen(&mut app, 70, 20, now);
+    assert!(s.contains("$ ls -la") && s.contains("total 0"), "{s}");
+    assert!(
+        s.contains("$ git status") && s.contains("On branch main"),
+        "{s}"
+    );
+    assert!(s.contains("not part of the conversation"), "{s}");
+    assert!(app.working.is_none());
 }
