@@ -100,6 +100,29 @@ fn is_summary_request(r: &Recorded) -> bool {
     r.body["tools"].as_array().is_none_or(Vec::is_empty)
 }
 
+/// A server answering like a small model: summary requests (no tools) get `summary`; the
+/// agent's requests get `agent(n, tokens of the request)`, `n` counting them from 0. Also
+/// returns that count.
+async fn small_model(
+    summary: &'static str,
+    agent: impl Fn(usize, u64) -> Reply + Send + Sync + 'static,
+) -> (TestServer, Arc<AtomicUsize>) {
+    let agent_calls = Arc::new(AtomicUsize::new(0));
+    let calls = agent_calls.clone();
+    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
+        if !r.path.ends_with("/chat/completions") {
+            return Reply::error(404, "{}");
+        }
+        let prompt = request_tokens(r);
+        if is_summary_request(r) {
+            return text(summary, prompt);
+        }
+        agent(calls.fetch_add(1, Ordering::SeqCst), prompt)
+    }))
+    .await;
+    (server, agent_calls)
+}
+
 /// Write `n` files of ~1,000 tokens each.
 fn write_parts(home: &std::path::Path, n: usize) {
     for i in 0..n {
@@ -132,26 +155,16 @@ fn session_lines(home: &std::path::Path) -> Vec<Value> {
 #[tokio::test]
 async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
     const TURNS: usize = 30;
-    let agent_calls = Arc::new(AtomicUsize::new(0));
-    let calls = agent_calls.clone();
-    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
-        if !r.path.ends_with("/chat/completions") {
-            return Reply::error(404, "{}");
-        }
-        let prompt = request_tokens(r);
-        if is_summary_request(r) {
-            return text(
-                "## Goal\nRead every part file.\n\n## Progress\n### Done\n- [x] Read the early parts.",
-                prompt,
-            );
-        }
-        let n = calls.fetch_add(1, Ordering::SeqCst);
-        if n < TURNS {
-            read_call(n, prompt)
-        } else {
-            text("All parts read.", prompt)
-        }
-    }))
+    let (server, _) = small_model(
+        "## Goal\nRead every part file.\n\n## Progress\n### Done\n- [x] Read the early parts.",
+        |n, prompt| {
+            if n < TURNS {
+                read_call(n, prompt)
+            } else {
+                text("All parts read.", prompt)
+            }
+        },
+    )
     .await;
     let h = home("turns");
     configure(&h, &server);
@@ -258,17 +271,7 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
 
 #[tokio::test]
 async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
-    let agent_calls = Arc::new(AtomicUsize::new(0));
-    let calls = agent_calls.clone();
-    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
-        if !r.path.ends_with("/chat/completions") {
-            return Reply::error(404, "{}");
-        }
-        let prompt = request_tokens(r);
-        if is_summary_request(r) {
-            return text("## Goal\nRead the parts.", prompt);
-        }
-        let n = calls.fetch_add(1, Ordering::SeqCst);
+    let (server, _) = small_model("## Goal\nRead the parts.", |n, prompt| {
         match n {
             0..4 => read_call(n, 10),
             // The server's real limit is lower than the window the config claims.
@@ -278,7 +281,7 @@ async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
             ),
             _ => text("Done after compacting.", prompt),
         }
-    }))
+    })
     .await;
     let h = home("overflow");
     configure(&h, &server);
@@ -298,13 +301,7 @@ async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
 
 #[tokio::test]
 async fn a_request_still_too_long_after_compacting_is_a_clear_error() {
-    let agent_calls = Arc::new(AtomicUsize::new(0));
-    let calls = agent_calls.clone();
-    let server = TestServer::responding(Arc::new(move |r: &Recorded| {
-        if is_summary_request(r) {
-            return text("## Goal\nRead the parts.", request_tokens(r));
-        }
-        let n = calls.fetch_add(1, Ordering::SeqCst);
+    let (server, agent_calls) = small_model("## Goal\nRead the parts.", |n, _| {
         if n < 4 {
             read_call(n, 10)
         } else {
@@ -313,7 +310,7 @@ async fn a_request_still_too_long_after_compacting_is_a_clear_error() {
                 r#"{"error":{"message":"prompt is too long: 999999 tokens > 4096 maximum"}}"#,
             )
         }
-    }))
+    })
     .await;
     let h = home("overflow-twice");
     configure(&h, &server);
