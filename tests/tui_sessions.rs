@@ -380,3 +380,25 @@ fn esc_esc(pi: &mut Pty) {
 fn session_id(path: &Path) -> String {
     support::session_id_of(path)
 }
+
+/// `!command` in the real binary: the output shows as a cell and reaches the next request;
+/// `!!command` only shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bang_commands_show_their_output_and_only_bang_reaches_the_model() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), answer("seen it")]).await;
+    let home = temp_home("bang");
+    let mut pi = Pty::spawn_sized(&home, &server, None, 40, &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(b"!echo shared-$((6*7))\r");
+    pi.wait_for("shared-42");
+    pi.send(b"!!echo private-$((6*7))\r");
+    pi.wait_for("private-42");
+    pi.wait_for("not part of the conversation");
+    pi.send(b"what did it say?\r");
+    pi.wait_for("seen it");
+    let sent = last_request_texts(&server).join("\n");
+    assert!(sent.contains("shared-42"), "{sent}");
+    assert!(!sent.contains("private-42"), "{sent}");
+    assert!(pi.quit().success());
+    let _ = std::fs::remove_dir_all(&home);
+}
