@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Command, Host, HostEvent};
 use crate::agent::protocol::command::AgentCommand;
 use crate::agent::protocol::tool::{ProgressSink, ToolCallContext, ToolInvocation};
-use crate::agent::protocol::types::{AgentMessage, CustomMessage, now_ms};
+use crate::agent::protocol::types::{AgentMessage, ContentBlock, CustomMessage, now_ms};
 
 /// What a `!` command did.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,12 +88,7 @@ impl Host {
                 let text = out
                     .content
                     .iter()
-                    .filter_map(|b| match b {
-                        crate::agent::protocol::types::ContentBlock::Text(t) => {
-                            Some(t.text.as_str())
-                        }
-                        _ => None,
-                    })
+                    .filter_map(ContentBlock::as_text)
                     .collect::<Vec<_>>()
                     .join("\n");
                 (text, out.details, out.is_error)

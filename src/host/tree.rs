@@ -19,7 +19,7 @@ use crate::agent::engine::run::summarize;
 use crate::agent::policy::compaction;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal};
 use crate::agent::protocol::command::AgentCommand;
-use crate::agent::protocol::types::{AgentMessage, Message, UserContent, now_ms};
+use crate::agent::protocol::types::{AgentMessage, Message, now_ms};
 use crate::session::{self, BranchSummary, EntryKind, Session, SessionEntry};
 
 /// The current session's tree, for the `/tree` view.
@@ -43,16 +43,10 @@ fn target_leaf(entry: &SessionEntry) -> Option<String> {
 fn editable_text(entry: &SessionEntry) -> Option<String> {
     match &entry.kind {
         EntryKind::Message(m) => match m.as_llm() {
-            Some(Message::User(u)) => Some(match &u.content {
-                UserContent::Text(s) => s.clone(),
-                c => c.joined_text(),
-            }),
+            Some(Message::User(u)) => Some(u.content.joined_text()),
             _ => None,
         },
-        EntryKind::CustomMessage(c) => Some(match &c.content {
-            UserContent::Text(s) => s.clone(),
-            c => c.joined_text(),
-        }),
+        EntryKind::CustomMessage(c) => Some(c.content.joined_text()),
         _ => None,
     }
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use crate::agent::protocol::command::{AgentCommand, WhenBusy};
 use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::{AgentMessage, Message, UserContent};
+use crate::agent::protocol::types::{AgentMessage, Message};
 use crate::host::{Command, Commands};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
@@ -145,10 +145,7 @@ impl Port {
 /// The text of a queued or user message.
 pub fn message_text(m: &AgentMessage) -> String {
     match m.as_llm() {
-        Some(Message::User(u)) => match &u.content {
-            UserContent::Text(s) => s.clone(),
-            c => c.joined_text(),
-        },
+        Some(Message::User(u)) => u.content.joined_text(),
         Some(Message::Assistant(a)) => a.text(),
         Some(Message::ToolResult(r)) => r.text(),
         _ => String::new(),

@@ -80,13 +80,6 @@ fn user_chars(c: &UserContent) -> usize {
     }
 }
 
-fn user_text(c: &UserContent) -> String {
-    match c {
-        UserContent::Text(s) => s.clone(),
-        c => c.joined_text(),
-    }
-}
-
 /// Estimated tokens of one message (characters / 4).
 pub fn estimate_tokens(message: &AgentMessage) -> u64 {
     let chars = match message.as_llm() {
@@ -344,10 +337,10 @@ pub fn serialize(messages: &[AgentMessage], max_tool_chars: usize) -> String {
     for m in messages {
         match m.as_llm() {
             Some(Message::User(u)) => {
-                out.push_str(&format!("[User]: {}\n\n", user_text(&u.content)));
+                out.push_str(&format!("[User]: {}\n\n", u.content.joined_text()));
             }
             Some(Message::Developer(d)) => {
-                out.push_str(&format!("[Instructions]: {}\n\n", user_text(&d.content)));
+                out.push_str(&format!("[Instructions]: {}\n\n", d.content.joined_text()));
             }
             Some(Message::Assistant(a)) => {
                 for b in &a.content {
