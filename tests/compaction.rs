@@ -342,19 +342,12 @@ async fn a_request_still_too_long_after_compacting_is_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_in_the_terminal_ui_shows_the_counts_and_the_summary() {
     use support::pty::{Pty, temp_home};
-    use support::server::tags;
-    let answer = |t: &str| {
-        Reply::sse(vec![
-            chunk(json!({ "content": t }), None),
-            chunk(json!({}), Some("stop")),
-            raw_data("[DONE]"),
-        ])
-    };
+    use support::server::{tags, text_reply};
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
-        answer("first answer"),
-        answer("second answer"),
-        answer("## Goal\nKeep the parser on track."),
+        text_reply("first answer"),
+        text_reply("second answer"),
+        text_reply("## Goal\nKeep the parser on track."),
     ])
     .await;
     let h = temp_home("compact-tui");

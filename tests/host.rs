@@ -1010,3 +1010,26 @@ async fn bang_commands_run_and_their_output_joins_the_conversation_or_not() {
     let resumed = support::resumed_texts(&rig.session_files()[0]).join("\n");
     assert!(resumed.contains("from-the-shell") && !resumed.contains("only-for-me"));
 }
+
+#[tokio::test]
+async fn compact_on_a_short_conversation_says_there_is_nothing_to_compact() {
+    let p = scripts(vec![reply::text("hi")]);
+    let mut rig = Rig::new(&p, true);
+    rig.prompt("hello").await;
+    rig.client.commands.agent(AgentCommand::Compact {
+        focus: None,
+        reply: None,
+    });
+    let AgentEvent::CompactionEnd {
+        result,
+        error_message,
+        ..
+    } = rig.until_compaction_end().await
+    else {
+        unreachable!()
+    };
+    assert!(result.is_none());
+    assert!(error_message.unwrap().contains("nothing to compact"));
+    assert_eq!(p.requests().len(), 1, "no summary was asked for");
+    rig.client.commands.shutdown().await;
+}

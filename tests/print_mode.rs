@@ -7,18 +7,10 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::server::{Chunk, Reply, TestServer, chunk, event, raw_data, tags};
+use support::server::{Chunk, Reply, TestServer, chunk, event, raw_data, tags, text_reply};
 use support::session_id_of;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
-
-fn text_reply(text: &str) -> Reply {
-    Reply::sse(vec![
-        chunk(json!({"content": text}), None),
-        chunk(json!({}), Some("stop")),
-        raw_data("[DONE]"),
-    ])
-}
 
 /// A reply with one tool call (`args` is the raw JSON text the model sends).
 fn call_reply(id: &str, name: &str, args: &str) -> Reply {

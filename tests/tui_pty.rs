@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::pty::{Pty, temp_home};
-use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags};
+use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags, text_reply};
 use support::session_id_of;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,11 +104,7 @@ async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
             raw_data("[DONE]"),
         ]),
         // 2: the answer after the tool result and the steering message.
-        Reply::sse(vec![
-            chunk(json!({"content": "Steer received; all green."}), None),
-            chunk(json!({}), Some("stop")),
-            raw_data("[DONE]"),
-        ]),
+        text_reply("Steer received; all green."),
         // 3: a run that stalls until Esc.
         Reply::sse(vec![
             // A whole line, so the screen shows it while the reply is still streaming.
@@ -118,11 +114,7 @@ async fn tool_cell_steering_abort_then_resume_shows_the_same_transcript() {
         // 4: the second process probes the local server again; then, after resuming, the
         // conversation goes on.
         tags("qwen3:8b"),
-        Reply::sse(vec![
-            chunk(json!({"content": "Back again."}), None),
-            chunk(json!({}), Some("stop")),
-            raw_data("[DONE]"),
-        ]),
+        text_reply("Back again."),
     ])
     .await;
     let home = temp_home("resume");
@@ -320,11 +312,7 @@ async fn signals_restore_the_terminal_stop_the_command_and_save_the_session() {
 async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
-        Reply::sse(vec![
-            chunk(json!({"content": "First answer."}), None),
-            chunk(json!({}), Some("stop")),
-            raw_data("[DONE]"),
-        ]),
+        text_reply("First answer."),
         tags("qwen3:8b"),
         tags("qwen3:8b"),
     ])
@@ -375,15 +363,7 @@ async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_session_write_is_shown_live_and_at_exit() {
     let long = "z".repeat(6000);
-    let server = TestServer::start(vec![
-        tags("qwen3:8b"),
-        Reply::sse(vec![
-            chunk(json!({ "content": long }), None),
-            chunk(json!({}), Some("stop")),
-            raw_data("[DONE]"),
-        ]),
-    ])
-    .await;
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply(&long)]).await;
     let home = temp_home("fsize");
     let mut pi = Pty::spawn_wrapped(&home, &server, Some("ulimit -f 2"), &[]);
     pi.wait_for("qwen3:8b");

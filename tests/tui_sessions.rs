@@ -11,17 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::pty::{Pty, temp_home};
-use support::server::{Reply, TestServer, chunk, raw_data, tags};
+use support::server::{TestServer, tags, text_reply};
 
 const SESSION_ID: &str = "0195f3a2-1111-7222-8333-444455556666";
-
-fn answer(text: &str) -> Reply {
-    Reply::sse(vec![
-        chunk(json!({ "content": text }), None),
-        chunk(json!({}), Some("stop")),
-        raw_data("[DONE]"),
-    ])
-}
 
 fn usage() -> Value {
     json!({"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
@@ -220,9 +212,9 @@ fn last_request_texts(server: &TestServer) -> Vec<String> {
 async fn esc_twice_opens_the_tree_and_an_earlier_prompt_starts_a_new_branch() {
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
-        answer("answer one"),
-        answer("answer two"),
-        answer("answer two bis"),
+        text_reply("answer one"),
+        text_reply("answer two"),
+        text_reply("answer two bis"),
     ])
     .await;
     let home = temp_home("tree");
@@ -313,7 +305,7 @@ fn assert_all_load(dir: &Path) {
 async fn files_written_right_before_a_crash_load_afterwards() {
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
-        answer("first answer"),
+        text_reply("first answer"),
         tags("qwen3:8b"),
         tags("qwen3:8b"),
         tags("qwen3:8b"),
@@ -385,7 +377,7 @@ fn session_id(path: &Path) -> String {
 /// `!!command` only shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bang_commands_show_their_output_and_only_bang_reaches_the_model() {
-    let server = TestServer::start(vec![tags("qwen3:8b"), answer("seen it")]).await;
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("seen it")]).await;
     let home = temp_home("bang");
     let mut pi = Pty::spawn_sized(&home, &server, None, 40, &[]);
     pi.wait_for("qwen3:8b");

@@ -29,6 +29,22 @@ pub struct ShellResult {
     pub failed: bool,
     /// Added to the conversation (`!`), or only shown (`!!`).
     pub included: bool,
+    /// Why the command was not run at all (`None`: it ran).
+    pub refused: Option<String>,
+}
+
+impl ShellResult {
+    fn refused(command: String, why: &str) -> Self {
+        ShellResult {
+            command,
+            output: String::new(),
+            exit_code: None,
+            cancelled: false,
+            failed: true,
+            included: false,
+            refused: Some(why.to_string()),
+        }
+    }
 }
 
 impl Host {
@@ -40,15 +56,17 @@ impl Host {
         deferred: &mut VecDeque<Command>,
     ) {
         let Some(tool) = self.shell.clone() else {
-            self.tell(HostEvent::Failed("no shell to run the command in".into()));
+            let refused = ShellResult::refused(command, "no shell to run the command in");
+            self.tell(HostEvent::ShellDone(Box::new(refused)));
             return;
         };
         if include && self.agent.is_streaming() {
-            self.tell(HostEvent::Failed(
+            let refused = ShellResult::refused(
+                command,
                 "Cannot add a command's output while the agent is working; wait, press Esc, or \
-                 use !! to only look at it"
-                    .into(),
-            ));
+                 use !! to only look at it",
+            );
+            self.tell(HostEvent::ShellDone(Box::new(refused)));
             return;
         }
         let cancel = CancellationToken::new();
@@ -131,6 +149,7 @@ impl Host {
             cancelled,
             failed,
             included,
+            refused: None,
         })));
     }
 }

@@ -79,13 +79,17 @@ impl Host {
         loaded.map(|s| Some((s, leaf))).map_err(|e| e.to_string())
     }
 
-    /// The session file and its entry `target`; `None` once the front end is told why not
-    /// (`what` names the action: "cannot fork: ...").
-    async fn session_entry(&self, target: &str, what: &str) -> Option<(Session, SessionEntry)> {
+    /// The session file, its entry `target` and the recorder's leaf; `None` once the front end
+    /// is told why not (`what` names the action: "cannot fork: ...").
+    async fn session_entry(
+        &self,
+        target: &str,
+        what: &str,
+    ) -> Option<(Session, SessionEntry, Option<String>)> {
         let failed = |why: String| self.tell(HostEvent::Failed(format!("cannot {what}: {why}")));
         match self.current_session().await {
-            Ok(Some((session, _))) => match session.entry(target).cloned() {
-                Some(entry) => Some((session, entry)),
+            Ok(Some((session, leaf))) => match session.entry(target).cloned() {
+                Some(entry) => Some((session, entry, leaf)),
                 None => {
                     failed(format!("no entry {target} in this session"));
                     None
@@ -115,15 +119,12 @@ impl Host {
     pub(super) async fn tree(&self) {
         match self.current_session().await {
             Ok(Some((session, leaf))) => {
+                let at = leaf.clone();
                 let rows = tokio::task::spawn_blocking(move || {
-                    session::tree::tree_rows(&session, leaf.as_deref())
+                    session::tree::tree_rows(&session, at.as_deref())
                 })
                 .await
                 .unwrap_or_default();
-                let leaf = self
-                    .recorder
-                    .as_ref()
-                    .and_then(|r| r.peek(|r| r.leaf_id().map(str::to_string)));
                 self.tell(HostEvent::Tree(Box::new(SessionTree { rows, leaf })));
             }
             Ok(None) => self.tell(HostEvent::Tree(Box::new(SessionTree {
@@ -140,7 +141,8 @@ impl Host {
         if self.refuse_while_busy("move in the tree") {
             return;
         }
-        let Some((session, entry)) = self.session_entry(&target, "move in the tree").await else {
+        let Some((session, entry, _)) = self.session_entry(&target, "move in the tree").await
+        else {
             return;
         };
         self.move_to(&session, &entry, None);
@@ -159,13 +161,11 @@ impl Host {
         if self.refuse_while_busy("move in the tree") {
             return;
         }
-        let Some((session, entry)) = self.session_entry(&target, "move in the tree").await else {
+        let Some((session, entry, old_leaf)) =
+            self.session_entry(&target, "move in the tree").await
+        else {
             return;
         };
-        let old_leaf = self
-            .recorder
-            .as_ref()
-            .and_then(|r| r.peek(|r| r.leaf_id().map(str::to_string)));
         let new_leaf = target_leaf(&entry);
         let kept: HashSet<&str> = session
             .branch(new_leaf.as_deref())
@@ -184,13 +184,10 @@ impl Host {
             return;
         };
         let settings = self.agent.settings();
-        let budget = match settings.model.context_window {
-            0 => 400_000,
-            w => (w.saturating_sub(compaction::CompactionSettings::default().reserve_tokens)
-                as usize)
-                .saturating_mul(3)
-                .max(8_000),
-        };
+        let budget = compaction::transcript_budget(
+            settings.model.context_window,
+            settings.compaction.unwrap_or_default().reserve_tokens,
+        );
         let request = compaction::branch_request(
             &left,
             focus.as_deref(),
@@ -319,7 +316,7 @@ impl Host {
         if self.refuse_while_busy("fork") {
             return;
         }
-        let Some((session, entry)) = self.session_entry(&target, "fork").await else {
+        let Some((session, entry, _)) = self.session_entry(&target, "fork").await else {
             return;
         };
         let Some(draft) = editable_text(&entry) else {

@@ -842,17 +842,6 @@ impl App {
             }
             HostEvent::Failed(why) => {
                 self.end_summarizing();
-                // A refused `!` command (the host says why).
-                if why.contains("command") || why.contains("shell") {
-                    if let Some(idx) = self.shell_cells.pop_front()
-                        && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
-                    {
-                        t.state = ToolState::Skipped;
-                    }
-                    if self.shell_cells.is_empty() && std::mem::take(&mut self.shell_owns_status) {
-                        self.working = None;
-                    }
-                }
                 self.awaiting_sessions = false;
                 self.awaiting_tree = None;
                 self.transcript.push(Cell::Error(sanitize(&why)));
@@ -1011,13 +1000,18 @@ impl App {
         if let Some(idx) = self.shell_cells.pop_front()
             && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
         {
-            t.state = ToolState::Done {
-                ok: !r.failed && !r.cancelled,
-                took: Duration::ZERO,
+            t.state = match r.refused {
+                Some(_) => ToolState::Skipped,
+                None => ToolState::Done {
+                    ok: !r.failed && !r.cancelled,
+                    took: Duration::ZERO,
+                },
             };
             t.output = sanitize(&r.output);
         }
-        if r.cancelled {
+        if let Some(why) = &r.refused {
+            self.transcript.push(Cell::Error(why.clone()));
+        } else if r.cancelled {
             self.transcript
                 .push(Cell::Aborted("Command stopped".into()));
         } else if !r.included {

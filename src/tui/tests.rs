@@ -1588,6 +1588,7 @@ fn bang_runs_a_command_and_shows_it_as_a_cell() {
             cancelled: false,
             failed: false,
             included,
+            refused: None,
         }))
     };
     app.handle_host_event(done("ls -la", "total 0", true));
@@ -1600,5 +1601,30 @@ fn bang_runs_a_command_and_shows_it_as_a_cell() {
         "{s}"
     );
     assert!(s.contains("not part of the conversation"), "{s}");
+    assert!(app.working.is_none());
+}
+
+#[test]
+fn a_refused_bang_command_says_why_and_stops_showing_work() {
+    let (mut app, _sent) = app();
+    type_text(&mut app, "!ls");
+    app.handle_key(key(KeyCode::Enter));
+    assert!(app.working.is_some());
+    app.handle_host_event(HostEvent::ShellDone(Box::new(
+        crate::host::shell::ShellResult {
+            command: "ls".into(),
+            output: String::new(),
+            exit_code: None,
+            cancelled: false,
+            failed: true,
+            included: false,
+            refused: Some("no shell to run the command in".into()),
+        },
+    )));
+    let s = screen(&mut app, 70, 14, Instant::now());
+    assert!(
+        s.contains("↷ $ ls") && s.contains("no shell to run the command in"),
+        "{s}"
+    );
     assert!(app.working.is_none());
 }

@@ -83,6 +83,15 @@ pub fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
     )
 }
 
+/// A whole Chat Completions answer: `text`, then the stop.
+pub fn text_reply(text: &str) -> Reply {
+    Reply::sse(vec![
+        chunk(json!({ "content": text }), None),
+        chunk(json!({}), Some("stop")),
+        raw_data("[DONE]"),
+    ])
+}
+
 /// An Ollama `/api/tags` answer listing one model.
 pub fn tags(model: &str) -> Reply {
     Reply {

@@ -132,25 +132,10 @@ pub async fn run_compact(
     sink: Arc<dyn EventSink>,
 ) -> RunOutcome {
     let mut run = Run::new(context, cfg, soft, &signal, sink);
-    if run.cfg.compaction.is_none() {
-        run.cfg.compaction = Some(Default::default());
-    }
-    let settings = run.cfg.compaction.unwrap_or_default();
-    if compaction::plan(&run.context, settings.keep_recent_tokens).is_none() {
-        run.sink.emit(AgentEvent::CompactionStart {
-            reason: CompactionReason::Manual,
-        });
-        run.compaction_failed(
-            CompactionReason::Manual,
-            Some(format!(
-                "nothing to compact: the conversation is within the {} tokens kept as they are",
-                settings.keep_recent_tokens
-            )),
-        );
-    } else {
-        run.compact(CompactionReason::Manual, focus.as_deref())
-            .await;
-    }
+    // Asked for explicitly: it runs even where automatic compaction is off.
+    run.cfg.compaction.get_or_insert_with(Default::default);
+    run.compact(CompactionReason::Manual, focus.as_deref())
+        .await;
     RunOutcome {
         first_new: run.context.len(),
         context: run.context,
@@ -1069,19 +1054,23 @@ impl Run {
             return false;
         };
         let Some(plan) = compaction::plan(&self.context, settings.keep_recent_tokens) else {
+            // Asked for (`/compact`): say why nothing happens. Automatic: nothing to say.
+            if reason == CompactionReason::Manual {
+                self.sink.emit(AgentEvent::CompactionStart { reason });
+                return self.compaction_failed(
+                    reason,
+                    Some(format!(
+                        "nothing to compact: the conversation is within the {} tokens kept as \
+                         they are",
+                        settings.keep_recent_tokens
+                    )),
+                );
+            }
             return false;
         };
         self.sink.emit(AgentEvent::CompactionStart { reason });
-        // The transcript part of a summary request must fit the model too (~3 characters a
-        // token, to be safe).
-        let window = self.model.context_window;
-        let budget = if window > 0 {
-            (window.saturating_sub(settings.reserve_tokens) as usize)
-                .saturating_mul(3)
-                .max(8_000)
-        } else {
-            400_000
-        };
+        let budget =
+            compaction::transcript_budget(self.model.context_window, settings.reserve_tokens);
         let max_tool = compaction::MAX_TOOL_RESULT_CHARS;
         let mut history = plan.previous_summary.clone();
         if !plan.history.is_empty() {

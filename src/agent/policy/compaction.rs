@@ -416,6 +416,18 @@ What the user wants done, in one or two sentences.
 
 Be concrete and brief; keep identifiers exactly as written.";
 
+/// How many characters of transcript a summary request may carry for a model of `window`
+/// tokens (the request must fit the model too: ~3 characters a token, to be safe, after the
+/// reserve); a model of unknown window gets 400,000.
+pub fn transcript_budget(window: u64, reserve_tokens: u64) -> usize {
+    if window == 0 {
+        return 400_000;
+    }
+    (window.saturating_sub(reserve_tokens) as usize)
+        .saturating_mul(3)
+        .max(8_000)
+}
+
 /// `text` cut to its last `budget` characters (the newest part), saying how much went.
 fn newest(text: String, budget: usize) -> String {
     let total = text.chars().count();
