@@ -6,6 +6,7 @@
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
 pub mod context;
+pub mod node;
 pub mod theme;
 
 use std::collections::BTreeMap;
@@ -177,6 +178,12 @@ pub struct Config {
     /// Ask the model to state its intent in an `i` argument of every tool call (shown in the
     /// UI, stripped before the tool runs). `PI_NO_INTENT=1` turns it off.
     pub intent_tracing: Option<bool>,
+    /// Collapse thinking blocks in the TUI (Ctrl+T shows them).
+    pub hide_thinking: Option<bool>,
+    /// No start-up header in the TUI (`--verbose` shows it anyway).
+    pub quiet_startup: Option<bool>,
+    /// Model patterns Ctrl+P cycles through (as `--models`).
+    pub enabled_models: Option<Vec<String>>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
@@ -209,6 +216,9 @@ const TOP_KEYS: &[&str] = &[
     "follow_up_mode",
     "session_dir",
     "intent_tracing",
+    "hide_thinking",
+    "quiet_startup",
+    "enabled_models",
     "theme",
     "colors",
     "retry",
@@ -348,15 +358,21 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Load the agent folder's config and the project's, the project winning.
+/// Load the agent folder's config and the project's, the project winning, over what the
+/// Node.js pi's `settings.json` files say.
 pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
     let mut files = Vec::new();
     if let Some(d) = agent_dir {
         files.push(d.join("config.toml"));
     }
     files.push(cwd.join(".pi").join("config.toml"));
-    let mut merged = toml::Table::new();
-    let mut loaded = Loaded::default();
+    let settings = node::settings::load(agent_dir, cwd)?;
+    let mut merged = settings.table;
+    let mut loaded = Loaded {
+        warnings: settings.warnings,
+        files: settings.files,
+        ..Loaded::default()
+    };
     for file in files {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
@@ -406,11 +422,10 @@ impl Config {
                     .key
                     .clone()
                     .or(existing.as_ref().and_then(|e| e.key.clone())),
-                headers: p
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
+                auth_key: existing.as_ref().and_then(|e| e.auth_key.clone()),
+                models_key: existing.as_ref().and_then(|e| e.models_key.clone()),
+                auth_header: existing.as_ref().is_some_and(|e| e.auth_header),
+                headers: merged_headers(existing.as_ref(), &p.headers),
                 compat: p
                     .compat
                     .clone()
@@ -456,7 +471,22 @@ impl Config {
     }
 }
 
-fn is_local(url: &str) -> bool {
+/// A provider's headers: those it had (built in, or from `models.json`), with config.toml's
+/// replacing any of the same name.
+fn merged_headers(
+    existing: Option<&ProviderInfo>,
+    over: &BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> =
+        existing.map(|e| e.headers.clone()).unwrap_or_default();
+    for (k, v) in over {
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        headers.push((k.clone(), v.clone()));
+    }
+    headers
+}
+
+pub(crate) fn is_local(url: &str) -> bool {
     let rest = url.split("://").nth(1).unwrap_or(url);
     rest.starts_with("127.") || rest.starts_with("localhost") || rest.starts_with("[::1]")
 }

@@ -120,8 +120,15 @@ pub struct ProviderInfo {
     pub base_url: String,
     /// Environment variable holding the key.
     pub key_env: Option<String>,
-    /// A key given in config (literal, env var name or `!command`, resolved by `keys`).
+    /// A key given in config.toml (literal, env var name or `!command`, resolved by `keys`).
     pub key: Option<String>,
+    /// The Node.js pi's `auth.json` entry for this provider (same forms as `key`).
+    pub auth_key: Option<String>,
+    /// The Node.js pi's `models.json` `apiKey` (same forms; tried after the environment).
+    pub models_key: Option<String>,
+    /// Also send the key as `Authorization: Bearer …` (`authHeader` in `models.json`).
+    pub auth_header: bool,
+    /// Extra headers; values take the same forms as keys and are resolved per request.
     pub headers: Vec<(String, String)>,
     pub compat: Compat,
     /// Local servers need no key.
@@ -311,6 +318,115 @@ const OPENAI_MODELS: &[Builtin] = &[
     },
 ];
 
+/// Models of the providers reached through Chat Completions that pi picks by default.
+const COMPLETIONS_MODELS: &[(&str, Builtin)] = &[
+    (
+        "openrouter",
+        Builtin {
+            id: "anthropic/claude-sonnet-4.5",
+            name: "Claude Sonnet 4.5 (OpenRouter)",
+            context: 1_000_000,
+            max_out: 64_000,
+            reasoning: true,
+            images: true,
+            price: [3.0, 15.0, 0.3, 3.75],
+        },
+    ),
+    (
+        "groq",
+        Builtin {
+            id: "openai/gpt-oss-120b",
+            name: "GPT-OSS 120B (Groq)",
+            context: 131_072,
+            max_out: 65_536,
+            reasoning: true,
+            images: false,
+            price: [0.15, 0.75, 0.0, 0.0],
+        },
+    ),
+    (
+        "cerebras",
+        Builtin {
+            id: "gpt-oss-120b",
+            name: "GPT-OSS 120B (Cerebras)",
+            context: 131_072,
+            max_out: 32_768,
+            reasoning: true,
+            images: false,
+            price: [0.35, 0.75, 0.0, 0.0],
+        },
+    ),
+    (
+        "xai",
+        Builtin {
+            id: "grok-code-fast-1",
+            name: "Grok Code Fast 1",
+            context: 256_000,
+            max_out: 10_000,
+            reasoning: true,
+            images: false,
+            price: [0.2, 1.5, 0.02, 0.0],
+        },
+    ),
+    (
+        "xai",
+        Builtin {
+            id: "grok-4",
+            name: "Grok 4",
+            context: 256_000,
+            max_out: 64_000,
+            reasoning: true,
+            images: true,
+            price: [3.0, 15.0, 0.75, 0.0],
+        },
+    ),
+    (
+        "mistral",
+        Builtin {
+            id: "devstral-medium-latest",
+            name: "Devstral Medium",
+            context: 128_000,
+            max_out: 32_768,
+            reasoning: false,
+            images: false,
+            price: [0.4, 2.0, 0.0, 0.0],
+        },
+    ),
+    (
+        "deepseek",
+        Builtin {
+            id: "deepseek-chat",
+            name: "DeepSeek V3.2",
+            context: 128_000,
+            max_out: 8_192,
+            reasoning: false,
+            images: false,
+            price: [0.28, 0.42, 0.028, 0.0],
+        },
+    ),
+];
+
+/// The model pi starts with for a provider that has a key and no model was named, in the order
+/// providers are tried.
+pub const DEFAULT_MODELS: &[(&str, &str)] = &[
+    ("anthropic", "claude-sonnet-4-5"),
+    ("openai", "gpt-5"),
+    ("openrouter", "anthropic/claude-sonnet-4.5"),
+    ("groq", "openai/gpt-oss-120b"),
+    ("cerebras", "gpt-oss-120b"),
+    ("xai", "grok-code-fast-1"),
+    ("mistral", "devstral-medium-latest"),
+    ("deepseek", "deepseek-chat"),
+];
+
+/// The default model of a built-in provider.
+pub fn default_model(provider: &str) -> Option<&'static str> {
+    DEFAULT_MODELS
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map(|(_, id)| *id)
+}
+
 /// Ollama's OpenAI-compatible address from an `OLLAMA_HOST` value (`host:port` or a URL).
 pub fn ollama_root(host: &str) -> String {
     let h = host.trim().trim_end_matches('/');
@@ -445,13 +561,21 @@ impl Catalog {
                 base_url: base_url.trim_end_matches('/').to_string(),
                 key_env: key_env.map(str::to_string),
                 key: None,
+                auth_key: None,
+                models_key: None,
+                auth_header: false,
                 headers: Vec::new(),
                 compat,
                 keyless: *keyless,
             });
         }
-        for (provider, list) in [("anthropic", ANTHROPIC_MODELS), ("openai", OPENAI_MODELS)] {
-            for b in list {
+        let listed = ANTHROPIC_MODELS
+            .iter()
+            .map(|b| ("anthropic", b))
+            .chain(OPENAI_MODELS.iter().map(|b| ("openai", b)))
+            .chain(COMPLETIONS_MODELS.iter().map(|(p, b)| (*p, b)));
+        {
+            for (provider, b) in listed {
                 let Some(p) = c.provider(provider).cloned() else {
                     continue;
                 };

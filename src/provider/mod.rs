@@ -68,6 +68,7 @@ pub struct Providers {
     /// For plain `http://` endpoints (local servers): no certificates to load.
     plain_client: OnceLock<Result<reqwest::Client, String>>,
     keys: Mutex<HashMap<String, Option<String>>>,
+    headers: Mutex<HashMap<String, Vec<(String, String)>>>,
 }
 
 impl Providers {
@@ -81,6 +82,7 @@ impl Providers {
             client: OnceLock::new(),
             plain_client: OnceLock::new(),
             keys: Mutex::new(HashMap::new()),
+            headers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -139,11 +141,50 @@ impl Providers {
         Ok(key)
     }
 
+    /// The model's headers with their values resolved (once per process, like keys), and the
+    /// key as a bearer token when the provider asks for that (`authHeader`).
+    fn headers_for(
+        &self,
+        model: &ModelInfo,
+        key: Option<&str>,
+    ) -> Result<Vec<(String, String)>, String> {
+        let cache_key = format!("{}/{}", model.provider, model.id);
+        let mut cache = self.headers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut headers = match cache.get(&cache_key) {
+            Some(h) => h.clone(),
+            None => {
+                let env = self.env.clone();
+                let lookup = move |k: &str| env(k);
+                let resolved = model
+                    .headers
+                    .iter()
+                    .map(|(name, value)| {
+                        keys::resolve_value(value, &lookup)
+                            .map(|v| (name.clone(), v))
+                            .map_err(|e| format!("header `{name}` of `{}`: {e}", model.provider))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                cache.insert(cache_key, resolved.clone());
+                resolved
+            }
+        };
+        let bearer = self
+            .catalog
+            .provider(&model.provider)
+            .is_some_and(|p| p.auth_header);
+        if let (true, Some(k)) = (bearer, key) {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
+            headers.push(("Authorization".into(), format!("Bearer {k}")));
+        }
+        Ok(headers)
+    }
+
     fn prepare(&self, request: &ProviderRequest) -> Result<(ModelInfo, Option<String>), String> {
-        let (model, _warning) = self
+        let (mut model, _warning) = self
             .catalog
             .resolve(&request.model.provider, &request.model.id)?;
         let key = self.key_for(&model.provider)?;
+        model.headers = self.headers_for(&model, key.as_deref())?;
         let keyless = self
             .catalog
             .provider(&model.provider)

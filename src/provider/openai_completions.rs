@@ -211,7 +211,12 @@ impl WireApi for ChatCompletions {
             body.insert("temperature".into(), json!(t));
         }
         let mut headers = model.headers.clone();
-        if let Some(k) = key {
+        let custom_auth = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if let Some(k) = key
+            && !custom_auth
+        {
             headers.push(("authorization".into(), format!("Bearer {k}")));
         }
         Ok(HttpRequest {

@@ -158,16 +158,23 @@ pub struct Started {
     pub info: StartInfo,
 }
 
-/// Load `config.toml` (agent folder, then project) and the catalogue it extends.
+/// Load `config.toml` (agent folder, then project) over the Node.js pi's `settings.json`, and
+/// the catalogue with the providers of both, the Node.js pi's `models.json` and its
+/// `auth.json` keys.
 pub fn load_config(
     agent_dir: Option<&Path>,
     cwd: &Path,
     env: &EnvLookup,
 ) -> Result<(Config, Catalog, Vec<String>), String> {
-    let loaded = config::load(agent_dir, cwd)?;
+    let mut loaded = config::load(agent_dir, cwd)?;
     let e = env.clone();
     let mut catalog = Catalog::builtin(&move |k| e(k));
+    // The Node.js pi's models first, so config.toml's providers win where both name one; its
+    // auth.json keys last, once every provider they may belong to is known.
+    let models = config::node::models::load(agent_dir)?;
+    loaded.warnings.extend(models.apply_to(&mut catalog)?);
     loaded.config.apply_to(&mut catalog)?;
+    config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
     Ok((loaded.config, catalog, loaded.warnings))
 }
 
@@ -318,6 +325,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let mut secrets = policy.withheld_values(vars.clone());
     secrets.extend(options.api_key.clone());
+    secrets.extend(keys::literal_keys(catalog.providers()));
     // Bad flags first: no point probing for a model to then refuse the tool list.
     let tool_env = policy.filter(vars);
     // `!command` in the editor runs through its own bash tool (whatever `--tools` says).

@@ -1,8 +1,8 @@
 //! Choosing the model and thinking level for a run.
 //!
-//! Order: `--model` (with `--provider` for a bare id), then `model` in config, then the first
-//! provider whose key is in the environment (Anthropic, then OpenAI), then a local server found
-//! by a short probe (Ollama, then llama.cpp). Nothing found is an error that says how to set a
+//! Order: `--model` (with `--provider` for a bare id), then `model` in config (or the Node.js
+//! pi's `defaultModel`), then the first provider with a key (the built-in ones in a fixed order,
+//! then any other), then a local server found by a short probe (Ollama, then llama.cpp). Nothing found is an error that says how to set a
 //! key or start a local server. `--model` accepts `provider/id:thinking`; since local ids often
 //! contain `:` (`qwen3:8b`), the suffix counts as a thinking level only when it names one.
 
@@ -10,6 +10,7 @@ use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::config::Config;
 use crate::provider::EnvLookup;
 use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::provider::keys;
 
 /// The chosen model and level, with warnings to show.
 #[derive(Clone, Debug)]
@@ -82,9 +83,6 @@ fn resolve_named(
     }
 }
 
-/// Default models for providers found through their environment key.
-const DEFAULTS: &[(&str, &str)] = &[("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5")];
-
 /// What the flags say about the model.
 #[derive(Clone, Debug, Default)]
 pub struct ModelFlags {
@@ -108,12 +106,10 @@ pub async fn select(
         .clone()
         .or_else(|| config.model.clone())
         .or_else(|| {
-            cli.provider.as_ref().and_then(|p| {
-                DEFAULTS
-                    .iter()
-                    .find(|(dp, _)| dp == p)
-                    .map(|(_, id)| id.to_string())
-            })
+            cli.provider
+                .as_deref()
+                .and_then(crate::provider::catalog::default_model)
+                .map(str::to_string)
         });
     let (model, suffix) = match named {
         Some(arg) => {
@@ -121,23 +117,13 @@ pub async fn select(
             warnings.extend(w);
             (m, t)
         }
-        None => {
-            let by_key = DEFAULTS.iter().find(|(p, _)| {
-                cli.has_api_key
-                    || catalog
-                        .provider(p)
-                        .and_then(|info| info.key_env.as_deref())
-                        .and_then(|k| env(k))
-                        .is_some_and(|k| !k.trim().is_empty())
-            });
-            match by_key {
-                Some((p, id)) => (catalog.resolve(p, id)?.0, None),
-                None => match crate::provider::local::probe_local(env, catalog).await {
-                    Some(m) => (m, None),
-                    None => return Err(NO_MODEL_HELP.to_string()),
-                },
-            }
-        }
+        None => match first_with_key(catalog, cli.has_api_key, env) {
+            Some(m) => (m, None),
+            None => match crate::provider::local::probe_local(env, catalog).await {
+                Some(m) => (m, None),
+                None => return Err(NO_MODEL_HELP.to_string()),
+            },
+        },
     };
     let level = match (&cli.thinking, suffix, &config.thinking) {
         (Some(t), _, _) => t.parse::<ThinkingLevel>()?,
@@ -157,6 +143,32 @@ pub async fn select(
         thinking,
         warnings,
     })
+}
+
+/// The model to start with when none is named: the default of the first built-in provider
+/// with a key (a `--api-key` counts for the first), else the first listed model of any other
+/// provider with a key, or needing none (custom providers of config.toml or `models.json`;
+/// the built-in local servers list no models and are left to the probe).
+fn first_with_key(catalog: &Catalog, cli_key: bool, env: &EnvLookup) -> Option<ModelInfo> {
+    let keyed = |p: &str| {
+        catalog
+            .provider(p)
+            .is_some_and(|info| keys::has_key(info, None, &|k| env(k)))
+    };
+    if cli_key {
+        let (p, id) = crate::provider::catalog::DEFAULT_MODELS.first()?;
+        return catalog.resolve(p, id).ok().map(|(m, _)| m);
+    }
+    for (p, id) in crate::provider::catalog::DEFAULT_MODELS {
+        if keyed(p) {
+            return catalog.resolve(p, id).ok().map(|(m, _)| m);
+        }
+    }
+    catalog
+        .models()
+        .iter()
+        .find(|m| keyed(&m.provider))
+        .cloned()
 }
 
 /// What to say when no model can be found.
