@@ -40,9 +40,15 @@ pub struct Cli {
     #[arg(long)]
     pub provider: Option<String>,
 
-    /// Model as `provider/id`, optionally with `:thinking` (e.g. `anthropic/claude-sonnet-4-5:high`).
+    /// Model as `provider/id` or a pattern (`sonnet`), optionally with `:thinking`
+    /// (e.g. `anthropic/claude-sonnet-4-5:high`).
     #[arg(long)]
     pub model: Option<String>,
+
+    /// Model patterns Ctrl+P cycles through, comma-separated (`claude-*,gpt-5:high`); without
+    /// `--model`, pi starts on the first match.
+    #[arg(long, value_name = "PATTERNS")]
+    pub models: Option<String>,
 
     /// Thinking level: off, minimal, low, medium, high, xhigh.
     #[arg(long)]
@@ -106,6 +112,22 @@ pub struct Cli {
     #[arg(long = "max-turns")]
     pub max_turns: Option<u32>,
 
+    /// Write a session (a file path or an id prefix) to OUT as HTML, or as markdown when OUT
+    /// ends in `.md` (default: `pi-session-<date>.html` here), and exit.
+    #[arg(long, value_names = ["SESSION", "OUT"], num_args = 1..=2)]
+    pub export: Option<Vec<String>>,
+
+    /// Say more at start-up: the start-up header even with `quiet_startup`, and in print mode
+    /// the files read, the model and the session on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+
+    /// Make no network calls of pi's own at start-up (also `PI_OFFLINE=1`). This pi has none
+    /// (no update checks, no telemetry); the flag is accepted for scripts written for the
+    /// Node.js pi. Model requests are still made.
+    #[arg(long)]
+    pub offline: bool,
+
     /// List the models pi knows (optionally only those matching SEARCH) and exit.
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
@@ -148,6 +170,8 @@ impl Cli {
         o.tools = self.tools.clone();
         o.no_tools = self.no_tools;
         o.no_context_files = self.no_context_files;
+        o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
+        o.verbose = self.verbose;
         o
     }
 }
@@ -235,6 +259,9 @@ pub fn main() -> ExitCode {
         // the commands pi runs.
         let _file_size_signal =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(libc::SIGXFSZ));
+        if let Some(args) = &cli.export {
+            return print::export_session(&options, args);
+        }
         if let Some(search) = &cli.list_models {
             let search = (!search.is_empty()).then_some(search.as_str());
             return print::list_models(&options, search);

@@ -1,6 +1,47 @@
-//! `/export`: the conversation as a markdown document.
+//! `/export` and `pi --export`: the conversation as a self-contained HTML page (the default)
+//! or a markdown document (a name ending in `.md`).
 
-use crate::agent::protocol::types::{AgentMessage, Message};
+use std::path::Path;
+
+use crate::agent::protocol::types::{AgentMessage, ContentBlock, Message, UserContent};
+
+/// The two forms an export takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Html,
+    Markdown,
+}
+
+impl Format {
+    /// Markdown for `.md`/`.markdown` names, HTML for anything else.
+    pub fn for_path(path: &Path) -> Format {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("md" | "markdown") => Format::Markdown,
+            _ => Format::Html,
+        }
+    }
+}
+
+/// The name an export gets when none is given: the local date and time.
+pub fn default_name(now_ms: i64) -> String {
+    format!(
+        "pi-session-{}.html",
+        crate::session::time::local_file_stamp(now_ms)
+    )
+}
+
+/// The export of `messages` in `format`.
+pub fn render(messages: &[AgentMessage], format: Format, title: &str) -> String {
+    match format {
+        Format::Html => html(messages, title),
+        Format::Markdown => markdown(messages),
+    }
+}
 
 /// The conversation as markdown: user and assistant turns as sections, tool calls and their
 /// results in between.
@@ -37,6 +78,112 @@ pub fn markdown(messages: &[AgentMessage]) -> String {
     out
 }
 
+/// `&`, `<`, `>` and quotes as entities.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Markdown as HTML. Raw HTML in the text is shown as text, never passed through: a
+/// conversation may quote anything, and the page must not run it.
+fn markdown_html(text: &str) -> String {
+    use pulldown_cmark::{Event, Options, Parser};
+    let parser =
+        Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH).map(|e| {
+            match e {
+                Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+                e => e,
+            }
+        });
+    let mut out = String::new();
+    pulldown_cmark::html::push_html(&mut out, parser);
+    out
+}
+
+const STYLE: &str = "body{max-width:860px;margin:2em auto;padding:0 1em;font:15px/1.5 system-ui,sans-serif;\
+color:#1d1d1f;background:#fff}h1{font-size:1.4em}.turn{margin:1.2em 0;padding:.6em 1em;border-radius:8px}\
+.user{background:#eef3fb}.assistant{background:#f7f7f7}.role{font-size:.8em;font-weight:600;\
+text-transform:uppercase;color:#666}details{margin:.4em 0}summary{cursor:pointer;font-family:monospace}\
+pre{background:#272822;color:#f8f8f2;padding:.7em;border-radius:6px;overflow-x:auto;white-space:pre-wrap}\
+code{font-family:ui-monospace,monospace}.error summary{color:#b00020}.thinking{color:#666;font-style:italic}\
+.note{color:#666;font-size:.9em}";
+
+/// The conversation as one HTML page with no outside resources.
+pub fn html(messages: &[AgentMessage], title: &str) -> String {
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{t}</title>\
+         <style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n",
+        t = escape(title)
+    );
+    for m in messages {
+        match m.as_llm() {
+            Some(Message::User(u)) => {
+                out.push_str("<div class=\"turn user\"><div class=\"role\">User</div>");
+                out.push_str(&markdown_html(&u.content.joined_text()));
+                if let UserContent::Blocks(blocks) = &u.content {
+                    let images = blocks
+                        .iter()
+                        .filter(|b| matches!(b, ContentBlock::Image(_)))
+                        .count();
+                    if images > 0 {
+                        out.push_str(&format!(
+                            "<p class=\"note\">[{images} image{} attached]</p>",
+                            if images == 1 { "" } else { "s" }
+                        ));
+                    }
+                }
+                out.push_str("</div>\n");
+            }
+            Some(Message::Assistant(a)) => {
+                out.push_str("<div class=\"turn assistant\"><div class=\"role\">Assistant</div>");
+                for block in &a.content {
+                    match block {
+                        ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => {
+                            out.push_str(&format!(
+                                "<details class=\"thinking\"><summary>thinking</summary>{}</details>",
+                                markdown_html(&t.thinking)
+                            ));
+                        }
+                        ContentBlock::Text(t) => out.push_str(&markdown_html(&t.text)),
+                        ContentBlock::ToolCall(c) => out.push_str(&format!(
+                            "<p><code>{}</code> <code>{}</code></p>",
+                            escape(&c.name),
+                            escape(&c.arguments.to_string())
+                        )),
+                        _ => {}
+                    }
+                }
+                if let Some(e) = a.error_message.as_deref() {
+                    out.push_str(&format!("<p class=\"note\">error: {}</p>", escape(e)));
+                }
+                out.push_str("</div>\n");
+            }
+            Some(Message::ToolResult(r)) => {
+                out.push_str(&format!(
+                    "<details class=\"{}\"><summary>result of {}{}</summary><pre>{}</pre></details>\n",
+                    if r.is_error { "error" } else { "result" },
+                    escape(&r.tool_name),
+                    if r.is_error { " (error)" } else { "" },
+                    escape(&r.text())
+                ));
+            }
+            _ => {}
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +215,34 @@ mod tests {
         assert!(md.contains("## Assistant\n\nLooking."));
         assert!(md.contains("**Tool call** `ls`: `{\"path\":\".\"}`"));
         assert!(md.contains("**Result of `ls`**\n\n```\na.rs\n```"));
+    }
+
+    #[test]
+    fn html_pages_render_markdown_and_never_pass_html_through() {
+        let mut a = AssistantMessage::empty("api", "p", "m");
+        a.content.push(ContentBlock::text(
+            "Use **bold** and `code`.\n\n<script>alert(1)</script>",
+        ));
+        a.content.push(ContentBlock::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "echo '<b>'"}),
+            intent: None,
+            thought_signature: None,
+        }));
+        let page = html(
+            &[AgentMessage::user("hi <there> & you"), a.into()],
+            "Session <1>",
+        );
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("<title>Session &lt;1&gt;</title>"));
+        assert!(page.contains("hi &lt;there&gt; &amp; you"));
+        assert!(page.contains("<strong>bold</strong>"));
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(!page.contains("<b>"));
+        assert_eq!(Format::for_path(Path::new("x.MD")), Format::Markdown);
+        assert_eq!(Format::for_path(Path::new("x.html")), Format::Html);
+        assert_eq!(Format::for_path(Path::new("x")), Format::Html);
+        assert!(default_name(0).starts_with("pi-session-19"));
     }
 }

@@ -221,7 +221,7 @@ impl Commands {
 }
 
 /// Write a new file only its owner can read (exports hold the whole conversation).
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -700,17 +700,22 @@ impl Host {
 
     fn export(&self, path: Option<PathBuf>) {
         let path = path.unwrap_or_else(|| {
-            PathBuf::from(format!(
-                "pi-session-{}.md",
-                crate::agent::protocol::types::now_ms() / 1000
-            ))
+            PathBuf::from(export::default_name(crate::agent::protocol::types::now_ms()))
         });
         let path = if path.is_absolute() {
             path
         } else {
             self.cwd.join(path)
         };
-        let markdown = export::markdown(&self.agent.messages());
+        let title = self
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("pi session {}", self.session_id));
+        let markdown = export::render(
+            &self.agent.messages(),
+            export::Format::for_path(&path),
+            &title,
+        );
         let out = self.out.clone();
         tokio::spawn(async move {
             let target = path.clone();

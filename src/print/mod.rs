@@ -66,6 +66,92 @@ pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
     0
 }
 
+/// What `--verbose` reports about the start: files read, model, session.
+fn start_report(info: &setup::StartInfo, sources: &[std::path::PathBuf]) -> Vec<String> {
+    let files = if sources.is_empty() {
+        "none (built-in defaults)".to_string()
+    } else {
+        sources
+            .iter()
+            .map(|p| crate::session::paths::short_path(p))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        format!("config: {files}"),
+        format!(
+            "model: {}/{} (thinking {})",
+            info.model.provider,
+            info.model.id,
+            info.thinking.as_str()
+        ),
+        format!(
+            "session: {}{}",
+            info.session_id,
+            if info.saving { "" } else { " (not saved)" }
+        ),
+    ]
+}
+
+/// `pi --export <session> [out]`: write a saved session as HTML (or markdown for `.md`).
+pub fn export_session(options: &setup::Options, args: &[String]) -> u8 {
+    match export_to_file(options, args) {
+        Ok(line) => {
+            println!("{}", visible(&line));
+            0
+        }
+        Err(e) => {
+            say(&e);
+            1
+        }
+    }
+}
+
+fn export_to_file(options: &setup::Options, args: &[String]) -> Result<String, String> {
+    use crate::host::export;
+    let query = args
+        .first()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .ok_or("--export needs a session (a file path or an id)")?;
+    let file = std::path::Path::new(query);
+    let path = if file.is_file() {
+        file.to_path_buf()
+    } else {
+        let env = options.env.clone();
+        let agent_dir = crate::config::agent_dir(&move |k| env(k));
+        let (config, _, _) = setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+        let paths = setup::session_paths(options, &config)
+            .ok_or("no home folder, so there are no saved sessions to export")?;
+        crate::session::find_session(&paths, query)
+            .map_err(|e| e.to_string())?
+            .path
+    };
+    let session = crate::session::Session::load(&path).map_err(|e| e.to_string())?;
+    let info = crate::session::session_info(&path);
+    let title = info
+        .and_then(|i| i.name)
+        .unwrap_or_else(|| format!("pi session {}", session.id()));
+    let messages = session.context().messages;
+    let out = args.get(1).map_or_else(
+        || std::path::PathBuf::from(export::default_name(crate::agent::protocol::types::now_ms())),
+        std::path::PathBuf::from,
+    );
+    let out = if out.is_absolute() {
+        out
+    } else {
+        options.cwd.join(out)
+    };
+    let text = export::render(&messages, export::Format::for_path(&out), &title);
+    crate::host::write_private(&out, &text)
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(format!(
+        "Exported {} messages to {}",
+        messages.len(),
+        crate::session::paths::short_path(&out)
+    ))
+}
+
 /// The prompts to send: the messages, with piped text put in front of the first.
 fn prompts(print: &PrintOptions) -> Vec<String> {
     let mut prompts = print.messages.clone();
@@ -96,6 +182,14 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         }
     }
     let cwd = options.cwd.clone();
+    let verbose = options.verbose;
+    let sources = if verbose {
+        let env = options.env.clone();
+        let agent_dir = crate::config::agent_dir(&move |k| env(k));
+        setup::config_sources(agent_dir.as_deref(), &cwd)
+    } else {
+        Vec::new()
+    };
     // The final answer is printed whole: only JSON mode needs the deltas.
     options.live_updates = print.json;
     let started = match setup::start(options).await {
@@ -107,6 +201,11 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     };
     for w in &started.info.warnings {
         say(&format!("warning: {w}"));
+    }
+    if verbose {
+        for line in start_report(&started.info, &sources) {
+            say(&line);
+        }
     }
     let mut client = started.client;
 

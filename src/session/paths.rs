@@ -105,6 +105,19 @@ impl SessionPaths {
     }
 }
 
+/// A path as a person reads it: under the home folder as `~/…`.
+pub fn short_path(path: &Path) -> String {
+    short_path_in(path, dirs::home_dir().as_deref())
+}
+
+fn short_path_in(path: &Path, home: Option<&Path>) -> String {
+    match home.and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) if rest.as_os_str().is_empty() => "~".into(),
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
+    }
+}
+
 /// `~` and `~/...` as the home folder (left alone without one); anything else as written.
 pub fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
     match (raw, home) {
@@ -117,6 +130,21 @@ pub fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_under_home_are_shortened() {
+        let home = Path::new("/home/me");
+        assert_eq!(
+            short_path_in(Path::new("/home/me/a/b.md"), Some(home)),
+            "~/a/b.md"
+        );
+        assert_eq!(short_path_in(Path::new("/home/me"), Some(home)), "~");
+        assert_eq!(
+            short_path_in(Path::new("/home/meow/x"), Some(home)),
+            "/home/meow/x"
+        );
+        assert_eq!(short_path_in(Path::new("/tmp/x"), None), "/tmp/x");
+    }
 
     #[test]
     fn cwd_encoding_matches_node_pi() {

@@ -51,6 +51,33 @@ pub fn iso_now() -> String {
     iso_from_ms(now_ms())
 }
 
+/// `YYYY-MM-DD_HH-MM-SS` in the local time zone, for names of files a person saves (exports);
+/// UTC where the zone cannot be read.
+pub fn local_file_stamp(ms: i64) -> String {
+    let secs = ms.div_euclid(1000) as libc::time_t;
+    // SAFETY: `localtime_r` only writes the `tm` it is given, which is zero-initialised and
+    // lives for the call; `secs` is a valid `time_t`.
+    let local = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        (!libc::localtime_r(&secs, &mut tm).is_null()).then_some(tm)
+    };
+    match local {
+        Some(tm) => format!(
+            "{:04}-{:02}-{:02}_{:02}-{:02}-{:02}",
+            i64::from(tm.tm_year) + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        ),
+        None => {
+            let iso = iso_from_ms(ms);
+            format!("{}_{}", &iso[..10], iso[11..19].replace(':', "-"))
+        }
+    }
+}
+
 /// The file-name form of an ISO timestamp: `:` and `.` become `-`.
 pub fn file_stamp(iso: &str) -> String {
     iso.replace([':', '.'], "-")
@@ -125,6 +152,15 @@ pub fn ms_from_iso(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_stamps_read_as_dates_for_file_names() {
+        let s = local_file_stamp(1_764_000_000_000);
+        assert_eq!(s.len(), 19, "{s}");
+        assert!(s.starts_with("2025-11-2"), "{s}");
+        assert_eq!(&s[10..11], "_");
+        assert!(!s.contains(':'));
+    }
 
     #[test]
     fn formats_like_javascript_to_iso_string() {

@@ -10,6 +10,7 @@
 //! Environment reads happen here, once, and reach the agent as settings (`PI_NO_INTENT`,
 //! `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`, keys).
 
+pub mod patterns;
 pub mod select;
 
 use std::ffi::OsString;
@@ -73,6 +74,10 @@ pub struct Options {
     /// Open the chosen session without writing to it (`--read-only`; for a session another pi
     /// is writing). Nothing of this run is saved in it.
     pub read_only: bool,
+    /// `--models`: the patterns Ctrl+P cycles through (over `enabled_models` in config).
+    pub scoped_models: Option<Vec<String>>,
+    /// `--verbose`: front ends say more about how they started.
+    pub verbose: bool,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -92,6 +97,8 @@ impl Options {
             no_context_files: false,
             live_updates: true,
             read_only: false,
+            scoped_models: None,
+            verbose: false,
             env,
             cwd,
         }
@@ -110,6 +117,11 @@ pub struct StartInfo {
     pub thinking: ThinkingLevel,
     /// Every model the catalogue knows (for a model picker).
     pub models: Vec<ModelInfo>,
+    /// The models Ctrl+P cycles through (`--models`, else `enabled_models`), each with the
+    /// thinking level its pattern names; empty when neither is set.
+    pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
+    /// Providers with no key configured (and needing one), for marking them in pickers.
+    pub providers_without_key: Vec<String>,
     pub session_id: String,
     pub session_name: Option<String>,
     /// Sessions are written (not `--no-session`, and a home folder exists).
@@ -176,6 +188,23 @@ pub fn load_config(
     loaded.config.apply_to(&mut catalog)?;
     config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
     Ok((loaded.config, catalog, loaded.warnings))
+}
+
+/// The configuration files present for this folder, in the order they are read (the Node.js
+/// pi's, then config.toml's; global before project).
+pub fn config_sources(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(d) = agent_dir {
+        for name in ["settings.json", "models.json", "auth.json"] {
+            candidates.push(d.join(name));
+        }
+    }
+    candidates.push(cwd.join(".pi").join("settings.json"));
+    if let Some(d) = agent_dir {
+        candidates.push(d.join("config.toml"));
+    }
+    candidates.push(cwd.join(".pi").join("config.toml"));
+    candidates.into_iter().filter(|p| p.is_file()).collect()
 }
 
 /// Lock the session about to be written, or explain the choice a front end can offer.
@@ -371,6 +400,14 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         None => None,
     };
 
+    // The models Ctrl+P cycles through; `--models` without `--model` also starts on the first.
+    let patterns = options
+        .scoped_models
+        .clone()
+        .or_else(|| config.enabled_models.clone())
+        .unwrap_or_default();
+    let (scoped_models, scope_warnings) = patterns::scope(&patterns, &catalog);
+    warnings.extend(scope_warnings);
     // A resumed session keeps its model and level unless the flags name others.
     let mut flags = options.model.clone();
     if let Some(o) = opened.as_ref().filter(|o| o.resumed) {
@@ -386,9 +423,25 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             flags.thinking = Some(t.as_str().to_string());
         }
     }
+    if options.scoped_models.is_some()
+        && flags.model.is_none()
+        && let Some((first, level)) = scoped_models.first()
+    {
+        flags.model = Some(format!("{}/{}", first.provider, first.id));
+        flags.provider = None;
+        if flags.thinking.is_none() {
+            flags.thinking = level.map(|l| l.as_str().to_string());
+        }
+    }
     let selection = select::select(&flags, &config, &mut catalog, &options.env).await?;
     warnings.extend(selection.warnings.iter().cloned());
 
+    let providers_without_key: Vec<String> = catalog
+        .providers()
+        .iter()
+        .filter(|p| !keys::has_key(p, options.api_key.as_deref(), &|k| (options.env)(k)))
+        .map(|p| p.id.clone())
+        .collect();
     let catalog = Arc::new(catalog);
     let mut providers = Providers::new(
         catalog.clone(),
@@ -464,6 +517,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             model: selection.model,
             thinking: selection.thinking,
             models: catalog.models().to_vec(),
+            scoped_models,
+            providers_without_key,
             session_id,
             session_name,
             saving,

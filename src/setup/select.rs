@@ -12,6 +12,8 @@ use crate::provider::EnvLookup;
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::provider::keys;
 
+use super::patterns;
+
 /// The chosen model and level, with warnings to show.
 #[derive(Clone, Debug)]
 pub struct Selection {
@@ -52,26 +54,48 @@ pub fn parse_model_arg(
     Ok((None, rest.to_string(), thinking))
 }
 
-/// Resolve the model named on the command line or in config.
+/// Resolve the model named on the command line or in config: an exact `provider/id` or id, else
+/// a pattern (see [`patterns`]); an unknown id on a known provider is used as given (new models
+/// work on day one), with a warning.
 fn resolve_named(
     arg: &str,
     provider_flag: Option<&str>,
     catalog: &Catalog,
+    has_key: &dyn Fn(&str) -> bool,
 ) -> Result<(ModelInfo, Option<ThinkingLevel>, Option<String>), String> {
     let (provider, id, thinking) = parse_model_arg(arg, provider_flag, catalog)?;
     match provider {
         Some(p) => {
+            if let Some(m) = catalog.find(&p, &id) {
+                return Ok((m.clone(), thinking, None));
+            }
+            let own: Vec<ModelInfo> = catalog
+                .models()
+                .iter()
+                .filter(|m| m.provider == p && patterns::matches(&id, m))
+                .cloned()
+                .collect();
+            if !own.is_empty() {
+                return Ok((patterns::best_match(&id, &own, has_key)?, thinking, None));
+            }
             let (m, warning) = catalog.resolve(&p, &id)?;
             Ok((m, thinking, warning))
         }
         None => {
             let found: Vec<&ModelInfo> = catalog.models().iter().filter(|m| m.id == id).collect();
-            match found.as_slice() {
-                [one] => Ok(((*one).clone(), thinking, None)),
-                [] => Err(format!(
-                    "unknown model `{id}`: name it as provider/id (see `pi --list-models`)"
+            let usable: Vec<&ModelInfo> = found
+                .iter()
+                .copied()
+                .filter(|m| has_key(&m.provider))
+                .collect();
+            match (found.as_slice(), usable.as_slice()) {
+                ([one], _) | (_, [one]) => Ok(((*one).clone(), thinking, None)),
+                ([], _) => Ok((
+                    patterns::best_match(&id, catalog.models(), has_key)?,
+                    thinking,
+                    None,
                 )),
-                many => Err(format!(
+                (many, _) => Err(format!(
                     "model `{id}` is offered by several providers ({}): name it as provider/id",
                     many.iter()
                         .map(|m| m.provider.as_str())
@@ -111,9 +135,14 @@ pub async fn select(
                 .and_then(crate::provider::catalog::default_model)
                 .map(str::to_string)
         });
+    let has_key = |p: &str| {
+        catalog
+            .provider(p)
+            .is_some_and(|info| keys::has_key(info, None, &|k| env(k)))
+    };
     let (model, suffix) = match named {
         Some(arg) => {
-            let (m, t, w) = resolve_named(&arg, cli.provider.as_deref(), catalog)?;
+            let (m, t, w) = resolve_named(&arg, cli.provider.as_deref(), catalog, &has_key)?;
             warnings.extend(w);
             (m, t)
         }
@@ -214,12 +243,23 @@ mod tests {
     #[test]
     fn bare_ids_are_found_in_the_catalogue() {
         let c = Catalog::builtin(&|_| None);
-        let (m, _, _) = resolve_named("claude-haiku-4-5", None, &c).unwrap();
+        let all = |_: &str| true;
+        let (m, _, _) = resolve_named("claude-haiku-4-5", None, &c, &all).unwrap();
         assert_eq!(m.provider, "anthropic");
         assert!(
-            resolve_named("nonexistent-model", None, &c)
+            resolve_named("nonexistent-model", None, &c, &all)
                 .unwrap_err()
                 .contains("provider/id")
         );
+        let (m, level, w) = resolve_named("haiku:high", None, &c, &all).unwrap();
+        assert_eq!(
+            (m.id.as_str(), level, w),
+            ("claude-haiku-4-5", Some(ThinkingLevel::High), None)
+        );
+        let (m, _, _) = resolve_named("anthropic/sonnet", None, &c, &all).unwrap();
+        assert_eq!(m.id, "claude-sonnet-4-5", "a pattern within one provider");
+        let (m, _, w) = resolve_named("anthropic/claude-opus-9", None, &c, &all).unwrap();
+        assert_eq!(m.id, "claude-opus-9", "an unknown id is used as given");
+        assert!(w.unwrap().contains("not in the catalogue"));
     }
 }

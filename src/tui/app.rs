@@ -79,6 +79,13 @@ pub struct App {
     pub model: ModelInfo,
     pub thinking: ThinkingLevel,
     pub models: Vec<ModelInfo>,
+    /// The models Ctrl+P cycles through (`--models` / `enabled_models`), with the level each
+    /// pattern names; empty: every model whose provider has a key.
+    pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
+    /// Providers with no key (marked in the model picker, skipped by Ctrl+P).
+    pub providers_without_key: std::collections::HashSet<String>,
+    /// The start-up header's cell, blanked when the first prompt is sent.
+    header_cell: Option<usize>,
     pub place: Place,
     /// Running totals for the footer.
     pub totals: UsageTotals,
@@ -139,6 +146,9 @@ impl App {
             model,
             thinking,
             models: Vec::new(),
+            scoped_models: Vec::new(),
+            providers_without_key: Default::default(),
+            header_cell: None,
             place: Place::default(),
             totals: UsageTotals::default(),
             picker: None,
@@ -536,6 +546,8 @@ impl App {
                 self.transcript.invalidate_view();
             }
             KeyCode::Char('l') if ctrl => self.open_picker(""),
+            KeyCode::Char('p') if ctrl => self.cycle_model(!shift),
+            KeyCode::Char('P') if ctrl => self.cycle_model(false),
             KeyCode::Char('j') if ctrl => self.editor.newline(),
             KeyCode::Esc => self.escape(),
             KeyCode::Enter if shift || ctrl => self.editor.newline(),
@@ -680,6 +692,7 @@ impl App {
             }
         }
         self.transcript.follow();
+        self.hide_header();
         // Starts a run, or steers / follows up the one running: the host decides, so a run
         // ending at this very moment loses nothing.
         self.port.prompt(text, delivery);
@@ -689,6 +702,32 @@ impl App {
     }
 
     // ----- commands -----------------------------------------------------------------------
+
+    /// Show the start-up header: what pi talks to, where, and the keys to know.
+    pub fn show_header(&mut self, version: &str) {
+        let level = if self.model.reasoning {
+            format!(" · thinking {}", self.thinking.as_str())
+        } else {
+            String::new()
+        };
+        let text = format!(
+            "pi {version} · {}/{}{level} · {}\n/help commands · Esc interrupt · Ctrl+D quit · \
+             Ctrl+L model · @ files · !cmd shell",
+            self.model.provider, self.model.id, self.place.cwd
+        );
+        self.header_cell = Some(self.transcript.push(Cell::Info(text)));
+        self.transcript.follow();
+    }
+
+    /// The header has done its job once a prompt is sent: its cell becomes empty (cells are
+    /// addressed by position, so it stays in place).
+    fn hide_header(&mut self) {
+        if let Some(i) = self.header_cell.take()
+            && let Some(cell) = self.transcript.get_mut(i)
+        {
+            *cell = Cell::Info(String::new());
+        }
+    }
 
     pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Cell::Notice(text.into()));
@@ -770,8 +809,57 @@ impl App {
         self.notice(format!("Thinking level: {}", level.as_str()));
     }
 
+    /// Ctrl+P / Shift+Ctrl+P: the next or previous model of the scope.
+    fn cycle_model(&mut self, forward: bool) {
+        let ring: Vec<(ModelInfo, Option<ThinkingLevel>)> = if self.scoped_models.is_empty() {
+            self.models
+                .iter()
+                .filter(|m| !self.providers_without_key.contains(&m.provider))
+                .map(|m| (m.clone(), None))
+                .collect()
+        } else {
+            self.scoped_models.clone()
+        };
+        let here = ring
+            .iter()
+            .position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
+        if ring.is_empty() || (ring.len() == 1 && here.is_some()) {
+            self.notice(
+                "No other model to switch to: name some with --models or enabled_models, or \
+                 choose one with Ctrl+L",
+            );
+            return;
+        }
+        let n = ring.len();
+        let next = match (here, forward) {
+            (Some(i), true) => (i + 1) % n,
+            (Some(i), false) => (i + n - 1) % n,
+            (None, true) => 0,
+            (None, false) => n - 1,
+        };
+        let (model, level) = ring[next].clone();
+        let label = format!("Model: {}/{}", model.provider, model.id);
+        let reasoning = model.reasoning;
+        self.set_model(model);
+        match level {
+            Some(l) if reasoning => {
+                self.thinking = l;
+                self.port.set_thinking(l);
+                self.notice(format!("{label} · thinking {}", l.as_str()));
+            }
+            _ => self.notice(label),
+        }
+    }
+
     fn cycle_thinking(&mut self) {
         use ThinkingLevel::*;
+        if !self.model.reasoning {
+            self.notice(format!(
+                "{} does not reason, so there is no thinking level to change",
+                self.model.id
+            ));
+            return;
+        }
         let order = [Off, Minimal, Low, Medium, High, Xhigh];
         let i = order.iter().position(|l| *l == self.thinking).unwrap_or(0);
         self.set_thinking(order[(i + 1) % order.len()]);
@@ -805,7 +893,7 @@ impl App {
             }
             HostEvent::Exported(path) => self.notice(format!(
                 "Exported to {}",
-                sanitize(&path.display().to_string())
+                sanitize(&crate::session::paths::short_path(&path))
             )),
             HostEvent::Named(name) => {
                 self.place.session_name = Some(sanitize(&name));
@@ -853,6 +941,7 @@ impl App {
     /// Forget what the screen shows of the conversation.
     fn clear_conversation(&mut self) {
         self.transcript.clear();
+        self.header_cell = None;
         self.tools.clear();
         self.streaming = None;
         self.totals = UsageTotals::default();
@@ -960,8 +1049,8 @@ impl App {
             self.notice(sanitize(&w));
         }
         self.notice(format!(
-            "Resumed {} with {}/{}",
-            sanitize(&opened.path.display().to_string()),
+            "Resumed session {} with {}/{}",
+            sanitize(&opened.session_id),
             sanitize(&self.model.provider),
             sanitize(&self.model.id)
         ));
@@ -1215,6 +1304,14 @@ impl App {
             query: query.to_string(),
             selected: 0,
         });
+        // Open on the current model, so Enter keeps it and arrows move from it.
+        let current = self
+            .picker_matches()
+            .iter()
+            .position(|m| m.provider == self.model.provider && m.id == self.model.id);
+        if let (Some(i), Some(p)) = (current, self.picker.as_mut()) {
+            p.selected = i;
+        }
     }
 
     /// Models matching the picker's query (every word must appear in `provider/id name`).
@@ -1223,8 +1320,16 @@ impl App {
             return Vec::new();
         };
         let q = p.query.to_lowercase();
-        self.models
+        // The current model is listed even when the catalogue lacks it (a local model, a new
+        // id given with --model).
+        let listed = self
+            .models
             .iter()
+            .any(|m| m.provider == self.model.provider && m.id == self.model.id);
+        let extra = (!listed).then_some(&self.model);
+        extra
+            .into_iter()
+            .chain(self.models.iter())
             .filter(|m| {
                 let hay = format!("{}/{} {}", m.provider, m.id, m.name).to_lowercase();
                 q.split_whitespace().all(|w| hay.contains(w))
@@ -1248,6 +1353,20 @@ impl App {
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
                 self.picker = None
             }
+            // The filter edits as a shell line does.
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                p.query.clear();
+                p.selected = 0;
+            }
+            KeyCode::Char('w') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                let kept = p.query.trim_end().len();
+                let cut = p.query[..kept]
+                    .rfind(char::is_whitespace)
+                    .map_or(0, |i| i + 1);
+                p.query.truncate(cut);
+                p.selected = 0;
+            }
+            KeyCode::Char(_) if key.modifiers.contains(KeyModifiers::CONTROL) => {}
             KeyCode::Char(c) => {
                 p.query.push(c);
                 p.selected = 0;
@@ -1277,7 +1396,10 @@ fn stats_text(s: &SessionStats) -> String {
         sanitize(&s.session_id)
     );
     match &s.path {
-        Some(p) => out.push_str(&format!("  file: {}\n", sanitize(&p.display().to_string()))),
+        Some(p) => out.push_str(&format!(
+            "  file: {}\n",
+            sanitize(&crate::session::paths::short_path(p))
+        )),
         None => out.push_str("  file: not saved (--no-session)\n"),
     }
     if let Some(parent) = &s.parent_session {
@@ -1308,13 +1430,58 @@ fn stats_text(s: &SessionStats) -> String {
     out
 }
 
+/// The keys `/help` lists, as (keys, what they do).
+const HELP_KEYS: &[(&str, &str)] = &[
+    ("Enter", "send (while working: steer the agent)"),
+    ("Alt+Enter", "queue a follow-up for when it finishes"),
+    ("Shift+Enter, Ctrl+J", "new line"),
+    ("\\ Enter", "new line (where Shift+Enter is not seen)"),
+    ("Tab", "complete a command or a file path"),
+    ("@", "pick a project file to mention"),
+    ("!cmd, !!cmd", "run a command (!!: kept out of the context)"),
+    ("Ctrl+U, Ctrl+K", "delete to line start, to line end"),
+    ("Ctrl+W, Alt+Bksp", "delete the word before"),
+    ("Ctrl+A/E, Alt+B/F", "line start/end, word back/forward"),
+    ("Alt+Up", "queued messages back into the editor"),
+    ("Up/Down", "prompt history"),
+    ("Esc", "interrupt; queued messages come back"),
+    ("Esc Esc", "the session tree (empty editor)"),
+    ("Ctrl+C", "clear the editor; twice to quit"),
+    ("Ctrl+D", "quit (empty editor)"),
+    ("PgUp/PgDn, wheel", "scroll"),
+    ("Ctrl+Home/End", "top/bottom (Home/End: empty editor)"),
+    ("Ctrl+T", "show/hide thinking"),
+    ("Ctrl+O", "expand/collapse tool output"),
+    ("Ctrl+L", "choose a model"),
+    ("(Shift+)Ctrl+P", "next/previous model of --models"),
+    ("Shift+Tab", "cycle the thinking level"),
+    ("Ctrl+Z", "suspend"),
+];
+
 pub fn help_text() -> String {
-    let mut s = String::from(
-        "Keys\n  Enter            send (while working: steer the agent)\n  Alt+Enter        queue a follow-up for when the agent finishes\n  Shift+Enter, Ctrl+J, \\ Enter  new line\n  Ctrl+U/K, Ctrl+W  delete to line start/end, the word before\n  Alt+B/F, Ctrl+A/E  word back/forward, line start/end\n  Alt+Up           queued messages back into the editor\n  Esc Esc          the session tree (empty editor)\n  Esc              interrupt; queued messages return to the editor\n  Ctrl+C           clear the editor; twice to quit\n  Ctrl+D           quit (empty editor)\n  Up/Down          prompt history\n  PgUp/PgDn, wheel scroll; Home/End (empty editor) top/bottom\n  Ctrl+T           show/hide thinking\n  Ctrl+O           expand/collapse tool output\n  Ctrl+L           choose model;  Shift+Tab  cycle thinking level\n  Ctrl+Z           suspend\nCommands\n",
-    );
-    for c in slash::COMMANDS {
-        let head = format!("/{} {}", c.name, c.args);
-        s.push_str(&format!("  {head:<17}{}\n", c.help));
+    let commands: Vec<(String, &str)> = slash::COMMANDS
+        .iter()
+        .map(|c| {
+            (
+                format!("/{} {}", c.name, c.args).trim_end().to_string(),
+                c.help,
+            )
+        })
+        .collect();
+    let width = HELP_KEYS
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .chain(commands.iter().map(|(c, _)| c.chars().count()))
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let mut s = String::from("Keys\n");
+    for (keys, what) in HELP_KEYS {
+        s.push_str(&format!("  {keys:<width$}{what}\n"));
+    }
+    s.push_str("Commands\n");
+    for (head, what) in &commands {
+        s.push_str(&format!("  {head:<width$}{what}\n"));
     }
     s
 }

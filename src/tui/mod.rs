@@ -109,6 +109,7 @@ pub struct TuiOptions {
 
 /// Run the interactive UI; returns the exit code.
 pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
+    let verbose = options.verbose;
     let started = match start_or_choose(options).await {
         Ok(s) => s,
         Err(Some(e)) => {
@@ -126,12 +127,17 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
         info.thinking,
     );
     app.models = info.models;
+    app.scoped_models = info.scoped_models;
+    app.providers_without_key = info.providers_without_key.into_iter().collect();
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;
     app.show_thinking = !info.config.hide_thinking.unwrap_or(false);
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);
+    if verbose || !info.config.quiet_startup.unwrap_or(false) {
+        app.show_header(env!("CARGO_PKG_VERSION"));
+    }
     for w in &info.warnings {
         app.notice(sanitize::sanitize(w));
     }

@@ -532,9 +532,14 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(format!("{}/{}", m.provider, m.id), style),
             Span::styled(
                 format!(
-                    "  {}{}",
+                    "  {}{}{}",
                     tokens(m.context_window),
-                    if current { "  (current)" } else { "" }
+                    if current { "  (current)" } else { "" },
+                    if app.providers_without_key.contains(&m.provider) {
+                        "  no key"
+                    } else {
+                        ""
+                    }
                 ),
                 fg(|t| t.dim),
             ),
@@ -546,7 +551,7 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
-        .title(" ↑↓ choose · Enter select · Esc cancel ");
+        .title(" ↑↓ choose · Enter select · Ctrl+U clear · Esc cancel ");
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }

@@ -742,7 +742,8 @@ fn slash_commands_help_thinking_name_and_quit() {
     app.handle_host_event(HostEvent::Named("refactor".into()));
     assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
     let s = screen(&mut app, 70, 40, Instant::now());
-    assert!(s.contains("Esc              interrupt"), "{s}");
+    assert!(s.contains("  Esc                  interrupt"), "{s}");
+    assert!(s.contains("  /thinking [level]    thinking level"), "{s}");
     assert!(s.contains("• refactor"), "{s}");
     type_text(&mut app, "/quit");
     app.handle_key(key(KeyCode::Enter));
@@ -1627,4 +1628,116 @@ fn a_refused_bang_command_says_why_and_stops_showing_work() {
         "{s}"
     );
     assert!(app.working.is_none());
+}
+
+#[test]
+fn ctrl_p_cycles_the_scoped_models_with_their_levels() {
+    let (mut app, port) = app();
+    let ctrl = KeyModifiers::CONTROL;
+    // Without a scope: the models whose provider has a key.
+    app.providers_without_key = ["openai".to_string()].into_iter().collect();
+    app.handle_key(with(KeyCode::Char('p'), ctrl));
+    assert_eq!(app.model.id, "claude-sonnet-4-5");
+    app.handle_key(with(KeyCode::Char('p'), ctrl));
+    assert_eq!(app.model.id, "qwen3:8b", "openai has no key and is skipped");
+    // With a scope: its order and levels, backwards with Shift.
+    app.scoped_models = vec![
+        (model("qwen3:8b", "ollama"), None),
+        (model("gpt-5", "openai"), Some(ThinkingLevel::High)),
+        (
+            model("claude-sonnet-4-5", "anthropic"),
+            Some(ThinkingLevel::Low),
+        ),
+    ];
+    app.handle_key(with(KeyCode::Char('p'), ctrl));
+    assert_eq!(
+        (app.model.id.as_str(), app.thinking),
+        ("gpt-5", ThinkingLevel::High)
+    );
+    app.handle_key(with(KeyCode::Char('p'), ctrl | KeyModifiers::SHIFT));
+    assert_eq!(app.model.id, "qwen3:8b");
+    app.handle_key(with(KeyCode::Char('P'), ctrl | KeyModifiers::SHIFT));
+    assert_eq!(
+        (app.model.id.as_str(), app.thinking),
+        ("claude-sonnet-4-5", ThinkingLevel::Low)
+    );
+    assert_eq!(
+        port.log().models,
+        [
+            "claude-sonnet-4-5",
+            "qwen3:8b",
+            "gpt-5",
+            "qwen3:8b",
+            "claude-sonnet-4-5"
+        ]
+    );
+    // A scope of one model it is already on says so.
+    app.scoped_models = vec![(model("claude-sonnet-4-5", "anthropic"), None)];
+    app.handle_key(with(KeyCode::Char('p'), ctrl));
+    let s = screen(&mut app, 100, 30, Instant::now());
+    assert!(s.contains("No other model to switch to"), "{s}");
+}
+
+#[test]
+fn the_picker_opens_on_the_current_model_marks_keyless_ones_and_edits_its_filter() {
+    let (mut app, _port) = app();
+    app.model = model("my-local-model", "ollama");
+    app.providers_without_key = ["openai".to_string()].into_iter().collect();
+    app.run_command("model", "");
+    let matches: Vec<String> = app.picker_matches().iter().map(|m| m.id.clone()).collect();
+    assert_eq!(
+        matches[0], "my-local-model",
+        "listed though not in the catalogue"
+    );
+    assert_eq!(app.picker.as_ref().unwrap().selected, 0);
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(s.contains("ollama/my-local-model  128k  (current)"), "{s}");
+    assert!(s.contains("openai/gpt-5  128k  no key"), "{s}");
+    type_text(&mut app, "gpt five");
+    let ctrl = KeyModifiers::CONTROL;
+    app.handle_key(with(KeyCode::Char('w'), ctrl));
+    assert_eq!(app.picker.as_ref().unwrap().query, "gpt ");
+    app.handle_key(with(KeyCode::Char('u'), ctrl));
+    assert_eq!(app.picker.as_ref().unwrap().query, "");
+    app.handle_key(key(KeyCode::Esc));
+    // Reopened on a catalogued model, the selection starts on it.
+    app.model = model("gpt-5", "openai");
+    app.run_command("model", "");
+    let p = app.picker.as_ref().unwrap();
+    assert_eq!(app.picker_matches()[p.selected].id, "gpt-5");
+}
+
+#[test]
+fn shift_tab_on_a_model_that_does_not_reason_says_so() {
+    let (mut app, port) = app();
+    let mut plain = model("llama3", "ollama");
+    plain.reasoning = false;
+    app.model = plain;
+    app.thinking = ThinkingLevel::Off;
+    app.handle_key(key(KeyCode::BackTab));
+    assert!(port.log().thinking.is_empty());
+    let s = screen(&mut app, 100, 20, Instant::now());
+    assert!(s.contains("llama3 does not reason"), "{s}");
+}
+
+#[test]
+fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
+    let (mut app, _port) = app();
+    app.show_header("9.9.9");
+    let s = screen(&mut app, 100, 20, Instant::now());
+    assert!(
+        s.contains("pi 9.9.9 · ollama/qwen3:8b · thinking medium · ~/src/demo"),
+        "{s}"
+    );
+    assert!(
+        s.contains("/help commands · Esc interrupt · Ctrl+D quit"),
+        "{s}"
+    );
+    app.run_command("thinking", "high");
+    let s = screen(&mut app, 100, 40, Instant::now());
+    assert!(s.contains("pi 9.9.9"), "a command keeps it: {s}");
+    type_text(&mut app, "hello");
+    app.handle_key(key(KeyCode::Enter));
+    let s = screen(&mut app, 100, 40, Instant::now());
+    assert!(!s.contains("pi 9.9.9"), "{s}");
 }

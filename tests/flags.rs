@@ -1,0 +1,158 @@
+//! The Node.js pi's documented flags: `--model` patterns, `--models`, `--export`, `--verbose`,
+//! `--offline`. The real binary against the local test server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use support::server::{TestServer, text_reply};
+use tokio::process::Command;
+
+fn home() -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let d = std::env::temp_dir().join(format!("pi-flags-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::create_dir_all(d.join("project")).unwrap();
+    d
+}
+
+/// Two local providers at the test server: `lab` with two coders, `mirror` with one.
+fn config(home: &Path, server: &TestServer) {
+    let text = format!(
+        "[providers.lab]\napi = \"openai-completions\"\nbase_url = \"{url}/v1\"\n\
+         [[providers.lab.models]]\nid = \"coder-large\"\nreasoning = true\n\
+         [[providers.lab.models]]\nid = \"coder-small\"\nreasoning = true\n\
+         [providers.mirror]\napi = \"openai-completions\"\nbase_url = \"{url}/v1\"\n\
+         [[providers.mirror.models]]\nid = \"coder-mirror\"\n",
+        url = server.url
+    );
+    std::fs::write(home.join("agent/config.toml"), text).unwrap();
+}
+
+async fn pi(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pi"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", "127.0.0.1:9")
+        .current_dir(home.join("project"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .args(args)
+        .output()
+        .await
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[tokio::test]
+async fn model_patterns_pick_the_best_match_or_list_the_candidates() {
+    let server = TestServer::start(vec![text_reply("small"), text_reply("mirror")]).await;
+    let h = home();
+    config(&h, &server);
+    let out = pi(&h, &["--model", "small:high", "-p", "hi"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(server.requests()[0].body["model"], "coder-small");
+    let out = pi(&h, &["--model", "MIRROR", "-p", "hi"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(server.requests()[1].body["model"], "coder-mirror");
+    // `coder` names models of both providers: nothing is guessed, nothing is sent.
+    let out = pi(&h, &["--model", "coder", "-p", "hi"]).await;
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("lab/coder-small") && err.contains("mirror/coder-mirror"),
+        "{err}"
+    );
+    let out = pi(&h, &["--model", "nothing-like-it", "-p", "hi"]).await;
+    assert!(text(&out.stderr).contains("no model matches"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn models_scopes_cycling_and_starts_on_the_first_match() {
+    let server = TestServer::start(vec![text_reply("ok")]).await;
+    let h = home();
+    config(&h, &server);
+    let out = pi(
+        &h,
+        &[
+            "--models",
+            "lab/*small*:low,coder-large",
+            "--verbose",
+            "-p",
+            "hi",
+        ],
+    )
+    .await;
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(server.requests()[0].body["model"], "coder-small");
+    assert!(
+        err.contains("model: lab/coder-small (thinking low)"),
+        "{err}"
+    );
+    assert!(err.contains("config: ~/agent/config.toml"), "{err}");
+    assert!(err.contains("session: "), "{err}");
+    let out = pi(&h, &["--models", "no-such-*", "--offline", "-p", "hi"]).await;
+    assert!(
+        text(&out.stderr).contains("`no-such-*` matches no model"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn export_writes_a_saved_session_as_html_or_markdown() {
+    let server = TestServer::start(vec![text_reply("The answer is **42**.")]).await;
+    let h = home();
+    config(&h, &server);
+    let out = pi(&h, &["--model", "lab/coder-large", "-p", "what <is> it?"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = std::fs::read_dir(h.join("agent/sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let id = support::session_id_of(&file.path());
+    let out = pi(&h, &["--export", &id[..8], "notes.md"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("Exported 2 messages to ~/project/notes.md"));
+    let md = std::fs::read_to_string(h.join("project/notes.md")).unwrap();
+    assert!(
+        md.contains("## User\n\nwhat <is> it?") && md.contains("**42**"),
+        "{md}"
+    );
+    let out = pi(&h, &["--export", &id]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page: Vec<PathBuf> = std::fs::read_dir(h.join("project"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    assert_eq!(page.len(), 1);
+    let name = page[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("pi-session-20") && name.contains('_'),
+        "{name}"
+    );
+    let html = std::fs::read_to_string(&page[0]).unwrap();
+    assert!(html.contains("what &lt;is&gt; it?") && html.contains("<strong>42</strong>"));
+    let out = pi(&h, &["--export", "no-such-session"]).await;
+    assert!(!out.status.success());
+    assert!(!text(&out.stderr).is_empty());
+}
