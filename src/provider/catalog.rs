@@ -1,6 +1,6 @@
 //! The model catalogue: which models exist, where they live, what they cost.
 //!
-//! Built-in entries cover the current Anthropic and OpenAI models and the usual
+//! Built-in entries cover the current Anthropic, OpenAI and Google Gemini models and the usual
 //! OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral, local Ollama and
 //! llama.cpp). Custom providers and models (from `config.toml`) are added on top; overriding a
 //! built-in provider's base URL keeps its models. A model id the catalogue does not know is still
@@ -21,6 +21,8 @@ pub enum Api {
     OpenAiCompletions,
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    #[serde(rename = "google-generative-ai")]
+    GoogleGenerativeAi,
 }
 
 impl Api {
@@ -29,6 +31,7 @@ impl Api {
             Api::AnthropicMessages => "anthropic-messages",
             Api::OpenAiCompletions => "openai-completions",
             Api::OpenAiResponses => "openai-responses",
+            Api::GoogleGenerativeAi => "google-generative-ai",
         }
     }
 
@@ -39,6 +42,7 @@ impl Api {
                 Some(Api::OpenAiCompletions)
             }
             "openai-responses" | "responses" => Some(Api::OpenAiResponses),
+            "google-generative-ai" | "google" | "gemini" => Some(Api::GoogleGenerativeAi),
             _ => None,
         }
     }
@@ -311,6 +315,56 @@ const OPENAI_MODELS: &[Builtin] = &[
     },
 ];
 
+/// Gemini models on the Gemini API (prices for prompts up to 200K tokens; cache writes are billed
+/// as storage time, which has no per-token price).
+const GOOGLE_MODELS: &[Builtin] = &[
+    Builtin {
+        id: "gemini-2.5-pro",
+        name: "Gemini 2.5 Pro",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [1.25, 10.0, 0.125, 0.0],
+    },
+    Builtin {
+        id: "gemini-2.5-flash",
+        name: "Gemini 2.5 Flash",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [0.3, 2.5, 0.03, 0.0],
+    },
+    Builtin {
+        id: "gemini-2.5-flash-lite",
+        name: "Gemini 2.5 Flash-Lite",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [0.1, 0.4, 0.01, 0.0],
+    },
+    Builtin {
+        id: "gemini-3-pro-preview",
+        name: "Gemini 3 Pro Preview",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [2.0, 12.0, 0.2, 0.0],
+    },
+    Builtin {
+        id: "gemini-3-flash-preview",
+        name: "Gemini 3 Flash Preview",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [0.5, 3.0, 0.05, 0.0],
+    },
+];
+
 /// Ollama's OpenAI-compatible address from an `OLLAMA_HOST` value (`host:port` or a URL).
 pub fn ollama_root(host: &str) -> String {
     let h = host.trim().trim_end_matches('/');
@@ -350,6 +404,14 @@ const PROVIDERS: &[BuiltinProvider] = &[
         "https://api.openai.com/v1",
         Some("OPENAI_BASE_URL"),
         Some("OPENAI_API_KEY"),
+        false,
+    ),
+    (
+        "google",
+        Api::GoogleGenerativeAi,
+        "https://generativelanguage.googleapis.com/v1beta",
+        None,
+        Some("GEMINI_API_KEY"),
         false,
     ),
     (
@@ -450,7 +512,11 @@ impl Catalog {
                 keyless: *keyless,
             });
         }
-        for (provider, list) in [("anthropic", ANTHROPIC_MODELS), ("openai", OPENAI_MODELS)] {
+        for (provider, list) in [
+            ("anthropic", ANTHROPIC_MODELS),
+            ("openai", OPENAI_MODELS),
+            ("google", GOOGLE_MODELS),
+        ] {
             for b in list {
                 let Some(p) = c.provider(provider).cloned() else {
                     continue;
@@ -701,6 +767,26 @@ mod tests {
             c.find("openai", "gpt-5").unwrap().base_url,
             "http://proxy.local/v1"
         );
+    }
+}
+
+#[cfg(test)]
+mod cloud_tests {
+    use super::*;
+
+    #[test]
+    fn gemini_is_built_in() {
+        let c = Catalog::builtin(&|_| None);
+        let google = c.provider("google").unwrap();
+        assert_eq!(google.api, Api::GoogleGenerativeAi);
+        assert_eq!(google.key_env.as_deref(), Some("GEMINI_API_KEY"));
+        let flash = c.find("google", "gemini-2.5-flash").unwrap();
+        assert!(flash.reasoning && flash.images);
+        assert_eq!(flash.context_window, 1_048_576);
+        let api = Api::GoogleGenerativeAi;
+        assert_eq!(Api::parse(api.as_str()), Some(api));
+        let json = serde_json::to_string(&api).unwrap();
+        assert_eq!(json, format!("\"{}\"", api.as_str()));
     }
 }
 

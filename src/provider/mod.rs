@@ -1,5 +1,5 @@
 //! Model providers over HTTP: Anthropic Messages, OpenAI Chat Completions (and every
-//! compatible server), and OpenAI Responses.
+//! compatible server), OpenAI Responses, and Google Gemini.
 //!
 //! [`Providers`] is the loop's [`Provider`]: for each request it looks the model up in the
 //! [`Catalog`], resolves the key, lets the model's wire format build the HTTP request, and
@@ -10,6 +10,7 @@
 pub mod anthropic;
 pub mod catalog;
 pub mod emit;
+pub mod google;
 pub mod http;
 pub mod keys;
 pub mod local;
@@ -53,6 +54,7 @@ pub fn wire_api(api: Api) -> Arc<dyn WireApi> {
         Api::AnthropicMessages => Arc::new(anthropic::AnthropicMessages),
         Api::OpenAiCompletions => Arc::new(openai_completions::ChatCompletions),
         Api::OpenAiResponses => Arc::new(openai_responses::Responses),
+        Api::GoogleGenerativeAi => Arc::new(google::Gemini),
     }
 }
 
