@@ -1,8 +1,9 @@
 //! The model catalogue: which models exist, where they live, what they cost.
 //!
-//! Built-in entries cover the current Anthropic, OpenAI and Google Gemini models and the usual
-//! OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral, local Ollama and
-//! llama.cpp). Custom providers and models (from `config.toml`) are added on top; overriding a
+//! Built-in entries cover the current Anthropic, OpenAI and Google Gemini models, Azure OpenAI
+//! (the OpenAI models, addressed through `AZURE_OPENAI_BASE_URL` or `AZURE_OPENAI_RESOURCE_NAME`)
+//! and the usual OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral, local
+//! Ollama and llama.cpp). Custom providers and models (from `config.toml`) are added on top; overriding a
 //! built-in provider's base URL keeps its models. A model id the catalogue does not know is still
 //! usable on a known provider: [`Catalog::resolve`] builds an entry with default limits and says
 //! so, so new models work on the day they ship.
@@ -21,6 +22,9 @@ pub enum Api {
     OpenAiCompletions,
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    /// The Responses format on an Azure OpenAI resource (`api-key` header, deployment names).
+    #[serde(rename = "azure-openai-responses")]
+    AzureOpenAiResponses,
     #[serde(rename = "google-generative-ai")]
     GoogleGenerativeAi,
 }
@@ -31,6 +35,7 @@ impl Api {
             Api::AnthropicMessages => "anthropic-messages",
             Api::OpenAiCompletions => "openai-completions",
             Api::OpenAiResponses => "openai-responses",
+            Api::AzureOpenAiResponses => "azure-openai-responses",
             Api::GoogleGenerativeAi => "google-generative-ai",
         }
     }
@@ -42,6 +47,7 @@ impl Api {
                 Some(Api::OpenAiCompletions)
             }
             "openai-responses" | "responses" => Some(Api::OpenAiResponses),
+            "azure-openai-responses" | "azure-openai" | "azure" => Some(Api::AzureOpenAiResponses),
             "google-generative-ai" | "google" | "gemini" => Some(Api::GoogleGenerativeAi),
             _ => None,
         }
@@ -379,6 +385,18 @@ fn ollama_base_url(host: &str) -> String {
     format!("{}/v1", ollama_root(host))
 }
 
+/// The Azure OpenAI resource address when only `AZURE_OPENAI_RESOURCE_NAME` is set
+/// (`AZURE_OPENAI_BASE_URL` wins, as a base-URL override).
+fn azure_base_url(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let name = env("AZURE_OPENAI_RESOURCE_NAME")?;
+    let name = name.trim();
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    valid.then(|| format!("https://{name}.openai.azure.com/openai/v1"))
+}
+
 /// A built-in provider: id, api, default base URL, base-URL env override, key env, keyless.
 type BuiltinProvider = (
     &'static str,
@@ -404,6 +422,15 @@ const PROVIDERS: &[BuiltinProvider] = &[
         "https://api.openai.com/v1",
         Some("OPENAI_BASE_URL"),
         Some("OPENAI_API_KEY"),
+        false,
+    ),
+    (
+        "azure-openai-responses",
+        Api::AzureOpenAiResponses,
+        // No default: every Azure resource has its own address (see `azure_base_url`).
+        "",
+        Some("AZURE_OPENAI_BASE_URL"),
+        Some("AZURE_OPENAI_API_KEY"),
         false,
     ),
     (
@@ -495,8 +522,12 @@ impl Catalog {
                         u
                     }
                 })
+                .or_else(|| match *id {
+                    "azure-openai-responses" => azure_base_url(env),
+                    _ => None,
+                })
                 .unwrap_or_else(|| url.to_string());
-            let compat = if *id == "openai" {
+            let compat = if matches!(*id, "openai" | "azure-openai-responses") {
                 Compat::openai()
             } else {
                 Compat::default()
@@ -512,9 +543,12 @@ impl Catalog {
                 keyless: *keyless,
             });
         }
+        // Azure deployments run the OpenAI models under the same ids (mapped to deployment names
+        // by `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`).
         for (provider, list) in [
             ("anthropic", ANTHROPIC_MODELS),
             ("openai", OPENAI_MODELS),
+            ("azure-openai-responses", OPENAI_MODELS),
             ("google", GOOGLE_MODELS),
         ] {
             for b in list {
@@ -775,7 +809,7 @@ mod cloud_tests {
     use super::*;
 
     #[test]
-    fn gemini_is_built_in() {
+    fn gemini_and_azure_are_built_in() {
         let c = Catalog::builtin(&|_| None);
         let google = c.provider("google").unwrap();
         assert_eq!(google.api, Api::GoogleGenerativeAi);
@@ -783,10 +817,43 @@ mod cloud_tests {
         let flash = c.find("google", "gemini-2.5-flash").unwrap();
         assert!(flash.reasoning && flash.images);
         assert_eq!(flash.context_window, 1_048_576);
-        let api = Api::GoogleGenerativeAi;
-        assert_eq!(Api::parse(api.as_str()), Some(api));
-        let json = serde_json::to_string(&api).unwrap();
-        assert_eq!(json, format!("\"{}\"", api.as_str()));
+        let azure = c.provider("azure-openai-responses").unwrap();
+        assert_eq!(azure.api, Api::AzureOpenAiResponses);
+        assert_eq!(azure.base_url, "", "no address until one is configured");
+        assert!(c.find("azure-openai-responses", "gpt-5").is_some());
+        for api in [Api::AzureOpenAiResponses, Api::GoogleGenerativeAi] {
+            assert_eq!(Api::parse(api.as_str()), Some(api));
+            let json = serde_json::to_string(&api).unwrap();
+            assert_eq!(json, format!("\"{}\"", api.as_str()));
+        }
+    }
+
+    #[test]
+    fn azure_address_comes_from_base_url_or_resource_name() {
+        let env = |k: &str| (k == "AZURE_OPENAI_RESOURCE_NAME").then(|| "my-res".to_string());
+        let c = Catalog::builtin(&env);
+        assert_eq!(
+            c.find("azure-openai-responses", "gpt-5").unwrap().base_url,
+            "https://my-res.openai.azure.com/openai/v1"
+        );
+        let env = |k: &str| match k {
+            "AZURE_OPENAI_RESOURCE_NAME" => Some("my-res".to_string()),
+            "AZURE_OPENAI_BASE_URL" => Some("https://other.openai.azure.com/".to_string()),
+            _ => None,
+        };
+        let c = Catalog::builtin(&env);
+        assert_eq!(
+            c.provider("azure-openai-responses").unwrap().base_url,
+            "https://other.openai.azure.com"
+        );
+        let env = |k: &str| (k == "AZURE_OPENAI_RESOURCE_NAME").then(|| "bad/name".to_string());
+        assert_eq!(
+            Catalog::builtin(&env)
+                .provider("azure-openai-responses")
+                .unwrap()
+                .base_url,
+            ""
+        );
     }
 }
 
