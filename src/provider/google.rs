@@ -5,13 +5,13 @@
 //! `user` and `model`. User text and images become `text` and `inlineData` parts; a tool result
 //! becomes a `functionResponse` part (`response.output`, or `response.error` for a failed call)
 //! in the user turn after the calls, and images a tool returned follow in that turn as
-//! `inlineData` parts. Consecutive turns of one role are merged, function responses first, so the
-//! answers to one step's calls arrive together, as the API pairs them by position. Assistant
-//! text, thinking (`thought: true`) and `functionCall` parts are replayed with the
-//! `thoughtSignature` the model sent, but only to the model that produced them; reasoning from
-//! another model goes back as plain text, and a Gemini 3 model, which insists on signed function
-//! calls, gets Google's documented placeholder signature on calls it did not make. Gemini gives
-//! no call ids, so none are sent: calls and responses pair by name and order.
+//! `inlineData` parts. Consecutive turns of one role are merged. Gemini gives no call ids, so
+//! none are sent and calls pair with responses by position: the responses open their user turn
+//! in the order of the calls, whatever order the tools finished in. Assistant text, thinking
+//! (`thought: true`) and `functionCall` parts are replayed with the `thoughtSignature` the model
+//! sent, but only to the model that produced them; reasoning from another model goes back as
+//! plain text, and a Gemini 3 model, which insists on signed function calls, gets Google's
+//! documented placeholder signature on calls it did not make.
 //!
 //! **Tools.** Declarations use `parameters`, Gemini's OpenAPI-style schema subset, which every
 //! Gemini model accepts (unlike `parametersJsonSchema`). Each JSON schema is rewritten into it:
@@ -558,18 +558,34 @@ fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
 
 struct Turn {
     role: &'static str,
-    parts: Vec<Value>,
+    /// Each part with its place in the turn: a function response sorts by the position of its
+    /// call in the model turn before, everything else after the responses, in arrival order.
+    parts: Vec<(usize, Value)>,
 }
 
 /// The `contents` array.
 fn contents(model: &ModelInfo, messages: &[Arc<Message>]) -> Vec<Value> {
     let mut turns: Vec<Turn> = Vec::with_capacity(messages.len());
+    // The call ids of the latest assistant message, in order.
+    let mut calls: Vec<&str> = Vec::new();
     for message in messages {
-        let (role, parts) = match &**message {
-            Message::User(u) => ("user", user_parts(model, &u.content)),
-            Message::Developer(d) => ("user", user_parts(model, &d.content)),
-            Message::Assistant(a) => ("model", model_parts(model, a)),
-            Message::ToolResult(r) => ("user", tool_result_parts(model, r)),
+        let (role, parts): (&'static str, Vec<(usize, Value)>) = match &**message {
+            Message::User(u) => ("user", last_in_turn(user_parts(model, &u.content))),
+            Message::Developer(d) => ("user", last_in_turn(user_parts(model, &d.content))),
+            Message::Assistant(a) => {
+                calls = a.tool_calls().map(|c| c.id.as_str()).collect();
+                ("model", last_in_turn(model_parts(model, a)))
+            }
+            Message::ToolResult(r) => {
+                let place = calls
+                    .iter()
+                    .position(|id| *id == r.tool_call_id)
+                    .unwrap_or(calls.len());
+                let mut parts = tool_result_parts(model, r).into_iter();
+                let response = parts.next().map(|p| (place, p));
+                let rest = last_in_turn(parts.collect());
+                ("user", response.into_iter().chain(rest).collect())
+            }
         };
         if parts.is_empty() {
             continue;
@@ -582,20 +598,18 @@ fn contents(model: &ModelInfo, messages: &[Arc<Message>]) -> Vec<Value> {
     turns
         .into_iter()
         .map(|mut t| {
-            if t.role == "user" && t.parts.iter().skip(1).any(is_function_response) {
-                // The answers to a step's calls open the turn, in the calls' order.
-                let (mut responses, rest): (Vec<Value>, Vec<Value>) =
-                    t.parts.into_iter().partition(is_function_response);
-                responses.extend(rest);
-                t.parts = responses;
-            }
-            json!({"role": t.role, "parts": t.parts})
+            // Gemini pairs a step's calls and answers by position: the answers open the turn in
+            // the calls' order, whatever order the tools finished in.
+            t.parts.sort_by_key(|(place, _)| *place);
+            let parts: Vec<Value> = t.parts.into_iter().map(|(_, p)| p).collect();
+            json!({"role": t.role, "parts": parts})
         })
         .collect()
 }
 
-fn is_function_response(part: &Value) -> bool {
-    part.get("functionResponse").is_some()
+/// Parts that keep their arrival order after every function response.
+fn last_in_turn(parts: Vec<Value>) -> Vec<(usize, Value)> {
+    parts.into_iter().map(|p| (usize::MAX, p)).collect()
 }
 
 fn inline_data(image: &ImageContent) -> Value {
@@ -1178,7 +1192,7 @@ mod tests {
     }
 
     #[test]
-    fn tool_results_and_steering_merge_into_one_user_turn_responses_first() {
+    fn tool_results_and_steering_merge_into_one_user_turn_responses_first_in_call_order() {
         let mut assistant = AssistantMessage::empty("google-generative-ai", "google", "gemini-2.5-flash");
         assistant.content = vec![
             ContentBlock::Thinking(ThinkingContent {
@@ -1221,9 +1235,10 @@ mod tests {
             vec![
                 Message::User(UserMessage::new("go")),
                 Message::Assistant(assistant.clone()),
-                result("call_1", "read", "contents", false),
-                Message::User(UserMessage::new("also this")),
+                // Finished out of order, with a steering note in between.
                 result("call_2", "ls", "denied", true),
+                Message::User(UserMessage::new("also this")),
+                result("call_1", "read", "contents", false),
             ],
             StreamOptions::default(),
         );
