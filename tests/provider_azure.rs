@@ -11,7 +11,9 @@ use std::sync::Arc;
 use pi::agent::protocol::stream::{LlmContext, ProviderRequest, StreamEvent, StreamOptions};
 use pi::agent::protocol::thinking::Effort;
 use pi::agent::protocol::tool::ToolSet;
-use pi::agent::protocol::types::{AgentMessage, AssistantMessage, Message, StopReason, UserMessage};
+use pi::agent::protocol::types::{
+    AgentMessage, AssistantMessage, Message, StopReason, UserMessage,
+};
 use pi::provider::catalog::{Api, Catalog};
 use serde_json::{Map, Value, json};
 use support::TestTool;
@@ -191,8 +193,7 @@ fn error_text(m: &AssistantMessage) -> &str {
 // Tests.
 
 #[tokio::test]
-async fn a_resource_root_is_served_at_openai_v1_with_the_key_in_api_key_and_the_deployment_name()
-{
+async fn a_resource_root_is_served_at_openai_v1_with_the_key_in_api_key_and_the_deployment_name() {
     let server = TestServer::start(vec![text_reply("Hello")]).await;
     let providers = providers(&[
         ("AZURE_OPENAI_BASE_URL", format!("{}/", server.url)),
@@ -206,7 +207,10 @@ async fn a_resource_root_is_served_at_openai_v1_with_the_key_in_api_key_and_the_
     assert_eq!(m.text(), "Hello");
     assert_eq!(m.api, "azure-openai-responses");
     assert_eq!(m.provider, PROVIDER);
-    assert_eq!(m.model, "gpt-5", "the message names the model, not the deployment");
+    assert_eq!(
+        m.model, "gpt-5",
+        "the message names the model, not the deployment"
+    );
     assert_eq!(m.response_id.as_deref(), Some("resp_t"));
     // gpt-5 prices: $1.25 in, $10 out per million tokens.
     assert!((m.usage.cost.total - (10.0 * 1.25 + 2.0 * 10.0) / 1e6).abs() < 1e-12);
@@ -240,7 +244,10 @@ async fn a_base_url_with_a_path_is_kept_and_the_api_version_goes_in_the_query() 
     done(&support::collect(&providers, req).await);
     let r = &server.requests()[0];
     assert_eq!(r.path, "/openai/responses?api-version=2025-04-01-preview");
-    assert_eq!(r.body["model"], "gpt-4o", "an unmapped model is its own deployment");
+    assert_eq!(
+        r.body["model"], "gpt-4o",
+        "an unmapped model is its own deployment"
+    );
     assert_eq!(r.body["temperature"], json!(0.3));
 }
 

@@ -469,7 +469,11 @@ async fn agent_loop_runs_function_calls_and_sends_back_function_responses() {
     let results = rec.tool_results();
     assert_eq!(results.len(), 2);
     assert_ne!(results[0].0, results[1].0, "each call gets its own id");
-    assert!(results.iter().all(|(id, _, error)| !id.is_empty() && !error));
+    assert!(
+        results
+            .iter()
+            .all(|(id, _, error)| !id.is_empty() && !error)
+    );
     let calls: Vec<AssistantMessage> = out
         .context
         .iter()
@@ -512,7 +516,11 @@ async fn agent_loop_runs_function_calls_and_sends_back_function_responses() {
     assert!(model_parts[2].get("thoughtSignature").is_none());
     assert_eq!(contents[2]["role"], "user");
     let responses = contents[2]["parts"].as_array().unwrap();
-    assert_eq!(responses.len(), 2, "both answers in one user turn, in call order");
+    assert_eq!(
+        responses.len(),
+        2,
+        "both answers in one user turn, in call order"
+    );
     for (part, path) in responses.iter().zip(["a.rs", "b.rs"]) {
         assert_eq!(part["functionResponse"]["name"], "read");
         let output = part["functionResponse"]["response"]["output"]
@@ -577,7 +585,11 @@ async fn a_safety_stop_is_a_refusal_with_a_clear_message() {
 #[tokio::test]
 async fn a_recitation_stop_and_a_blocked_prompt_are_refusals_too() {
     let recitation = Sse::new(10)
-        .finish(json!([{"text": "It was the best"}]), "RECITATION", usage(10, 0, 4, 0))
+        .finish(
+            json!([{"text": "It was the best"}]),
+            "RECITATION",
+            usage(10, 0, 4, 0),
+        )
         .reply();
     let blocked = Sse::new(10)
         .data(json!({
@@ -686,7 +698,11 @@ async fn an_error_mid_stream_keeps_the_partial_text_and_says_whether_to_retry() 
     };
     let server = TestServer::start(vec![
         with_error("INTERNAL", 500, "An internal error has occurred."),
-        with_error("INVALID_ARGUMENT", 400, "Request contains an invalid argument."),
+        with_error(
+            "INVALID_ARGUMENT",
+            400,
+            "Request contains an invalid argument.",
+        ),
     ])
     .await;
     let providers = providers(&server);
@@ -736,7 +752,11 @@ async fn a_missing_key_is_reported_before_any_request() {
     let providers = pi::provider::Providers::new(Arc::new(catalog), None, Arc::new(|_| None));
     let events = support::collect(&providers, request(FLASH, vec![user("hi")])).await;
     let e = failure(&events);
-    assert!(error_text(e).contains("GEMINI_API_KEY"), "{}", error_text(e));
+    assert!(
+        error_text(e).contains("GEMINI_API_KEY"),
+        "{}",
+        error_text(e)
+    );
     assert!(server.requests().is_empty());
 }
 

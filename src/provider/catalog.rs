@@ -2,11 +2,11 @@
 //!
 //! Built-in entries cover the current Anthropic, OpenAI and Google Gemini models, Azure OpenAI
 //! (the OpenAI models, addressed through `AZURE_OPENAI_BASE_URL` or `AZURE_OPENAI_RESOURCE_NAME`)
-//! and the usual OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral, local
-//! Ollama and llama.cpp). Custom providers and models (from `config.toml`) are added on top; overriding a
-//! built-in provider's base URL keeps its models. A model id the catalogue does not know is still
-//! usable on a known provider: [`Catalog::resolve`] builds an entry with default limits and says
-//! so, so new models work on the day they ship.
+//! and the usual OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral,
+//! local Ollama and llama.cpp). Custom providers and models (from `config.toml`) are added on top;
+//! overriding a built-in provider's base URL keeps its models. A model id the catalogue does not
+//! know is still usable on a known provider: [`Catalog::resolve`] builds an entry with default
+//! limits and says so, so new models work on the day they ship.
 
 use serde::{Deserialize, Serialize};
 

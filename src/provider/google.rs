@@ -1,4 +1,5 @@
-//! Google Gemini API (`google-generative-ai`): `POST {base}/models/{model}:streamGenerateContent?alt=sse`.
+//! Google Gemini API (`google-generative-ai`): `POST {base}/models/{model}:streamGenerateContent`
+//! with `?alt=sse`, which streams server-sent events.
 //!
 //! **Request.** The key goes in the `x-goog-api-key` header, never into the URL. The system
 //! prompt becomes `systemInstruction`; the conversation becomes `contents` turns with the roles
@@ -87,7 +88,10 @@ impl WireApi for Gemini {
         }
         let id = model.id.strip_prefix("models/").unwrap_or(&model.id);
         if id.is_empty() || id.chars().any(|c| c.is_whitespace() || "?#%".contains(c)) {
-            return Err(format!("`{}` is not a model id Gemini can address", model.id));
+            return Err(format!(
+                "`{}` is not a model id Gemini can address",
+                model.id
+            ));
         }
         let mut headers = Vec::new();
         let custom_auth = model.headers.iter().any(|(k, _)| {
@@ -485,7 +489,10 @@ fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
         nullable |= values.iter().any(Value::is_null);
         let strings: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
         if !strings.is_empty() && strings.iter().all(|v| v.is_string()) {
-            out.insert("enum".into(), Value::Array(strings.into_iter().cloned().collect()));
+            out.insert(
+                "enum".into(),
+                Value::Array(strings.into_iter().cloned().collect()),
+            );
             out.entry("type").or_insert_with(|| json!("string"));
         }
     }
@@ -637,7 +644,10 @@ fn model_parts(model: &ModelInfo, message: &AssistantMessage) -> Vec<Value> {
     let same_model = message.api == model.api.as_str()
         && message.provider == model.provider
         && message.model == model.id;
-    let signature = |s: Option<&str>| s.filter(|s| same_model && !s.is_empty()).map(str::to_string);
+    let signature = |s: Option<&str>| {
+        s.filter(|s| same_model && !s.is_empty())
+            .map(str::to_string)
+    };
     let gemini3 = Family::of(&model.id).is_gemini3();
     let mut parts = Vec::with_capacity(message.content.len());
     for block in &message.content {
@@ -780,12 +790,14 @@ fn is_transient(status: Option<&str>, code: Option<u64>) -> bool {
 fn blocked_reason(reason: &str) -> Option<&'static str> {
     Some(match reason {
         "SAFETY" => "Gemini's safety filters blocked the response",
-        "RECITATION" => "Gemini stopped the response because it recited existing material too closely",
-        "PROHIBITED_CONTENT" => "Gemini stopped the response because it may hold prohibited content",
-        "BLOCKLIST" => "Gemini stopped the response because it contains blocked terms",
-        "SPII" => {
-            "Gemini stopped the response because it may hold sensitive personal information"
+        "RECITATION" => {
+            "Gemini stopped the response because it recited existing material too closely"
         }
+        "PROHIBITED_CONTENT" => {
+            "Gemini stopped the response because it may hold prohibited content"
+        }
+        "BLOCKLIST" => "Gemini stopped the response because it contains blocked terms",
+        "SPII" => "Gemini stopped the response because it may hold sensitive personal information",
         "IMAGE_SAFETY" | "IMAGE_PROHIBITED_CONTENT" | "IMAGE_RECITATION" => {
             "Gemini's safety filters blocked a generated image"
         }
@@ -885,8 +897,8 @@ impl Decoder {
 
     fn usage(&self, u: &Value, out: &mut MessageStream) {
         let count = |key: &str| u.get(key).and_then(Value::as_u64);
-        let prompt = count("promptTokenCount").unwrap_or(0)
-            + count("toolUsePromptTokenCount").unwrap_or(0);
+        let prompt =
+            count("promptTokenCount").unwrap_or(0) + count("toolUsePromptTokenCount").unwrap_or(0);
         let cached = count("cachedContentTokenCount").unwrap_or(0);
         let thoughts = count("thoughtsTokenCount");
         let output = count("candidatesTokenCount").unwrap_or(0) + thoughts.unwrap_or(0);
@@ -973,7 +985,9 @@ impl Decoder {
             return;
         }
         if candidate.is_none()
-            && let Some(reason) = v.pointer("/promptFeedback/blockReason").and_then(Value::as_str)
+            && let Some(reason) = v
+                .pointer("/promptFeedback/blockReason")
+                .and_then(Value::as_str)
         {
             self.close_current(out);
             let message = format!("Gemini blocked the prompt ({reason}).");
@@ -1092,8 +1106,7 @@ mod tests {
             Some(json!({"thinkingBudget": 24_576, "includeThoughts": true}))
         );
         assert_eq!(
-            config("gemini-2.5-flash", &with(Some(Effort::Max), false)).unwrap()
-                ["thinkingBudget"],
+            config("gemini-2.5-flash", &with(Some(Effort::Max), false)).unwrap()["thinkingBudget"],
             24_576,
             "clamped to Flash's limit"
         );
@@ -1116,8 +1129,11 @@ mod tests {
             Some(json!({"thinkingLevel": "high", "includeThoughts": true}))
         );
         assert_eq!(
-            config("gemini-3-flash-preview", &with(Some(Effort::Minimal), false)).unwrap()
-                ["thinkingLevel"],
+            config(
+                "gemini-3-flash-preview",
+                &with(Some(Effort::Minimal), false)
+            )
+            .unwrap()["thinkingLevel"],
             "minimal"
         );
         assert_eq!(
@@ -1150,7 +1166,8 @@ mod tests {
             "$defs": {"item": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}},
         });
         let p = parameters_schema(&schema).unwrap();
-        let item = json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]});
+        let item =
+            json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]});
         assert_eq!(
             p,
             json!({
@@ -1193,7 +1210,8 @@ mod tests {
 
     #[test]
     fn tool_results_and_steering_merge_into_one_user_turn_responses_first_in_call_order() {
-        let mut assistant = AssistantMessage::empty("google-generative-ai", "google", "gemini-2.5-flash");
+        let mut assistant =
+            AssistantMessage::empty("google-generative-ai", "google", "gemini-2.5-flash");
         assistant.content = vec![
             ContentBlock::Thinking(ThinkingContent {
                 thinking: "plan".into(),
@@ -1319,13 +1337,23 @@ mod tests {
     #[test]
     fn decoder_maps_finish_reasons() {
         let finish = |reason: &str| {
-            decode(&[json!({"candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": reason}]})])
+            decode(&[
+                json!({"candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": reason}]}),
+            ])
         };
-        assert_eq!(last_message(&finish("MAX_TOKENS")).stop_reason, StopReason::Length);
+        assert_eq!(
+            last_message(&finish("MAX_TOKENS")).stop_reason,
+            StopReason::Length
+        );
         let e = finish("SAFETY");
         let m = last_message(&e);
         assert!(m.is_provider_refusal());
-        assert!(m.error_message.as_deref().unwrap().contains("safety filters"));
+        assert!(
+            m.error_message
+                .as_deref()
+                .unwrap()
+                .contains("safety filters")
+        );
         let e = finish("MALFORMED_FUNCTION_CALL");
         assert!(last_message(&e).transient.is_some());
         let e = finish("LANGUAGE");
@@ -1340,7 +1368,9 @@ mod tests {
             m.error_message.as_deref(),
             Some("Gemini blocked the prompt (PROHIBITED_CONTENT).")
         );
-        let e = decode(&[json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}})]);
+        let e = decode(&[
+            json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+        ]);
         let m = last_message(&e);
         assert!(m.transient.is_some());
         assert_eq!(
@@ -1349,7 +1379,11 @@ mod tests {
         );
         // No finish reason: unfinished, for the caller to report.
         let events = decode(&[json!({"candidates": [{"content": {"parts": [{"text": "x"}]}}]})]);
-        assert!(!events.iter().any(|e| matches!(e, StreamEvent::Done { .. } | StreamEvent::Error { .. })));
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::Done { .. } | StreamEvent::Error { .. }))
+        );
     }
 
     #[test]
@@ -1368,23 +1402,41 @@ mod tests {
             ),
             "Resource has been exhausted (RESOURCE_EXHAUSTED, HTTP 429)"
         );
-        assert_eq!(Gemini.error_message(502, "bad gateway"), "bad gateway (HTTP 502)");
+        assert_eq!(
+            Gemini.error_message(502, "bad gateway"),
+            "bad gateway (HTTP 502)"
+        );
     }
 
     #[test]
     fn the_key_goes_in_its_header_and_the_model_in_the_path() {
         let m = model("gemini-2.5-pro");
         let r = Gemini
-            .build(&m, &request("gemini-2.5-pro", Vec::new(), StreamOptions::default()), Some("sekrit"))
+            .build(
+                &m,
+                &request("gemini-2.5-pro", Vec::new(), StreamOptions::default()),
+                Some("sekrit"),
+            )
             .unwrap();
         assert_eq!(
             r.url,
             "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
         );
         assert!(!r.url.contains("sekrit"));
-        assert_eq!(r.headers, vec![(KEY_HEADER.to_string(), "sekrit".to_string())]);
+        assert_eq!(
+            r.headers,
+            vec![(KEY_HEADER.to_string(), "sekrit".to_string())]
+        );
         let mut odd = m.clone();
         odd.id = "gemini 2.5?".into();
-        assert!(Gemini.build(&odd, &request("gemini-2.5-pro", Vec::new(), StreamOptions::default()), None).is_err());
+        assert!(
+            Gemini
+                .build(
+                    &odd,
+                    &request("gemini-2.5-pro", Vec::new(), StreamOptions::default()),
+                    None
+                )
+                .is_err()
+        );
     }
 }

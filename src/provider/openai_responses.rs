@@ -933,7 +933,10 @@ mod tests {
         assert_eq!(azure.deployment("gpt-4o"), "team-4o");
         assert_eq!(azure.deployment("o3"), "o3");
         assert_eq!(azure.deployments.len(), 2);
-        assert_eq!(AzureResponses::from_env(&|_| None), AzureResponses::default());
+        assert_eq!(
+            AzureResponses::from_env(&|_| None),
+            AzureResponses::default()
+        );
         assert_eq!(query_escape("2024-10-21 &x"), "2024-10-21%20%26x");
     }
 
