@@ -400,7 +400,7 @@ impl Config {
             let api = match (&p.api, &existing) {
                 (Some(a), _) => Api::parse(a).ok_or_else(|| {
                     format!(
-                        "providers.{name}.api: unknown API `{a}` (expected anthropic-messages, openai-completions or openai-responses)"
+                        "providers.{name}.api: unknown API `{a}` (expected anthropic-messages, openai-completions, openai-responses, azure-openai-responses or google-generative-ai)"
                     )
                 })?,
                 (None, Some(e)) => e.api,

@@ -1,11 +1,12 @@
 //! The model catalogue: which models exist, where they live, what they cost.
 //!
-//! Built-in entries cover the current Anthropic and OpenAI models and the usual
-//! OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral, local Ollama and
-//! llama.cpp). Custom providers and models (from `config.toml`) are added on top; overriding a
-//! built-in provider's base URL keeps its models. A model id the catalogue does not know is still
-//! usable on a known provider: [`Catalog::resolve`] builds an entry with default limits and says
-//! so, so new models work on the day they ship.
+//! Built-in entries cover the current Anthropic, OpenAI and Google Gemini models, Azure OpenAI
+//! (the OpenAI models, addressed through `AZURE_OPENAI_BASE_URL` or `AZURE_OPENAI_RESOURCE_NAME`)
+//! and the usual OpenAI-compatible hosts (OpenRouter, Groq, DeepSeek, Cerebras, xAI, Mistral,
+//! local Ollama and llama.cpp). Custom providers and models (from `config.toml`) are added on top;
+//! overriding a built-in provider's base URL keeps its models. A model id the catalogue does not
+//! know is still usable on a known provider: [`Catalog::resolve`] builds an entry with default
+//! limits and says so, so new models work on the day they ship.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,11 @@ pub enum Api {
     OpenAiCompletions,
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    /// The Responses format on an Azure OpenAI resource (`api-key` header, deployment names).
+    #[serde(rename = "azure-openai-responses")]
+    AzureOpenAiResponses,
+    #[serde(rename = "google-generative-ai")]
+    GoogleGenerativeAi,
 }
 
 impl Api {
@@ -29,6 +35,8 @@ impl Api {
             Api::AnthropicMessages => "anthropic-messages",
             Api::OpenAiCompletions => "openai-completions",
             Api::OpenAiResponses => "openai-responses",
+            Api::AzureOpenAiResponses => "azure-openai-responses",
+            Api::GoogleGenerativeAi => "google-generative-ai",
         }
     }
 
@@ -39,6 +47,8 @@ impl Api {
                 Some(Api::OpenAiCompletions)
             }
             "openai-responses" | "responses" => Some(Api::OpenAiResponses),
+            "azure-openai-responses" | "azure-openai" | "azure" => Some(Api::AzureOpenAiResponses),
+            "google-generative-ai" | "google" | "gemini" => Some(Api::GoogleGenerativeAi),
             _ => None,
         }
     }
@@ -411,6 +421,8 @@ const COMPLETIONS_MODELS: &[(&str, Builtin)] = &[
 pub const DEFAULT_MODELS: &[(&str, &str)] = &[
     ("anthropic", "claude-sonnet-4-5"),
     ("openai", "gpt-5"),
+    ("google", "gemini-2.5-pro"),
+    ("azure-openai-responses", "gpt-5"),
     ("openrouter", "anthropic/claude-sonnet-4.5"),
     ("groq", "openai/gpt-oss-120b"),
     ("cerebras", "gpt-oss-120b"),
@@ -427,6 +439,56 @@ pub fn default_model(provider: &str) -> Option<&'static str> {
         .map(|(_, id)| *id)
 }
 
+/// Gemini models on the Gemini API (prices for prompts up to 200K tokens; cache writes are billed
+/// as storage time, which has no per-token price).
+const GOOGLE_MODELS: &[Builtin] = &[
+    Builtin {
+        id: "gemini-2.5-pro",
+        name: "Gemini 2.5 Pro",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [1.25, 10.0, 0.125, 0.0],
+    },
+    Builtin {
+        id: "gemini-2.5-flash",
+        name: "Gemini 2.5 Flash",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [0.3, 2.5, 0.03, 0.0],
+    },
+    Builtin {
+        id: "gemini-2.5-flash-lite",
+        name: "Gemini 2.5 Flash-Lite",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [0.1, 0.4, 0.01, 0.0],
+    },
+    Builtin {
+        id: "gemini-3-pro-preview",
+        name: "Gemini 3 Pro Preview",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [2.0, 12.0, 0.2, 0.0],
+    },
+    Builtin {
+        id: "gemini-3-flash-preview",
+        name: "Gemini 3 Flash Preview",
+        context: 1_048_576,
+        max_out: 65_536,
+        reasoning: true,
+        images: true,
+        price: [0.5, 3.0, 0.05, 0.0],
+    },
+];
+
 /// Ollama's OpenAI-compatible address from an `OLLAMA_HOST` value (`host:port` or a URL).
 pub fn ollama_root(host: &str) -> String {
     let h = host.trim().trim_end_matches('/');
@@ -439,6 +501,18 @@ pub fn ollama_root(host: &str) -> String {
 
 fn ollama_base_url(host: &str) -> String {
     format!("{}/v1", ollama_root(host))
+}
+
+/// The Azure OpenAI resource address when only `AZURE_OPENAI_RESOURCE_NAME` is set
+/// (`AZURE_OPENAI_BASE_URL` wins, as a base-URL override).
+fn azure_base_url(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let name = env("AZURE_OPENAI_RESOURCE_NAME")?;
+    let name = name.trim();
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    valid.then(|| format!("https://{name}.openai.azure.com/openai/v1"))
 }
 
 /// A built-in provider: id, api, default base URL, base-URL env override, key env, keyless.
@@ -466,6 +540,23 @@ const PROVIDERS: &[BuiltinProvider] = &[
         "https://api.openai.com/v1",
         Some("OPENAI_BASE_URL"),
         Some("OPENAI_API_KEY"),
+        false,
+    ),
+    (
+        "azure-openai-responses",
+        Api::AzureOpenAiResponses,
+        // No default: every Azure resource has its own address (see `azure_base_url`).
+        "",
+        Some("AZURE_OPENAI_BASE_URL"),
+        Some("AZURE_OPENAI_API_KEY"),
+        false,
+    ),
+    (
+        "google",
+        Api::GoogleGenerativeAi,
+        "https://generativelanguage.googleapis.com/v1beta",
+        None,
+        Some("GEMINI_API_KEY"),
         false,
     ),
     (
@@ -549,8 +640,12 @@ impl Catalog {
                         u
                     }
                 })
+                .or_else(|| match *id {
+                    "azure-openai-responses" => azure_base_url(env),
+                    _ => None,
+                })
                 .unwrap_or_else(|| url.to_string());
-            let compat = if *id == "openai" {
+            let compat = if matches!(*id, "openai" | "azure-openai-responses") {
                 Compat::openai()
             } else {
                 Compat::default()
@@ -569,10 +664,14 @@ impl Catalog {
                 keyless: *keyless,
             });
         }
+        // Azure deployments run the OpenAI models under the same ids (mapped to deployment names
+        // by `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`).
         let listed = ANTHROPIC_MODELS
             .iter()
             .map(|b| ("anthropic", b))
             .chain(OPENAI_MODELS.iter().map(|b| ("openai", b)))
+            .chain(OPENAI_MODELS.iter().map(|b| ("azure-openai-responses", b)))
+            .chain(GOOGLE_MODELS.iter().map(|b| ("google", b)))
             .chain(COMPLETIONS_MODELS.iter().map(|(p, b)| (*p, b)));
         {
             for (provider, b) in listed {
@@ -824,6 +923,59 @@ mod tests {
         assert_eq!(
             c.find("openai", "gpt-5").unwrap().base_url,
             "http://proxy.local/v1"
+        );
+    }
+}
+
+#[cfg(test)]
+mod cloud_tests {
+    use super::*;
+
+    #[test]
+    fn gemini_and_azure_are_built_in() {
+        let c = Catalog::builtin(&|_| None);
+        let google = c.provider("google").unwrap();
+        assert_eq!(google.api, Api::GoogleGenerativeAi);
+        assert_eq!(google.key_env.as_deref(), Some("GEMINI_API_KEY"));
+        let flash = c.find("google", "gemini-2.5-flash").unwrap();
+        assert!(flash.reasoning && flash.images);
+        assert_eq!(flash.context_window, 1_048_576);
+        let azure = c.provider("azure-openai-responses").unwrap();
+        assert_eq!(azure.api, Api::AzureOpenAiResponses);
+        assert_eq!(azure.base_url, "", "no address until one is configured");
+        assert!(c.find("azure-openai-responses", "gpt-5").is_some());
+        for api in [Api::AzureOpenAiResponses, Api::GoogleGenerativeAi] {
+            assert_eq!(Api::parse(api.as_str()), Some(api));
+            let json = serde_json::to_string(&api).unwrap();
+            assert_eq!(json, format!("\"{}\"", api.as_str()));
+        }
+    }
+
+    #[test]
+    fn azure_address_comes_from_base_url_or_resource_name() {
+        let env = |k: &str| (k == "AZURE_OPENAI_RESOURCE_NAME").then(|| "my-res".to_string());
+        let c = Catalog::builtin(&env);
+        assert_eq!(
+            c.find("azure-openai-responses", "gpt-5").unwrap().base_url,
+            "https://my-res.openai.azure.com/openai/v1"
+        );
+        let env = |k: &str| match k {
+            "AZURE_OPENAI_RESOURCE_NAME" => Some("my-res".to_string()),
+            "AZURE_OPENAI_BASE_URL" => Some("https://other.openai.azure.com/".to_string()),
+            _ => None,
+        };
+        let c = Catalog::builtin(&env);
+        assert_eq!(
+            c.provider("azure-openai-responses").unwrap().base_url,
+            "https://other.openai.azure.com"
+        );
+        let env = |k: &str| (k == "AZURE_OPENAI_RESOURCE_NAME").then(|| "bad/name".to_string());
+        assert_eq!(
+            Catalog::builtin(&env)
+                .provider("azure-openai-responses")
+                .unwrap()
+                .base_url,
+            ""
         );
     }
 }

@@ -267,6 +267,17 @@ impl MessageStream {
         );
     }
 
+    /// Attach an opaque signature to an open tool call (Gemini's `thoughtSignature`, replayed
+    /// with the call).
+    pub fn tool_signature(&mut self, key: &str, signature: &str) {
+        let Some(o) = self.open.get(key).filter(|o| o.kind == Kind::Tool) else {
+            return;
+        };
+        if let Some(ContentBlock::ToolCall(c)) = self.message.content.get_mut(o.index) {
+            c.thought_signature = Some(signature.to_string());
+        }
+    }
+
     /// Whether a tool call is open under `key`.
     pub fn has_tool(&self, key: &str) -> bool {
         self.open.get(key).is_some_and(|o| o.kind == Kind::Tool)
@@ -401,6 +412,16 @@ impl MessageStream {
                 message: Box::new(message),
             });
         }
+    }
+
+    /// Finish as a refusal (`details.kind` is `refusal` or `sensitive`) whose error message is
+    /// the provider's own account of it rather than the generic one.
+    pub fn refuse(&mut self, message: &str, details: StopDetails) {
+        if self.finished {
+            return;
+        }
+        self.message.error_message = Some(message.to_string());
+        self.finish(StopReason::Stop, Some(details));
     }
 
     /// Finish with an error. Tool calls still open never reached their end and are dropped by

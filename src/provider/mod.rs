@@ -1,5 +1,5 @@
 //! Model providers over HTTP: Anthropic Messages, OpenAI Chat Completions (and every
-//! compatible server), and OpenAI Responses.
+//! compatible server), OpenAI Responses (on OpenAI and on Azure OpenAI), and Google Gemini.
 //!
 //! [`Providers`] is the loop's [`Provider`]: for each request it looks the model up in the
 //! [`Catalog`], resolves the key, lets the model's wire format build the HTTP request, and
@@ -10,6 +10,7 @@
 pub mod anthropic;
 pub mod catalog;
 pub mod emit;
+pub mod google;
 pub mod http;
 pub mod keys;
 pub mod local;
@@ -47,12 +48,15 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// within a minute of the request is not answering.
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The wire format for an API.
-pub fn wire_api(api: Api) -> Arc<dyn WireApi> {
+/// The wire format for an API. `env` supplies the settings a format reads from the
+/// environment (Azure's API version and deployment names).
+pub fn wire_api(api: Api, env: &dyn Fn(&str) -> Option<String>) -> Arc<dyn WireApi> {
     match api {
         Api::AnthropicMessages => Arc::new(anthropic::AnthropicMessages),
         Api::OpenAiCompletions => Arc::new(openai_completions::ChatCompletions),
         Api::OpenAiResponses => Arc::new(openai_responses::Responses),
+        Api::AzureOpenAiResponses => Arc::new(openai_responses::AzureResponses::from_env(env)),
+        Api::GoogleGenerativeAi => Arc::new(google::Gemini),
     }
 }
 
@@ -203,7 +207,7 @@ impl Providers {
 impl Provider for Providers {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> EventStream {
         let prepared = self.prepare(&request).and_then(|(model, key)| {
-            let api = wire_api(model.api);
+            let api = wire_api(model.api, &*self.env);
             let http_request = api.build(&model, &request, key.as_deref())?;
             let client = self.client(&http_request.url)?;
             Ok((model, api, http_request, client))

@@ -1,4 +1,14 @@
-//! OpenAI Responses API: `POST {base_url}/responses` with `stream: true`.
+//! OpenAI Responses API: `POST {base_url}/responses` with `stream: true`, on OpenAI
+//! ([`Responses`]) and on Azure OpenAI ([`AzureResponses`]).
+//!
+//! **Azure.** The body and the stream are the same; only the address, the key's header and the
+//! model name differ. The address is the resource's v1 endpoint: a base URL that is only a
+//! resource root (`https://x.openai.azure.com`, `https://x.cognitiveservices.azure.com`) gets
+//! `/openai/v1` appended, any other path is used as given; `AZURE_OPENAI_API_VERSION`, when set,
+//! is sent as the `api-version` query parameter (the v1 endpoint needs none). The key goes in
+//! `api-key` (unless configured headers already carry `api-key` or `authorization`, e.g. an
+//! Entra ID token). The body's `model` is the deployment name: the model id, or what
+//! `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` (`gpt-5=my-gpt5,gpt-4o=prod-4o`) maps it to.
 //!
 //! **Request.** The system prompt becomes `instructions`; the conversation becomes `input`
 //! items: user messages with `input_text`/`input_image` parts; assistant text as `message`
@@ -26,7 +36,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{Api, ModelInfo};
+use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
@@ -43,6 +53,7 @@ const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 /// Longest item id the API accepts.
 const MAX_ITEM_ID: usize = 64;
 
+/// The Responses API on OpenAI (and any server that copies it): `Authorization: Bearer`.
 pub struct Responses;
 
 impl WireApi for Responses {
@@ -52,22 +63,9 @@ impl WireApi for Responses {
         request: &ProviderRequest,
         key: Option<&str>,
     ) -> Result<HttpRequest, String> {
-        let mut headers = Vec::new();
-        let custom_auth = model
-            .headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-        if let Some(key) = key
-            && !custom_auth
-        {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
-        headers.extend(model.headers.iter().cloned());
-        Ok(HttpRequest {
-            url: format!("{}/responses", model.base_url.trim_end_matches('/')),
-            headers,
-            body: request_body(model, request),
-        })
+        let url = format!("{}/responses", model.base_url.trim_end_matches('/'));
+        let auth = key.map(|k| ("authorization", format!("Bearer {k}")));
+        Ok(http_request(model, request, url, auth, &model.id))
     }
 
     fn decoder(&self) -> Box<dyn WireDecoder> {
@@ -75,12 +73,140 @@ impl WireApi for Responses {
     }
 }
 
+/// The Responses API on an Azure OpenAI resource (see the module notes).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AzureResponses {
+    /// Sent as `?api-version=`; the v1 endpoint needs none.
+    pub api_version: Option<String>,
+    /// Model id → deployment name.
+    pub deployments: Vec<(String, String)>,
+}
+
+impl AzureResponses {
+    /// Settings from `AZURE_OPENAI_API_VERSION` and `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let api_version = env("AZURE_OPENAI_API_VERSION")
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty());
+        let deployments = env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
+            .map(|map| parse_deployment_map(&map))
+            .unwrap_or_default();
+        AzureResponses {
+            api_version,
+            deployments,
+        }
+    }
+
+    /// The deployment that serves `model_id` (the id itself unless mapped).
+    pub fn deployment<'a>(&'a self, model_id: &'a str) -> &'a str {
+        self.deployments
+            .iter()
+            .find(|(id, _)| id == model_id)
+            .map_or(model_id, |(_, name)| name.as_str())
+    }
+}
+
+/// `gpt-5=my-gpt5, gpt-4o=prod-4o` → pairs; malformed entries are skipped.
+fn parse_deployment_map(map: &str) -> Vec<(String, String)> {
+    map.split(',')
+        .filter_map(|entry| {
+            let (id, name) = entry.split_once('=')?;
+            let (id, name) = (id.trim(), name.trim());
+            (!id.is_empty() && !name.is_empty()).then(|| (id.to_string(), name.to_string()))
+        })
+        .collect()
+}
+
+/// An Azure base URL as the v1 endpoint: a bare resource root gets `/openai/v1`.
+pub fn azure_endpoint(base_url: &str) -> String {
+    let base = base_url.trim().trim_end_matches('/');
+    let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
+    if after_scheme.contains('/') {
+        base.to_string()
+    } else {
+        format!("{base}/openai/v1")
+    }
+}
+
+impl WireApi for AzureResponses {
+    fn build(
+        &self,
+        model: &ModelInfo,
+        request: &ProviderRequest,
+        key: Option<&str>,
+    ) -> Result<HttpRequest, String> {
+        if model.base_url.trim().is_empty() {
+            return Err(format!(
+                "no Azure OpenAI endpoint for `{}`: set AZURE_OPENAI_BASE_URL (e.g. \
+                 https://my-resource.openai.azure.com) or AZURE_OPENAI_RESOURCE_NAME, or \
+                 base_url under [providers.{}] in config.toml",
+                model.provider, model.provider
+            ));
+        }
+        let mut url = format!("{}/responses", azure_endpoint(&model.base_url));
+        if let Some(version) = &self.api_version {
+            url.push_str("?api-version=");
+            url.push_str(&query_escape(version));
+        }
+        let auth = key.map(|k| ("api-key", k.to_string()));
+        let deployment = self.deployment(&model.id);
+        Ok(http_request(model, request, url, auth, deployment))
+    }
+
+    fn decoder(&self) -> Box<dyn WireDecoder> {
+        Box::new(Decoder::default())
+    }
+}
+
+/// Percent-encode a query value (API versions are plain, but a stray space or `&` must not
+/// change the URL's meaning).
+fn query_escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The request: `auth` (header name and value) unless the configured headers already
+/// authenticate, then the configured headers; `wire_model` is the body's `model`.
+fn http_request(
+    model: &ModelInfo,
+    request: &ProviderRequest,
+    url: String,
+    auth: Option<(&str, String)>,
+    wire_model: &str,
+) -> HttpRequest {
+    let mut headers = Vec::new();
+    let custom_auth = model.headers.iter().any(|(k, _)| {
+        k.eq_ignore_ascii_case("authorization")
+            || auth
+                .as_ref()
+                .is_some_and(|(name, _)| k.eq_ignore_ascii_case(name))
+    });
+    if let Some((name, value)) = auth
+        && !custom_auth
+    {
+        headers.push((name.to_string(), value));
+    }
+    headers.extend(model.headers.iter().cloned());
+    HttpRequest {
+        url,
+        headers,
+        body: request_body(model, request, wire_model),
+    }
+}
+
 /// The JSON body of one request.
-fn request_body(model: &ModelInfo, request: &ProviderRequest) -> Value {
+fn request_body(model: &ModelInfo, request: &ProviderRequest, wire_model: &str) -> Value {
     let options = &request.options;
     let context = &request.context;
     let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
+    body.insert("model".into(), json!(wire_model));
     let instructions: Vec<&str> = context
         .system_prompt
         .iter()
@@ -339,7 +465,7 @@ fn message_id(signature: Option<&str>) -> Option<String> {
 }
 
 fn push_assistant(items: &mut Vec<Value>, message: &AssistantMessage, model: &ModelInfo) {
-    let native = message.api == Api::OpenAiResponses.as_str() && message.provider == model.provider;
+    let native = message.api == model.api.as_str() && message.provider == model.provider;
     let same_model = native && message.model == model.id;
     // Item ids are replayed only when every reasoning item is too (pairing check).
     let keep_call_ids = same_model
@@ -774,6 +900,44 @@ mod tests {
         );
         assert_eq!(message_id(Some("sig-from-elsewhere")), None);
         assert_eq!(message_id(None), None);
+    }
+
+    #[test]
+    fn azure_endpoints_deployments_and_versions() {
+        assert_eq!(
+            azure_endpoint("https://r.openai.azure.com/"),
+            "https://r.openai.azure.com/openai/v1"
+        );
+        assert_eq!(
+            azure_endpoint("https://r.cognitiveservices.azure.com"),
+            "https://r.cognitiveservices.azure.com/openai/v1"
+        );
+        assert_eq!(
+            azure_endpoint("https://r.openai.azure.com/openai/v1/"),
+            "https://r.openai.azure.com/openai/v1"
+        );
+        assert_eq!(
+            azure_endpoint("https://gw.example.com/azure/openai"),
+            "https://gw.example.com/azure/openai"
+        );
+        let env = |k: &str| match k {
+            "AZURE_OPENAI_API_VERSION" => Some(" 2025-04-01-preview ".to_string()),
+            "AZURE_OPENAI_DEPLOYMENT_NAME_MAP" => {
+                Some("gpt-5=prod-gpt5, gpt-4o = team-4o,broken,=x".to_string())
+            }
+            _ => None,
+        };
+        let azure = AzureResponses::from_env(&env);
+        assert_eq!(azure.api_version.as_deref(), Some("2025-04-01-preview"));
+        assert_eq!(azure.deployment("gpt-5"), "prod-gpt5");
+        assert_eq!(azure.deployment("gpt-4o"), "team-4o");
+        assert_eq!(azure.deployment("o3"), "o3");
+        assert_eq!(azure.deployments.len(), 2);
+        assert_eq!(
+            AzureResponses::from_env(&|_| None),
+            AzureResponses::default()
+        );
+        assert_eq!(query_escape("2024-10-21 &x"), "2024-10-21%20%26x");
     }
 
     #[test]
