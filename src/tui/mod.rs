@@ -19,7 +19,10 @@
 
 pub mod app;
 pub mod cells;
+pub mod complete;
 pub mod editor;
+pub mod file_picker;
+pub mod files;
 pub mod frame;
 pub mod highlight;
 pub mod markdown;
