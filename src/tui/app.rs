@@ -840,6 +840,7 @@ impl App {
                 self.end_summarizing();
                 self.navigated(*nav)
             }
+            HostEvent::Notice(text) => self.notice(sanitize(&text)),
             HostEvent::Failed(why) => {
                 self.end_summarizing();
                 self.awaiting_sessions = false;

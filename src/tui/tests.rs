@@ -35,6 +35,8 @@ use crate::session::{ListScope, SessionInfo};
 struct Log {
     /// Prompts with how they are delivered while a run is active.
     prompts: Vec<(String, WhenBusy)>,
+    /// Prompts sent with files: the text, the files' names, the delivery.
+    with_files: Vec<(String, Vec<String>, WhenBusy)>,
     aborts: usize,
     took_queued: usize,
     continued: usize,
@@ -80,6 +82,15 @@ impl Sent {
                         log.prompts.push((message_text(&m), when_busy));
                     }
                 }
+                Command::PromptWithFiles {
+                    text,
+                    files,
+                    when_busy,
+                } => log.with_files.push((
+                    text,
+                    files.into_iter().map(|f| f.name).collect(),
+                    when_busy,
+                )),
                 Command::Agent(AgentCommand::Abort { .. }) => log.aborts += 1,
                 Command::Agent(AgentCommand::Continue { .. }) => log.continued += 1,
                 Command::Agent(AgentCommand::Compact { focus, .. }) => log.compacts.push(focus),
