@@ -106,6 +106,8 @@ fn place() -> Place {
 pub struct TuiOptions {
     /// Sent as the first prompt (joined by blank lines).
     pub messages: Vec<String>,
+    /// Files from `@path` arguments, attached to the first prompt.
+    pub files: Vec<crate::attach::FileRef>,
     /// `-r`: open the session picker at once.
     pub pick_session: bool,
 }
