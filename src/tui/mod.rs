@@ -131,6 +131,8 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
         info.thinking,
     );
     app.models = info.models;
+    app.set_cwd(info.cwd.clone());
+    app.attachments = tui.files.clone();
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;

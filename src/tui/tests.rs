@@ -30,6 +30,8 @@ use crate::host::{Command, Commands, HostEvent, Opened};
 use crate::provider::catalog::ModelInfo;
 use crate::session::{ListScope, SessionInfo};
 
+mod attach;
+
 /// What the app sent to the host, sorted by kind.
 #[derive(Default)]
 struct Log {
