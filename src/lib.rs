@@ -1,7 +1,8 @@
 //! `pi`, a terminal coding agent, as a library.
 //!
 //! `agent` is the loop and its contract (it imports nothing else here); `provider`, `tools`,
-//! `session` and `config` are what the loop works with; `setup` builds them all from flags and
+//! `session` and `config` are what the loop works with; `attach` reads the files and images a
+//! person adds to a prompt; `setup` builds them all from flags and
 //! config and starts `host`, the task that owns the agent and its session; `print` and `tui`
 //! are peer front ends on the host's command channel; `cli` parses the flags and picks one.
 //! The binary (`src/main.rs`) only calls `cli::main`. `tests/architecture.rs` holds these
@@ -12,6 +13,7 @@
 #![allow(clippy::large_enum_variant)]
 
 pub mod agent;
+pub mod attach;
 pub mod cli;
 pub mod config;
 pub mod host;

@@ -1033,3 +1033,55 @@ async fn compact_on_a_short_conversation_says_there_is_nothing_to_compact() {
     assert_eq!(p.requests().len(), 1, "no summary was asked for");
     rig.client.commands.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_prompt_with_files_attaches_what_it_names_and_says_what_was_left_out() {
+    let p = scripts(vec![reply::text("read them")]);
+    let mut rig = Rig::new(&p, true);
+    let dir = rig.dir.path().to_path_buf();
+    std::fs::write(dir.join("notes.txt"), "the notes\n").unwrap();
+    std::fs::write(dir.join("huge.log"), "x".repeat(300 * 1024)).unwrap();
+    std::fs::write(dir.join("shot.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    rig.client.commands.send(Command::PromptWithFiles {
+        text: "see @notes.txt, @huge.log and @nobody".into(),
+        files: vec![pi::attach::FileRef {
+            name: "shot.png".into(),
+            path: dir.join("shot.png"),
+            image: true,
+        }],
+        when_busy: WhenBusy::Steer,
+    });
+    let mut notices = Vec::new();
+    for _ in 0..2 {
+        match rig.answer().await {
+            HostEvent::Notice(n) => notices.push(n),
+            other => panic!("expected a notice, got {other:?}"),
+        }
+    }
+    assert!(
+        notices[0].starts_with("cannot attach huge.log: it is 300.0 KB")
+            && notices[0].ends_with("; sent without it"),
+        "{notices:?}"
+    );
+    assert_eq!(
+        notices[1],
+        format!(
+            "{} does not take images, so this was sent without shot.png",
+            model_info().id
+        )
+    );
+    loop {
+        let e = tokio::time::timeout(WAIT, rig.client.events.recv())
+            .await
+            .expect("agent_end in time")
+            .expect("events");
+        if matches!(e.event, AgentEvent::AgentEnd { .. }) {
+            break;
+        }
+    }
+    // The request: the readable file and the prompt; no image, nothing of the big file.
+    assert_eq!(
+        request_texts(&p, 0),
+        ["<file name=\"notes.txt\">\nthe notes\n</file>\nsee @notes.txt, @huge.log and @nobody"]
+    );
+}

@@ -25,6 +25,7 @@ pub struct Cli {
     pub version: Option<bool>,
 
     /// Messages to send; the first is the prompt, the rest are sent one after another.
+    /// `@path` attaches a file (text, or a PNG/JPEG/GIF/WebP image) to the first.
     #[arg(value_name = "MESSAGE")]
     pub messages: Vec<String>,
 
@@ -252,6 +253,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // `@path` arguments are read now: a file that cannot be attached stops pi before any
+    // request is made.
+    let (file_names, messages) = crate::attach::args::split(&cli.messages);
+    let files = match crate::attach::args::load_all(&cwd, &file_names) {
+        Ok(files) => files,
+        Err(e) if cli.list_models.is_none() => {
+            eprintln!("pi: {}", crate::visible::visible(&e));
+            return ExitCode::from(1);
+        }
+        Err(_) => Vec::new(),
+    };
     let options = cli.options(cwd, crate::provider::process_env());
     let code = runtime.block_on(async move {
         // A file grown past the size limit (`ulimit -f`) must fail the write, which pi reports,
@@ -269,7 +281,8 @@ pub fn main() -> ExitCode {
         let non_interactive = cli.print || cli.mode == OutputMode::Json || stdin_piped;
         if non_interactive {
             let print = PrintOptions {
-                messages: cli.messages.clone(),
+                messages,
+                files: files.into_iter().map(|(_, a)| a).collect(),
                 stdin: stdin_text,
                 json: cli.mode == OutputMode::Json,
                 max_turns: cli.max_turns,
@@ -278,7 +291,8 @@ pub fn main() -> ExitCode {
             print::run(options, print).await
         } else {
             let tui = TuiOptions {
-                messages: cli.messages.clone(),
+                messages,
+                files: files.into_iter().map(|(f, _)| f).collect(),
                 pick_session: wants_picker(&cli),
             };
             tui::run(options, tui).await

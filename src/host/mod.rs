@@ -28,6 +28,7 @@ use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, Reply,
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::AgentMessage;
+use crate::attach::{self, FileRef};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::session::{
     self, ListScope, RecorderTask, SessionInfo, SessionPaths, SessionRecorder, StartFrom,
@@ -73,6 +74,15 @@ pub enum Command {
     TakeQueued,
     /// Answered with [`HostEvent::Stats`].
     Stats,
+    /// A prompt with files: those listed, and every `@path` in the text that names a file, are
+    /// read on the blocking pool and go with it as one message. Images are left out for a
+    /// model that takes none, and a file that cannot be read is left out too; each is said
+    /// with a [`HostEvent::Notice`].
+    PromptWithFiles {
+        text: String,
+        files: Vec<FileRef>,
+        when_busy: WhenBusy,
+    },
     /// `!command` (`include`: its output goes into the next request) or `!!command`; answered
     /// with [`HostEvent::ShellDone`]. An agent abort stops it.
     Shell { command: String, include: bool },
@@ -129,6 +139,9 @@ pub enum HostEvent {
     Navigated(Box<Navigated>),
     /// A command could not be carried out; the text says why.
     Failed(String),
+    /// Something the person should know that is not a failure (an attached image the model
+    /// cannot take, a mentioned file that could not be read).
+    Notice(String),
     /// Writing the session file failed (the entries stay queued and are retried with the next
     /// write). Sent once per distinct failure.
     SessionWriteFailed(String),
@@ -397,6 +410,11 @@ impl Host {
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Agent(c) => task::apply(&self.agent, c).await,
+            Command::PromptWithFiles {
+                text,
+                files,
+                when_busy,
+            } => self.prompt_with_files(text, files, when_busy).await,
             Command::SetModel(model) => self.set_model(*model),
             Command::SetThinking(level) => self.set_thinking(level),
             Command::NewSession => self.new_session().await,
@@ -432,6 +450,56 @@ impl Host {
             }
             Command::Shutdown(_) => {}
         }
+    }
+
+    async fn prompt_with_files(&mut self, text: String, files: Vec<FileRef>, when_busy: WhenBusy) {
+        let cwd = self.cwd.clone();
+        let typed = text.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut wanted = files;
+            for m in attach::mentions::files(&cwd, &typed) {
+                if !wanted.iter().any(|f| f.path == m.path) {
+                    wanted.push(m);
+                }
+            }
+            let mut loaded = Vec::new();
+            let mut problems = Vec::new();
+            for f in wanted {
+                match attach::load(&f.name, &f.path) {
+                    Ok(a) => loaded.push(a),
+                    Err(e) => problems.push(e),
+                }
+            }
+            (loaded, problems)
+        })
+        .await;
+        let (loaded, problems) =
+            read.unwrap_or_else(|e| (Vec::new(), vec![format!("cannot attach the files: {e}")]));
+        for p in problems {
+            self.tell(HostEvent::Notice(format!("{p}; sent without it")));
+        }
+        let built = attach::build(
+            &text,
+            loaded,
+            self.model.images,
+            when_busy == WhenBusy::Steer,
+        );
+        if !built.left_out.is_empty() {
+            self.tell(HostEvent::Notice(format!(
+                "{} does not take images, so this was sent without {}",
+                self.model.id,
+                built.left_out.join(", ")
+            )));
+        }
+        task::apply(
+            &self.agent,
+            AgentCommand::Prompt {
+                messages: vec![built.message],
+                when_busy,
+                reply: None,
+            },
+        )
+        .await;
     }
 
     fn set_model(&mut self, model: ModelInfo) {

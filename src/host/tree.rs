@@ -39,11 +39,12 @@ fn target_leaf(entry: &SessionEntry) -> Option<String> {
     }
 }
 
-/// The text a user message (or an extension's message) puts back in the editor.
+/// The text a user message (or an extension's message) puts back in the editor (what was
+/// typed: the files attached to it are not).
 fn editable_text(entry: &SessionEntry) -> Option<String> {
     match &entry.kind {
         EntryKind::Message(m) => match m.as_llm() {
-            Some(Message::User(u)) => Some(u.content.joined_text()),
+            Some(Message::User(u)) => Some(crate::attach::message::typed_text(&u.content)),
             _ => None,
         },
         EntryKind::CustomMessage(c) => Some(c.content.joined_text()),

@@ -32,6 +32,8 @@ fn say(message: &str) {
 pub struct PrintOptions {
     /// The prompts, sent one after another.
     pub messages: Vec<String>,
+    /// Files from `@path` arguments, sent with the first prompt.
+    pub files: Vec<crate::attach::Attachment>,
     /// Text piped on stdin (put in front of the first prompt).
     pub stdin: Option<String>,
     /// One JSON event per line instead of the final answer.
@@ -162,6 +164,10 @@ fn prompts(print: &PrintOptions) -> Vec<String> {
         }
     }
     prompts.retain(|p| !p.trim().is_empty());
+    // Files alone are a prompt too (`pi -p @question.md`).
+    if prompts.is_empty() && !print.files.is_empty() {
+        prompts.push(String::new());
+    }
     prompts
 }
 
@@ -241,10 +247,25 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         stopped_at_max: false,
         last_run: Vec::new(),
     };
+    let mut files = Some(print.files);
     for prompt in prompts {
+        let message = match files.take().filter(|f| !f.is_empty()) {
+            Some(files) => {
+                let built = crate::attach::build(&prompt, files, started.info.model.images, false);
+                if !built.left_out.is_empty() {
+                    say(&format!(
+                        "note: {} does not take images, so this was sent without {}",
+                        started.info.model.id,
+                        built.left_out.join(", ")
+                    ));
+                }
+                built.message
+            }
+            None => AgentMessage::user(prompt),
+        };
         let run = match client
             .commands
-            .prompt(vec![AgentMessage::user(prompt)], WhenBusy::Refuse)
+            .prompt(vec![message], WhenBusy::Refuse)
             .await
         {
             Ok(Accepted::Started(run)) => run,

@@ -181,11 +181,15 @@ mod tests {
         let all = |_: &str| true;
         let none = |_: &str| false;
         let anthropic_only = |p: &str| p == "anthropic";
+        let openai_only = |p: &str| p == "openai";
+        let m = best_match("gpt-5", c.models(), &openai_only).unwrap();
         assert_eq!(
-            best_match("gpt-5", c.models(), &all).unwrap().id,
-            "gpt-5",
+            (m.provider.as_str(), m.id.as_str()),
+            ("openai", "gpt-5"),
             "an exact id"
         );
+        let e = best_match("gpt-5", c.models(), &all).unwrap_err();
+        assert!(e.contains("azure-openai-responses/gpt-5"), "{e}");
         let m = best_match("sonnet", c.models(), &anthropic_only).unwrap();
         assert_eq!(
             (m.provider.as_str(), m.id.as_str()),

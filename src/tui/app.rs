@@ -19,9 +19,12 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
 use super::cells::{self, Cell, ToolCell, ToolState, View, output_text};
+use super::complete::{self, Completion};
 use super::editor::Editor;
+use super::file_picker::{self, FilePicker};
+use super::files::FileIndex;
 pub use super::port::Delivery;
-use super::port::{Port, message_text};
+use super::port::{Port, shown_text, typed_text};
 use super::sanitize::sanitize;
 use super::sessions::{PickerMode, SessionPicker};
 use super::slash;
@@ -32,6 +35,7 @@ use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Message, StopReason, Usage, UsageTotals,
 };
+use crate::attach::{self, FileRef};
 use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
@@ -114,6 +118,14 @@ pub struct App {
     last_stop: Option<StopReason>,
     /// Events of runs up to this one belong to a session that was left (`/new`).
     stale_runs: RunId,
+    /// The session's folder (paths typed or pasted are relative to it).
+    pub cwd: PathBuf,
+    /// Files and images waiting to go with the next prompt (shown as chips above the editor).
+    pub attachments: Vec<FileRef>,
+    /// The folder's files for the `@` picker (listed when first needed).
+    pub files: FileIndex,
+    /// The `@` picker, when open.
+    pub file_picker: Option<FilePicker>,
     /// The `/` completion list was dismissed with Esc for the current text.
     pub completion_dismissed: bool,
     pub completion_selected: usize,
@@ -164,6 +176,10 @@ impl App {
             last_answer: None,
             last_stop: None,
             stale_runs: 0,
+            cwd: PathBuf::from("."),
+            attachments: Vec::new(),
+            files: FileIndex::lazy(PathBuf::from(".")),
+            file_picker: None,
             completion_dismissed: false,
             completion_selected: 0,
             hint: None,
@@ -175,6 +191,12 @@ impl App {
             dirty: true,
             effects: Vec::new(),
         }
+    }
+
+    /// Work in `cwd`: paths are relative to it and the `@` picker lists it.
+    pub fn set_cwd(&mut self, cwd: PathBuf) {
+        self.files = FileIndex::lazy(cwd.clone());
+        self.cwd = cwd;
     }
 
     pub fn take_effects(&mut self) -> Vec<Effect> {
@@ -189,9 +211,11 @@ impl App {
         }
     }
 
-    /// Something on screen moves by itself (spinner, elapsed time).
+    /// Something on screen moves by itself (spinner, elapsed time, a file list growing under
+    /// the open `@` picker).
     pub fn animating(&self) -> bool {
-        self.working.is_some() && !self.stopping
+        (self.working.is_some() && !self.stopping)
+            || (self.file_picker.is_some() && self.files.is_listing())
     }
 
     /// A run is active (or a prompt was just sent to start one).
@@ -256,7 +280,7 @@ impl App {
                     {
                         self.transcript.push(Cell::Divider);
                     }
-                    self.transcript.push(Cell::User(message_text(&message)));
+                    self.transcript.push(Cell::User(shown_text(&message)));
                 }
                 Some(Message::Assistant(a)) => {
                     self.finish_streaming();
@@ -460,9 +484,22 @@ impl App {
 
     // ----- keys ---------------------------------------------------------------------------
 
+    /// A paste (or a file dropped on the terminal, which pastes its path): image paths
+    /// attach their images; anything else is text for the editor.
     pub fn handle_paste(&mut self, text: &str) {
         self.dirty = true;
+        if self.file_picker.is_none()
+            && let Some(images) = attach::dropped::images(&self.cwd, text)
+        {
+            for image in images {
+                if !self.attachments.iter().any(|a| a.path == image.path) {
+                    self.attachments.push(image);
+                }
+            }
+            return;
+        }
         self.editor.paste(text);
+        self.sync_file_picker();
     }
 
     pub fn handle_mouse(&mut self, m: MouseEvent) {
@@ -512,12 +549,16 @@ impl App {
             self.tree_key(key);
             return;
         }
+        if self.file_picker.is_some() && self.file_picker_key(key) {
+            return;
+        }
         let page = (self.viewport.1 as usize).saturating_sub(2).max(1);
         match key.code {
             KeyCode::Char('c') if ctrl => {
                 let now = Instant::now();
-                if !self.editor.is_empty() {
+                if !self.editor.is_empty() || !self.attachments.is_empty() {
                     self.editor.clear();
+                    self.attachments.clear();
                     self.last_ctrl_c = Some(now);
                 } else if self
                     .last_ctrl_c
@@ -575,7 +616,12 @@ impl App {
                 if let Some(c) = self.selected_completion() {
                     let suffix = if c.args.is_empty() { "" } else { " " };
                     self.editor.set_text(&format!("/{}{suffix}", c.name));
+                } else {
+                    self.complete_path();
                 }
+            }
+            KeyCode::Backspace if self.editor.is_empty() && !self.attachments.is_empty() => {
+                self.attachments.pop();
             }
             KeyCode::BackTab => self.cycle_thinking(),
             KeyCode::PageUp => self.scroll_up(page),
@@ -606,6 +652,102 @@ impl App {
                     self.completion_dismissed = false;
                     self.completion_selected = 0;
                 }
+                if key.code == KeyCode::Char('@') && !ctrl && !alt {
+                    self.open_file_picker();
+                }
+            }
+        }
+        self.sync_file_picker();
+    }
+
+    // ----- `@` files and paths ----------------------------------------------------------
+
+    /// An `@` was just typed: at the start of a word it opens the file picker.
+    fn open_file_picker(&mut self) {
+        let (row, col) = self.editor.cursor();
+        let Some(at) = col.checked_sub(1) else {
+            return;
+        };
+        let line: Vec<char> = self.editor.line(row).chars().collect();
+        let word_start = at == 0 || line.get(at - 1).is_some_and(|c| c.is_whitespace());
+        if line.get(at) == Some(&'@') && word_start {
+            self.files.refresh();
+            self.file_picker = Some(FilePicker::new(row, at));
+        }
+    }
+
+    /// Keep the picker on the text after its `@`; close it once the cursor leaves that word.
+    fn sync_file_picker(&mut self) {
+        let Some(p) = self.file_picker.as_mut() else {
+            return;
+        };
+        let (row, col) = self.editor.cursor();
+        let line: Vec<char> = self.editor.line(row).chars().collect();
+        let query: Option<String> = (row == p.row && line.get(p.col) == Some(&'@'))
+            .then(|| line.get(p.col + 1..col))
+            .flatten()
+            .map(|typed| typed.iter().collect());
+        match query {
+            Some(q) if !q.contains(char::is_whitespace) => {
+                p.set_query(q);
+                p.refresh(&mut self.files);
+            }
+            _ => self.file_picker = None,
+        }
+    }
+
+    /// Match the open picker against the file list as it is now (it may still be growing).
+    pub fn refresh_file_picker(&mut self) {
+        if let Some(p) = self.file_picker.as_mut() {
+            p.refresh(&mut self.files);
+        }
+    }
+
+    /// A key while the picker is open; `false` when the key is not the picker's (it then
+    /// edits the text as usual).
+    fn file_picker_key(&mut self, key: KeyEvent) -> bool {
+        let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+        let Some(p) = self.file_picker.as_mut() else {
+            return false;
+        };
+        match key.code {
+            KeyCode::Esc => self.file_picker = None,
+            KeyCode::Up => p.up(),
+            KeyCode::Down => p.down(),
+            KeyCode::Enter | KeyCode::Tab if plain => {
+                let Some(path) = p.chosen().map(str::to_string) else {
+                    // Nothing to choose: the key does what it does without the picker.
+                    self.file_picker = None;
+                    return false;
+                };
+                let typed = self.editor.cursor().1.saturating_sub(p.col);
+                self.file_picker = None;
+                self.editor
+                    .replace_before_cursor(typed, &file_picker::insertion(&path));
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Tab outside the `/` list: complete the path before the cursor.
+    fn complete_path(&mut self) {
+        let (word, len) = self.editor.word_before_cursor();
+        let (at, path) = match word.strip_prefix('@') {
+            Some(rest) => ("@", rest),
+            None => ("", word.as_str()),
+        };
+        if path.is_empty() || path.starts_with('"') {
+            return;
+        }
+        match complete::complete(&self.cwd, path) {
+            Completion::None => {}
+            Completion::Replace(with) => {
+                self.editor
+                    .replace_before_cursor(len, &format!("{at}{with}"));
+            }
+            Completion::Choices(names) => {
+                self.hint = Some(sanitize(&names.join("  ")));
             }
         }
     }
@@ -654,7 +796,7 @@ impl App {
 
     /// Put queued texts back into the editor, ahead of anything typed since.
     fn restore_queued(&mut self, messages: &[AgentMessage]) {
-        let mut restored: Vec<String> = messages.iter().map(message_text).collect();
+        let mut restored: Vec<String> = messages.iter().map(typed_text).collect();
         if restored.is_empty() {
             return;
         }
@@ -665,13 +807,14 @@ impl App {
     }
 
     pub fn submit(&mut self, delivery: Delivery) {
-        if self.editor.is_empty() {
+        if self.editor.is_empty() && self.attachments.is_empty() {
             return;
         }
+        self.file_picker = None;
         let text = self.editor.take();
         self.completion_dismissed = false;
         self.completion_selected = 0;
-        if text.trim().is_empty() {
+        if text.trim().is_empty() && self.attachments.is_empty() {
             return;
         }
         if let Some((name, args)) = slash::parse(&text)
@@ -694,8 +837,14 @@ impl App {
         self.transcript.follow();
         self.hide_header();
         // Starts a run, or steers / follows up the one running: the host decides, so a run
-        // ending at this very moment loses nothing.
-        self.port.prompt(text, delivery);
+        // ending at this very moment loses nothing. Files (attached, or named with `@`) are
+        // read by the host, off this task.
+        if self.attachments.is_empty() && !attach::mentions::any(&text) {
+            self.port.prompt(text, delivery);
+        } else {
+            let files = std::mem::take(&mut self.attachments);
+            self.port.prompt_with_files(text, files, delivery);
+        }
         if self.working.is_none() {
             self.working = Some(Instant::now());
         }
@@ -928,6 +1077,7 @@ impl App {
                 self.end_summarizing();
                 self.navigated(*nav)
             }
+            HostEvent::Notice(text) => self.notice(sanitize(&text)),
             HostEvent::Failed(why) => {
                 self.end_summarizing();
                 self.awaiting_sessions = false;
@@ -1255,7 +1405,7 @@ impl App {
                     if !self.transcript.is_empty() {
                         self.transcript.push(Cell::Divider);
                     }
-                    self.transcript.push(Cell::User(sanitize(&message_text(m))));
+                    self.transcript.push(Cell::User(sanitize(&shown_text(m))));
                 }
                 Some(Message::Assistant(a)) => {
                     self.transcript.push(Cell::assistant(a.clone(), false));
@@ -1437,7 +1587,7 @@ const HELP_KEYS: &[(&str, &str)] = &[
     ("Shift+Enter, Ctrl+J", "new line"),
     ("\\ Enter", "new line (where Shift+Enter is not seen)"),
     ("Tab", "complete a command or a file path"),
-    ("@", "pick a project file to mention"),
+    ("@", "pick a project file to attach"),
     ("!cmd, !!cmd", "run a command (!!: kept out of the context)"),
     ("Ctrl+U, Ctrl+K", "delete to line start, to line end"),
     ("Ctrl+W, Alt+Bksp", "delete the word before"),

@@ -3,6 +3,7 @@
 //! Owns the text being typed. Large pastes (more than 10 lines or 1000 characters) are shown
 //! as a marker `[paste #1 +42 lines]` and expanded when the text is taken for sending. Up/Down
 //! walk the history of sent prompts when the editor is empty or already browsing history.
+//! The word before the cursor can be read and replaced (path completion, the `@` picker).
 //! Key routing (what Enter or Esc mean) belongs to the app, not here.
 
 use ratatui::style::Style;
@@ -67,6 +68,38 @@ impl Editor {
 
     pub fn newline(&mut self) {
         self.area.insert_newline();
+    }
+
+    /// The cursor: row, and column in characters.
+    pub fn cursor(&self) -> (usize, usize) {
+        self.area.cursor()
+    }
+
+    /// The text of one row (empty past the end).
+    pub fn line(&self, row: usize) -> &str {
+        self.area.lines().get(row).map_or("", String::as_str)
+    }
+
+    /// The word before the cursor (back to white space or the line start), and its length in
+    /// characters.
+    pub fn word_before_cursor(&self) -> (String, usize) {
+        let (row, col) = self.cursor();
+        let before: Vec<char> = self.line(row).chars().take(col).collect();
+        let start = before
+            .iter()
+            .rposition(|c| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        (before[start..].iter().collect(), before.len() - start)
+    }
+
+    /// Replace the `n` characters before the cursor (on its row) with `text`.
+    pub fn replace_before_cursor(&mut self, n: usize, text: &str) {
+        self.browsing = None;
+        let n = n.min(self.cursor().1);
+        for _ in 0..n {
+            self.area.delete_char();
+        }
+        self.area.insert_str(text);
     }
 
     /// A key for the text: tui-textarea's bindings, with the shell line editor's meaning for

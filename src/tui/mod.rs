@@ -19,7 +19,10 @@
 
 pub mod app;
 pub mod cells;
+pub mod complete;
 pub mod editor;
+pub mod file_picker;
+pub mod files;
 pub mod frame;
 pub mod highlight;
 pub mod markdown;
@@ -103,6 +106,8 @@ fn place() -> Place {
 pub struct TuiOptions {
     /// Sent as the first prompt (joined by blank lines).
     pub messages: Vec<String>,
+    /// Files from `@path` arguments, attached to the first prompt.
+    pub files: Vec<crate::attach::FileRef>,
     /// `-r`: open the session picker at once.
     pub pick_session: bool,
 }
@@ -129,6 +134,8 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.models = info.models;
     app.scoped_models = info.scoped_models;
     app.providers_without_key = info.providers_without_key.into_iter().collect();
+    app.set_cwd(info.cwd.clone());
+    app.attachments = tui.files.clone();
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;

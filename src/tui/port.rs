@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use crate::agent::protocol::command::{AgentCommand, WhenBusy};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{AgentMessage, Message};
+use crate::attach::{self, FileRef};
 use crate::host::{Command, Commands};
 use crate::provider::catalog::ModelInfo;
 use crate::session::ListScope;
@@ -46,6 +47,20 @@ impl Port {
             messages: vec![message],
             when_busy,
             reply: None,
+        });
+    }
+
+    /// Like [`Port::prompt`], with files: those given and the ones `text` names with `@`
+    /// are read by the host and sent with it.
+    pub fn prompt_with_files(&self, text: String, files: Vec<FileRef>, delivery: Delivery) {
+        let when_busy = match delivery {
+            Delivery::Steer => WhenBusy::Steer,
+            Delivery::FollowUp => WhenBusy::FollowUp,
+        };
+        self.commands.send(Command::PromptWithFiles {
+            text,
+            files,
+            when_busy,
         });
     }
 
@@ -139,6 +154,23 @@ impl Port {
 
     pub fn clone_session(&self) {
         self.commands.send(Command::Clone);
+    }
+}
+
+/// A message as the transcript shows it: a user message's attached files as chips
+/// (`[file: src/main.rs]`) instead of their contents.
+pub fn shown_text(m: &AgentMessage) -> String {
+    match m.as_llm() {
+        Some(Message::User(u)) => attach::shown_text(&u.content),
+        _ => message_text(m),
+    }
+}
+
+/// What was typed of a user message, without its attached files (for the editor).
+pub fn typed_text(m: &AgentMessage) -> String {
+    match m.as_llm() {
+        Some(Message::User(u)) => attach::message::typed_text(&u.content),
+        _ => message_text(m),
     }
 }
 

@@ -4,7 +4,9 @@
 //! queued steering/follow-up messages, the status line (spinner, elapsed, "esc to interrupt"
 //! while working), the editor between two rules coloured by thinking level, and a two-line
 //! footer (folder, git branch, session name; tokens ↑ ↓, cache R/W, cost, context %, model and
-//! thinking level). The `/` completion list and the model picker draw over the transcript.
+//! thinking level). Files and images waiting to be sent show as chips on a row above the
+//! editor. The `/` completion list, the `@` file picker and the model picker draw over the
+//! transcript.
 
 use std::time::Instant;
 
@@ -157,20 +159,56 @@ fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
     [Line::styled(truncate(&place, width), dim), line2]
 }
 
+/// The files and images waiting for the next prompt, as one row of chips.
+fn chips_line(app: &App, width: usize) -> Option<Line<'static>> {
+    if app.attachments.is_empty() {
+        return None;
+    }
+    let chips: Vec<String> = app
+        .attachments
+        .iter()
+        .map(|a| sanitize(&a.chip()))
+        .collect();
+    let chips = chips.join(" ");
+    let hint = "  (Backspace on an empty editor removes the last)";
+    let room = width.saturating_sub(1);
+    let mut spans = vec![Span::styled(
+        format!(" {}", truncate(&chips, room)),
+        fg(|t| t.accent),
+    )];
+    if text_width(&chips) + text_width(hint) < room {
+        spans.push(Span::styled(hint, fg(|t| t.dim)));
+    }
+    Some(Line::from(spans))
+}
+
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
+    app.refresh_file_picker();
     let area = frame.area();
     let width = area.width as usize;
     let queued = queued_lines(app, width);
+    let chips = chips_line(app, width);
     let editor_rows = app.editor.line_count().clamp(1, 8) as u16;
-    let [main, queue_area, status_area, editor_area, footer_area] = Layout::vertical([
+    let [
+        main,
+        queue_area,
+        status_area,
+        chips_area,
+        editor_area,
+        footer_area,
+    ] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(queued.len() as u16),
         Constraint::Length(1),
+        Constraint::Length(u16::from(chips.is_some())),
         Constraint::Length(editor_rows + 2),
         Constraint::Length(2),
     ])
     .areas(area);
+    if let Some(chips) = chips {
+        frame.render_widget(Paragraph::new(chips), chips_area);
+    }
 
     app.viewport = (main.width, main.height);
     let view = app.view(now);
@@ -216,6 +254,9 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
         frame.render_widget(Paragraph::new(lines), popup);
     }
 
+    if app.file_picker.is_some() {
+        draw_file_picker(frame, app, main);
+    }
     if app.picker.is_some() {
         draw_picker(frame, app, main);
     }
@@ -504,6 +545,77 @@ fn short_folder(cwd: &str) -> String {
         [last, parent, _] => format!("…/{parent}/{last}"),
         _ => cwd,
     }
+}
+
+/// The `@` file picker, at the bottom of the transcript, just above the editor.
+fn draw_file_picker(frame: &mut Frame, app: &App, area: Rect) {
+    use super::file_picker::ROWS;
+    let Some(p) = &app.file_picker else {
+        return;
+    };
+    let hits = &p.found.hits;
+    let h = (hits.len().clamp(1, ROWS) as u16 + 2).min(area.height);
+    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+    let count = match (p.found.total, p.query.is_empty()) {
+        (n, true) => format!("{n} files"),
+        (1, false) => "1 match".to_string(),
+        (n, false) => format!("{n} matches"),
+    };
+    let mut header = vec![
+        Span::styled(" @", Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw(sanitize(&p.query)),
+        Span::styled("▏", fg(|t| t.accent)),
+        Span::styled(format!("  {count}"), fg(|t| t.dim)),
+    ];
+    if p.listing {
+        header.push(Span::styled(" · listing…", fg(|t| t.dim)));
+    }
+    let mut lines = vec![Line::from(header)];
+    let sel = p.selected.min(hits.len().saturating_sub(1));
+    let start = sel.saturating_sub(ROWS - 1);
+    let width = area.width as usize;
+    for (i, hit) in hits.iter().enumerate().skip(start).take(ROWS) {
+        let chosen = i == sel;
+        let base = if chosen {
+            fg(|t| t.accent).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        let strong = base
+            .add_modifier(Modifier::BOLD)
+            .fg(theme::current().accent);
+        let mut spans = vec![Span::styled(if chosen { " › " } else { "   " }, base)];
+        // Matched letters stand out; runs of the same style make one span.
+        let mut run = String::new();
+        let mut run_matched = false;
+        for (n, c) in sanitize(&hit.path).chars().enumerate() {
+            let matched = hit.matched.binary_search(&(n as u32)).is_ok();
+            if matched != run_matched && !run.is_empty() {
+                let style = if run_matched { strong } else { base };
+                spans.push(Span::styled(std::mem::take(&mut run), style));
+            }
+            run_matched = matched;
+            run.push(c);
+        }
+        if !run.is_empty() {
+            spans.push(Span::styled(run, if run_matched { strong } else { base }));
+        }
+        lines.push(truncate_line(Line::from(spans), width));
+    }
+    if hits.is_empty() {
+        let empty = if p.listing {
+            "   listing the folder's files…"
+        } else {
+            "   no file matches"
+        };
+        lines.push(Line::styled(empty, fg(|t| t.dim)));
+    }
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(fg(|t| t.accent))
+        .title(" ↑↓ choose · Enter/Tab insert · Esc close ");
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
 }
 
 fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {

@@ -30,11 +30,15 @@ use crate::host::{Command, Commands, HostEvent, Opened};
 use crate::provider::catalog::ModelInfo;
 use crate::session::{ListScope, SessionInfo};
 
+mod attach;
+
 /// What the app sent to the host, sorted by kind.
 #[derive(Default)]
 struct Log {
     /// Prompts with how they are delivered while a run is active.
     prompts: Vec<(String, WhenBusy)>,
+    /// Prompts sent with files: the text, the files' names, the delivery.
+    with_files: Vec<(String, Vec<String>, WhenBusy)>,
     aborts: usize,
     took_queued: usize,
     continued: usize,
@@ -80,6 +84,15 @@ impl Sent {
                         log.prompts.push((message_text(&m), when_busy));
                     }
                 }
+                Command::PromptWithFiles {
+                    text,
+                    files,
+                    when_busy,
+                } => log.with_files.push((
+                    text,
+                    files.into_iter().map(|f| f.name).collect(),
+                    when_busy,
+                )),
                 Command::Agent(AgentCommand::Abort { .. }) => log.aborts += 1,
                 Command::Agent(AgentCommand::Continue { .. }) => log.continued += 1,
                 Command::Agent(AgentCommand::Compact { focus, .. }) => log.compacts.push(focus),

@@ -1,0 +1,68 @@
+//! Files and images the person adds to a prompt.
+//!
+//! Three ways in, one way out. `pi @notes.txt "summarize"` names files on the command line
+//! ([`args`]); a prompt typed in the editor names them as `@path` ([`mentions`]); a pasted or
+//! dropped image path attaches the image ([`dropped`]). Whatever the way, a file is read by
+//! [`load`] (text up to [`load::TEXT_LIMIT`], or a PNG, JPEG, GIF or WebP image recognised by
+//! its first bytes) and the prompt becomes one user message by [`message`]: each text file
+//! inlined as `<file name="path">…</file>`, each image as an image block after its own
+//! `<file name="path"></file>` line, as the Node.js `pi` writes them. A model that takes no
+//! images gets the text alone, and the caller is told which images were left out.
+//!
+//! Nothing here knows about terminals or the agent loop: the front ends decide when to read
+//! (print mode before anything is sent, the interactive UI through the host, off its own task).
+
+pub mod args;
+pub mod dropped;
+pub mod load;
+pub mod mentions;
+pub mod message;
+
+use std::path::{Path, PathBuf};
+
+pub use load::{Attachment, load};
+pub use message::{Built, build, shown_text};
+
+/// A file to attach: the name the person used for it (shown, and given to the model), and
+/// where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRef {
+    pub name: String,
+    pub path: PathBuf,
+    /// Known to be an image (sniffed when it was added).
+    pub image: bool,
+}
+
+impl FileRef {
+    /// How it is shown before it is sent: `[image: shot.png]` (the file's name),
+    /// `[file: src/main.rs]` (the path as given).
+    pub fn chip(&self) -> String {
+        if self.image {
+            format!("[image: {}]", base_name(&self.name))
+        } else {
+            format!("[file: {}]", self.name)
+        }
+    }
+}
+
+/// The last part of a path (`/tmp/shot.png` → `shot.png`).
+pub fn base_name(name: &str) -> &str {
+    name.rsplit('/').find(|p| !p.is_empty()).unwrap_or(name)
+}
+
+/// `raw` as a path: `~` and `~/…` from the home folder, relative paths from `cwd`.
+pub fn resolve(cwd: &Path, raw: &str) -> PathBuf {
+    let home = || dirs::home_dir().unwrap_or_default();
+    let expanded = if raw == "~" {
+        home()
+    } else if let Some(rest) = raw.strip_prefix("~/") {
+        home().join(rest)
+    } else {
+        PathBuf::from(raw)
+    };
+    if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    }
+}
