@@ -13,7 +13,7 @@
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
 //! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
-//! row fast), `frame`,
+//! row fast), `frame`, `keymap` (which key does what, and keybindings.json),
 //! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
 //! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
 
@@ -25,6 +25,7 @@ pub mod file_picker;
 pub mod files;
 pub mod frame;
 pub mod highlight;
+pub mod keymap;
 pub mod markdown;
 pub mod paint;
 pub mod port;
