@@ -13,7 +13,8 @@
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
 //! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
-//! row fast), `frame`, `keymap` (which key does what, and keybindings.json),
+//! row fast), `frame`, `keymap` (which key does what, and keybindings.json), `external` (Ctrl+G
+//! in `$VISUAL`/`$EDITOR`),
 //! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
 //! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
 
@@ -21,6 +22,7 @@ pub mod app;
 pub mod cells;
 pub mod complete;
 pub mod editor;
+pub mod external;
 pub mod file_picker;
 pub mod files;
 pub mod frame;
