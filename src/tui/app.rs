@@ -4,8 +4,10 @@
 //! paste/mouse) and [`App::handle_agent_event`]. It talks to the agent only through
 //! its [`Port`] to the host, whose answers come back through [`App::handle_run_event`] and
 //! [`App::handle_host_event`], so tests drive it with a port on a plain channel and hand-made
-//! events. Side effects that need the terminal (quit, suspend, OSC 52 copy) are returned as
-//! [`Effect`]s for the loop in `mod.rs` to carry out. Drawing lives in `render.rs`.
+//! events. Side effects that need the terminal (quit, suspend, OSC 52 copy, the external
+//! editor) are returned as [`Effect`]s for the loop in `mod.rs` to carry out. Drawing lives in
+//! `render.rs`. Keys are looked up in the [`Keymap`] (the Node.js pi's action ids, remappable
+//! in keybindings.json); popups keep their own keys.
 //!
 //! Running-turn input: Enter sends, or steers while a run is active; Alt+Enter queues a
 //! follow-up; the queues are the agent's, shown from its `queue_update` events (and a run that
@@ -20,9 +22,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 
 use super::cells::{self, Cell, ToolCell, ToolState, View, output_text};
 use super::complete::{self, Completion};
-use super::editor::Editor;
+use super::editor::{Edit, Editor};
 use super::file_picker::{self, FilePicker};
 use super::files::FileIndex;
+use super::keymap::{Action, Keymap};
 pub use super::port::Delivery;
 use super::port::{Port, shown_text, typed_text};
 use super::sanitize::sanitize;
@@ -47,6 +50,9 @@ pub enum Effect {
     Suspend,
     /// Put text on the clipboard with OSC 52.
     Copy(String),
+    /// Ctrl+G: edit this text (the editor's, paste markers expanded) in `$VISUAL`/`$EDITOR`,
+    /// then hand the result to [`App::external_edit_done`].
+    ExternalEditor(String),
 }
 
 /// The model picker popup.
@@ -140,6 +146,8 @@ pub struct App {
     pub viewport: (u16, u16),
     pub dirty: bool,
     effects: Vec<Effect>,
+    /// Which key does what (the defaults, or keybindings.json over them).
+    pub keys: Keymap,
 }
 
 impl App {
@@ -190,6 +198,7 @@ impl App {
             viewport: (80, 20),
             dirty: true,
             effects: Vec::new(),
+            keys: Keymap::default(),
         }
     }
 
@@ -531,10 +540,8 @@ impl App {
             return;
         }
         self.dirty = true;
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        if !matches!(key.code, KeyCode::Char('c')) || !ctrl {
+        let actions = self.keys.actions(&key).to_vec();
+        if !actions.contains(&Action::Clear) {
             self.hint = None;
         }
         if self.picker.is_some() {
@@ -552,57 +559,62 @@ impl App {
         if self.file_picker.is_some() && self.file_picker_key(key) {
             return;
         }
+        // The first of the key's actions that applies (Ctrl+D quits only on an empty editor,
+        // else deletes forward); a key with none types into the editor, unless it lost its
+        // default action to keybindings.json.
+        let done = actions.into_iter().any(|a| self.perform(a, key));
+        if !done && !self.keys.released(&key) {
+            self.unbound_key(key);
+        }
+        self.sync_file_picker();
+    }
+
+    /// Do what `action` means; false when it does not apply now.
+    fn perform(&mut self, action: Action, key: KeyEvent) -> bool {
         let page = (self.viewport.1 as usize).saturating_sub(2).max(1);
-        match key.code {
-            KeyCode::Char('c') if ctrl => {
-                let now = Instant::now();
-                if !self.editor.is_empty() || !self.attachments.is_empty() {
-                    self.editor.clear();
-                    self.attachments.clear();
-                    self.last_ctrl_c = Some(now);
-                } else if self
-                    .last_ctrl_c
-                    .is_some_and(|t| now.duration_since(t) < Duration::from_millis(1000))
-                {
-                    self.quit();
-                } else {
-                    self.last_ctrl_c = Some(now);
-                    self.hint = Some("Press Ctrl+C again to quit".into());
+        match action {
+            Action::Interrupt => self.escape(),
+            Action::Clear => self.clear_or_quit(),
+            Action::Exit => {
+                if !self.editor.is_empty() {
+                    return false;
                 }
+                self.quit();
             }
-            KeyCode::Char('d') if ctrl => {
-                if self.editor.is_empty() {
-                    self.quit();
-                } else {
-                    self.editor.input(key);
-                }
-            }
-            KeyCode::Char('z') if ctrl => self.effects.push(Effect::Suspend),
-            KeyCode::Char('t') if ctrl => {
+            Action::Suspend => self.effects.push(Effect::Suspend),
+            Action::ExternalEditor => self
+                .effects
+                .push(Effect::ExternalEditor(self.editor.expanded())),
+            Action::ThinkingToggle => {
                 self.show_thinking = !self.show_thinking;
                 self.transcript.invalidate_view();
             }
-            KeyCode::Char('o') if ctrl => {
+            Action::ToolsExpand => {
                 self.expand_tools = !self.expand_tools;
                 self.transcript.invalidate_view();
             }
-            KeyCode::Char('l') if ctrl => self.open_picker(""),
-            KeyCode::Char('p') if ctrl => self.cycle_model(!shift),
-            KeyCode::Char('P') if ctrl => self.cycle_model(false),
-            KeyCode::Char('j') if ctrl => self.editor.newline(),
-            KeyCode::Esc => self.escape(),
-            KeyCode::Enter if shift || ctrl => self.editor.newline(),
-            KeyCode::Enter if alt => self.submit(Delivery::FollowUp),
-            KeyCode::Enter if self.editor.backslash_newline() => {}
-            KeyCode::Up if alt => {
-                // Alt+Up: queued messages come back into the editor.
+            Action::ModelSelect => self.open_picker(""),
+            Action::ModelCycleForward => self.cycle_model(true),
+            Action::ModelCycleBackward => self.cycle_model(false),
+            Action::ThinkingCycle => self.cycle_thinking(),
+            Action::FollowUp => self.submit(Delivery::FollowUp),
+            Action::Dequeue => {
                 if !self.steering.is_empty() || !self.follow_up.is_empty() {
                     self.port.take_queued();
                     self.steering.clear();
                     self.follow_up.clear();
                 }
             }
-            KeyCode::Enter => {
+            Action::SessionNew => self.run_command("new", ""),
+            Action::SessionTree => self.open_tree(TreePurpose::Navigate),
+            Action::SessionFork => self.open_tree(TreePurpose::Fork),
+            Action::SessionResume => self.open_sessions(),
+            Action::NewLine => self.editor.newline(),
+            Action::Submit => {
+                // Right after a `\` it is a line break (where Shift+Enter is not seen).
+                if self.editor.backslash_newline() {
+                    return true;
+                }
                 if let Some(c) = self.selected_completion()
                     && self.editor.text() != format!("/{}", c.name)
                     && !c.args.starts_with('<')
@@ -612,7 +624,7 @@ impl App {
                 }
                 self.submit(Delivery::Steer)
             }
-            KeyCode::Tab => {
+            Action::Tab => {
                 if let Some(c) = self.selected_completion() {
                     let suffix = if c.args.is_empty() { "" } else { " " };
                     self.editor.set_text(&format!("/{}{suffix}", c.name));
@@ -620,31 +632,90 @@ impl App {
                     self.complete_path();
                 }
             }
-            KeyCode::Backspace if self.editor.is_empty() && !self.attachments.is_empty() => {
+            Action::CursorUp => {
+                if !self.completions().is_empty() {
+                    self.completion_selected = self.completion_selected.saturating_sub(1);
+                } else if !self.editor.history_prev() {
+                    self.edit(Edit::Up);
+                }
+            }
+            Action::CursorDown => {
+                let n = self.completions().len();
+                if n > 0 {
+                    self.completion_selected =
+                        (self.completion_selected + 1).min(n.saturating_sub(1));
+                } else if !self.editor.history_next() {
+                    self.edit(Edit::Down);
+                }
+            }
+            // With nothing to move in, Home and End move through the conversation.
+            Action::CursorLineStart if key.code == KeyCode::Home && self.editor.is_empty() => {
+                self.transcript.scroll_to_top()
+            }
+            Action::CursorLineEnd if key.code == KeyCode::End && self.editor.is_empty() => {
+                self.transcript.follow()
+            }
+            Action::PageUp => self.scroll_up(page),
+            Action::PageDown => self.scroll_down(page),
+            Action::DeleteCharBackward
+                if self.editor.is_empty() && !self.attachments.is_empty() =>
+            {
                 self.attachments.pop();
             }
-            KeyCode::BackTab => self.cycle_thinking(),
-            KeyCode::PageUp => self.scroll_up(page),
-            KeyCode::PageDown => self.scroll_down(page),
-            KeyCode::Home if ctrl || self.editor.is_empty() => self.transcript.scroll_to_top(),
-            KeyCode::End if ctrl || self.editor.is_empty() => self.transcript.follow(),
-            KeyCode::Up if !self.completions().is_empty() => {
-                self.completion_selected = self.completion_selected.saturating_sub(1);
-            }
-            KeyCode::Down if !self.completions().is_empty() => {
-                let n = self.completions().len();
-                self.completion_selected = (self.completion_selected + 1).min(n.saturating_sub(1));
-            }
-            KeyCode::Up => {
-                if !self.editor.history_prev() {
-                    self.editor.input(key);
-                }
-            }
-            KeyCode::Down => {
-                if !self.editor.history_next() {
-                    self.editor.input(key);
-                }
-            }
+            Action::CursorLeft => self.edit(Edit::Left),
+            Action::CursorRight => self.edit(Edit::Right),
+            Action::CursorWordLeft => self.edit(Edit::WordLeft),
+            Action::CursorWordRight => self.edit(Edit::WordRight),
+            Action::CursorLineStart => self.edit(Edit::LineStart),
+            Action::CursorLineEnd => self.edit(Edit::LineEnd),
+            Action::DeleteCharBackward => self.edit(Edit::DeleteCharBackward),
+            Action::DeleteCharForward => self.edit(Edit::DeleteCharForward),
+            Action::DeleteWordBackward => self.edit(Edit::DeleteWordBackward),
+            Action::DeleteWordForward => self.edit(Edit::DeleteWordForward),
+            Action::DeleteToLineStart => self.edit(Edit::DeleteToLineStart),
+            Action::DeleteToLineEnd => self.edit(Edit::DeleteToLineEnd),
+            Action::Yank => self.edit(Edit::Yank),
+            Action::Undo => self.edit(Edit::Undo),
+        }
+        true
+    }
+
+    /// Ctrl+C: clear the editor and attachments; on an empty one, twice quickly quits.
+    fn clear_or_quit(&mut self) {
+        let now = Instant::now();
+        if !self.editor.is_empty() || !self.attachments.is_empty() {
+            self.editor.clear();
+            self.attachments.clear();
+            self.last_ctrl_c = Some(now);
+        } else if self
+            .last_ctrl_c
+            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(1000))
+        {
+            self.quit();
+        } else {
+            self.last_ctrl_c = Some(now);
+            let key = self.keys.label(Action::Clear).unwrap_or_default();
+            self.hint = Some(format!("Press {key} again to quit"));
+        }
+    }
+
+    /// An edit of the text; a change brings back the `/` list if Esc had closed it.
+    fn edit(&mut self, edit: Edit) {
+        let before = self.editor.text();
+        self.editor.edit(edit);
+        if self.editor.text() != before {
+            self.completion_dismissed = false;
+            self.completion_selected = 0;
+        }
+    }
+
+    /// A key no action claims: Ctrl+Home/End scroll, anything else goes to the text area.
+    fn unbound_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Home if ctrl => self.transcript.scroll_to_top(),
+            KeyCode::End if ctrl => self.transcript.follow(),
             _ => {
                 let before = self.editor.text();
                 self.editor.input(key);
@@ -657,7 +728,21 @@ impl App {
                 }
             }
         }
-        self.sync_file_picker();
+    }
+
+    /// The text came back from the external editor (Ctrl+G), or the editor failed and the
+    /// text stays as it was.
+    pub fn external_edit_done(&mut self, outcome: Result<String, String>) {
+        self.dirty = true;
+        match outcome {
+            Ok(text) => {
+                self.editor.replace_all(&text);
+                self.completion_dismissed = false;
+                self.completion_selected = 0;
+                self.file_picker = None;
+            }
+            Err(why) => self.notice(sanitize(&why)),
+        }
     }
 
     // ----- `@` files and paths ----------------------------------------------------------
@@ -1605,6 +1690,7 @@ const HELP_KEYS: &[(&str, &str)] = &[
     ("Ctrl+L", "choose a model"),
     ("(Shift+)Ctrl+P", "next/previous model of --models"),
     ("Shift+Tab", "cycle the thinking level"),
+    ("Ctrl+G", "edit the prompt in $VISUAL / $EDITOR"),
     ("Ctrl+Z", "suspend"),
 ];
 

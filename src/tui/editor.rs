@@ -4,10 +4,33 @@
 //! as a marker `[paste #1 +42 lines]` and expanded when the text is taken for sending. Up/Down
 //! walk the history of sent prompts when the editor is empty or already browsing history.
 //! The word before the cursor can be read and replaced (path completion, the `@` picker).
-//! Key routing (what Enter or Esc mean) belongs to the app, not here.
+//! Key routing (which key is which [`Edit`], what Enter or Esc mean) belongs to the app and
+//! its keymap, not here.
 
 use ratatui::style::Style;
 use tui_textarea::{CursorMove, TextArea};
+
+/// What [`Editor::edit`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    Up,
+    Down,
+    Left,
+    Right,
+    WordLeft,
+    WordRight,
+    LineStart,
+    LineEnd,
+    DeleteCharBackward,
+    DeleteCharForward,
+    DeleteWordBackward,
+    DeleteWordForward,
+    DeleteToLineStart,
+    DeleteToLineEnd,
+    /// Paste the text deleted last.
+    Yank,
+    Undo,
+}
 
 pub struct Editor {
     area: TextArea<'static>,
@@ -102,42 +125,59 @@ impl Editor {
         self.area.insert_str(text);
     }
 
-    /// A key for the text: tui-textarea's bindings, with the shell line editor's meaning for
-    /// the keys whose meaning differs (Ctrl+U deletes to the line start, not undo; Ctrl+W,
-    /// Alt+Backspace delete the word before the cursor; Ctrl+K to the line end; Alt+B/F move by
-    /// word; Ctrl+A/E to the line start and end).
+    /// A key with no action of its own (typed text, and tui-textarea's other bindings such as
+    /// Shift+arrows to select or Ctrl+R to redo); what the keymap names goes through
+    /// [`Editor::edit`].
     pub fn input(&mut self, key: crossterm::event::KeyEvent) {
-        use crossterm::event::{KeyCode, KeyModifiers};
         self.browsing = None;
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        match key.code {
-            KeyCode::Char('u') if ctrl => {
-                self.area.delete_line_by_head();
-            }
-            KeyCode::Char('k') if ctrl => {
-                self.area.delete_line_by_end();
-            }
-            KeyCode::Char('w') if ctrl => {
-                self.area.delete_word();
-            }
-            KeyCode::Backspace if alt => {
-                self.area.delete_word();
-            }
-            KeyCode::Char('a') if ctrl => self.area.move_cursor(CursorMove::Head),
-            KeyCode::Char('e') if ctrl => self.area.move_cursor(CursorMove::End),
-            KeyCode::Char('b') if alt => self.area.move_cursor(CursorMove::WordBack),
-            KeyCode::Char('f') if alt => {
+        self.area.input(key);
+    }
+
+    /// An editing action, with a shell line editor's meaning where tui-textarea's differs
+    /// (Alt+F, by default, stops after the word).
+    pub fn edit(&mut self, edit: Edit) {
+        self.browsing = None;
+        let a = &mut self.area;
+        match edit {
+            Edit::Up => a.move_cursor(CursorMove::Up),
+            Edit::Down => a.move_cursor(CursorMove::Down),
+            Edit::Left => a.move_cursor(CursorMove::Back),
+            Edit::Right => a.move_cursor(CursorMove::Forward),
+            Edit::WordLeft => a.move_cursor(CursorMove::WordBack),
+            Edit::WordRight => {
                 // To the end of the word, as a shell does (tui-textarea stops on its last
                 // character).
-                let before = self.area.cursor();
-                self.area.move_cursor(CursorMove::WordEnd);
-                if self.area.cursor() != before {
-                    self.area.move_cursor(CursorMove::Forward);
+                let before = a.cursor();
+                a.move_cursor(CursorMove::WordEnd);
+                if a.cursor() != before {
+                    a.move_cursor(CursorMove::Forward);
                 }
             }
-            _ => {
-                self.area.input(key);
+            Edit::LineStart => a.move_cursor(CursorMove::Head),
+            Edit::LineEnd => a.move_cursor(CursorMove::End),
+            Edit::DeleteCharBackward => {
+                a.delete_char();
+            }
+            Edit::DeleteCharForward => {
+                a.delete_next_char();
+            }
+            Edit::DeleteWordBackward => {
+                a.delete_word();
+            }
+            Edit::DeleteWordForward => {
+                a.delete_next_word();
+            }
+            Edit::DeleteToLineStart => {
+                a.delete_line_by_head();
+            }
+            Edit::DeleteToLineEnd => {
+                a.delete_line_by_end();
+            }
+            Edit::Yank => {
+                a.paste();
+            }
+            Edit::Undo => {
+                a.undo();
             }
         }
     }
@@ -173,14 +213,26 @@ impl Editor {
         }
     }
 
+    /// The text with paste markers expanded (what would be sent).
+    pub fn expanded(&self) -> String {
+        let mut text = self.text();
+        for (marker, content) in &self.pastes {
+            text = text.replacen(marker, content, 1);
+        }
+        text
+    }
+
+    /// Replace everything with `text`, taken literally (no paste markers).
+    pub fn replace_all(&mut self, text: &str) {
+        self.clear();
+        self.area.insert_str(text);
+    }
+
     /// The text to send (paste markers expanded); the editor is cleared and the text, if not
     /// empty, goes into the history.
     pub fn take(&mut self) -> String {
         let typed = self.text();
-        let mut text = typed.clone();
-        for (marker, content) in &self.pastes {
-            text = text.replacen(marker, content, 1);
-        }
+        let text = self.expanded();
         if !typed.trim().is_empty() && self.history.last() != Some(&typed) {
             self.history.push(typed);
             if self.history.len() > 100 {

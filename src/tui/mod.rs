@@ -118,6 +118,11 @@ pub struct TuiOptions {
 /// Run the interactive UI; returns the exit code.
 pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     let verbose = options.verbose;
+    let env = options.env.clone();
+    let agent_dir = {
+        let env = env.clone();
+        crate::config::agent_dir(&move |k| env(k))
+    };
     let started = match start_or_choose(options).await {
         Ok(s) => s,
         Err(Some(e)) => {
@@ -151,6 +156,11 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     for w in &info.warnings {
         app.notice(sanitize::sanitize(w));
     }
+    let (keys, key_warnings) = keymap::load(agent_dir.as_deref());
+    app.keys = keys;
+    for w in &key_warnings {
+        app.notice(sanitize::sanitize(w));
+    }
     if tui.pick_session {
         app.open_sessions();
     }
@@ -181,7 +191,7 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
         app.editor.set_text(&first.join("\n\n"));
         app.submit(app::Delivery::Steer);
     }
-    let code = event_loop(&mut term, &mut app, &mut client).await;
+    let code = event_loop(&mut term, &mut app, &mut client, &env).await;
     terminal::restore();
     // Abort what runs, let it write its last messages, flush the session.
     let mut unsaved = false;
@@ -274,6 +284,151 @@ async fn wait_signal(s: &mut Option<tokio::signal::unix::Signal>) {
     }
 }
 
+/// The signals that end the TUI (each restores the terminal and aborts the run first).
+struct Signals {
+    term: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+    /// In raw mode Ctrl+C arrives as a key (the editor's meaning); a SIGINT is sent by
+    /// something else (`kill -INT`, a supervisor) and ends pi like the other two.
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            term: signal(SignalKind::terminate()).ok(),
+            hup: signal(SignalKind::hangup()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+        }
+    }
+}
+
+type InputEvent = std::io::Result<Event>;
+
+/// Terminal input, read on its own task: the loop wakes for every agent event, and polling
+/// crossterm's reader that often contends with its reading thread for a lock. Stopped while
+/// another program (the external editor) owns the terminal.
+struct Input {
+    tx: tokio::sync::mpsc::UnboundedSender<InputEvent>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<InputEvent>,
+    reader: Option<AbortOnDrop>,
+}
+
+impl Input {
+    fn start() -> Input {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut input = Input {
+            tx,
+            rx,
+            reader: None,
+        };
+        input.resume();
+        input
+    }
+
+    fn resume(&mut self) {
+        let tx = self.tx.clone();
+        self.reader = Some(AbortOnDrop(tokio::spawn(async move {
+            let mut events = EventStream::new();
+            while let Some(e) = events.next().await {
+                if tx.send(e).is_err() {
+                    break;
+                }
+            }
+        })));
+    }
+
+    /// Stop reading the terminal, and return only once nothing reads it: the stream is
+    /// dropped with its task (which wakes crossterm's reading thread to leave), and that
+    /// thread holds crossterm's reader lock while it waits for input, so taking the lock once
+    /// (a zero-time poll) waits for it to let go.
+    async fn pause(&mut self) {
+        if let Some(mut reader) = self.reader.take() {
+            reader.0.abort();
+            let _ = (&mut reader.0).await;
+        }
+        let _ = crossterm::event::poll(std::time::Duration::ZERO);
+    }
+}
+
+/// What became of a Ctrl+G edit.
+enum Edited {
+    /// The new text, or why the text stays as it was.
+    Done(Result<String, String>),
+    /// A signal to quit came while the editor ran (the exit code).
+    Quit(u8),
+}
+
+/// Ctrl+G: hand the real terminal to the person's editor on a private copy of the text, then
+/// take the full screen back. The agent goes on meanwhile; its events wait in their channel.
+async fn edit_externally(
+    text: &str,
+    env: &crate::provider::EnvLookup,
+    input: &mut Input,
+    signals: &mut Signals,
+) -> std::io::Result<Edited> {
+    let command = external::editor_command(&|k| env(k));
+    let draft = match external::Draft::write(&std::env::temp_dir(), text) {
+        Ok(d) => d,
+        Err(e) => {
+            return Ok(Edited::Done(Err(format!(
+                "Could not write the text for the editor: {e}"
+            ))));
+        }
+    };
+    input.pause().await;
+    terminal::restore();
+    let ran = match run_editor(&external::shell_line(&command, draft.path()), signals).await {
+        Ok(ran) => ran,
+        Err(code) => return Ok(Edited::Quit(code)),
+    };
+    terminal::enter()?;
+    input.resume();
+    Ok(Edited::Done(match ran {
+        Ok(status) => match external::failure(&command, status) {
+            Some(why) => Err(why),
+            None => draft.read(),
+        },
+        Err(e) => Err(format!(
+            "The editor `{command}` could not be started: {e}; the text is unchanged"
+        )),
+    }))
+}
+
+/// Run `sh -c <line>` in the foreground of this terminal until it ends; `Err` with the exit
+/// code when SIGTERM or SIGHUP comes first (the editor is killed).
+async fn run_editor(
+    line: &str,
+    signals: &mut Signals,
+) -> Result<std::io::Result<std::process::ExitStatus>, u8> {
+    let spawned = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
+    loop {
+        tokio::select! {
+            status = child.wait() => return Ok(status),
+            // Ctrl+C typed to an editor that leaves the terminal cooked reaches pi too: it
+            // is the editor's.
+            _ = wait_signal(&mut signals.int) => {}
+            _ = wait_signal(&mut signals.term) => {
+                let _ = child.kill().await;
+                return Err(143);
+            }
+            _ = wait_signal(&mut signals.hup) => {
+                let _ = child.kill().await;
+                return Err(129);
+            }
+        }
+    }
+}
+
 /// Draw one frame inside synchronized output.
 /// `resized`: the terminal may have changed size since the last frame (checking costs a system
 /// call, so it is done only then).
@@ -296,26 +451,11 @@ async fn event_loop<B: Backend + std::io::Write>(
     term: &mut Terminal<scrolling::ScrollingBackend<B>>,
     app: &mut App,
     client: &mut crate::host::Client,
+    env: &crate::provider::EnvLookup,
 ) -> std::io::Result<u8> {
-    use tokio::signal::unix::{SignalKind, signal};
-    // Terminal input is read on its own task: the loop wakes for every agent event, and
-    // polling crossterm's reader that often contends with its reading thread for a lock.
-    let (input_tx, mut input) = tokio::sync::mpsc::unbounded_channel();
-    let reader = tokio::spawn(async move {
-        let mut events = EventStream::new();
-        while let Some(e) = events.next().await {
-            if input_tx.send(e).is_err() {
-                break;
-            }
-        }
-    });
-    let _stop_reading = AbortOnDrop(reader);
+    let mut input = Input::start();
     let mut frames = FrameScheduler::default();
-    let mut sigterm = signal(SignalKind::terminate()).ok();
-    let mut sighup = signal(SignalKind::hangup()).ok();
-    // In raw mode Ctrl+C arrives as a key (the editor's meaning); a SIGINT is sent by
-    // something else (`kill -INT`, a supervisor) and ends pi like the other two.
-    let mut sigint = signal(SignalKind::interrupt()).ok();
+    let mut signals = Signals::install();
     let interrupted = |client: &crate::host::Client| {
         client.commands.agent(AgentCommand::Abort {
             reason: Some("Interrupted by a signal".into()),
@@ -359,7 +499,7 @@ async fn event_loop<B: Backend + std::io::Write>(
         // A frame is due within a stream interval: events can wait for it.
         let frame_soon = armed.is_some_and(|d| d <= Instant::now() + frame::STREAM_INTERVAL);
         tokio::select! {
-            ev = input.recv() => {
+            ev = input.rx.recv() => {
                 by_person = true;
                 match ev {
                     Some(Ok(Event::Key(k))) => app.handle_key(k),
@@ -394,15 +534,15 @@ async fn event_loop<B: Backend + std::io::Write>(
             _ = &mut sleep, if armed.is_some() => {
                 armed = None;
             }
-            _ = wait_signal(&mut sigterm) => {
+            _ = wait_signal(&mut signals.term) => {
                 interrupted(client);
                 return Ok(143);
             }
-            _ = wait_signal(&mut sighup) => {
+            _ = wait_signal(&mut signals.hup) => {
                 interrupted(client);
                 return Ok(129);
             }
-            _ = wait_signal(&mut sigint) => {
+            _ = wait_signal(&mut signals.int) => {
                 interrupted(client);
                 return Ok(130);
             }
@@ -417,6 +557,18 @@ async fn event_loop<B: Backend + std::io::Write>(
                     app.dirty = true;
                 }
                 Effect::Copy(text) => terminal::copy_osc52(&text),
+                Effect::ExternalEditor(text) => {
+                    match edit_externally(&text, env, &mut input, &mut signals).await? {
+                        Edited::Done(outcome) => app.external_edit_done(outcome),
+                        Edited::Quit(code) => {
+                            interrupted(client);
+                            return Ok(code);
+                        }
+                    }
+                    term.clear()?;
+                    resized = true;
+                    app.dirty = true;
+                }
             }
         }
     }

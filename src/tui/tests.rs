@@ -31,6 +31,7 @@ use crate::provider::catalog::ModelInfo;
 use crate::session::{ListScope, SessionInfo};
 
 mod attach;
+mod keys;
 
 /// What the app sent to the host, sorted by kind.
 #[derive(Default)]
@@ -754,7 +755,7 @@ fn slash_commands_help_thinking_name_and_quit() {
     assert_eq!(port.log().names, ["refactor"]);
     app.handle_host_event(HostEvent::Named("refactor".into()));
     assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
-    let s = screen(&mut app, 70, 40, Instant::now());
+    let s = screen(&mut app, 70, 44, Instant::now());
     assert!(s.contains("  Esc                  interrupt"), "{s}");
     assert!(s.contains("  /thinking [level]    thinking level"), "{s}");
     assert!(s.contains("• refactor"), "{s}");
