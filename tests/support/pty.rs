@@ -43,6 +43,18 @@ impl Pty {
         rows: u16,
         args: &[&str],
     ) -> Pty {
+        Self::spawn_with_env(home, server, wrapper, rows, &[], args)
+    }
+
+    /// Like [`Pty::spawn_sized`], with these variables added to pi's environment.
+    pub fn spawn_with_env(
+        home: &std::path::Path,
+        server: &TestServer,
+        wrapper: Option<&str>,
+        rows: u16,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Pty {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -70,6 +82,9 @@ impl Pty {
         cmd.env("TERM", "xterm-256color");
         cmd.env("PI_CODING_AGENT_DIR", home.join("agent"));
         cmd.env("OLLAMA_HOST", &server.url);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         cmd.cwd(home);
         let child = pty.slave.spawn_command(cmd).unwrap();
         drop(pty.slave);
