@@ -2,7 +2,7 @@
 //!
 //! Flow: [`run`] builds the agent the same way print mode does, enters full-screen mode and
 //! runs the UI loop. The agent's runs live on their own tokio tasks (the `Agent` facade spawns
-//! them); the loop only `select!`s over terminal input (crossterm's `EventStream`), the agent's
+//! them); the loop only `select!`s over terminal input (read on a thread, `input`), the agent's
 //! events (the mpsc receiver from `Agent::subscribe`), the frame deadline and SIGTERM, SIGHUP
 //! and SIGINT (each restores the terminal, aborts the run, which stops a running command's
 //! process group, and saves the session on the way out).
@@ -14,7 +14,7 @@
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
 //! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
 //! row fast), `frame`, `keymap` (which key does what, and keybindings.json), `external` (Ctrl+G
-//! in `$VISUAL`/`$EDITOR`),
+//! in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys, paused for the external editor),
 //! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
 //! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
 
@@ -27,6 +27,7 @@ pub mod file_picker;
 pub mod files;
 pub mod frame;
 pub mod highlight;
+pub mod input;
 pub mod keymap;
 pub mod markdown;
 pub mod paint;
@@ -47,10 +48,9 @@ use std::io::stdout;
 use std::path::Path;
 use std::time::Instant;
 
-use crossterm::event::{Event, EventStream};
+use crossterm::event::Event;
 use crossterm::execute;
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
-use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
 
@@ -266,15 +266,6 @@ fn ask_about_locked(locked: &crate::setup::LockedSession) -> LockedChoice {
     }
 }
 
-/// Stops a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 async fn wait_signal(s: &mut Option<tokio::signal::unix::Signal>) {
     match s {
         Some(s) => {
@@ -304,54 +295,6 @@ impl Signals {
     }
 }
 
-type InputEvent = std::io::Result<Event>;
-
-/// Terminal input, read on its own task: the loop wakes for every agent event, and polling
-/// crossterm's reader that often contends with its reading thread for a lock. Stopped while
-/// another program (the external editor) owns the terminal.
-struct Input {
-    tx: tokio::sync::mpsc::UnboundedSender<InputEvent>,
-    rx: tokio::sync::mpsc::UnboundedReceiver<InputEvent>,
-    reader: Option<AbortOnDrop>,
-}
-
-impl Input {
-    fn start() -> Input {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut input = Input {
-            tx,
-            rx,
-            reader: None,
-        };
-        input.resume();
-        input
-    }
-
-    fn resume(&mut self) {
-        let tx = self.tx.clone();
-        self.reader = Some(AbortOnDrop(tokio::spawn(async move {
-            let mut events = EventStream::new();
-            while let Some(e) = events.next().await {
-                if tx.send(e).is_err() {
-                    break;
-                }
-            }
-        })));
-    }
-
-    /// Stop reading the terminal, and return only once nothing reads it: the stream is
-    /// dropped with its task (which wakes crossterm's reading thread to leave), and that
-    /// thread holds crossterm's reader lock while it waits for input, so taking the lock once
-    /// (a zero-time poll) waits for it to let go.
-    async fn pause(&mut self) {
-        if let Some(mut reader) = self.reader.take() {
-            reader.0.abort();
-            let _ = (&mut reader.0).await;
-        }
-        let _ = crossterm::event::poll(std::time::Duration::ZERO);
-    }
-}
-
 /// What became of a Ctrl+G edit.
 enum Edited {
     /// The new text, or why the text stays as it was.
@@ -365,7 +308,7 @@ enum Edited {
 async fn edit_externally(
     text: &str,
     env: &crate::provider::EnvLookup,
-    input: &mut Input,
+    input: &mut input::Input,
     signals: &mut Signals,
 ) -> std::io::Result<Edited> {
     let command = external::editor_command(&|k| env(k));
@@ -453,7 +396,7 @@ async fn event_loop<B: Backend + std::io::Write>(
     client: &mut crate::host::Client,
     env: &crate::provider::EnvLookup,
 ) -> std::io::Result<u8> {
-    let mut input = Input::start();
+    let mut input = input::Input::start()?;
     let mut frames = FrameScheduler::default();
     let mut signals = Signals::install();
     let interrupted = |client: &crate::host::Client| {
@@ -499,7 +442,7 @@ async fn event_loop<B: Backend + std::io::Write>(
         // A frame is due within a stream interval: events can wait for it.
         let frame_soon = armed.is_some_and(|d| d <= Instant::now() + frame::STREAM_INTERVAL);
         tokio::select! {
-            ev = input.rx.recv() => {
+            ev = input.events.recv() => {
                 by_person = true;
                 match ev {
                     Some(Ok(Event::Key(k))) => app.handle_key(k),
