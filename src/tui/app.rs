@@ -972,7 +972,16 @@ impl App {
         self.dirty = true;
         match name {
             "help" => {
-                self.transcript.push(Cell::Info(help_text()));
+                let mut text = help_text();
+                // The table above gives the default keys.
+                let changes = self.keys.changes();
+                if !changes.is_empty() {
+                    text.push_str("Changed in keybindings.json\n");
+                    for (keys, spec) in changes {
+                        text.push_str(&format!("  {keys}  {} ({})\n", spec.what, spec.id));
+                    }
+                }
+                self.transcript.push(Cell::Info(text));
                 self.transcript.follow();
             }
             "model" => self.open_picker(args),

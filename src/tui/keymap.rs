@@ -563,6 +563,8 @@ pub struct Keymap {
     by_key: HashMap<Key, Vec<Action>>,
     /// Keys some action has by default and none has now: they do nothing.
     released: HashSet<Key>,
+    /// The actions keybindings.json gave keys, in its order.
+    changed: Vec<Action>,
 }
 
 impl Default for Keymap {
@@ -604,6 +606,7 @@ impl Keymap {
             keys,
             by_key,
             released,
+            changed: Vec::new(),
         }
     }
 
@@ -620,6 +623,22 @@ impl Keymap {
     /// An action's keys.
     pub fn keys(&self, action: Action) -> &[Key] {
         self.keys.get(&action).map_or(&[], Vec::as_slice)
+    }
+
+    /// What keybindings.json changed, for `/help`: each action's keys and what it does.
+    pub fn changes(&self) -> Vec<(String, &'static Spec)> {
+        self.changed
+            .iter()
+            .map(|a| {
+                let keys: Vec<String> = self.keys(*a).iter().map(Key::label).collect();
+                let keys = if keys.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    keys.join(", ")
+                };
+                (keys, a.spec())
+            })
+            .collect()
     }
 
     /// How to name an action's first key in a hint (`Ctrl+C`), if it has one.
@@ -744,7 +763,9 @@ impl Keymap {
                 kept
             });
         }
-        (Keymap::build(keys), warnings)
+        let mut map = Keymap::build(keys);
+        map.changed = user.iter().map(|(a, _)| *a).collect();
+        (map, warnings)
     }
 }
 

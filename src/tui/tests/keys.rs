@@ -135,3 +135,20 @@ fn ctrl_g_hands_the_text_to_the_external_editor_and_takes_it_back() {
     let s = screen(&mut app, 100, 20, Instant::now());
     assert!(s.contains("The editor `nope` was not found"), "{s}");
 }
+
+#[test]
+fn help_lists_what_keybindings_json_changed() {
+    let (mut app, _port) = app();
+    app.keys = remapped(r#"{"app.model.select": ["ctrl+x", "f2"], "app.suspend": []}"#);
+    app.run_command("help", "");
+    let s = screen(&mut app, 100, 60, Instant::now());
+    assert!(s.contains("Changed in keybindings.json"), "{s}");
+    assert!(
+        s.contains("Ctrl+X, F2  choose a model (app.model.select)"),
+        "{s}"
+    );
+    assert!(
+        s.contains("(none)  suspend (resume with fg) (app.suspend)"),
+        "{s}"
+    );
+}
