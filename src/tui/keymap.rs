@@ -815,6 +815,21 @@ mod tests {
     const ALT: KeyModifiers = KeyModifiers::ALT;
 
     #[test]
+    fn the_readme_lists_every_action_with_its_default_keys() {
+        let readme = include_str!("../../README.md");
+        for s in ACTIONS {
+            let keys = if s.keys.is_empty() {
+                "none".to_string()
+            } else {
+                let quoted: Vec<String> = s.keys.iter().map(|k| format!("`{k}`")).collect();
+                quoted.join(", ")
+            };
+            let row = format!("| `{}` | {keys} |", s.id);
+            assert!(readme.contains(&row), "README.md lacks {row}");
+        }
+    }
+
+    #[test]
     fn key_strings_parse_into_keys() {
         let cases = [
             ("ctrl+p", KeyCode::Char('p'), CTRL),

@@ -4,7 +4,8 @@
 //! kitty keyboard protocol (so Shift+Enter and Alt+Enter are distinguishable; terminals without
 //! it ignore the request). [`restore`] undoes all of it and is idempotent, so the normal quit
 //! path, an error, the panic hook ([`install_panic_hook`], which restores before the message is
-//! printed), SIGTERM/SIGHUP/SIGINT (handled in the loop) and Ctrl+Z ([`suspend`]) can all call it.
+//! printed), SIGTERM/SIGHUP/SIGINT (handled in the loop), Ctrl+Z ([`suspend`]) and Ctrl+G (the
+//! loop, around the external editor, then [`enter`] again) can all call it.
 //! [`Guard`] calls it on drop as a last line of defence.
 
 use std::io::{Write, stdout};
