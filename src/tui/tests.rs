@@ -60,6 +60,8 @@ struct Log {
     clones: usize,
     renamed: Vec<(std::path::PathBuf, String)>,
     deleted: Vec<std::path::PathBuf>,
+    logins: Vec<(String, String)>,
+    local_searches: usize,
 }
 
 /// The receiving end of the app's port.
@@ -107,6 +109,8 @@ impl Sent {
                 Command::NewSession => log.new_sessions += 1,
                 Command::Tree => log.trees += 1,
                 Command::Shell { command, include } => log.shells.push((command, include)),
+                Command::Login { provider, key } => log.logins.push((provider, key.0)),
+                Command::FindLocalModels => log.local_searches += 1,
                 Command::Navigate(id) => log.navigated.push(id),
                 Command::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))
@@ -1753,4 +1757,69 @@ fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
     app.handle_key(key(KeyCode::Enter));
     let s = screen(&mut app, 100, 40, Instant::now());
     assert!(!s.contains("pi 9.9.9"), "{s}");
+}
+
+#[test]
+fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
+    let (mut app, port) = app();
+    app.key_providers = vec!["anthropic".into(), "groq".into()];
+    app.providers_without_key = ["anthropic".to_string(), "groq".to_string()]
+        .into_iter()
+        .collect();
+    app.show_welcome("No model to talk to.");
+    app.run_command("login", "");
+    assert_eq!(port.log().local_searches, 1);
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(s.contains("looking for local servers"), "{s}");
+    app.handle_key(key(KeyCode::Down));
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_paste("gsk-very-secret-key");
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(s.contains("API key for groq"), "{s}");
+    assert!(
+        s.contains("•••") && !s.contains("gsk-very-secret-key"),
+        "{s}"
+    );
+    app.handle_key(key(KeyCode::Enter));
+    assert!(app.login.is_none());
+    assert_eq!(
+        port.log().logins,
+        [("groq".to_string(), "gsk-very-secret-key".to_string())]
+    );
+    assert!(app.editor.is_empty(), "the key never reaches the editor");
+    let mut groq = model("openai/gpt-oss-120b", "groq");
+    groq.reasoning = true;
+    app.handle_host_event(HostEvent::LoggedIn(crate::host::login::LoggedIn {
+        provider: "groq".into(),
+        file: Some(std::path::PathBuf::from("/nowhere/auth.json")),
+        model: Some(groq),
+    }));
+    assert_eq!(app.model.id, "openai/gpt-oss-120b");
+    assert!(!app.providers_without_key.contains("groq"));
+    let s = screen(&mut app, 100, 30, Instant::now());
+    assert!(s.contains("Welcome to pi. No model is ready yet."), "{s}");
+    assert!(
+        s.contains(
+            "Saved the key for groq in /nowhere/auth.json · model: groq/openai/gpt-oss-120b"
+        ),
+        "{s}"
+    );
+    assert!(!s.contains("gsk-very-secret-key"));
+}
+
+#[test]
+fn login_offers_local_servers_first() {
+    let (mut app, port) = app();
+    app.key_providers = vec!["anthropic".into()];
+    app.run_command("login", "");
+    app.handle_host_event(HostEvent::LocalModels(vec![model("qwen3:8b", "ollama")]));
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(
+        s.contains("ollama/qwen3:8b  local server, no key needed"),
+        "{s}"
+    );
+    app.model = model("claude-sonnet-4-5", "anthropic");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(app.model.id, "qwen3:8b");
+    assert_eq!(port.log().models, ["qwen3:8b"]);
 }
