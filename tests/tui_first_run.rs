@@ -1,7 +1,8 @@
 //! A first run with no key and no local model server: the TUI opens on a welcome that says what
 //! is missing, `/login` takes a pasted key (saved in `auth.json`, 0600, never shown) and the
-//! next prompt goes out with it; print mode keeps its clear error. The real binary in a
-//! pseudo-terminal against the local test server.
+//! next prompt goes out with it; print mode keeps its clear error. Also what a new user sees
+//! first: the start-up header and warnings inside the TUI, and Ctrl+P over `--models`. The real
+//! binary in a pseudo-terminal against the local test server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -105,4 +106,47 @@ async fn print_mode_without_any_model_keeps_its_clear_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("No model to talk to"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_warnings_and_the_header_show_inside_the_tui() {
+    let server = TestServer::start(vec![]).await;
+    let home = temp_home("start-warnings");
+    let mut screen = Pty::spawn(&home, &server, &["--model", "anthropic/claude-next-9"]);
+    let s = screen.wait_for("not in the catalogue");
+    assert!(
+        s.contains("pi 0.") && s.contains("anthropic/claude-next-9"),
+        "{s}"
+    );
+    assert!(
+        s.contains("/help commands · Esc interrupt · Ctrl+D quit"),
+        "{s}"
+    );
+    let status = screen.quit();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_p_cycles_the_models_named_by_models_in_a_pty() {
+    let server = TestServer::start(vec![]).await;
+    let home = temp_home("ctrl-p");
+    std::fs::create_dir_all(home.join("agent")).unwrap();
+    std::fs::write(
+        home.join("agent/config.toml"),
+        format!(
+            "[providers.lab]\nbase_url = \"{}/v1\"\n[[providers.lab.models]]\nid = \"coder-a\"\n\
+             [[providers.lab.models]]\nid = \"coder-b\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let mut screen = Pty::spawn(&home, &server, &["--models", "lab/*"]);
+    screen.wait_for("lab/coder-a");
+    screen.send(b"\x10"); // Ctrl+P
+    let s = screen.wait_for("Model: lab/coder-b");
+    assert!(s.contains("coder-b"), "{s}");
+    screen.send(b"\x10");
+    screen.wait_for("Model: lab/coder-a");
+    let status = screen.quit();
+    assert!(status.success(), "{status:?}");
 }
