@@ -1250,8 +1250,9 @@ impl App {
             }
             KeyCode::Up => p.up(),
             KeyCode::Down => p.down(),
+            _ if super::filter::edit(&mut p.query, &key) => p.selected = 0,
             KeyCode::Backspace => p.pop(),
-            KeyCode::Char(c) => p.push(c),
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => p.push(c),
             KeyCode::Tab | KeyCode::BackTab => {
                 let scope = p.other_scope();
                 self.port.list_sessions(scope);
@@ -1587,18 +1588,7 @@ impl App {
                 self.picker = None
             }
             // The filter edits as a shell line does.
-            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                p.query.clear();
-                p.selected = 0;
-            }
-            KeyCode::Char('w') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                let kept = p.query.trim_end().len();
-                let cut = p.query[..kept]
-                    .rfind(char::is_whitespace)
-                    .map_or(0, |i| i + 1);
-                p.query.truncate(cut);
-                p.selected = 0;
-            }
+            _ if super::filter::edit(&mut p.query, &key) => p.selected = 0,
             KeyCode::Char(_) if key.modifiers.contains(KeyModifiers::CONTROL) => {}
             KeyCode::Char(c) => {
                 p.query.push(c);

@@ -23,6 +23,7 @@ pub mod complete;
 pub mod editor;
 pub mod file_picker;
 pub mod files;
+pub mod filter;
 pub mod frame;
 pub mod highlight;
 pub mod login;

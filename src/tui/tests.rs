@@ -758,7 +758,7 @@ fn slash_commands_help_thinking_name_and_quit() {
     assert_eq!(port.log().names, ["refactor"]);
     app.handle_host_event(HostEvent::Named("refactor".into()));
     assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
-    let s = screen(&mut app, 70, 40, Instant::now());
+    let s = screen(&mut app, 70, 60, Instant::now());
     assert!(s.contains("  Esc                  interrupt"), "{s}");
     assert!(s.contains("  /thinking [level]    thinking level"), "{s}");
     assert!(s.contains("• refactor"), "{s}");
@@ -899,6 +899,13 @@ fn resume_filters_opens_and_shows_the_transcript() {
     let (mut app, port) = app();
     app.transcript.push(Cell::User("an earlier prompt".into()));
     open_picker(&mut app, &port);
+    type_text(&mut app, "zzz nothing");
+    assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(0));
+    // The filter edits as a shell line: Ctrl+W drops a word, Ctrl+U the rest.
+    app.handle_key(with(KeyCode::Char('w'), KeyModifiers::CONTROL));
+    assert_eq!(app.sessions.as_ref().unwrap().query, "zzz ");
+    app.handle_key(with(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(app.sessions.as_ref().unwrap().query, "");
     type_text(&mut app, "parser");
     assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(1));
     app.handle_key(key(KeyCode::Enter));
