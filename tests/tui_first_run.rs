@@ -37,12 +37,13 @@ async fn a_first_run_opens_the_tui_and_login_saves_a_key_that_is_used() {
     let mut screen = Pty::spawn(&home, &server, &[]);
     let s = screen.wait_for("Welcome to pi. No model is ready yet.");
     assert!(s.contains("/login"), "{s}");
+    assert!(s.contains("no model yet (/login)"), "the header says so too: {s}");
 
     screen.send(b"/login");
     screen.wait_for("/login");
     screen.send(b"\r");
     screen.wait_for("Sign in to a provider");
-    screen.send(b"groq");
+    screen.send(b"GROQ_API");
     screen.send(b"\r");
     screen.wait_for("API key for groq");
     screen.send(b"\x1b[200~gsk-pty-secret-key\x1b[201~");

@@ -122,8 +122,9 @@ pub struct StartInfo {
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
     /// Providers with no key configured (and needing one), for marking them in pickers.
     pub providers_without_key: Vec<String>,
-    /// Providers that take an API key (for `/login`), in catalogue order.
-    pub key_providers: Vec<String>,
+    /// Providers that take an API key (for `/login`), in catalogue order, each with the
+    /// environment variable it reads its key from.
+    pub key_providers: Vec<(String, Option<String>)>,
     /// No key and no local server were found: what to tell the person (the model is a
     /// stand-in). Only with [`select::ModelFlags::allow_missing`].
     pub no_model: Option<String>,
@@ -447,11 +448,11 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         .filter(|p| !keys::has_key(p, options.api_key.as_deref(), &|k| (options.env)(k)))
         .map(|p| p.id.clone())
         .collect();
-    let key_providers: Vec<String> = catalog
+    let key_providers: Vec<(String, Option<String>)> = catalog
         .providers()
         .iter()
         .filter(|p| !p.keyless)
-        .map(|p| p.id.clone())
+        .map(|p| (p.id.clone(), p.key_env.clone()))
         .collect();
     let catalog = Arc::new(catalog);
     let mut providers = Providers::new(

@@ -91,7 +91,7 @@ pub struct App {
     /// The start-up header's cell, blanked when the first prompt is sent.
     header_cell: Option<usize>,
     /// Providers that take an API key, for `/login`.
-    pub key_providers: Vec<String>,
+    pub key_providers: Vec<(String, Option<String>)>,
     /// The `/login` overlay, when open.
     pub login: Option<super::login::LoginView>,
     pub place: Place,
@@ -878,10 +878,14 @@ impl App {
 
     /// Open `/login` and look for local servers meanwhile.
     pub fn open_login(&mut self) {
-        let providers: Vec<(String, bool)> = self
+        let providers: Vec<super::login::Choice> = self
             .key_providers
             .iter()
-            .map(|p| (p.clone(), !self.providers_without_key.contains(p)))
+            .map(|(id, env)| super::login::Choice::Provider {
+                id: id.clone(),
+                env: env.clone(),
+                has_key: !self.providers_without_key.contains(id),
+            })
             .collect();
         self.login = Some(super::login::LoginView::new(providers));
         self.port.find_local_models();
@@ -909,16 +913,22 @@ impl App {
     }
 
     /// Show the start-up header: what pi talks to, where, and the keys to know.
-    pub fn show_header(&mut self, version: &str) {
+    /// `ready`: a model was found (else the header says there is none yet).
+    pub fn show_header(&mut self, version: &str, ready: bool) {
         let level = if self.model.reasoning {
             format!(" · thinking {}", self.thinking.as_str())
         } else {
             String::new()
         };
+        let model = if ready {
+            format!("{}/{}{level}", self.model.provider, self.model.id)
+        } else {
+            "no model yet (/login)".to_string()
+        };
         let text = format!(
-            "pi {version} · {}/{}{level} · {}\n/help commands · Esc interrupt · Ctrl+D quit · \
+            "pi {version} · {model} · {}\n/help commands · Esc interrupt · Ctrl+D quit · \
              Ctrl+L model · @ files · !cmd shell",
-            self.model.provider, self.model.id, self.place.cwd
+            self.place.cwd
         );
         self.header_cell = Some(self.transcript.push(Cell::Info(text)));
         self.transcript.follow();

@@ -12,8 +12,13 @@ use crate::provider::catalog::ModelInfo;
 /// One row of the list.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Choice {
-    /// A provider that takes an API key; `has_key` when one is set already.
-    Provider { id: String, has_key: bool },
+    /// A provider that takes an API key, with the variable it is usually read from; `has_key`
+    /// when one is set already.
+    Provider {
+        id: String,
+        env: Option<String>,
+        has_key: bool,
+    },
     /// A model of a local server found on this machine.
     Local(ModelInfo),
 }
@@ -50,12 +55,9 @@ pub enum Outcome {
 }
 
 impl LoginView {
-    pub fn new(providers: impl IntoIterator<Item = (String, bool)>) -> Self {
+    pub fn new(providers: Vec<Choice>) -> Self {
         LoginView {
-            choices: providers
-                .into_iter()
-                .map(|(id, has_key)| Choice::Provider { id, has_key })
-                .collect(),
+            choices: providers,
             stage: Stage::Choose {
                 selected: 0,
                 filter: String::new(),
@@ -86,7 +88,12 @@ impl LoginView {
         self.choices
             .iter()
             .filter(|c| match c {
-                Choice::Provider { id, .. } => id.to_lowercase().contains(&filter),
+                Choice::Provider { id, env, .. } => {
+                    id.to_lowercase().contains(&filter)
+                        || env
+                            .as_deref()
+                            .is_some_and(|e| e.to_lowercase().contains(&filter))
+                }
                 Choice::Local(m) => format!("{}/{}", m.provider, m.id)
                     .to_lowercase()
                     .contains(&filter),
@@ -94,7 +101,8 @@ impl LoginView {
             .collect()
     }
 
-    /// Text pasted while the key is asked for goes into the key.
+    /// Text pasted while the key is asked for goes into the key. A paste while choosing is
+    /// dropped: it is most likely the key itself, which must not land in the visible filter.
     pub fn paste(&mut self, text: &str) {
         if let Stage::Key { key, .. } = &mut self.stage {
             key.push_str(text.trim());
@@ -187,9 +195,37 @@ mod tests {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
+    fn provider(id: &str, has_key: bool) -> Choice {
+        Choice::Provider {
+            id: id.into(),
+            env: Some(format!("{}_API_KEY", id.to_uppercase())),
+            has_key,
+        }
+    }
+
+    #[test]
+    fn the_filter_also_matches_the_key_variable() {
+        let mut v = LoginView::new(vec![
+            Choice::Provider {
+                id: "google".into(),
+                env: Some("GEMINI_API_KEY".into()),
+                has_key: false,
+            },
+            provider("groq", false),
+        ]);
+        for c in "gemini".chars() {
+            v.key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(v.shown().len(), 1);
+        v.key(key(KeyCode::Enter));
+        assert!(matches!(&v.stage, Stage::Key { provider, .. } if provider == "google"));
+    }
+
     #[test]
     fn a_provider_then_its_key_is_saved() {
-        let mut v = LoginView::new([("anthropic".into(), false), ("groq".into(), true)]);
+        let mut v = LoginView::new(vec![provider("anthropic", false), provider("groq", true)]);
+        v.paste("sk-pasted-too-early");
+        assert!(v.shown().len() == 2, "a paste while choosing is dropped");
         assert_eq!(v.key(key(KeyCode::Down)), Outcome::Nothing);
         v.key(key(KeyCode::Enter));
         assert!(matches!(&v.stage, Stage::Key { provider, .. } if provider == "groq"));
@@ -224,7 +260,7 @@ mod tests {
 
     #[test]
     fn local_models_come_first_and_are_used_at_once() {
-        let mut v = LoginView::new([("anthropic".into(), false)]);
+        let mut v = LoginView::new(vec![provider("anthropic", false)]);
         let c = crate::provider::catalog::Catalog::builtin(&|_| None);
         let m = c.resolve("ollama", "qwen3:8b").unwrap().0;
         v.add_local(vec![m.clone()]);

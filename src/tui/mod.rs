@@ -148,7 +148,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);
     if verbose || !info.config.quiet_startup.unwrap_or(false) {
-        app.show_header(env!("CARGO_PKG_VERSION"));
+        app.show_header(env!("CARGO_PKG_VERSION"), info.no_model.is_none());
     }
     if let Some(missing) = &info.no_model {
         app.show_welcome(missing);

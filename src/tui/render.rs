@@ -702,9 +702,13 @@ fn draw_login(frame: &mut Frame, app: &App, area: Rect) {
                     Style::default()
                 };
                 let (name, note) = match *c {
-                    Choice::Provider { id, has_key } => (
+                    Choice::Provider { id, env, has_key } => (
                         sanitize(id),
-                        if *has_key { "  key set" } else { "" }.to_string(),
+                        format!(
+                            "{}{}",
+                            env.as_deref().map(|e| format!("  {e}")).unwrap_or_default(),
+                            if *has_key { "  key set" } else { "" }
+                        ),
                     ),
                     Choice::Local(m) => (
                         format!("{}/{}", sanitize(&m.provider), sanitize(&m.id)),

@@ -1747,7 +1747,7 @@ fn shift_tab_on_a_model_that_does_not_reason_says_so() {
 #[test]
 fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
     let (mut app, _port) = app();
-    app.show_header("9.9.9");
+    app.show_header("9.9.9", true);
     let s = screen(&mut app, 100, 20, Instant::now());
     assert!(
         s.contains("pi 9.9.9 · ollama/qwen3:8b · thinking medium · ~/src/demo"),
@@ -1769,7 +1769,10 @@ fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
 #[test]
 fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
     let (mut app, port) = app();
-    app.key_providers = vec!["anthropic".into(), "groq".into()];
+    app.key_providers = vec![
+        ("anthropic".into(), Some("ANTHROPIC_API_KEY".into())),
+        ("groq".into(), Some("GROQ_API_KEY".into())),
+    ];
     app.providers_without_key = ["anthropic".to_string(), "groq".to_string()]
         .into_iter()
         .collect();
@@ -1817,7 +1820,7 @@ fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
 #[test]
 fn login_offers_local_servers_first() {
     let (mut app, port) = app();
-    app.key_providers = vec!["anthropic".into()];
+    app.key_providers = vec![("anthropic".into(), None)];
     app.run_command("login", "");
     app.handle_host_event(HostEvent::LocalModels(vec![model("qwen3:8b", "ollama")]));
     let s = screen(&mut app, 80, 20, Instant::now());
