@@ -5,19 +5,12 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use support::server::{TestServer, text_reply};
-use tokio::process::Command;
 
 fn home() -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let d = std::env::temp_dir().join(format!("pi-flags-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::create_dir_all(d.join("project")).unwrap();
-    d
+    support::binary_home("flags")
 }
 
 /// Two local providers at the test server: `lab` with two coders, `mirror` with one.
@@ -34,20 +27,7 @@ fn config(home: &Path, server: &TestServer) {
 }
 
 async fn pi(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pi"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", "127.0.0.1:9")
-        .current_dir(home.join("project"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .args(args)
-        .output()
-        .await
-        .unwrap()
+    support::run_pi(home, &[], args).await
 }
 
 fn text(b: &[u8]) -> String {
@@ -80,7 +60,7 @@ async fn model_patterns_pick_the_best_match_or_list_the_candidates() {
 
 #[tokio::test]
 async fn models_scopes_cycling_and_starts_on_the_first_match() {
-    let server = TestServer::start(vec![text_reply("ok")]).await;
+    let server = TestServer::start(vec![text_reply("ok"), text_reply("ok again")]).await;
     let h = home();
     config(&h, &server);
     let out = pi(

@@ -79,6 +79,15 @@ impl Rig {
             .unwrap()
             .into_iter()
             .next(),
+            login: Some(host::login::LoginParts {
+                providers: Arc::new(pi::provider::Providers::new(
+                    Arc::new(Catalog::builtin(&|_| None)),
+                    None,
+                    Arc::new(|_| None),
+                )),
+                agent_dir: Some(dir.path().join("agent")),
+                env: Arc::new(|_| None),
+            }),
         });
         Rig {
             client,
@@ -1083,5 +1092,48 @@ async fn a_prompt_with_files_attaches_what_it_names_and_says_what_was_left_out()
     assert_eq!(
         request_texts(&p, 0),
         ["<file name=\"notes.txt\">\nthe notes\n</file>\nsee @notes.txt, @huge.log and @nobody"]
+    );
+}
+
+#[tokio::test]
+async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
+    let p = ScriptedProvider::new(vec![]);
+    let mut rig = Rig::new(&p, true);
+    rig.client.commands.send(host::Command::Login {
+        provider: "groq".into(),
+        key: host::login::SecretKey("gsk-host-test".into()),
+    });
+    let HostEvent::LoggedIn(done) = rig.answer().await else {
+        panic!("no LoggedIn");
+    };
+    assert_eq!(done.provider, "groq");
+    assert_eq!(done.model.unwrap().id, "openai/gpt-oss-120b");
+    let file = done.file.unwrap();
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("gsk-host-test")
+    );
+    // A bad key or an unknown provider is refused with a reason, and nothing is written.
+    rig.client.commands.send(host::Command::Login {
+        provider: "groq".into(),
+        key: host::login::SecretKey("two words".into()),
+    });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("no refusal");
+    };
+    assert!(why.contains("one word"), "{why}");
+    rig.client.commands.send(host::Command::Login {
+        provider: "nobody".into(),
+        key: host::login::SecretKey("k".into()),
+    });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("no refusal");
+    };
+    assert!(why.contains("nobody"), "{why}");
+    assert!(
+        !std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("two words")
     );
 }

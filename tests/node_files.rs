@@ -6,19 +6,12 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use support::server::{TestServer, text_reply};
-use tokio::process::Command;
 
 fn home() -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let d = std::env::temp_dir().join(format!("pi-node-files-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::create_dir_all(d.join("project")).unwrap();
-    d
+    support::binary_home("node-files")
 }
 
 fn write(home: &Path, rel: &str, text: &str) {
@@ -27,23 +20,8 @@ fn write(home: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-/// `pi` with nothing but PATH, HOME and the agent folder (no key, no local server).
 async fn pi(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        // Nothing listens here, so no local server is found by accident.
-        .env("OLLAMA_HOST", "127.0.0.1:9")
-        .current_dir(home.join("project"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.args(args).output().await.unwrap()
+    support::run_pi(home, env, args).await
 }
 
 fn session_text(home: &Path) -> String {

@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::stream::kinds;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -184,18 +186,6 @@ async fn run_one(replies: Vec<Reply>, req: ProviderRequest) -> (TestServer, Vec<
     let providers = http_providers(&server, "anthropic");
     let events = support::collect(&providers, req).await;
     (server, events)
-}
-
-fn kinds(events: &[StreamEvent]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
 }
 
 /// The message of the terminal event (which must be the last one, and the only terminal).

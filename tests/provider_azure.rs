@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::stream::{done, error_text};
+
 use std::sync::Arc;
 
 use pi::agent::protocol::stream::{LlmContext, ProviderRequest, StreamEvent, StreamOptions};
@@ -166,27 +168,9 @@ fn user(text: &str) -> Message {
     Message::User(UserMessage::new(text))
 }
 
-fn done(events: &[StreamEvent]) -> &AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Done { message, .. }) => message,
-        other => panic!("expected done, got {other:?}"),
-    }
-}
-
 /// The terminal error; also checks the key is nowhere in it.
 fn failure(events: &[StreamEvent]) -> &AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Error { error, .. }) => {
-            let text = serde_json::to_string(error).unwrap();
-            assert!(!text.contains(KEY), "key leaked into {text}");
-            error
-        }
-        other => panic!("expected error, got {other:?}"),
-    }
-}
-
-fn error_text(m: &AssistantMessage) -> &str {
-    m.error_message.as_deref().unwrap_or("")
+    support::stream::failure(events, KEY)
 }
 
 // ---------------------------------------------------------------------------------------------

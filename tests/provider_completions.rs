@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::stream::kinds;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,18 +49,6 @@ fn usage(prompt: u64, completion: u64, cached: u64) -> Chunk {
             "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": cached}}}),
     )
-}
-
-fn kinds(events: &[StreamEvent]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
 }
 
 fn last_message(events: &[StreamEvent]) -> pi::agent::protocol::types::AssistantMessage {

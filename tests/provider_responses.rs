@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::stream::{done, error_text, kinds};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -262,40 +264,11 @@ fn read_tool() -> ToolSpec {
     }
 }
 
-fn kinds(events: &[StreamEvent]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
-}
-
-fn done(events: &[StreamEvent]) -> &AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Done { message, .. }) => message,
-        other => panic!("expected done, got {other:?}"),
-    }
-}
-
 /// The terminal error; also checks the key is nowhere in it.
 fn failure(events: &[StreamEvent]) -> &AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Error { error, .. }) => {
-            let text = serde_json::to_string(error).unwrap();
-            assert!(!text.contains(KEY), "key leaked into {text}");
-            assert_eq!(error.stop_reason, StopReason::Error);
-            error
-        }
-        other => panic!("expected error, got {other:?}"),
-    }
-}
-
-fn error_text(m: &AssistantMessage) -> &str {
-    m.error_message.as_deref().unwrap_or("")
+    let error = support::stream::failure(events, KEY);
+    assert_eq!(error.stop_reason, StopReason::Error);
+    error
 }
 
 async fn run_one(replies: Vec<Reply>, req: ProviderRequest) -> (TestServer, Vec<StreamEvent>) {

@@ -150,6 +150,7 @@ impl Cli {
             model: self.model.clone(),
             thinking: self.thinking.clone(),
             has_api_key: self.api_key.is_some(),
+            allow_missing: false,
         };
         o.api_key = self.api_key.clone();
         o.system_prompt = self.system_prompt.clone();

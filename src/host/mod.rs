@@ -12,6 +12,7 @@
 //! the session is flushed and synced, and the task ends.
 
 pub mod export;
+pub mod login;
 pub mod shell;
 pub mod stats;
 pub mod tree;
@@ -108,6 +109,14 @@ pub enum Command {
     Fork(String),
     /// A new session file holding the current branch; answered with [`HostEvent::Opened`].
     Clone,
+    /// Save an API key for a provider in `auth.json` and use it from now on, switching to the
+    /// provider's default model; answered with [`HostEvent::LoggedIn`].
+    Login {
+        provider: String,
+        key: login::SecretKey,
+    },
+    /// Look for local model servers; answered with [`HostEvent::LocalModels`].
+    FindLocalModels,
     /// Abort what runs, flush the session and stop.
     Shutdown(Reply<Closed>),
 }
@@ -128,6 +137,10 @@ pub enum HostEvent {
         after_run: RunId,
     },
     Exported(PathBuf),
+    /// A `/login` went through (the model in use is switched already).
+    LoggedIn(login::LoggedIn),
+    /// The models local servers offer (empty: none answered).
+    LocalModels(Vec<ModelInfo>),
     Named(String),
     /// What the queues held (steering first), now emptied.
     Queued(Vec<AgentMessage>),
@@ -274,6 +287,8 @@ pub struct HostParts {
     pub secrets: Vec<String>,
     /// The bash tool `!command` runs through (`None`: `!` is refused).
     pub shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
+    /// What `/login` needs (`None`: it is refused).
+    pub login: Option<login::LoginParts>,
 }
 
 impl Closed {
@@ -310,6 +325,7 @@ struct Host {
     name: Option<String>,
     secrets: Vec<String>,
     shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
+    login: Option<Arc<login::LoginParts>>,
     out: mpsc::UnboundedSender<HostEvent>,
 }
 
@@ -337,6 +353,7 @@ pub fn spawn(parts: HostParts) -> Client {
         name: parts.session_name,
         secrets: parts.secrets,
         shell: parts.shell,
+        login: parts.login.map(Arc::new),
         out,
     };
     tokio::spawn(host.run(commands));
@@ -438,6 +455,8 @@ impl Host {
             Command::Label { target, label } => self.label(target, label).await,
             Command::Fork(target) => self.fork_at(target).await,
             Command::Clone => self.clone_branch().await,
+            Command::Login { provider, key } => self.login(provider, key).await,
+            Command::FindLocalModels => self.find_local_models(),
             Command::Stats => {
                 let stats = stats::collect(
                     &self.agent.messages(),
@@ -512,6 +531,40 @@ impl Host {
             });
         }
         self.model = model;
+    }
+
+    /// Save and use a key, then switch to the provider's default model.
+    async fn login(&mut self, provider: String, key: login::SecretKey) {
+        let Some(parts) = self.login.clone() else {
+            self.tell(HostEvent::Failed("signing in is not available here".into()));
+            return;
+        };
+        match login::login(&parts, &self.catalog, &provider, &key).await {
+            Ok(done) => {
+                if let Ok(k) = login::check_key(&key.0) {
+                    self.secrets.push(k);
+                }
+                if let Some(m) = &done.model {
+                    self.set_model(m.clone());
+                }
+                self.tell(HostEvent::LoggedIn(done));
+            }
+            Err(e) => self.tell(HostEvent::Failed(format!("could not sign in: {e}"))),
+        }
+    }
+
+    /// Probe the local servers off the command loop.
+    fn find_local_models(&self) {
+        let Some(parts) = self.login.clone() else {
+            self.tell(HostEvent::LocalModels(Vec::new()));
+            return;
+        };
+        let catalog = self.catalog.clone();
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let found = crate::provider::local::detect(&parts.env, &catalog).await;
+            let _ = out.send(HostEvent::LocalModels(found));
+        });
     }
 
     fn set_thinking(&mut self, level: ThinkingLevel) {

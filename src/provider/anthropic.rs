@@ -374,7 +374,7 @@ fn image_block(model: &ModelInfo, image: &ImageContent) -> Value {
             "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
         })
     } else {
-        json!({"type": "text", "text": "(image omitted: this model does not accept images)"})
+        json!({"type": "text", "text": super::wire::IMAGE_OMITTED})
     }
 }
 

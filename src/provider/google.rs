@@ -70,7 +70,7 @@ pub const KEY_HEADER: &str = "x-goog-api-key";
 /// from another model), which Gemini 3 accepts in place of a real one.
 pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 
-const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
+use super::wire::IMAGE_OMITTED;
 
 /// The Gemini API wire format.
 pub struct Gemini;
@@ -709,29 +709,7 @@ fn model_parts(model: &ModelInfo, message: &AssistantMessage) -> Vec<Value> {
 
 /// A tool result: its `functionResponse`, then the images it returned.
 fn tool_result_parts(model: &ModelInfo, result: &ToolResultMessage) -> Vec<Value> {
-    let images: Vec<&ImageContent> = result
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Image(i) => Some(i),
-            _ => None,
-        })
-        .collect();
-    let mut output = result.text();
-    if !images.is_empty() {
-        let note = if model.images {
-            "(image attached below)"
-        } else {
-            IMAGE_OMITTED
-        };
-        if !output.is_empty() {
-            output.push('\n');
-        }
-        output.push_str(note);
-    }
-    if output.is_empty() {
-        output = "(no output)".to_string();
-    }
+    let (output, images) = super::wire::tool_result_output(model, result);
     let response = if result.is_error {
         json!({"error": output})
     } else {
@@ -740,7 +718,7 @@ fn tool_result_parts(model: &ModelInfo, result: &ToolResultMessage) -> Vec<Value
     let mut parts = vec![json!({
         "functionResponse": {"name": result.tool_name, "response": response}
     })];
-    if model.images && !images.is_empty() {
+    if !images.is_empty() {
         parts.push(json!({
             "text": format!("Image(s) returned by the {} tool call above:", result.tool_name)
         }));

@@ -23,7 +23,13 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
 }
 
 /// Look for a local Ollama and llama.cpp server; the first model found wins.
-pub async fn probe_local(env: &EnvLookup, catalog: &mut Catalog) -> Option<ModelInfo> {
+pub async fn probe_local(env: &EnvLookup, catalog: &Catalog) -> Option<ModelInfo> {
+    detect(env, catalog).await.into_iter().next()
+}
+
+/// Every model a local Ollama and llama.cpp server offer (Ollama's first), asking both at once
+/// with a short timeout.
+pub async fn detect(env: &EnvLookup, catalog: &Catalog) -> Vec<ModelInfo> {
     let ollama = env("OLLAMA_HOST")
         .filter(|h| !h.trim().is_empty())
         .map(|h| super::catalog::ollama_root(&h))
@@ -33,26 +39,38 @@ pub async fn probe_local(env: &EnvLookup, catalog: &mut Catalog) -> Option<Model
         // Both servers speak plain HTTP: no root certificates to load.
         builder = builder.tls_certs_only(Vec::new());
     }
-    let client = builder.build().ok()?;
+    let Ok(client) = builder.build() else {
+        return Vec::new();
+    };
     let llamacpp = "http://127.0.0.1:8080".to_string();
     let (tags_url, models_url) = (
         format!("{ollama}/api/tags"),
         format!("{llamacpp}/v1/models"),
     );
     let (o, l) = tokio::join!(get_json(&client, &tags_url), get_json(&client, &models_url));
-    let from_ollama = o.and_then(|v| {
-        v.pointer("/models/0/name")
-            .or_else(|| v.pointer("/models/0/model"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    if let Some(id) = from_ollama {
-        return catalog.resolve("ollama", &id).ok().map(|(m, _)| m);
+    let names = |v: Option<Value>, list: &str, keys: &[&str]| -> Vec<String> {
+        v.as_ref()
+            .and_then(|v| v.get(list))
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|m| keys.iter().find_map(|k| m.get(*k).and_then(Value::as_str)))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut found = Vec::new();
+    for (provider, ids) in [
+        ("ollama", names(o, "models", &["name", "model"])),
+        ("llamacpp", names(l, "data", &["id"])),
+    ] {
+        for id in ids {
+            if let Ok((m, _)) = catalog.resolve(provider, &id) {
+                found.push(m);
+            }
+        }
     }
-    let from_llamacpp = l.and_then(|v| {
-        v.pointer("/data/0/id")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    from_llamacpp.and_then(|id| catalog.resolve("llamacpp", &id).ok().map(|(m, _)| m))
+    found
 }

@@ -130,6 +130,12 @@ impl Providers {
         .clone()
     }
 
+    /// Use `key` for `provider` from now on (a key given in `/login`).
+    pub fn set_key(&self, provider: &str, key: String) {
+        let mut cache = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        cache.insert(provider.to_string(), Some(key));
+    }
+
     /// The key for a provider, resolved once (a `!command` runs once per process).
     pub fn key_for(&self, provider: &str) -> Result<Option<String>, String> {
         let mut cache = self.keys.lock().unwrap_or_else(|p| p.into_inner());

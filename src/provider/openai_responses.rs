@@ -347,7 +347,7 @@ fn input_image(image: &ImageContent) -> Value {
     })
 }
 
-const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
+use super::wire::IMAGE_OMITTED;
 
 /// The conversation as `input` items.
 fn input_items(model: &ModelInfo, messages: &[Arc<Message>]) -> Vec<Value> {
@@ -394,32 +394,8 @@ fn push_tool_result(
     result: &ToolResultMessage,
     model: &ModelInfo,
 ) {
-    let images: Vec<&ImageContent> = result
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Image(img) => Some(img),
-            _ => None,
-        })
-        .collect();
-    let mut output = result.text();
-    if !images.is_empty() {
-        let note = if model.images {
-            "(image attached below)"
-        } else {
-            IMAGE_OMITTED
-        };
-        if !output.is_empty() {
-            output.push('\n');
-        }
-        output.push_str(note);
-        if model.images {
-            tool_images.extend(images.into_iter().map(input_image));
-        }
-    }
-    if output.is_empty() {
-        output = "(no output)".to_string();
-    }
+    let (output, images) = super::wire::tool_result_output(model, result);
+    tool_images.extend(images.into_iter().map(input_image));
     let (call_id, _) = split_call_id(&result.tool_call_id);
     items.push(json!({
         "type": "function_call_output",

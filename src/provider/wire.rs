@@ -6,6 +6,7 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use crate::agent::protocol::stream::ProviderRequest;
+use crate::agent::protocol::types::{ContentBlock, ImageContent, ToolResultMessage};
 
 /// A request ready to send.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +43,42 @@ pub trait WireDecoder: Send {
     /// The body ended. Finish the message if the protocol's end was seen; otherwise leave it
     /// unfinished and the caller reports a dropped stream.
     fn end(&mut self, out: &mut MessageStream);
+}
+
+/// Said in place of an image for a model that takes none.
+pub const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
+
+/// A tool result for a wire format that sends its images apart from its text: the text, with a
+/// note where the images went (after it, or left out for a model without image input), never
+/// empty; and the images, for a model that takes them.
+pub fn tool_result_output<'a>(
+    model: &ModelInfo,
+    result: &'a ToolResultMessage,
+) -> (String, Vec<&'a ImageContent>) {
+    let images: Vec<&ImageContent> = result
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let mut output = result.text();
+    if !images.is_empty() {
+        if !output.is_empty() {
+            output.push('\n');
+        }
+        output.push_str(if model.images {
+            "(image attached below)"
+        } else {
+            IMAGE_OMITTED
+        });
+    }
+    if output.is_empty() {
+        output = "(no output)".to_string();
+    }
+    let images = if model.images { images } else { Vec::new() };
+    (output, images)
 }
 
 /// `error.message` (or `message`) from a JSON body, else the start of the body.

@@ -122,6 +122,12 @@ pub struct StartInfo {
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
     /// Providers with no key configured (and needing one), for marking them in pickers.
     pub providers_without_key: Vec<String>,
+    /// Providers that take an API key (for `/login`), in catalogue order, each with the
+    /// environment variable it reads its key from.
+    pub key_providers: Vec<(String, Option<String>)>,
+    /// No key and no local server were found: what to tell the person (the model is a
+    /// stand-in). Only with [`select::ModelFlags::allow_missing`].
+    pub no_model: Option<String>,
     pub session_id: String,
     pub session_name: Option<String>,
     /// Sessions are written (not `--no-session`, and a home folder exists).
@@ -442,6 +448,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         .filter(|p| !keys::has_key(p, options.api_key.as_deref(), &|k| (options.env)(k)))
         .map(|p| p.id.clone())
         .collect();
+    let key_providers: Vec<(String, Option<String>)> = catalog
+        .providers()
+        .iter()
+        .filter(|p| !p.keyless)
+        .map(|p| (p.id.clone(), p.key_env.clone()))
+        .collect();
     let catalog = Arc::new(catalog);
     let mut providers = Providers::new(
         catalog.clone(),
@@ -455,8 +467,9 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         providers = providers.with_response_timeout(Duration::from_secs(secs.max(1)));
     }
     let system_prompt = system_prompt(&options, &tools);
+    let providers = Arc::new(providers);
     let mut settings =
-        AgentSettings::new(Arc::new(providers), selection.model.to_model()).with_tools(tools);
+        AgentSettings::new(providers.clone(), selection.model.to_model()).with_tools(tools);
     settings.thinking = selection.thinking;
     settings.system_prompt = system_prompt;
     settings.retry = retry_policy(&config);
@@ -509,6 +522,11 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         live_updates: options.live_updates,
         secrets,
         shell,
+        login: Some(host::login::LoginParts {
+            providers,
+            agent_dir: agent_dir.clone(),
+            env: options.env.clone(),
+        }),
     });
     Ok(Started {
         client,
@@ -519,6 +537,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             models: catalog.models().to_vec(),
             scoped_models,
             providers_without_key,
+            key_providers,
+            no_model: selection.missing.then(|| select::NO_MODEL_HELP.to_string()),
             session_id,
             session_name,
             saving,

@@ -20,6 +20,8 @@ pub struct Selection {
     pub model: ModelInfo,
     pub thinking: ThinkingLevel,
     pub warnings: Vec<String>,
+    /// No key and no local server were found: the model is a stand-in until one is set up.
+    pub missing: bool,
 }
 
 /// Split `provider/id:thinking` into its parts.
@@ -115,6 +117,9 @@ pub struct ModelFlags {
     pub thinking: Option<String>,
     /// A key given on the command line counts as a key for the default provider.
     pub has_api_key: bool,
+    /// With no model to be found, start on the first built-in default anyway (marked
+    /// [`Selection::missing`]) so the interactive UI can open and help set one up.
+    pub allow_missing: bool,
 }
 
 /// Pick the model and thinking level.
@@ -125,6 +130,7 @@ pub async fn select(
     env: &EnvLookup,
 ) -> Result<Selection, String> {
     let mut warnings = Vec::new();
+    let mut missing = false;
     let named = cli
         .model
         .clone()
@@ -148,8 +154,15 @@ pub async fn select(
         }
         None => match first_with_key(catalog, cli.has_api_key, env) {
             Some(m) => (m, None),
-            None => match crate::provider::local::probe_local(env, catalog).await {
+            None => match crate::provider::local::probe_local(env, &*catalog).await {
                 Some(m) => (m, None),
+                None if cli.allow_missing => {
+                    missing = true;
+                    let (p, id) = crate::provider::catalog::DEFAULT_MODELS
+                        .first()
+                        .ok_or_else(|| NO_MODEL_HELP.to_string())?;
+                    (catalog.resolve(p, id)?.0, None)
+                }
                 None => return Err(NO_MODEL_HELP.to_string()),
             },
         },
@@ -171,6 +184,7 @@ pub async fn select(
         model,
         thinking,
         warnings,
+        missing,
     })
 }
 

@@ -96,6 +96,10 @@ pub struct App {
     pub providers_without_key: std::collections::HashSet<String>,
     /// The start-up header's cell, blanked when the first prompt is sent.
     header_cell: Option<usize>,
+    /// Providers that take an API key, for `/login`.
+    pub key_providers: Vec<(String, Option<String>)>,
+    /// The `/login` overlay, when open.
+    pub login: Option<super::login::LoginView>,
     pub place: Place,
     /// Running totals for the footer.
     pub totals: UsageTotals,
@@ -169,6 +173,8 @@ impl App {
             scoped_models: Vec::new(),
             providers_without_key: Default::default(),
             header_cell: None,
+            key_providers: Vec::new(),
+            login: None,
             place: Place::default(),
             totals: UsageTotals::default(),
             picker: None,
@@ -497,6 +503,10 @@ impl App {
     /// attach their images; anything else is text for the editor.
     pub fn handle_paste(&mut self, text: &str) {
         self.dirty = true;
+        if let Some(l) = self.login.as_mut() {
+            l.paste(text);
+            return;
+        }
         if self.file_picker.is_none()
             && let Some(images) = attach::dropped::images(&self.cwd, text)
         {
@@ -543,6 +553,10 @@ impl App {
         let actions = self.keys.actions(&key).to_vec();
         if !actions.contains(&Action::Clear) {
             self.hint = None;
+        }
+        if self.login.is_some() {
+            self.login_key(key);
+            return;
         }
         if self.picker.is_some() {
             self.picker_key(key);
@@ -937,17 +951,69 @@ impl App {
 
     // ----- commands -----------------------------------------------------------------------
 
+    /// No model could be found: say what is missing and how to set one up.
+    pub fn show_welcome(&mut self, missing: &str) {
+        self.transcript.push(Cell::Info(format!(
+            "Welcome to pi. No model is ready yet.\n{missing}\n\n  /login   paste an API key \
+             for a provider, or pick a local server found on this machine\n  /model   choose a \
+             model\n"
+        )));
+        self.transcript.follow();
+    }
+
+    /// Open `/login` and look for local servers meanwhile.
+    pub fn open_login(&mut self) {
+        let providers: Vec<super::login::Choice> = self
+            .key_providers
+            .iter()
+            .map(|(id, env)| super::login::Choice::Provider {
+                id: id.clone(),
+                env: env.clone(),
+                has_key: !self.providers_without_key.contains(id),
+            })
+            .collect();
+        self.login = Some(super::login::LoginView::new(providers));
+        self.port.find_local_models();
+    }
+
+    fn login_key(&mut self, key: KeyEvent) {
+        use super::login::Outcome;
+        let Some(view) = self.login.as_mut() else {
+            return;
+        };
+        match view.key(key) {
+            Outcome::Nothing => {}
+            Outcome::Close => self.login = None,
+            Outcome::Save { provider, key } => {
+                self.login = None;
+                self.notice(format!("Saving the key for {provider}…"));
+                self.port.login(provider, key);
+            }
+            Outcome::UseLocal(m) => {
+                self.login = None;
+                self.notice(format!("Model: {}/{}", m.provider, m.id));
+                self.set_model(m);
+            }
+        }
+    }
+
     /// Show the start-up header: what pi talks to, where, and the keys to know.
-    pub fn show_header(&mut self, version: &str) {
+    /// `ready`: a model was found (else the header says there is none yet).
+    pub fn show_header(&mut self, version: &str, ready: bool) {
         let level = if self.model.reasoning {
             format!(" · thinking {}", self.thinking.as_str())
         } else {
             String::new()
         };
+        let model = if ready {
+            format!("{}/{}{level}", self.model.provider, self.model.id)
+        } else {
+            "no model yet (/login)".to_string()
+        };
         let text = format!(
-            "pi {version} · {}/{}{level} · {}\n/help commands · Esc interrupt · Ctrl+D quit · \
+            "pi {version} · {model} · {}\n/help commands · Esc interrupt · Ctrl+D quit · \
              Ctrl+L model · @ files · !cmd shell",
-            self.model.provider, self.model.id, self.place.cwd
+            self.place.cwd
         );
         self.header_cell = Some(self.transcript.push(Cell::Info(text)));
         self.transcript.follow();
@@ -985,6 +1051,7 @@ impl App {
                 self.transcript.follow();
             }
             "model" => self.open_picker(args),
+            "login" => self.open_login(),
             "resume" => self.open_sessions(),
             "thinking" => {
                 if args.is_empty() {
@@ -1138,6 +1205,32 @@ impl App {
                 "Exported to {}",
                 sanitize(&crate::session::paths::short_path(&path))
             )),
+            HostEvent::LoggedIn(done) => {
+                self.providers_without_key.remove(&done.provider);
+                let saved = match &done.file {
+                    Some(f) => format!(
+                        "Saved the key for {} in {}",
+                        sanitize(&done.provider),
+                        sanitize(&crate::session::paths::short_path(f))
+                    ),
+                    None => format!(
+                        "Using the key for {} in this run (no home folder to save it in)",
+                        sanitize(&done.provider)
+                    ),
+                };
+                match done.model {
+                    Some(m) => {
+                        self.notice(format!("{saved} · model: {}/{}", m.provider, m.id));
+                        self.model = m;
+                    }
+                    None => self.notice(saved),
+                }
+            }
+            HostEvent::LocalModels(models) => {
+                if let Some(l) = self.login.as_mut() {
+                    l.add_local(models);
+                }
+            }
             HostEvent::Named(name) => {
                 self.place.session_name = Some(sanitize(&name));
                 self.notice(format!("Session named “{}”", sanitize(&name)));
@@ -1261,8 +1354,9 @@ impl App {
             }
             KeyCode::Up => p.up(),
             KeyCode::Down => p.down(),
+            _ if super::filter::edit(&mut p.query, &key) => p.selected = 0,
             KeyCode::Backspace => p.pop(),
-            KeyCode::Char(c) => p.push(c),
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => p.push(c),
             KeyCode::Tab | KeyCode::BackTab => {
                 let scope = p.other_scope();
                 self.port.list_sessions(scope);
@@ -1598,18 +1692,7 @@ impl App {
                 self.picker = None
             }
             // The filter edits as a shell line does.
-            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                p.query.clear();
-                p.selected = 0;
-            }
-            KeyCode::Char('w') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                let kept = p.query.trim_end().len();
-                let cut = p.query[..kept]
-                    .rfind(char::is_whitespace)
-                    .map_or(0, |i| i + 1);
-                p.query.truncate(cut);
-                p.selected = 0;
-            }
+            _ if super::filter::edit(&mut p.query, &key) => p.selected = 0,
             KeyCode::Char(_) if key.modifiers.contains(KeyModifiers::CONTROL) => {}
             KeyCode::Char(c) => {
                 p.query.push(c);

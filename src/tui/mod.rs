@@ -25,10 +25,12 @@ pub mod editor;
 pub mod external;
 pub mod file_picker;
 pub mod files;
+pub mod filter;
 pub mod frame;
 pub mod highlight;
 pub mod input;
 pub mod keymap;
+pub mod login;
 pub mod markdown;
 pub mod paint;
 pub mod port;
@@ -116,13 +118,15 @@ pub struct TuiOptions {
 }
 
 /// Run the interactive UI; returns the exit code.
-pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
+pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     let verbose = options.verbose;
     let env = options.env.clone();
     let agent_dir = {
         let env = env.clone();
         crate::config::agent_dir(&move |k| env(k))
     };
+    // With no key and no local server, open anyway and help set one up (/login).
+    options.model.allow_missing = true;
     let started = match start_or_choose(options).await {
         Ok(s) => s,
         Err(Some(e)) => {
@@ -142,6 +146,7 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.models = info.models;
     app.scoped_models = info.scoped_models;
     app.providers_without_key = info.providers_without_key.into_iter().collect();
+    app.key_providers = info.key_providers;
     app.set_cwd(info.cwd.clone());
     app.attachments = tui.files.clone();
     app.place = place();
@@ -151,7 +156,10 @@ pub async fn run(options: crate::setup::Options, tui: TuiOptions) -> u8 {
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);
     if verbose || !info.config.quiet_startup.unwrap_or(false) {
-        app.show_header(env!("CARGO_PKG_VERSION"));
+        app.show_header(env!("CARGO_PKG_VERSION"), info.no_model.is_none());
+    }
+    if let Some(missing) = &info.no_model {
+        app.show_welcome(missing);
     }
     for w in &info.warnings {
         app.notice(sanitize::sanitize(w));

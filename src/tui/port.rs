@@ -64,6 +64,20 @@ impl Port {
         });
     }
 
+    /// Save `key` for `provider` (in `auth.json`) and use it; answered with
+    /// `HostEvent::LoggedIn`.
+    pub fn login(&self, provider: String, key: String) {
+        self.commands.send(Command::Login {
+            provider,
+            key: crate::host::login::SecretKey(key),
+        });
+    }
+
+    /// Look for local model servers; answered with `HostEvent::LocalModels`.
+    pub fn find_local_models(&self) {
+        self.commands.send(Command::FindLocalModels);
+    }
+
     /// Run what is queued (messages that missed the end of a run).
     pub fn continue_run(&self) {
         self.agent(AgentCommand::Continue { reply: None });

@@ -260,6 +260,9 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     if app.picker.is_some() {
         draw_picker(frame, app, main);
     }
+    if app.login.is_some() {
+        draw_login(frame, app, main);
+    }
     if app.sessions.is_some() {
         draw_session_picker(frame, app, main);
     }
@@ -664,6 +667,97 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(" ↑↓ choose · Enter select · Ctrl+U clear · Esc cancel ");
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+/// The `/login` overlay: the providers and local models, or the key being typed (as dots).
+fn draw_login(frame: &mut Frame, app: &App, area: Rect) {
+    use super::login::{Choice, Stage};
+    let Some(view) = &app.login else {
+        return;
+    };
+    let dim = fg(|t| t.dim);
+    let (title, lines) = match &view.stage {
+        Stage::Choose { selected, filter } => {
+            let shown = view.shown();
+            let mut lines = vec![Line::from(vec![
+                Span::styled(
+                    if view.searching {
+                        " Sign in to a provider (looking for local servers…): "
+                    } else {
+                        " Sign in to a provider, or use a local server: "
+                    },
+                    Style::new().add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(sanitize(filter)),
+                Span::styled("▏", fg(|t| t.accent)),
+            ])];
+            let sel = (*selected).min(shown.len().saturating_sub(1));
+            let start = sel.saturating_sub(9);
+            for (i, c) in shown.iter().enumerate().skip(start).take(10) {
+                let style = if i == sel {
+                    fg(|t| t.accent).add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default()
+                };
+                let (name, note) = match *c {
+                    Choice::Provider { id, env, has_key } => (
+                        sanitize(id),
+                        format!(
+                            "{}{}",
+                            env.as_deref().map(|e| format!("  {e}")).unwrap_or_default(),
+                            if *has_key { "  key set" } else { "" }
+                        ),
+                    ),
+                    Choice::Local(m) => (
+                        format!("{}/{}", sanitize(&m.provider), sanitize(&m.id)),
+                        "  local server, no key needed".to_string(),
+                    ),
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(if i == sel { " › " } else { "   " }, style),
+                    Span::styled(name, style),
+                    Span::styled(note, dim),
+                ]));
+            }
+            (
+                " type to filter · ↑↓ choose · Enter select · Esc close ",
+                lines,
+            )
+        }
+        Stage::Key { provider, key } => (
+            " Enter save · Ctrl+U clear · Esc back ",
+            vec![
+                Line::styled(
+                    format!(
+                        " API key for {} (paste it; it is saved in auth.json)",
+                        sanitize(provider)
+                    ),
+                    Style::new().add_modifier(Modifier::BOLD),
+                ),
+                Line::from(vec![
+                    Span::raw(" "),
+                    Span::raw("•".repeat(key.chars().count().min(40))),
+                    Span::styled("▏", fg(|t| t.accent)),
+                    Span::styled(
+                        if key.is_empty() {
+                            String::new()
+                        } else {
+                            format!("  {} characters", key.chars().count())
+                        },
+                        dim,
+                    ),
+                ]),
+            ],
+        ),
+    };
+    let h = (lines.len() as u16 + 1).min(area.height);
+    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(fg(|t| t.accent))
+        .title(title);
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }

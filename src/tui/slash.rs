@@ -66,6 +66,11 @@ pub const COMMANDS: &[Command] = &[
         help: "messages, tokens and cost so far",
     },
     Command {
+        name: "login",
+        args: "",
+        help: "add an API key for a provider, or use a local server",
+    },
+    Command {
         name: "copy",
         args: "",
         help: "copy the last answer to the clipboard (OSC 52)",

@@ -61,6 +61,8 @@ struct Log {
     clones: usize,
     renamed: Vec<(std::path::PathBuf, String)>,
     deleted: Vec<std::path::PathBuf>,
+    logins: Vec<(String, String)>,
+    local_searches: usize,
 }
 
 /// The receiving end of the app's port.
@@ -108,6 +110,8 @@ impl Sent {
                 Command::NewSession => log.new_sessions += 1,
                 Command::Tree => log.trees += 1,
                 Command::Shell { command, include } => log.shells.push((command, include)),
+                Command::Login { provider, key } => log.logins.push((provider, key.0)),
+                Command::FindLocalModels => log.local_searches += 1,
                 Command::Navigate(id) => log.navigated.push(id),
                 Command::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))
@@ -755,7 +759,7 @@ fn slash_commands_help_thinking_name_and_quit() {
     assert_eq!(port.log().names, ["refactor"]);
     app.handle_host_event(HostEvent::Named("refactor".into()));
     assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
-    let s = screen(&mut app, 70, 44, Instant::now());
+    let s = screen(&mut app, 70, 60, Instant::now());
     assert!(s.contains("  Esc                  interrupt"), "{s}");
     assert!(s.contains("  /thinking [level]    thinking level"), "{s}");
     assert!(s.contains("• refactor"), "{s}");
@@ -896,6 +900,13 @@ fn resume_filters_opens_and_shows_the_transcript() {
     let (mut app, port) = app();
     app.transcript.push(Cell::User("an earlier prompt".into()));
     open_picker(&mut app, &port);
+    type_text(&mut app, "zzz nothing");
+    assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(0));
+    // The filter edits as a shell line: Ctrl+W drops a word, Ctrl+U the rest.
+    app.handle_key(with(KeyCode::Char('w'), KeyModifiers::CONTROL));
+    assert_eq!(app.sessions.as_ref().unwrap().query, "zzz ");
+    app.handle_key(with(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(app.sessions.as_ref().unwrap().query, "");
     type_text(&mut app, "parser");
     assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(1));
     app.handle_key(key(KeyCode::Enter));
@@ -1737,7 +1748,7 @@ fn shift_tab_on_a_model_that_does_not_reason_says_so() {
 #[test]
 fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
     let (mut app, _port) = app();
-    app.show_header("9.9.9");
+    app.show_header("9.9.9", true);
     let s = screen(&mut app, 100, 20, Instant::now());
     assert!(
         s.contains("pi 9.9.9 · ollama/qwen3:8b · thinking medium · ~/src/demo"),
@@ -1754,4 +1765,72 @@ fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
     app.handle_key(key(KeyCode::Enter));
     let s = screen(&mut app, 100, 40, Instant::now());
     assert!(!s.contains("pi 9.9.9"), "{s}");
+}
+
+#[test]
+fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
+    let (mut app, port) = app();
+    app.key_providers = vec![
+        ("anthropic".into(), Some("ANTHROPIC_API_KEY".into())),
+        ("groq".into(), Some("GROQ_API_KEY".into())),
+    ];
+    app.providers_without_key = ["anthropic".to_string(), "groq".to_string()]
+        .into_iter()
+        .collect();
+    app.show_welcome("No model to talk to.");
+    app.run_command("login", "");
+    assert_eq!(port.log().local_searches, 1);
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(s.contains("looking for local servers"), "{s}");
+    app.handle_key(key(KeyCode::Down));
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_paste("gsk-very-secret-key");
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(s.contains("API key for groq"), "{s}");
+    assert!(
+        s.contains("•••") && !s.contains("gsk-very-secret-key"),
+        "{s}"
+    );
+    app.handle_key(key(KeyCode::Enter));
+    assert!(app.login.is_none());
+    assert_eq!(
+        port.log().logins,
+        [("groq".to_string(), "gsk-very-secret-key".to_string())]
+    );
+    assert!(app.editor.is_empty(), "the key never reaches the editor");
+    let mut groq = model("openai/gpt-oss-120b", "groq");
+    groq.reasoning = true;
+    app.handle_host_event(HostEvent::LoggedIn(crate::host::login::LoggedIn {
+        provider: "groq".into(),
+        file: Some(std::path::PathBuf::from("/nowhere/auth.json")),
+        model: Some(groq),
+    }));
+    assert_eq!(app.model.id, "openai/gpt-oss-120b");
+    assert!(!app.providers_without_key.contains("groq"));
+    let s = screen(&mut app, 100, 30, Instant::now());
+    assert!(s.contains("Welcome to pi. No model is ready yet."), "{s}");
+    assert!(
+        s.contains(
+            "Saved the key for groq in /nowhere/auth.json · model: groq/openai/gpt-oss-120b"
+        ),
+        "{s}"
+    );
+    assert!(!s.contains("gsk-very-secret-key"));
+}
+
+#[test]
+fn login_offers_local_servers_first() {
+    let (mut app, port) = app();
+    app.key_providers = vec![("anthropic".into(), None)];
+    app.run_command("login", "");
+    app.handle_host_event(HostEvent::LocalModels(vec![model("qwen3:8b", "ollama")]));
+    let s = screen(&mut app, 80, 20, Instant::now());
+    assert!(
+        s.contains("ollama/qwen3:8b  local server, no key needed"),
+        "{s}"
+    );
+    app.model = model("claude-sonnet-4-5", "anthropic");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(app.model.id, "qwen3:8b");
+    assert_eq!(port.log().models, ["qwen3:8b"]);
 }

@@ -290,6 +290,7 @@ impl TreeView {
                     self.label_edit = Some(row.label.clone().unwrap_or_default());
                 }
             }
+            _ if super::filter::edit(&mut self.query, &key) => self.refilter_keeping(),
             KeyCode::Backspace => {
                 self.query.pop();
                 self.refilter_keeping();

@@ -4,6 +4,7 @@
 
 pub mod pty;
 pub mod server;
+pub mod stream;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -356,4 +357,39 @@ pub fn resumed_texts(path: &std::path::Path) -> Vec<String> {
         .iter()
         .map(pi::tui::port::message_text)
         .collect()
+}
+
+/// A fresh home folder for one test of the binary, with `agent/` and `project/` in it.
+pub fn binary_home(tag: &str) -> std::path::PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let d = std::env::temp_dir().join(format!("pi-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::create_dir_all(d.join("project")).unwrap();
+    d
+}
+
+/// Run the real binary in `home/project` with nothing of this process's environment but PATH:
+/// HOME, the agent folder `home/agent`, no local server (`OLLAMA_HOST` points at a closed
+/// port), and `env`.
+pub async fn run_pi(
+    home: &std::path::Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", "127.0.0.1:9")
+        .current_dir(home.join("project"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.args(args).output().await.unwrap()
 }

@@ -179,8 +179,12 @@ impl Models {
                 key_env: existing.as_ref().and_then(|e| e.key_env.clone()),
                 key: existing.as_ref().and_then(|e| e.key.clone()),
                 auth_key: existing.as_ref().and_then(|e| e.auth_key.clone()),
-                keyless: existing.as_ref().is_some_and(|e| e.keyless)
-                    || (api_key.is_none() && crate::config::is_local(&base_url)),
+                // A built-in provider moved to another address keeps needing its key; a new
+                // one on this machine with no key is a local server.
+                keyless: existing.as_ref().map_or(
+                    api_key.is_none() && crate::config::is_local(&base_url),
+                    |e| e.keyless,
+                ),
                 models_key: api_key,
                 auth_header: p.auth_header,
                 headers: with_headers(

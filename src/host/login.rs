@@ -1,0 +1,125 @@
+//! `/login`: an API key pasted in the UI, stored in `auth.json` the way the Node.js pi stores
+//! it (0600, other entries kept) and used from the next request on; and the local model servers
+//! found on this machine, for a person with no key at all.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::provider::{EnvLookup, Providers};
+
+/// What the host needs to sign in.
+pub struct LoginParts {
+    /// The providers the agent talks through (a new key is handed to them).
+    pub providers: Arc<Providers>,
+    /// Where `auth.json` lives (`None`: no home folder, the key is kept for this run only).
+    pub agent_dir: Option<PathBuf>,
+    /// For finding local servers (`OLLAMA_HOST`).
+    pub env: EnvLookup,
+}
+
+/// An API key on its way to `auth.json`: printed as `[key]`, never as itself.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretKey(pub String);
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[key]")
+    }
+}
+
+/// The result of a `/login`.
+#[derive(Clone, Debug)]
+pub struct LoggedIn {
+    pub provider: String,
+    /// Where the key was saved (`None`: kept for this run only).
+    pub file: Option<PathBuf>,
+    /// The model now in use: the provider's default (or first) model.
+    pub model: Option<ModelInfo>,
+}
+
+/// Check a pasted key: one line of printable text.
+pub fn check_key(key: &str) -> Result<String, String> {
+    let key = key.trim();
+    if key.is_empty() {
+        return Err("the key is empty".into());
+    }
+    if key.chars().any(char::is_control) || key.contains(' ') {
+        return Err(
+            "a key is one word of plain text (it holds no spaces or control characters)".into(),
+        );
+    }
+    Ok(key.to_string())
+}
+
+/// The model to use after signing in to `provider`: its default, else its first listed one.
+pub fn model_after_login(catalog: &Catalog, provider: &str) -> Option<ModelInfo> {
+    crate::provider::catalog::default_model(provider)
+        .and_then(|id| catalog.find(provider, id).cloned())
+        .or_else(|| {
+            catalog
+                .models()
+                .iter()
+                .find(|m| m.provider == provider)
+                .cloned()
+        })
+}
+
+/// Save the key (on the blocking pool) and give it to the providers.
+pub async fn login(
+    parts: &LoginParts,
+    catalog: &Catalog,
+    provider: &str,
+    key: &SecretKey,
+) -> Result<LoggedIn, String> {
+    if catalog.provider(provider).is_none() {
+        return Err(format!("there is no provider `{provider}`"));
+    }
+    let key = check_key(&key.0)?;
+    let file = match parts.agent_dir.clone() {
+        Some(dir) => {
+            let (p, k) = (provider.to_string(), key.clone());
+            let saved = tokio::task::spawn_blocking(move || {
+                crate::config::node::auth::store_key(&dir, &p, &k)
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+            Some(saved)
+        }
+        None => None,
+    };
+    parts.providers.set_key(provider, key);
+    Ok(LoggedIn {
+        provider: provider.to_string(),
+        file,
+        model: model_after_login(catalog, provider),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_checked_and_never_printed() {
+        assert_eq!(check_key("  sk-abc \n").unwrap(), "sk-abc");
+        assert!(check_key("").is_err());
+        assert!(check_key("sk-a\u{1b}[2J").is_err());
+        assert!(check_key("two words").is_err());
+        assert_eq!(format!("{:?}", SecretKey("sk-secret".into())), "[key]");
+    }
+
+    #[test]
+    fn signing_in_picks_the_providers_default_model() {
+        let c = Catalog::builtin(&|_| None);
+        assert_eq!(
+            model_after_login(&c, "groq").unwrap().id,
+            "openai/gpt-oss-120b"
+        );
+        assert_eq!(
+            model_after_login(&c, "anthropic").unwrap().id,
+            "claude-sonnet-4-5"
+        );
+        assert!(model_after_login(&c, "ollama").is_none());
+    }
+}

@@ -1,0 +1,270 @@
+//! The `/login` overlay: choose a provider and paste its API key (shown as dots, never drawn),
+//! or choose a model a local server offers.
+//!
+//! The state is plain data; the app feeds it keys and pastes and acts on the [`Outcome`]. The
+//! key goes from here straight into a host command: it is never put in the editor, the
+//! transcript or the prompt history.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::provider::catalog::ModelInfo;
+
+/// One row of the list.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Choice {
+    /// A provider that takes an API key, with the variable it is usually read from; `has_key`
+    /// when one is set already.
+    Provider {
+        id: String,
+        env: Option<String>,
+        has_key: bool,
+    },
+    /// A model of a local server found on this machine.
+    Local(ModelInfo),
+}
+
+/// Where the overlay is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stage {
+    /// Choosing; typed text filters the list.
+    Choose { selected: usize, filter: String },
+    /// Typing (or pasting) the key for `provider`.
+    Key { provider: String, key: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoginView {
+    pub choices: Vec<Choice>,
+    pub stage: Stage,
+    /// The local servers are still being looked for.
+    pub searching: bool,
+}
+
+/// What a key press asks the app to do.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    Nothing,
+    Close,
+    /// Save this key for this provider.
+    Save {
+        provider: String,
+        key: String,
+    },
+    /// Use this local model.
+    UseLocal(ModelInfo),
+}
+
+impl LoginView {
+    pub fn new(providers: Vec<Choice>) -> Self {
+        LoginView {
+            choices: providers,
+            stage: Stage::Choose {
+                selected: 0,
+                filter: String::new(),
+            },
+            searching: true,
+        }
+    }
+
+    /// Local models found: listed first, as they need nothing more.
+    pub fn add_local(&mut self, models: Vec<ModelInfo>) {
+        self.searching = false;
+        let n = models.len();
+        let locals = models.into_iter().map(Choice::Local);
+        self.choices.splice(0..0, locals);
+        if let Stage::Choose { selected, filter } = &mut self.stage
+            && (*selected > 0 || !filter.is_empty())
+        {
+            *selected += n;
+        }
+    }
+
+    /// The choices the filter lets through.
+    pub fn shown(&self) -> Vec<&Choice> {
+        let filter = match &self.stage {
+            Stage::Choose { filter, .. } => filter.to_lowercase(),
+            Stage::Key { .. } => String::new(),
+        };
+        self.choices
+            .iter()
+            .filter(|c| match c {
+                Choice::Provider { id, env, .. } => {
+                    id.to_lowercase().contains(&filter)
+                        || env
+                            .as_deref()
+                            .is_some_and(|e| e.to_lowercase().contains(&filter))
+                }
+                Choice::Local(m) => format!("{}/{}", m.provider, m.id)
+                    .to_lowercase()
+                    .contains(&filter),
+            })
+            .collect()
+    }
+
+    /// Text pasted while the key is asked for goes into the key. A paste while choosing is
+    /// dropped: it is most likely the key itself, which must not land in the visible filter.
+    pub fn paste(&mut self, text: &str) {
+        if let Stage::Key { key, .. } = &mut self.stage {
+            key.push_str(text.trim());
+        }
+    }
+
+    pub fn key(&mut self, k: KeyEvent) -> Outcome {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let count = self.shown().len();
+        let chosen = match &self.stage {
+            Stage::Choose { selected, .. } => self.shown().get(*selected).map(|c| (*c).clone()),
+            Stage::Key { .. } => None,
+        };
+        match &mut self.stage {
+            Stage::Choose { selected, filter } => match k.code {
+                KeyCode::Esc => Outcome::Close,
+                KeyCode::Char('c') if ctrl => Outcome::Close,
+                KeyCode::Up => {
+                    *selected = selected.saturating_sub(1);
+                    Outcome::Nothing
+                }
+                KeyCode::Down => {
+                    *selected = (*selected + 1).min(count.saturating_sub(1));
+                    Outcome::Nothing
+                }
+                KeyCode::Backspace => {
+                    filter.pop();
+                    *selected = 0;
+                    Outcome::Nothing
+                }
+                KeyCode::Char('u') if ctrl => {
+                    filter.clear();
+                    *selected = 0;
+                    Outcome::Nothing
+                }
+                KeyCode::Char(c) if !ctrl => {
+                    filter.push(c);
+                    *selected = 0;
+                    Outcome::Nothing
+                }
+                KeyCode::Enter => match chosen {
+                    Some(Choice::Provider { id, .. }) => {
+                        self.stage = Stage::Key {
+                            provider: id,
+                            key: String::new(),
+                        };
+                        Outcome::Nothing
+                    }
+                    Some(Choice::Local(m)) => Outcome::UseLocal(m),
+                    None => Outcome::Nothing,
+                },
+                _ => Outcome::Nothing,
+            },
+            Stage::Key { provider, key } => match k.code {
+                KeyCode::Esc => {
+                    self.stage = Stage::Choose {
+                        selected: 0,
+                        filter: String::new(),
+                    };
+                    Outcome::Nothing
+                }
+                KeyCode::Char('c') if ctrl => Outcome::Close,
+                KeyCode::Char('u') if ctrl => {
+                    key.clear();
+                    Outcome::Nothing
+                }
+                KeyCode::Backspace => {
+                    key.pop();
+                    Outcome::Nothing
+                }
+                KeyCode::Enter if !key.trim().is_empty() => Outcome::Save {
+                    provider: provider.clone(),
+                    key: std::mem::take(key),
+                },
+                KeyCode::Char(c) if !ctrl => {
+                    key.push(c);
+                    Outcome::Nothing
+                }
+                _ => Outcome::Nothing,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn provider(id: &str, has_key: bool) -> Choice {
+        Choice::Provider {
+            id: id.into(),
+            env: Some(format!("{}_API_KEY", id.to_uppercase())),
+            has_key,
+        }
+    }
+
+    #[test]
+    fn the_filter_also_matches_the_key_variable() {
+        let mut v = LoginView::new(vec![
+            Choice::Provider {
+                id: "google".into(),
+                env: Some("GEMINI_API_KEY".into()),
+                has_key: false,
+            },
+            provider("groq", false),
+        ]);
+        for c in "gemini".chars() {
+            v.key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(v.shown().len(), 1);
+        v.key(key(KeyCode::Enter));
+        assert!(matches!(&v.stage, Stage::Key { provider, .. } if provider == "google"));
+    }
+
+    #[test]
+    fn a_provider_then_its_key_is_saved() {
+        let mut v = LoginView::new(vec![provider("anthropic", false), provider("groq", true)]);
+        v.paste("sk-pasted-too-early");
+        assert!(v.shown().len() == 2, "a paste while choosing is dropped");
+        assert_eq!(v.key(key(KeyCode::Down)), Outcome::Nothing);
+        v.key(key(KeyCode::Enter));
+        assert!(matches!(&v.stage, Stage::Key { provider, .. } if provider == "groq"));
+        assert_eq!(v.key(key(KeyCode::Enter)), Outcome::Nothing, "no key yet");
+        v.key(key(KeyCode::Char('x')));
+        v.key(key(KeyCode::Backspace));
+        v.paste("  gsk-123\n");
+        assert_eq!(
+            v.key(key(KeyCode::Enter)),
+            Outcome::Save {
+                provider: "groq".into(),
+                key: "gsk-123".into()
+            }
+        );
+        v.key(key(KeyCode::Esc));
+        assert_eq!(
+            v.stage,
+            Stage::Choose {
+                selected: 0,
+                filter: String::new()
+            }
+        );
+        for c in "gro".chars() {
+            v.key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(v.shown().len(), 1);
+        v.key(key(KeyCode::Enter));
+        assert!(matches!(&v.stage, Stage::Key { provider, .. } if provider == "groq"));
+        v.key(key(KeyCode::Esc));
+        assert_eq!(v.key(key(KeyCode::Esc)), Outcome::Close);
+    }
+
+    #[test]
+    fn local_models_come_first_and_are_used_at_once() {
+        let mut v = LoginView::new(vec![provider("anthropic", false)]);
+        let c = crate::provider::catalog::Catalog::builtin(&|_| None);
+        let m = c.resolve("ollama", "qwen3:8b").unwrap().0;
+        v.add_local(vec![m.clone()]);
+        assert!(!v.searching);
+        assert_eq!(v.key(key(KeyCode::Enter)), Outcome::UseLocal(m));
+    }
+}
