@@ -1097,7 +1097,7 @@ async fn a_prompt_with_files_attaches_what_it_names_and_says_what_was_left_out()
 
 #[tokio::test]
 async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
-    let p = ScriptedProvider::new(vec![]);
+    let p = ScriptedProvider::new(vec![reply::text("your key is gsk-host-test")]);
     let mut rig = Rig::new(&p, true);
     rig.client.commands.send(host::Command::Login {
         provider: "groq".into(),
@@ -1136,4 +1136,10 @@ async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
             .unwrap()
             .contains("two words")
     );
+    // From the login on, the key is masked in the open session's file.
+    rig.prompt("what is my key?").await;
+    assert!(rig.client.commands.shutdown().await.unwrap().saved);
+    let saved = std::fs::read_to_string(&rig.session_files()[0]).unwrap();
+    assert!(saved.contains("your key is"), "{saved}");
+    assert!(!saved.contains("gsk-host-test"), "{saved}");
 }

@@ -541,8 +541,12 @@ impl Host {
         };
         match login::login(&parts, &self.catalog, &provider, &key).await {
             Ok(done) => {
+                // Masked in every session file from now on, the open one included.
                 if let Ok(k) = login::check_key(&key.0) {
-                    self.secrets.push(k);
+                    self.secrets.push(k.clone());
+                    if let Some(r) = &self.recorder {
+                        r.with(move |r| r.add_secret(k));
+                    }
                 }
                 if let Some(m) = &done.model {
                     self.set_model(m.clone());
