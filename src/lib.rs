@@ -19,6 +19,7 @@ pub mod config;
 pub mod host;
 pub mod print;
 pub mod provider;
+pub mod rpc;
 pub mod session;
 pub mod setup;
 pub mod tools;

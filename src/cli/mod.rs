@@ -33,7 +33,8 @@ pub struct Cli {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
-    /// Output mode: `text`, or `json` for one JSON event per line.
+    /// Output mode: `text`, `json` for one JSON event per line, or `rpc` for the RPC protocol
+    /// over stdin and stdout.
     #[arg(long, value_enum, default_value_t = OutputMode::Text)]
     pub mode: OutputMode,
 
@@ -139,6 +140,8 @@ pub enum OutputMode {
     #[default]
     Text,
     Json,
+    /// The Node.js pi's RPC protocol: JSON commands on stdin, responses and events on stdout.
+    Rpc,
 }
 
 impl Cli {
@@ -231,7 +234,7 @@ pub fn main() -> ExitCode {
     quiet_contained_panics();
     let stdin_piped = !std::io::stdin().is_terminal();
     let mut stdin_text = None;
-    if stdin_piped && cli.list_models.is_none() {
+    if stdin_piped && cli.list_models.is_none() && cli.mode != OutputMode::Rpc {
         let mut s = String::new();
         if std::io::stdin().read_to_string(&mut s).is_ok() && !s.trim().is_empty() {
             stdin_text = Some(s);
@@ -278,6 +281,9 @@ pub fn main() -> ExitCode {
         if let Some(search) = &cli.list_models {
             let search = (!search.is_empty()).then_some(search.as_str());
             return print::list_models(&options, search);
+        }
+        if cli.mode == OutputMode::Rpc {
+            return crate::rpc::run(options).await;
         }
         let non_interactive = cli.print || cli.mode == OutputMode::Json || stdin_piped;
         if non_interactive {

@@ -1,0 +1,573 @@
+//! The RPC commands, mapped onto the host: agent commands (prompt, steer, follow-up, abort,
+//! model, thinking, queue modes, compaction, state) go straight to the agent; session commands
+//! (new session, name, `bash`) are answered when the host reports back. A command this pi has no
+//! feature for gets `success: false` saying so.
+
+use std::collections::VecDeque;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::response;
+use crate::agent::protocol::command::{AgentCommand, AgentError, AgentState, QueueMode, WhenBusy};
+use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::types::{
+    AgentMessage, ContentBlock, ImageContent, Message, UserContent, UserMessage,
+};
+use crate::host::{Command, Commands, HostEvent};
+use crate::provider::catalog::ModelInfo;
+use crate::setup::StartInfo;
+
+/// Commands of the Node.js pi this pi has no feature for yet.
+const UNSUPPORTED: &[&str] = &[
+    "set_auto_compaction",
+    "set_auto_retry",
+    "abort_retry",
+    "abort_bash",
+    "cycle_model",
+];
+
+/// The thinking levels `cycle_thinking_level` steps through.
+const LEVELS: [ThinkingLevel; 6] = [
+    ThinkingLevel::Off,
+    ThinkingLevel::Minimal,
+    ThinkingLevel::Low,
+    ThinkingLevel::Medium,
+    ThinkingLevel::High,
+    ThinkingLevel::Xhigh,
+];
+
+/// A command waiting for the host's answer.
+struct Waiting {
+    id: Option<Value>,
+    command: &'static str,
+}
+
+/// What RPC mode keeps between commands.
+pub struct Session {
+    commands: Commands,
+    models: Vec<ModelInfo>,
+    model: ModelInfo,
+    thinking: ThinkingLevel,
+    session_id: String,
+    session_name: Option<String>,
+    steering_mode: &'static str,
+    follow_up_mode: &'static str,
+    streaming: bool,
+    waiting: VecDeque<Waiting>,
+}
+
+/// The Node.js pi's `Model` object.
+pub fn model_json(m: &ModelInfo) -> Value {
+    json!({
+        "id": m.id,
+        "name": m.name,
+        "api": m.api.as_str(),
+        "provider": m.provider,
+        "baseUrl": m.base_url,
+        "reasoning": m.reasoning,
+        "input": if m.images { json!(["text", "image"]) } else { json!(["text"]) },
+        "contextWindow": m.context_window,
+        "maxTokens": m.max_tokens,
+        "cost": {
+            "input": m.pricing.input,
+            "output": m.pricing.output,
+            "cacheRead": m.pricing.cache_read,
+            "cacheWrite": m.pricing.cache_write,
+        },
+    })
+}
+
+fn text_field(cmd: &Value, key: &str) -> Result<String, String> {
+    cmd.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("`{key}` must be a string"))
+}
+
+/// The user message of a prompt, steer or follow-up: its text and any images.
+fn user_message(cmd: &Value, steering: bool) -> Result<AgentMessage, String> {
+    let text = text_field(cmd, "message")?;
+    let images: Vec<ImageContent> = match cmd.get("images") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => serde_json::from_value::<Vec<Value>>(v.clone())
+            .map_err(|e| format!("`images` must be a list of images: {e}"))?
+            .into_iter()
+            .map(|i| {
+                serde_json::from_value::<ImageContent>(i)
+                    .map_err(|e| format!("an image needs `data` and `mimeType`: {e}"))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let mut m = UserMessage::new(text.clone());
+    m.steering = steering;
+    if !images.is_empty() {
+        let mut blocks = vec![ContentBlock::text(text)];
+        blocks.extend(images.into_iter().map(ContentBlock::Image));
+        m.content = UserContent::Blocks(blocks);
+    }
+    Ok(AgentMessage::Llm(std::sync::Arc::new(Message::User(m))))
+}
+
+fn queue_mode(cmd: &Value) -> Result<(QueueMode, &'static str), String> {
+    match cmd.get("mode").and_then(Value::as_str) {
+        Some("all") => Ok((QueueMode::All, "all")),
+        Some("one-at-a-time") => Ok((QueueMode::OneAtATime, "one-at-a-time")),
+        _ => Err("`mode` must be \"all\" or \"one-at-a-time\"".into()),
+    }
+}
+
+impl Session {
+    pub fn new(info: StartInfo, commands: Commands) -> Self {
+        Session {
+            commands,
+            models: info.models,
+            model: info.model,
+            thinking: info.thinking,
+            session_id: info.session_id,
+            session_name: info.session_name,
+            steering_mode: match info.config.steering_mode.as_deref() {
+                Some("all") => "all",
+                _ => "one-at-a-time",
+            },
+            follow_up_mode: match info.config.follow_up_mode.as_deref() {
+                Some("all") => "all",
+                _ => "one-at-a-time",
+            },
+            streaming: false,
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// Follow the run's state from its events.
+    pub fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::AgentStart => self.streaming = true,
+            AgentEvent::AgentEnd { .. } => self.streaming = false,
+            _ => {}
+        }
+    }
+
+    /// One line from stdin; returns the lines to write (its response, when it has one now).
+    pub async fn handle_line(&mut self, line: &[u8]) -> Vec<String> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Vec::new();
+        }
+        let cmd: Value = match serde_json::from_slice(line) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                return vec![response(
+                    &None,
+                    "parse",
+                    Err("Failed to parse command: a command is a JSON object".into()),
+                )];
+            }
+            Err(e) => {
+                return vec![response(
+                    &None,
+                    "parse",
+                    Err(format!("Failed to parse command: {e}")),
+                )];
+            }
+        };
+        let id = cmd.get("id").cloned();
+        let Some(kind) = cmd.get("type").and_then(Value::as_str).map(str::to_string) else {
+            return vec![response(
+                &id,
+                "unknown",
+                Err("a command needs a `type`".into()),
+            )];
+        };
+        match self.dispatch(&kind, &cmd, &id).await {
+            Some((name, result)) => vec![response(&id, name, result)],
+            None => Vec::new(),
+        }
+    }
+
+    async fn snapshot(&self) -> Result<AgentState, String> {
+        let (reply, rx) = oneshot::channel();
+        self.commands.agent(AgentCommand::Snapshot(reply));
+        rx.await.map_err(|_| "the agent is gone".to_string())
+    }
+
+    /// Carry out a command; `None` when its answer comes later from the host.
+    async fn dispatch(
+        &mut self,
+        kind: &str,
+        cmd: &Value,
+        id: &Option<Value>,
+    ) -> Option<(&'static str, Result<Option<Value>, String>)> {
+        let done = |name: &'static str, r: Result<Option<Value>, String>| Some((name, r));
+        match kind {
+            "prompt" => {
+                let message = match user_message(cmd, false) {
+                    Ok(m) => m,
+                    Err(e) => return done("prompt", Err(e)),
+                };
+                let when_busy = match cmd.get("streamingBehavior").and_then(Value::as_str) {
+                    None => WhenBusy::Refuse,
+                    Some("steer") => WhenBusy::Steer,
+                    Some("followUp") => WhenBusy::FollowUp,
+                    Some(other) => {
+                        return done(
+                            "prompt",
+                            Err(format!(
+                                "unknown streamingBehavior `{other}` (expected \"steer\" or \"followUp\")"
+                            )),
+                        );
+                    }
+                };
+                let result = match self.commands.prompt(vec![message], when_busy).await {
+                    Ok(_) => {
+                        self.streaming = true;
+                        Ok(None)
+                    }
+                    Err(AgentError::Busy) => Err("The agent is already working: send the \
+                        prompt with streamingBehavior \"steer\" or \"followUp\" to queue it"
+                        .to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                done("prompt", result)
+            }
+            "steer" | "follow_up" => {
+                let steer = kind == "steer";
+                let name = if steer { "steer" } else { "follow_up" };
+                match user_message(cmd, steer) {
+                    Ok(m) => {
+                        self.commands.agent(if steer {
+                            AgentCommand::Steer(m)
+                        } else {
+                            AgentCommand::FollowUp(m)
+                        });
+                        done(name, Ok(None))
+                    }
+                    Err(e) => done(name, Err(e)),
+                }
+            }
+            "abort" => {
+                self.commands.agent(AgentCommand::Abort { reason: None });
+                done("abort", Ok(None))
+            }
+            "new_session" => {
+                self.commands.send(Command::NewSession);
+                self.waiting.push_back(Waiting {
+                    id: id.clone(),
+                    command: "new_session",
+                });
+                None
+            }
+            "get_state" => {
+                let state = match self.snapshot().await {
+                    Ok(s) => s,
+                    Err(e) => return done("get_state", Err(e)),
+                };
+                let mut data = json!({
+                    "model": model_json(&self.model),
+                    "thinkingLevel": self.thinking.as_str(),
+                    "isStreaming": state.is_streaming,
+                    "isCompacting": false,
+                    "steeringMode": self.steering_mode,
+                    "followUpMode": self.follow_up_mode,
+                    "sessionId": self.session_id,
+                    "autoCompactionEnabled": true,
+                    "messageCount": state.messages.len(),
+                    "pendingMessageCount": 0,
+                });
+                if let Some(n) = &self.session_name {
+                    data["sessionName"] = json!(n);
+                }
+                done("get_state", Ok(Some(data)))
+            }
+            "get_messages" => match self.snapshot().await {
+                Ok(s) => done("get_messages", Ok(Some(json!({"messages": s.messages})))),
+                Err(e) => done("get_messages", Err(e)),
+            },
+            "get_last_assistant_text" => match self.snapshot().await {
+                Ok(s) => {
+                    let text = s.messages.iter().rev().find_map(|m| match m.as_llm() {
+                        Some(Message::Assistant(a)) => Some(a.text()),
+                        _ => None,
+                    });
+                    done("get_last_assistant_text", Ok(Some(json!({"text": text}))))
+                }
+                Err(e) => done("get_last_assistant_text", Err(e)),
+            },
+            "set_model" => {
+                let provider = cmd.get("provider").and_then(Value::as_str).unwrap_or("");
+                let model_id = cmd.get("modelId").and_then(Value::as_str).unwrap_or("");
+                // The catalogue's models, and the one in use (a local model it does not list).
+                match self
+                    .models
+                    .iter()
+                    .chain(std::iter::once(&self.model))
+                    .find(|m| m.provider == provider && m.id == model_id)
+                    .cloned()
+                {
+                    Some(m) => {
+                        self.commands.send(Command::SetModel(Box::new(m.clone())));
+                        let data = model_json(&m);
+                        self.model = m;
+                        done("set_model", Ok(Some(data)))
+                    }
+                    None => done(
+                        "set_model",
+                        Err(format!("Model not found: {provider}/{model_id}")),
+                    ),
+                }
+            }
+            "get_available_models" => {
+                let models: Vec<Value> = self.models.iter().map(model_json).collect();
+                done("get_available_models", Ok(Some(json!({"models": models}))))
+            }
+            "set_thinking_level" => {
+                match cmd
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| "`level` must be a string".to_string())
+                    .and_then(|l| l.parse::<ThinkingLevel>())
+                {
+                    Ok(level) => {
+                        self.commands.send(Command::SetThinking(level));
+                        self.thinking = level;
+                        done("set_thinking_level", Ok(None))
+                    }
+                    Err(e) => done("set_thinking_level", Err(e)),
+                }
+            }
+            "set_steering_mode" | "set_follow_up_mode" => {
+                let steering = kind == "set_steering_mode";
+                let name = if steering {
+                    "set_steering_mode"
+                } else {
+                    "set_follow_up_mode"
+                };
+                match queue_mode(cmd) {
+                    Ok((mode, label)) => {
+                        if steering {
+                            self.commands.agent(AgentCommand::SetSteeringMode(mode));
+                            self.steering_mode = label;
+                        } else {
+                            self.commands.agent(AgentCommand::SetFollowUpMode(mode));
+                            self.follow_up_mode = label;
+                        }
+                        done(name, Ok(None))
+                    }
+                    Err(e) => done(name, Err(e)),
+                }
+            }
+            "compact" => {
+                let focus = cmd
+                    .get("customInstructions")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let (reply, rx) = oneshot::channel();
+                self.commands.agent(AgentCommand::Compact {
+                    focus,
+                    reply: Some(reply),
+                });
+                match rx.await {
+                    Ok(Ok(_)) => done("compact", Ok(None)),
+                    Ok(Err(e)) => done("compact", Err(e.to_string())),
+                    Err(_) => done("compact", Err("the agent is gone".into())),
+                }
+            }
+            "bash" => match text_field(cmd, "command") {
+                Ok(command) => {
+                    self.commands.send(Command::Shell {
+                        command,
+                        include: true,
+                    });
+                    self.waiting.push_back(Waiting {
+                        id: id.clone(),
+                        command: "bash",
+                    });
+                    None
+                }
+                Err(e) => done("bash", Err(e)),
+            },
+            "set_session_name" => match text_field(cmd, "name") {
+                Ok(name) => {
+                    self.commands.send(Command::NameSession(name));
+                    self.waiting.push_back(Waiting {
+                        id: id.clone(),
+                        command: "set_session_name",
+                    });
+                    None
+                }
+                Err(e) => done("set_session_name", Err(e)),
+            },
+            "cycle_thinking_level" => {
+                if !self.model.reasoning {
+                    return done("cycle_thinking_level", Ok(Some(Value::Null)));
+                }
+                let i = LEVELS.iter().position(|l| *l == self.thinking).unwrap_or(0);
+                let next = LEVELS[(i + 1) % LEVELS.len()];
+                self.commands.send(Command::SetThinking(next));
+                self.thinking = next;
+                done(
+                    "cycle_thinking_level",
+                    Ok(Some(json!({"level": next.as_str()}))),
+                )
+            }
+            "get_commands" => {
+                // No extension commands, prompt templates or skills in this pi.
+                done("get_commands", Ok(Some(json!({"commands": []}))))
+            }
+            "get_session_stats" => self.wait(Command::Stats, id, "get_session_stats"),
+            "export_html" => {
+                let path = cmd
+                    .get("outputPath")
+                    .and_then(Value::as_str)
+                    .map(std::path::PathBuf::from);
+                self.wait(Command::Export(path), id, "export_html")
+            }
+            "switch_session" => match text_field(cmd, "sessionPath") {
+                Ok(p) => self.wait(
+                    Command::OpenSession(std::path::PathBuf::from(p)),
+                    id,
+                    "switch_session",
+                ),
+                Err(e) => done("switch_session", Err(e)),
+            },
+            "fork" => match text_field(cmd, "entryId") {
+                Ok(entry) => self.wait(Command::Fork(entry), id, "fork"),
+                Err(e) => done("fork", Err(e)),
+            },
+            "clone" => self.wait(Command::Clone, id, "clone"),
+            "get_fork_messages" => self.wait(Command::Tree, id, "get_fork_messages"),
+            other if UNSUPPORTED.contains(&other) => Some((
+                static_name(other),
+                Err(format!("`{other}` is not supported by this pi yet")),
+            )),
+            other => Some(("unknown", Err(format!("Unknown command: {other}")))),
+        }
+    }
+
+    /// Send a host command whose answer comes later.
+    fn wait(
+        &mut self,
+        command: Command,
+        id: &Option<Value>,
+        name: &'static str,
+    ) -> Option<(&'static str, Result<Option<Value>, String>)> {
+        self.commands.send(command);
+        self.waiting.push_back(Waiting {
+            id: id.clone(),
+            command: name,
+        });
+        None
+    }
+
+    /// An answer from the host: the response of the command waiting for it.
+    pub fn host_event(&mut self, event: HostEvent) -> Vec<String> {
+        let answer = match event {
+            HostEvent::NewSession { session_id, .. } => {
+                self.session_id = session_id;
+                self.session_name = None;
+                Some(("new_session", Ok(Some(json!({"cancelled": false})))))
+            }
+            HostEvent::Named(name) => {
+                self.session_name = Some(name);
+                Some(("set_session_name", Ok(None)))
+            }
+            HostEvent::ShellDone(r) => Some((
+                "bash",
+                match r.refused {
+                    Some(why) => Err(why),
+                    None => Ok(Some(json!({
+                        "output": r.output,
+                        "exitCode": r.exit_code,
+                        "cancelled": r.cancelled,
+                        "truncated": false,
+                    }))),
+                },
+            )),
+            HostEvent::Stats(st) => {
+                let u = &st.usage;
+                let mut data = json!({
+                    "sessionFile": st.path.as_ref().map(|p| p.display().to_string()),
+                    "sessionId": st.session_id,
+                    "userMessages": st.user_messages,
+                    "assistantMessages": st.assistant_messages,
+                    "toolCalls": st.tool_calls,
+                    "toolResults": st.tool_results,
+                    "totalMessages": st.user_messages + st.assistant_messages + st.tool_results,
+                    "tokens": {
+                        "input": u.input,
+                        "output": u.output,
+                        "cacheRead": u.cache_read,
+                        "cacheWrite": u.cache_write,
+                        "total": u.input + u.output + u.cache_read + u.cache_write,
+                    },
+                    "cost": u.cost,
+                });
+                if st.context_window > 0 {
+                    data["contextUsage"] = json!({
+                        "tokens": u.context,
+                        "contextWindow": st.context_window,
+                        "percent": u.context as f64 * 100.0 / st.context_window as f64,
+                    });
+                }
+                Some(("get_session_stats", Ok(Some(data))))
+            }
+            HostEvent::Exported(path) => Some((
+                "export_html",
+                Ok(Some(json!({"path": path.display().to_string()}))),
+            )),
+            HostEvent::Opened(opened) => {
+                let command = self
+                    .waiting
+                    .iter()
+                    .map(|w| w.command)
+                    .find(|c| matches!(*c, "switch_session" | "fork" | "clone"))
+                    .unwrap_or("switch_session");
+                self.session_id = opened.session_id.clone();
+                self.session_name = opened.name.clone();
+                self.model = opened.model.clone();
+                self.thinking = opened.thinking;
+                let data = if command == "fork" {
+                    json!({"text": opened.draft.clone().unwrap_or_default(), "cancelled": false})
+                } else {
+                    json!({"cancelled": false})
+                };
+                Some((command, Ok(Some(data))))
+            }
+            HostEvent::Tree(tree) => {
+                let messages: Vec<Value> = tree
+                    .rows
+                    .iter()
+                    .filter(|r| r.on_path && r.kind == crate::session::tree::TreeKind::User)
+                    .map(|r| json!({"entryId": r.id, "text": r.text}))
+                    .collect();
+                Some(("get_fork_messages", Ok(Some(json!({"messages": messages})))))
+            }
+            HostEvent::Failed(why) => self
+                .waiting
+                .front()
+                .map(|w| (w.command, Err::<Option<Value>, String>(why))),
+            _ => None,
+        };
+        let Some((command, result)) = answer else {
+            return Vec::new();
+        };
+        let at = self
+            .waiting
+            .iter()
+            .position(|w| w.command == command)
+            .unwrap_or(0);
+        match self.waiting.remove(at) {
+            Some(w) => vec![response(&w.id, w.command, result)],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The name of an unsupported command as a `'static` str for its response.
+fn static_name(kind: &str) -> &'static str {
+    UNSUPPORTED
+        .iter()
+        .find(|k| **k == kind)
+        .copied()
+        .unwrap_or("unknown")
+}

@@ -1,0 +1,103 @@
+//! `pi --mode rpc`: the Node.js pi's RPC protocol over stdin and stdout, a third front end on
+//! the same core as print mode and the TUI.
+//!
+//! Commands arrive as JSON lines on stdin ([`framing`] splits on LF only, so U+2028/U+2029 in
+//! strings stay inside their record); each gets one `response` line carrying its `id`,
+//! `command` and `success` (with `data` or `error`), and every agent event is written as in
+//! JSON mode, a line at a time and flushed as it happens ([`output`]). A malformed line, an
+//! unknown command, a prompt during a run without `streamingBehavior`: each is answered with
+//! `success: false` and the loop goes on. When stdin closes, a running turn is aborted, the
+//! session is flushed and pi exits 0. [`commands`] maps each command onto the host.
+
+pub mod commands;
+pub mod framing;
+pub mod output;
+
+use serde_json::{Value, json};
+
+use crate::agent::protocol::events::RunEvent;
+use crate::setup;
+use crate::visible::visible;
+
+/// Run RPC mode until stdin closes; returns the exit code.
+pub async fn run(mut options: setup::Options) -> u8 {
+    options.live_updates = true;
+    let started = match setup::start(options).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pi: {}", visible(&e.message));
+            return 1;
+        }
+    };
+    for w in &started.info.warnings {
+        eprintln!("pi: warning: {}", visible(w));
+    }
+    let out = output::Output::start();
+    let mut input = framing::read_stdin();
+    let mut client = started.client;
+    let mut session = commands::Session::new(started.info, client.commands.clone());
+    loop {
+        tokio::select! {
+            line = input.recv() => match line {
+                Some(line) => {
+                    for reply in session.handle_line(&line).await {
+                        out.line(reply);
+                    }
+                }
+                None => break,
+            },
+            Some(RunEvent { event, .. }) = client.events.recv() => {
+                session.observe(&event);
+                if let Ok(text) = serde_json::to_string(&event) {
+                    out.line(text);
+                }
+            }
+            Some(event) = client.host_events.recv() => {
+                for reply in session.host_event(event) {
+                    out.line(reply);
+                }
+            }
+        }
+    }
+    // stdin closed: stop what runs, write the session out, leave.
+    client
+        .commands
+        .agent(crate::agent::protocol::command::AgentCommand::Abort { reason: None });
+    let closed = client.commands.shutdown().await;
+    // Events the abort produced still go out before the process ends.
+    while let Ok(RunEvent { event, .. }) = client.events.try_recv() {
+        if let Ok(text) = serde_json::to_string(&event) {
+            out.line(text);
+        }
+    }
+    out.finish();
+    match closed {
+        Some(c) if c.unsaved.is_some() => 1,
+        _ => 0,
+    }
+}
+
+/// One `response` line.
+pub fn response(
+    id: &Option<Value>,
+    command: &str,
+    result: Result<Option<Value>, String>,
+) -> String {
+    let mut r = json!({"type": "response", "command": command});
+    if let Some(id) = id {
+        r["id"] = id.clone();
+    }
+    match result {
+        Ok(data) => {
+            r["success"] = json!(true);
+            if let Some(d) = data {
+                r["data"] = d;
+            }
+        }
+        Err(e) => {
+            r["success"] = json!(false);
+            r["error"] = json!(e);
+        }
+    }
+    r.to_string()
+}

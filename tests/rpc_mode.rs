@@ -1,0 +1,299 @@
+//! `pi --mode rpc` end to end: a scripted client drives the real binary over stdin and stdout
+//! against the local test server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::server::{Chunk, Reply, TestServer, chunk, tags, text_reply};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    seen: Vec<Value>,
+}
+
+impl Client {
+    fn start(server: &TestServer, home: &std::path::Path) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
+            .args(["--mode", "rpc"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("PI_CODING_AGENT_DIR", home.join("agent"))
+            .env("OLLAMA_HOST", server.url.clone())
+            .current_dir(home.join("project"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Client {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    async fn send_raw(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn send(&mut self, cmd: Value) {
+        self.send_raw(&format!("{cmd}\n")).await;
+    }
+
+    /// Read lines until one satisfies `want` (at most 10 s); every line read is kept.
+    async fn until(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = tokio::time::timeout(left, self.lines.next_line())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {what}; seen {:?}", self.seen))
+                .unwrap()
+                .unwrap_or_else(|| panic!("stdout closed waiting for {what}"));
+            let v: Value = serde_json::from_str(&line).expect("every line is JSON");
+            self.seen.push(v.clone());
+            if want(&v) {
+                return v;
+            }
+        }
+    }
+
+    async fn response(&mut self, id: &str) -> Value {
+        self.until(id, |v| v["type"] == "response" && v["id"] == id)
+            .await
+    }
+}
+
+fn home() -> std::path::PathBuf {
+    support::binary_home("rpc")
+}
+
+fn stalled(text: &str) -> Reply {
+    Reply::sse(vec![chunk(json!({"content": text}), None), Chunk::Stall])
+}
+
+#[tokio::test]
+async fn prompts_state_models_and_sessions_over_rpc() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("Hello over RPC"),
+        text_reply("Second answer"),
+    ])
+    .await;
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "prompt", "message": "hi"}))
+        .await;
+    let r = c.response("1").await;
+    assert_eq!(r["command"], "prompt");
+    assert_eq!(r["success"], true);
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(c.seen.iter().any(|v| v["type"] == "message_update"));
+
+    c.send(json!({"id": "2", "type": "get_messages"})).await;
+    let r = c.response("2").await;
+    let msgs = r["data"]["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[1]["role"], "assistant");
+
+    c.send(json!({"id": "3", "type": "get_state"})).await;
+    let r = c.response("3").await;
+    assert_eq!(r["data"]["model"]["id"], "qwen3:8b");
+    assert_eq!(r["data"]["isStreaming"], false);
+    assert_eq!(r["data"]["messageCount"], 2);
+
+    c.send(json!({"id": "4", "type": "get_last_assistant_text"}))
+        .await;
+    assert_eq!(c.response("4").await["data"]["text"], "Hello over RPC");
+
+    c.send(json!({"id": "s1", "type": "get_session_stats"}))
+        .await;
+    let r = c.response("s1").await;
+    assert_eq!(r["data"]["userMessages"], 1);
+    assert_eq!(r["data"]["assistantMessages"], 1);
+    let out = h.join("project/out.html");
+    c.send(json!({"id": "s2", "type": "export_html", "outputPath": out}))
+        .await;
+    assert_eq!(
+        c.response("s2").await["data"]["path"],
+        out.display().to_string()
+    );
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("Hello over RPC")
+    );
+    c.send(json!({"id": "s3", "type": "cycle_thinking_level"}))
+        .await;
+    assert_eq!(
+        c.response("s3").await["data"],
+        Value::Null,
+        "qwen3:8b does not reason"
+    );
+    c.send(json!({"id": "s4", "type": "get_fork_messages"}))
+        .await;
+    let r = c.response("s4").await;
+    let forkable = r["data"]["messages"].as_array().unwrap().clone();
+    assert_eq!(forkable.len(), 1);
+    assert_eq!(forkable[0]["text"], "hi");
+    c.send(json!({"id": "s5", "type": "fork", "entryId": forkable[0]["entryId"]}))
+        .await;
+    let r = c.response("s5").await;
+    assert_eq!(r["data"]["text"], "hi", "{r}");
+    c.send(json!({"id": "s6", "type": "clone"})).await;
+    assert_eq!(c.response("s6").await["data"]["cancelled"], false);
+
+    c.send(json!({"id": "5", "type": "set_model", "provider": "nobody", "modelId": "x"}))
+        .await;
+    let r = c.response("5").await;
+    assert_eq!(r["success"], false);
+    assert!(r["error"].as_str().unwrap().contains("Model not found"));
+    c.send(json!({"id": "6", "type": "get_available_models"}))
+        .await;
+    let r = c.response("6").await;
+    let first = r["data"]["models"][0].clone();
+    assert!(first["contextWindow"].is_number() && first["baseUrl"].is_string());
+    c.send(json!({"id": "7", "type": "set_model", "provider": "ollama", "modelId": "qwen3:8b"}))
+        .await;
+    let r = c.response("7").await;
+    assert_eq!(
+        r["data"]["id"], "qwen3:8b",
+        "the model in use, though not catalogued: {r}"
+    );
+
+    // Malformed and unknown commands are answered, and the loop goes on.
+    c.send_raw("{not json\n").await;
+    let r = c
+        .until("parse error", |v| {
+            v["type"] == "response" && v["command"] == "parse"
+        })
+        .await;
+    assert_eq!(r["success"], false);
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Failed to parse command")
+    );
+    c.send(json!({"id": "8", "type": "teleport"})).await;
+    let r = c.response("8").await;
+    assert_eq!(r["success"], false);
+    assert!(r["error"].as_str().unwrap().contains("teleport"));
+    c.send(json!({"id": "9", "type": "abort_retry"})).await;
+    let r = c.response("9").await;
+    assert_eq!(r["success"], false);
+    assert!(
+        r["error"].as_str().unwrap().contains("not supported"),
+        "{r}"
+    );
+
+    c.send(json!({"id": "10", "type": "new_session"})).await;
+    assert_eq!(c.response("10").await["data"]["cancelled"], false);
+    c.send(json!({"id": "11", "type": "set_session_name", "name": "rpc work"}))
+        .await;
+    assert_eq!(c.response("11").await["success"], true);
+    c.send(json!({"id": "12", "type": "get_messages"})).await;
+    assert_eq!(
+        c.response("12").await["data"]["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    // A record may carry U+2028 inside a string, and CRLF endings are accepted.
+    c.send_raw(&format!(
+        "{}\r\n",
+        json!({"id": "13", "type": "prompt", "message": "line\u{2028}separator"})
+    ))
+    .await;
+    assert_eq!(c.response("13").await["success"], true);
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    let sent = &server.requests()[2].body["messages"];
+    assert_eq!(
+        sent.as_array().unwrap().last().unwrap()["content"],
+        "line\u{2028}separator"
+    );
+    drop(c.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(5), c.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn steering_refusal_abort_and_stdin_closing_mid_run() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        stalled("thinking..."),
+        stalled("again..."),
+    ])
+    .await;
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "prompt", "message": "work"}))
+        .await;
+    c.response("1").await;
+    c.until("a delta", |v| v["type"] == "message_update").await;
+    // A prompt during the run must say how to queue it.
+    c.send(json!({"id": "2", "type": "prompt", "message": "more"}))
+        .await;
+    let r = c.response("2").await;
+    assert_eq!(r["success"], false);
+    assert!(r["error"].as_str().unwrap().contains("streamingBehavior"));
+    c.send(
+        json!({"id": "3", "type": "prompt", "message": "later", "streamingBehavior": "followUp"}),
+    )
+    .await;
+    assert_eq!(c.response("3").await["success"], true);
+    // Abort mid-stream: agent_end within a second.
+    let t = Instant::now();
+    c.send(json!({"id": "4", "type": "abort"})).await;
+    c.response("4").await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+
+    // Closing stdin during a run aborts it, saves the session and exits 0 within a second.
+    c.send(json!({"id": "5", "type": "prompt", "message": "once more"}))
+        .await;
+    c.response("5").await;
+    c.until("a delta", |v| {
+        v["type"] == "message_update" && v.to_string().contains("again")
+    })
+    .await;
+    let t = Instant::now();
+    drop(c.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(5), c.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    let dir = std::fs::read_dir(h.join("agent/sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let texts = support::resumed_texts(&file.path());
+    assert!(texts.iter().any(|t| t == "once more"), "{texts:?}");
+}
