@@ -4,7 +4,7 @@
 //! Commands arrive as JSON lines on stdin ([`framing`] splits on LF only, so U+2028/U+2029 in
 //! strings stay inside their record); each gets one `response` line carrying its `id`,
 //! `command` and `success` (with `data` or `error`), and every agent event is written as in
-//! JSON mode, a line at a time and flushed as it happens ([`output`]). A malformed line, an
+//! JSON mode, flushed as it happens ([`output`]). A malformed line, an
 //! unknown command, a prompt during a run without `streamingBehavior`: each is answered with
 //! `success: false` and the loop goes on. When stdin closes, a running turn is aborted, the
 //! session is flushed and pi exits 0. [`commands`] maps each command onto the host.
@@ -32,7 +32,7 @@ pub async fn run(mut options: setup::Options) -> u8 {
     for w in &started.info.warnings {
         eprintln!("pi: warning: {}", visible(w));
     }
-    let out = output::Output::start();
+    let mut out = output::Output::start();
     let mut input = framing::read_stdin();
     let mut client = started.client;
     let mut session = commands::Session::new(started.info, client.commands.clone());
@@ -41,21 +41,26 @@ pub async fn run(mut options: setup::Options) -> u8 {
             line = input.recv() => match line {
                 Some(line) => {
                     for reply in session.handle_line(&line).await {
-                        out.line(reply);
+                        out.line(&reply);
                     }
+                    out.flush();
                 }
                 None => break,
             },
             Some(RunEvent { event, .. }) = client.events.recv() => {
                 session.observe(&event);
                 if let Ok(text) = serde_json::to_string(&event) {
-                    out.line(text);
+                    out.line(&text);
+                }
+                if client.events.is_empty() {
+                    out.flush();
                 }
             }
             Some(event) = client.host_events.recv() => {
                 for reply in session.host_event(event) {
-                    out.line(reply);
+                    out.line(&reply);
                 }
+                out.flush();
             }
         }
     }
@@ -67,10 +72,10 @@ pub async fn run(mut options: setup::Options) -> u8 {
     // Events the abort produced still go out before the process ends.
     while let Ok(RunEvent { event, .. }) = client.events.try_recv() {
         if let Ok(text) = serde_json::to_string(&event) {
-            out.line(text);
+            out.line(&text);
         }
     }
-    out.finish();
+    out.flush();
     match closed {
         Some(c) if c.unsaved.is_some() => 1,
         _ => 0,

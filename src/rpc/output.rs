@@ -1,58 +1,34 @@
-//! Writing stdout a line at a time: a thread of its own writes and flushes each line as it
-//! comes, so a slow reader never holds up the loop and every event is out as soon as it
-//! happens.
+//! Writing stdout a line at a time. Lines are buffered and flushed whenever no further event
+//! is already waiting: each event goes out as it happens, and a burst of deltas that arrived
+//! together costs one write instead of one per line.
 
 use std::io::Write;
-use std::sync::mpsc;
 
 pub struct Output {
-    tx: Option<mpsc::Sender<String>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    out: std::io::BufWriter<std::io::Stdout>,
+    /// stdout is gone (the client closed it): stop writing.
+    closed: bool,
 }
 
 impl Output {
     pub fn start() -> Output {
-        let (tx, rx) = mpsc::channel::<String>();
-        let thread = std::thread::Builder::new()
-            .name("pi-rpc-stdout".into())
-            .spawn(move || {
-                let stdout = std::io::stdout();
-                let mut out = std::io::BufWriter::new(stdout.lock());
-                while let Ok(line) = rx.recv() {
-                    // Write what is queued, then flush: each line goes out as it happens under
-                    // light load, and a flood of deltas is written in batches.
-                    let mut next = Some(line);
-                    while let Some(line) = next {
-                        let text = crate::visible::json_escaped(&line).into_owned();
-                        if writeln!(out, "{text}").is_err() {
-                            return;
-                        }
-                        next = rx.try_recv().ok();
-                    }
-                    if out.flush().is_err() {
-                        return;
-                    }
-                }
-            })
-            .ok();
         Output {
-            tx: Some(tx),
-            thread,
+            out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()),
+            closed: false,
         }
     }
 
-    /// Queue one line (without its newline).
-    pub fn line(&self, text: String) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(text);
+    /// Write one line (the text without its newline); control characters in it are escaped.
+    pub fn line(&mut self, text: &str) {
+        if !self.closed && writeln!(self.out, "{}", crate::visible::json_escaped(text)).is_err() {
+            self.closed = true;
         }
     }
 
-    /// Write everything queued and stop.
-    pub fn finish(mut self) {
-        self.tx.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+    /// Send what is buffered.
+    pub fn flush(&mut self) {
+        if !self.closed && self.out.flush().is_err() {
+            self.closed = true;
         }
     }
 }
