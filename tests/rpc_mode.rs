@@ -297,3 +297,54 @@ async fn steering_refusal_abort_and_stdin_closing_mid_run() {
     let texts = support::resumed_texts(&file.path());
     assert!(texts.iter().any(|t| t == "once more"), "{texts:?}");
 }
+
+#[tokio::test]
+async fn a_steer_sent_while_a_tool_runs_reaches_the_next_request() {
+    let call = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "bash",
+                "arguments": "{\"command\":\"sleep 0.5; echo slept\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        support::server::raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        call,
+        text_reply("done after the steer"),
+        text_reply("the follow-up answered"),
+    ])
+    .await;
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "prompt", "message": "run something"}))
+        .await;
+    c.response("1").await;
+    c.until("the tool starting", |v| v["type"] == "tool_execution_start")
+        .await;
+    c.send(json!({"id": "2", "type": "steer", "message": "and then stop"}))
+        .await;
+    assert_eq!(c.response("2").await["success"], true);
+    c.send(json!({"id": "3", "type": "follow_up", "message": "one more thing"}))
+        .await;
+    assert_eq!(c.response("3").await["success"], true);
+    // The run goes on through the steer and then the follow-up before it ends.
+    c.until("the follow-up's answer", |v| {
+        v["type"] == "message_end" && v.to_string().contains("the follow-up answered")
+    })
+    .await;
+    let reqs = server.requests();
+    let second = reqs[2].body["messages"].to_string();
+    assert!(second.contains("slept"), "the tool result: {second}");
+    assert!(second.contains("and then stop"), "the steer: {second}");
+    assert!(
+        !second.contains("one more thing"),
+        "the follow-up waits: {second}"
+    );
+    assert!(
+        reqs[3].body["messages"]
+            .to_string()
+            .contains("one more thing")
+    );
+}
