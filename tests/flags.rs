@@ -98,17 +98,8 @@ async fn export_writes_a_saved_session_as_html_or_markdown() {
     config(&h, &server);
     let out = pi(&h, &["--model", "lab/coder-large", "-p", "what <is> it?"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let dir = std::fs::read_dir(h.join("agent/sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let id = support::session_id_of(&file.path());
+    let file = support::only_session_file(&h.join("agent"));
+    let id = support::session_id_of(&file);
     let out = pi(&h, &["--export", &id[..8], "notes.md"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("Exported 2 messages to ~/project/notes.md"));

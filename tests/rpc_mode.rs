@@ -284,17 +284,8 @@ async fn steering_refusal_abort_and_stdin_closing_mid_run() {
         .unwrap();
     assert!(status.success(), "{status:?}");
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-    let dir = std::fs::read_dir(h.join("agent/sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let texts = support::resumed_texts(&file.path());
+    let file = support::only_session_file(&h.join("agent"));
+    let texts = support::resumed_texts(&file);
     assert!(texts.iter().any(|t| t == "once more"), "{texts:?}");
 }
 

@@ -393,3 +393,18 @@ pub async fn run_pi(
     }
     c.args(args).output().await.unwrap()
 }
+
+/// The one session file under an agent folder's `sessions/` (the first found).
+pub fn only_session_file(agent: &std::path::Path) -> std::path::PathBuf {
+    let dir = std::fs::read_dir(agent.join("sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
