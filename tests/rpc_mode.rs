@@ -194,6 +194,26 @@ async fn prompts_state_models_and_sessions_over_rpc() {
     let r = c.response("8").await;
     assert_eq!(r["success"], false);
     assert!(r["error"].as_str().unwrap().contains("teleport"));
+    c.send(json!({"id": "c1", "type": "set_auto_compaction", "enabled": false}))
+        .await;
+    assert_eq!(c.response("c1").await["success"], true);
+    c.send(json!({"id": "c2", "type": "get_state"})).await;
+    assert_eq!(
+        c.response("c2").await["data"]["autoCompactionEnabled"],
+        false
+    );
+    c.send(json!({"id": "c3", "type": "set_auto_retry", "enabled": "yes"}))
+        .await;
+    assert_eq!(c.response("c3").await["success"], false);
+    c.send(json!({"id": "c4", "type": "set_auto_retry", "enabled": false}))
+        .await;
+    assert_eq!(c.response("c4").await["success"], true);
+    c.send(json!({"id": "c5", "type": "cycle_model"})).await;
+    assert_eq!(
+        c.response("c5").await["data"],
+        Value::Null,
+        "no scope and no provider key: nothing to cycle to"
+    );
     c.send(json!({"id": "9", "type": "abort_retry"})).await;
     let r = c.response("9").await;
     assert_eq!(r["success"], false);
@@ -338,4 +358,26 @@ async fn a_steer_sent_while_a_tool_runs_reaches_the_next_request() {
             .to_string()
             .contains("one more thing")
     );
+}
+
+#[tokio::test]
+async fn turning_retries_off_makes_a_server_error_final() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply::error(500, r#"{"error":{"message":"boom"}}"#),
+        text_reply("not reached"),
+    ])
+    .await;
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "set_auto_retry", "enabled": false}))
+        .await;
+    c.response("1").await;
+    c.send(json!({"id": "2", "type": "prompt", "message": "hi"}))
+        .await;
+    c.response("2").await;
+    let end = c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(end.to_string().contains("boom"), "{end}");
+    assert!(!c.seen.iter().any(|v| v["type"] == "auto_retry_start"));
+    assert_eq!(server.requests().len(), 2, "no second attempt");
 }

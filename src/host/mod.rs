@@ -117,6 +117,10 @@ pub enum Command {
     },
     /// Look for local model servers; answered with [`HostEvent::LocalModels`].
     FindLocalModels,
+    /// Compact long conversations on their own (`true`) or only when asked.
+    SetAutoCompaction(bool),
+    /// Retry transient provider failures (`true`, with the configured count) or not at all.
+    SetAutoRetry(bool),
     /// Abort what runs, flush the session and stop.
     Shutdown(Reply<Closed>),
 }
@@ -326,6 +330,8 @@ struct Host {
     secrets: Vec<String>,
     shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
     login: Option<Arc<login::LoginParts>>,
+    /// The retry count set aside while retries are turned off.
+    configured_retries: Option<u32>,
     out: mpsc::UnboundedSender<HostEvent>,
 }
 
@@ -354,6 +360,7 @@ pub fn spawn(parts: HostParts) -> Client {
         secrets: parts.secrets,
         shell: parts.shell,
         login: parts.login.map(Arc::new),
+        configured_retries: None,
         out,
     };
     tokio::spawn(host.run(commands));
@@ -457,6 +464,24 @@ impl Host {
             Command::Clone => self.clone_branch().await,
             Command::Login { provider, key } => self.login(provider, key).await,
             Command::FindLocalModels => self.find_local_models(),
+            Command::SetAutoCompaction(on) => self.agent.update_settings(|s| {
+                if let Some(c) = s.compaction.as_mut() {
+                    c.enabled = on;
+                }
+            }),
+            Command::SetAutoRetry(on) => {
+                let configured = &mut self.configured_retries;
+                self.agent.update_settings(|s| {
+                    if on {
+                        if let Some(n) = configured.take() {
+                            s.retry.max_retries = n;
+                        }
+                    } else if s.retry.max_retries > 0 {
+                        *configured = Some(s.retry.max_retries);
+                        s.retry.max_retries = 0;
+                    }
+                });
+            }
             Command::Stats => {
                 let stats = stats::collect(
                     &self.agent.messages(),

@@ -20,13 +20,7 @@ use crate::provider::catalog::ModelInfo;
 use crate::setup::StartInfo;
 
 /// Commands of the Node.js pi this pi has no feature for yet.
-const UNSUPPORTED: &[&str] = &[
-    "set_auto_compaction",
-    "set_auto_retry",
-    "abort_retry",
-    "abort_bash",
-    "cycle_model",
-];
+const UNSUPPORTED: &[&str] = &["abort_retry", "abort_bash"];
 
 /// The thinking levels `cycle_thinking_level` steps through.
 const LEVELS: [ThinkingLevel; 6] = [
@@ -55,6 +49,11 @@ pub struct Session {
     steering_mode: &'static str,
     follow_up_mode: &'static str,
     streaming: bool,
+    auto_compaction: bool,
+    /// What `cycle_model` steps through (`--models` / `enabled_models`), with their levels.
+    scoped: Vec<(ModelInfo, Option<ThinkingLevel>)>,
+    /// Providers with no key (skipped by `cycle_model` without a scope).
+    keyless: Vec<String>,
     waiting: VecDeque<Waiting>,
 }
 
@@ -136,6 +135,9 @@ impl Session {
                 _ => "one-at-a-time",
             },
             streaming: false,
+            auto_compaction: info.config.compaction.settings().enabled,
+            scoped: info.scoped_models,
+            keyless: info.providers_without_key,
             waiting: VecDeque::new(),
         }
     }
@@ -270,7 +272,7 @@ impl Session {
                     "steeringMode": self.steering_mode,
                     "followUpMode": self.follow_up_mode,
                     "sessionId": self.session_id,
-                    "autoCompactionEnabled": true,
+                    "autoCompactionEnabled": self.auto_compaction,
                     "messageCount": state.messages.len(),
                     "pendingMessageCount": 0,
                 });
@@ -409,6 +411,57 @@ impl Session {
                     "cycle_thinking_level",
                     Ok(Some(json!({"level": next.as_str()}))),
                 )
+            }
+            "set_auto_compaction" | "set_auto_retry" => {
+                let compaction = kind == "set_auto_compaction";
+                let name = if compaction {
+                    "set_auto_compaction"
+                } else {
+                    "set_auto_retry"
+                };
+                let Some(on) = cmd.get("enabled").and_then(Value::as_bool) else {
+                    return done(name, Err("`enabled` must be true or false".into()));
+                };
+                if compaction {
+                    self.commands.send(Command::SetAutoCompaction(on));
+                    self.auto_compaction = on;
+                } else {
+                    self.commands.send(Command::SetAutoRetry(on));
+                }
+                done(name, Ok(None))
+            }
+            "cycle_model" => {
+                let scoped = !self.scoped.is_empty();
+                let ring: Vec<(ModelInfo, Option<ThinkingLevel>)> = if scoped {
+                    self.scoped.clone()
+                } else {
+                    self.models
+                        .iter()
+                        .filter(|m| !self.keyless.contains(&m.provider))
+                        .map(|m| (m.clone(), None))
+                        .collect()
+                };
+                let here = ring
+                    .iter()
+                    .position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
+                if ring.is_empty() || (ring.len() == 1 && here.is_some()) {
+                    return done("cycle_model", Ok(Some(Value::Null)));
+                }
+                let next = here.map_or(0, |i| (i + 1) % ring.len());
+                let (model, level) = ring[next].clone();
+                self.commands
+                    .send(Command::SetModel(Box::new(model.clone())));
+                if let Some(l) = level.filter(|_| model.reasoning) {
+                    self.commands.send(Command::SetThinking(l));
+                    self.thinking = l;
+                }
+                let data = json!({
+                    "model": model_json(&model),
+                    "thinkingLevel": self.thinking.as_str(),
+                    "isScoped": scoped,
+                });
+                self.model = model;
+                done("cycle_model", Ok(Some(data)))
             }
             "get_commands" => {
                 // No extension commands, prompt templates or skills in this pi.
