@@ -22,16 +22,6 @@ use crate::setup::StartInfo;
 /// Commands of the Node.js pi this pi has no feature for yet.
 const UNSUPPORTED: &[&str] = &["abort_retry", "abort_bash"];
 
-/// The thinking levels `cycle_thinking_level` steps through.
-const LEVELS: [ThinkingLevel; 6] = [
-    ThinkingLevel::Off,
-    ThinkingLevel::Minimal,
-    ThinkingLevel::Low,
-    ThinkingLevel::Medium,
-    ThinkingLevel::High,
-    ThinkingLevel::Xhigh,
-];
-
 /// A command waiting for the host's answer.
 struct Waiting {
     id: Option<Value>,
@@ -403,8 +393,7 @@ impl Session {
                 if !self.model.reasoning {
                     return done("cycle_thinking_level", Ok(Some(Value::Null)));
                 }
-                let i = LEVELS.iter().position(|l| *l == self.thinking).unwrap_or(0);
-                let next = LEVELS[(i + 1) % LEVELS.len()];
+                let next = self.thinking.cycled();
                 self.commands.send(Command::SetThinking(next));
                 self.thinking = next;
                 done(
@@ -432,23 +421,16 @@ impl Session {
             }
             "cycle_model" => {
                 let scoped = !self.scoped.is_empty();
-                let ring: Vec<(ModelInfo, Option<ThinkingLevel>)> = if scoped {
-                    self.scoped.clone()
-                } else {
-                    self.models
-                        .iter()
-                        .filter(|m| !self.keyless.contains(&m.provider))
-                        .map(|m| (m.clone(), None))
-                        .collect()
-                };
-                let here = ring
-                    .iter()
-                    .position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
-                if ring.is_empty() || (ring.len() == 1 && here.is_some()) {
+                let keyless = &self.keyless;
+                let Some((model, level)) = crate::setup::patterns::cycle(
+                    &self.scoped,
+                    &self.models,
+                    &|p| !keyless.iter().any(|k| k == p),
+                    &self.model,
+                    true,
+                ) else {
                     return done("cycle_model", Ok(Some(Value::Null)));
-                }
-                let next = here.map_or(0, |i| (i + 1) % ring.len());
-                let (model, level) = ring[next].clone();
+                };
                 self.commands
                     .send(Command::SetModel(Box::new(model.clone())));
                 if let Some(l) = level.filter(|_| model.reasoning) {

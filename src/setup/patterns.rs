@@ -125,6 +125,41 @@ pub fn best_match(
     Ok(best.clone())
 }
 
+/// The model a person cycles to (Ctrl+P, Shift+Ctrl+P, RPC `cycle_model`) from `current`: the
+/// next (or previous) of the scope when there is one, else of the models whose provider has a
+/// key, with the level its pattern names. `None` when there is no other model to go to.
+pub fn cycle(
+    scoped: &[(ModelInfo, Option<ThinkingLevel>)],
+    models: &[ModelInfo],
+    has_key: &dyn Fn(&str) -> bool,
+    current: &ModelInfo,
+    forward: bool,
+) -> Option<(ModelInfo, Option<ThinkingLevel>)> {
+    let ring: Vec<(ModelInfo, Option<ThinkingLevel>)> = if scoped.is_empty() {
+        models
+            .iter()
+            .filter(|m| has_key(&m.provider))
+            .map(|m| (m.clone(), None))
+            .collect()
+    } else {
+        scoped.to_vec()
+    };
+    let here = ring
+        .iter()
+        .position(|(m, _)| m.provider == current.provider && m.id == current.id);
+    let n = ring.len();
+    if n == 0 || (n == 1 && here.is_some()) {
+        return None;
+    }
+    let next = match (here, forward) {
+        (Some(i), true) => (i + 1) % n,
+        (Some(i), false) => (i + n - 1) % n,
+        (None, true) => 0,
+        (None, false) => n - 1,
+    };
+    ring.into_iter().nth(next)
+}
+
 /// The models a list of patterns names, in the order given, each once, with the level a
 /// pattern attaches. Patterns that name nothing come back as warnings.
 pub fn scope(

@@ -1121,33 +1121,20 @@ impl App {
 
     /// Ctrl+P / Shift+Ctrl+P: the next or previous model of the scope.
     fn cycle_model(&mut self, forward: bool) {
-        let ring: Vec<(ModelInfo, Option<ThinkingLevel>)> = if self.scoped_models.is_empty() {
-            self.models
-                .iter()
-                .filter(|m| !self.providers_without_key.contains(&m.provider))
-                .map(|m| (m.clone(), None))
-                .collect()
-        } else {
-            self.scoped_models.clone()
-        };
-        let here = ring
-            .iter()
-            .position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
-        if ring.is_empty() || (ring.len() == 1 && here.is_some()) {
+        let without_key = &self.providers_without_key;
+        let Some((model, level)) = crate::setup::patterns::cycle(
+            &self.scoped_models,
+            &self.models,
+            &|p| !without_key.contains(p),
+            &self.model,
+            forward,
+        ) else {
             self.notice(
                 "No other model to switch to: name some with --models or enabled_models, or \
                  choose one with Ctrl+L",
             );
             return;
-        }
-        let n = ring.len();
-        let next = match (here, forward) {
-            (Some(i), true) => (i + 1) % n,
-            (Some(i), false) => (i + n - 1) % n,
-            (None, true) => 0,
-            (None, false) => n - 1,
         };
-        let (model, level) = ring[next].clone();
         let label = format!("Model: {}/{}", model.provider, model.id);
         let reasoning = model.reasoning;
         self.set_model(model);
@@ -1162,7 +1149,6 @@ impl App {
     }
 
     fn cycle_thinking(&mut self) {
-        use ThinkingLevel::*;
         if !self.model.reasoning {
             self.notice(format!(
                 "{} does not reason, so there is no thinking level to change",
@@ -1170,9 +1156,7 @@ impl App {
             ));
             return;
         }
-        let order = [Off, Minimal, Low, Medium, High, Xhigh];
-        let i = order.iter().position(|l| *l == self.thinking).unwrap_or(0);
-        self.set_thinking(order[(i + 1) % order.len()]);
+        self.set_thinking(self.thinking.cycled());
     }
 
     // ----- host events -------------------------------------------------------------------

@@ -96,6 +96,15 @@ impl ThinkingLevel {
         (self.effort(), self == ThinkingLevel::Off)
     }
 
+    /// The level after this one when a person cycles through them (Shift+Tab,
+    /// `cycle_thinking_level`): off, minimal, low, medium, high, xhigh, then off again.
+    pub fn cycled(self) -> ThinkingLevel {
+        use ThinkingLevel::*;
+        const ORDER: [ThinkingLevel; 6] = [Off, Minimal, Low, Medium, High, Xhigh];
+        let i = ORDER.iter().position(|l| *l == self).unwrap_or(0);
+        ORDER[(i + 1) % ORDER.len()]
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ThinkingLevel::Inherit => "inherit",
