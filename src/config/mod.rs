@@ -425,7 +425,14 @@ impl Config {
                 auth_key: existing.as_ref().and_then(|e| e.auth_key.clone()),
                 models_key: existing.as_ref().and_then(|e| e.models_key.clone()),
                 auth_header: existing.as_ref().is_some_and(|e| e.auth_header),
-                headers: merged_headers(existing.as_ref(), &p.headers),
+                // The headers it had (built in, or from `models.json`), config.toml's over them.
+                headers: overlay_headers(
+                    existing
+                        .as_ref()
+                        .map(|e| e.headers.clone())
+                        .unwrap_or_default(),
+                    &p.headers,
+                ),
                 compat: p
                     .compat
                     .clone()
@@ -471,19 +478,16 @@ impl Config {
     }
 }
 
-/// A provider's headers: those it had (built in, or from `models.json`), with config.toml's
-/// replacing any of the same name.
-fn merged_headers(
-    existing: Option<&ProviderInfo>,
+/// `base` with the headers of `over` laid on it: one of the same name (in any case) is replaced.
+pub(crate) fn overlay_headers(
+    mut base: Vec<(String, String)>,
     over: &BTreeMap<String, String>,
 ) -> Vec<(String, String)> {
-    let mut headers: Vec<(String, String)> =
-        existing.map(|e| e.headers.clone()).unwrap_or_default();
     for (k, v) in over {
-        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
-        headers.push((k.clone(), v.clone()));
+        base.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        base.push((k.clone(), v.clone()));
     }
-    headers
+    base
 }
 
 pub(crate) fn is_local(url: &str) -> bool {

@@ -123,17 +123,6 @@ fn parse_api(name: &str) -> Option<Api> {
     Api::parse(name.trim())
 }
 
-fn with_headers(
-    mut base: Vec<(String, String)>,
-    over: &BTreeMap<String, String>,
-) -> Vec<(String, String)> {
-    for (k, v) in over {
-        base.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
-        base.push((k.clone(), v.clone()));
-    }
-    base
-}
-
 impl Models {
     /// Add the file's providers and models to `catalog`; returns warnings.
     pub fn apply_to(&self, catalog: &mut Catalog) -> Result<Vec<String>, String> {
@@ -187,7 +176,7 @@ impl Models {
                 ),
                 models_key: api_key,
                 auth_header: p.auth_header,
-                headers: with_headers(
+                headers: crate::config::overlay_headers(
                     existing
                         .as_ref()
                         .map(|e| e.headers.clone())
@@ -266,7 +255,7 @@ fn apply_fields(m: &mut ModelInfo, o: &NodeModel, at: &str) -> Result<(), String
         m.pricing = cost.over(m.pricing);
     }
     m.compat = merged_compat(&m.compat, o.compat.as_ref(), at)?;
-    m.headers = with_headers(std::mem::take(&mut m.headers), &o.headers);
+    m.headers = crate::config::overlay_headers(std::mem::take(&mut m.headers), &o.headers);
     Ok(())
 }
 
