@@ -133,8 +133,7 @@ impl LoginView {
                     *selected = 0;
                     Outcome::Nothing
                 }
-                KeyCode::Char('u') if ctrl => {
-                    filter.clear();
+                _ if super::filter::edit(filter, &k) => {
                     *selected = 0;
                     Outcome::Nothing
                 }
@@ -165,10 +164,7 @@ impl LoginView {
                     Outcome::Nothing
                 }
                 KeyCode::Char('c') if ctrl => Outcome::Close,
-                KeyCode::Char('u') if ctrl => {
-                    key.clear();
-                    Outcome::Nothing
-                }
+                _ if super::filter::edit(key, &k) => Outcome::Nothing,
                 KeyCode::Backspace => {
                     key.pop();
                     Outcome::Nothing
