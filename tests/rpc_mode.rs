@@ -215,7 +215,14 @@ async fn prompts_state_models_and_sessions_over_rpc() {
         "no scope and no provider key: nothing to cycle to"
     );
     c.send(json!({"id": "9", "type": "abort_retry"})).await;
-    let r = c.response("9").await;
+    assert_eq!(
+        c.response("9").await["success"],
+        true,
+        "nothing is retrying: nothing to do"
+    );
+    c.send(json!({"id": "9b", "type": "extension_ui_response", "value": "x"}))
+        .await;
+    let r = c.response("9b").await;
     assert_eq!(r["success"], false);
     assert!(
         r["error"].as_str().unwrap().contains("not supported"),
@@ -380,4 +387,92 @@ async fn turning_retries_off_makes_a_server_error_final() {
     assert!(end.to_string().contains("boom"), "{end}");
     assert!(!c.seen.iter().any(|v| v["type"] == "auto_retry_start"));
     assert_eq!(server.requests().len(), 2, "no second attempt");
+}
+
+#[tokio::test]
+async fn a_retry_and_a_shell_command_stop_on_request_and_state_counts_the_queue() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply::error(503, r#"{"error":{"message":"overloaded"}}"#),
+        stalled("working on it"),
+    ])
+    .await;
+    let h = home();
+    // A backoff far longer than the test: only abort_retry can end it in time.
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "[retry]\nbase_delay_ms = 60000\nmax_delay_ms = 60000\n",
+    )
+    .unwrap();
+    let mut c = Client::start(&server, &h);
+    let long_prompt = format!("first line\n{}", "a long prompt ".repeat(40));
+    c.send(json!({"id": "1", "type": "prompt", "message": long_prompt}))
+        .await;
+    c.response("1").await;
+    c.until("auto_retry_start", |v| v["type"] == "auto_retry_start")
+        .await;
+    let asked = Instant::now();
+    c.send(json!({"id": "2", "type": "abort_retry"})).await;
+    assert_eq!(c.response("2").await["success"], true);
+    let end = c
+        .until("auto_retry_end", |v| v["type"] == "auto_retry_end")
+        .await;
+    assert_eq!(end["success"], false, "{end}");
+    let end = c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(asked.elapsed() < Duration::from_secs(1));
+    assert!(end.to_string().contains("overloaded"), "{end}");
+    assert_eq!(server.requests().len(), 2, "no second attempt");
+
+    // The fork points carry the whole prompt, not the tree's one-line cut.
+    c.send(json!({"id": "3", "type": "get_fork_messages"}))
+        .await;
+    let r = c.response("3").await;
+    assert_eq!(
+        r["data"]["messages"][0]["text"],
+        long_prompt.as_str(),
+        "{r}"
+    );
+
+    c.send(json!({"id": "4", "type": "prompt", "message": "again"}))
+        .await;
+    c.response("4").await;
+    c.until("streaming", |v| v["type"] == "message_update")
+        .await;
+    c.send(json!({"id": "5", "type": "follow_up", "message": "later"}))
+        .await;
+    c.response("5").await;
+    c.send(json!({"id": "6", "type": "get_state"})).await;
+    let state = c.response("6").await["data"].clone();
+    assert_eq!(state["pendingMessageCount"], 1, "{state}");
+    assert_eq!(state["isStreaming"], true);
+    let file = state["sessionFile"].as_str().unwrap().to_string();
+    assert!(file.ends_with(".jsonl"), "{file}");
+    c.send(json!({"id": "7", "type": "abort"})).await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(
+        std::path::Path::new(&file).exists(),
+        "get_state named the file the session is saved in"
+    );
+
+    // abort_bash stops the command; the process is not left running.
+    c.send(json!({"id": "8", "type": "bash", "command": "sleep 30; echo never"}))
+        .await;
+    let asked = Instant::now();
+    c.send(json!({"id": "9", "type": "abort_bash"})).await;
+    let r = c.response("8").await;
+    assert!(asked.elapsed() < Duration::from_secs(2));
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["cancelled"], true, "{r}");
+    assert!(!r["data"]["output"].as_str().unwrap().contains("never"));
+    assert!(
+        c.seen
+            .iter()
+            .any(|v| v["id"] == "9" && v["command"] == "abort_bash" && v["success"] == true)
+    );
+    drop(c.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(5), c.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
 }

@@ -87,8 +87,14 @@ pub enum Command {
     /// `!command` (`include`: its output goes into the next request) or `!!command`; answered
     /// with [`HostEvent::ShellDone`]. An agent abort stops it.
     Shell { command: String, include: bool },
+    /// Stop the running `!command` (the agent's run, if any, goes on). Nothing happens when
+    /// none runs.
+    AbortShell,
     /// The session's entries as a tree; answered with [`HostEvent::Tree`].
     Tree,
+    /// The prompts of the current branch (where a fork can start); answered with
+    /// [`HostEvent::ForkPoints`].
+    ForkPoints,
     /// Continue from an entry of the tree (from its parent, for a prompt, whose text comes
     /// back as a draft); answered with [`HostEvent::Navigated`].
     Navigate(String),
@@ -138,9 +144,13 @@ pub enum HostEvent {
     /// A new session began. Agent events of runs up to `after_run` belong to the old one.
     NewSession {
         session_id: String,
+        /// Where it is saved (`None` when nothing is).
+        path: Option<PathBuf>,
         after_run: RunId,
     },
     Exported(PathBuf),
+    /// The current branch's prompts, oldest first: `(entry id, full text)`.
+    ForkPoints(Vec<(String, String)>),
     /// A `/login` went through (the model in use is switched already).
     LoggedIn(login::LoggedIn),
     /// The models local servers offer (empty: none answered).
@@ -455,10 +465,11 @@ impl Host {
                 self.tell(HostEvent::Queued(taken));
             }
             Command::Tree => self.tree().await,
+            Command::ForkPoints => self.fork_points().await,
             Command::Navigate(target) => self.navigate(target).await,
             // Handled by `run`, which can keep reading commands while the model writes.
             Command::NavigateSummarized { target, .. } => self.navigate(target).await,
-            Command::Shell { .. } => {}
+            Command::Shell { .. } | Command::AbortShell => {}
             Command::Label { target, label } => self.label(target, label).await,
             Command::Fork(target) => self.fork_at(target).await,
             Command::Clone => self.clone_branch().await,
@@ -668,6 +679,7 @@ impl Host {
         };
         self.tell(HostEvent::NewSession {
             session_id: self.session_id.clone(),
+            path: self.recorder.as_ref().map(|r| r.path().to_path_buf()),
             after_run,
         });
     }

@@ -91,7 +91,9 @@ impl Host {
             tokio::select! {
                 r = &mut run => break r,
                 c = commands.recv(), if open => match c {
-                    Some(Command::Agent(AgentCommand::Abort { .. })) => cancel.cancel(),
+                    Some(Command::Agent(AgentCommand::Abort { .. }) | Command::AbortShell) => {
+                        cancel.cancel()
+                    }
                     Some(other) => deferred.push_back(other),
                     None => {
                         open = false;

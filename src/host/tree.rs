@@ -136,6 +136,30 @@ impl Host {
         }
     }
 
+    /// The prompts of the current branch, oldest first, as `(entry id, full text)`: where a
+    /// fork can start.
+    pub(super) async fn fork_points(&self) {
+        match self.current_session().await {
+            Ok(Some((session, leaf))) => {
+                let points = tokio::task::spawn_blocking(move || {
+                    session::tree::tree_rows(&session, leaf.as_deref())
+                        .into_iter()
+                        .filter(|r| r.on_path && r.kind == session::tree::TreeKind::User)
+                        .filter_map(|r| {
+                            let text = editable_text(session.entry(&r.id)?)?;
+                            Some((r.id, text))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await
+                .unwrap_or_default();
+                self.tell(HostEvent::ForkPoints(points));
+            }
+            Ok(None) => self.tell(HostEvent::ForkPoints(Vec::new())),
+            Err(e) => self.tell(HostEvent::Failed(format!("cannot list the prompts: {e}"))),
+        }
+    }
+
     /// Continue from `target`: from its parent when it is a prompt (whose text goes back to
     /// the editor, to be edited and sent as a new branch), else from the entry itself.
     pub(super) async fn navigate(&mut self, target: String) {

@@ -19,8 +19,8 @@ use crate::host::{Command, Commands, HostEvent};
 use crate::provider::catalog::ModelInfo;
 use crate::setup::StartInfo;
 
-/// Commands of the Node.js pi this pi has no feature for yet.
-const UNSUPPORTED: &[&str] = &["abort_retry", "abort_bash"];
+/// Commands of the Node.js pi this pi has no feature for (extensions and their dialogs).
+const UNSUPPORTED: &[&str] = &["extension_ui_response"];
 
 /// A command waiting for the host's answer.
 struct Waiting {
@@ -36,6 +36,9 @@ pub struct Session {
     thinking: ThinkingLevel,
     session_id: String,
     session_name: Option<String>,
+    /// The file the session is saved in (`None` with `--no-session`).
+    session_file: Option<std::path::PathBuf>,
+    compacting: bool,
     steering_mode: &'static str,
     follow_up_mode: &'static str,
     streaming: bool,
@@ -116,6 +119,8 @@ impl Session {
             thinking: info.thinking,
             session_id: info.session_id,
             session_name: info.session_name,
+            session_file: info.session_file,
+            compacting: false,
             steering_mode: match info.config.steering_mode.as_deref() {
                 Some("all") => "all",
                 _ => "one-at-a-time",
@@ -136,7 +141,12 @@ impl Session {
     pub fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::AgentStart => self.streaming = true,
-            AgentEvent::AgentEnd { .. } => self.streaming = false,
+            AgentEvent::AgentEnd { .. } => {
+                self.streaming = false;
+                self.compacting = false;
+            }
+            AgentEvent::CompactionStart { .. } => self.compacting = true,
+            AgentEvent::CompactionEnd { .. } => self.compacting = false,
             _ => {}
         }
     }
@@ -172,6 +182,8 @@ impl Session {
             )];
         };
         match self.dispatch(&kind, &cmd, &id).await {
+            // An unknown command is answered under the name it was sent with.
+            Some(("unknown", result)) => vec![response(&id, &kind, result)],
             Some((name, result)) => vec![response(&id, name, result)],
             None => Vec::new(),
         }
@@ -258,16 +270,19 @@ impl Session {
                     "model": model_json(&self.model),
                     "thinkingLevel": self.thinking.as_str(),
                     "isStreaming": state.is_streaming,
-                    "isCompacting": false,
+                    "isCompacting": self.compacting,
                     "steeringMode": self.steering_mode,
                     "followUpMode": self.follow_up_mode,
                     "sessionId": self.session_id,
                     "autoCompactionEnabled": self.auto_compaction,
                     "messageCount": state.messages.len(),
-                    "pendingMessageCount": 0,
+                    "pendingMessageCount": state.pending_messages,
                 });
                 if let Some(n) = &self.session_name {
                     data["sessionName"] = json!(n);
+                }
+                if let Some(f) = &self.session_file {
+                    data["sessionFile"] = json!(f.display().to_string());
                 }
                 done("get_state", Ok(Some(data)))
             }
@@ -363,6 +378,14 @@ impl Session {
                     Ok(Err(e)) => done("compact", Err(e.to_string())),
                     Err(_) => done("compact", Err("the agent is gone".into())),
                 }
+            }
+            "abort_retry" => {
+                self.commands.agent(AgentCommand::AbortRetry);
+                done("abort_retry", Ok(None))
+            }
+            "abort_bash" => {
+                self.commands.send(Command::AbortShell);
+                done("abort_bash", Ok(None))
             }
             "bash" => match text_field(cmd, "command") {
                 Ok(command) => {
@@ -470,10 +493,12 @@ impl Session {
                 Err(e) => done("fork", Err(e)),
             },
             "clone" => self.wait(Command::Clone, id, "clone"),
-            "get_fork_messages" => self.wait(Command::Tree, id, "get_fork_messages"),
+            "get_fork_messages" => self.wait(Command::ForkPoints, id, "get_fork_messages"),
             other if UNSUPPORTED.contains(&other) => Some((
                 static_name(other),
-                Err(format!("`{other}` is not supported by this pi yet")),
+                Err(format!(
+                    "`{other}` is not supported: this pi has no extensions"
+                )),
             )),
             other => Some(("unknown", Err(format!("Unknown command: {other}")))),
         }
@@ -497,8 +522,11 @@ impl Session {
     /// An answer from the host: the response of the command waiting for it.
     pub fn host_event(&mut self, event: HostEvent) -> Vec<String> {
         let answer = match event {
-            HostEvent::NewSession { session_id, .. } => {
+            HostEvent::NewSession {
+                session_id, path, ..
+            } => {
                 self.session_id = session_id;
+                self.session_file = path;
                 self.session_name = None;
                 Some(("new_session", Ok(Some(json!({"cancelled": false})))))
             }
@@ -559,6 +587,7 @@ impl Session {
                     .unwrap_or("switch_session");
                 self.session_id = opened.session_id.clone();
                 self.session_name = opened.name.clone();
+                self.session_file = Some(opened.path.clone());
                 self.model = opened.model.clone();
                 self.thinking = opened.thinking;
                 let data = if command == "fork" {
@@ -568,12 +597,10 @@ impl Session {
                 };
                 Some((command, Ok(Some(data))))
             }
-            HostEvent::Tree(tree) => {
-                let messages: Vec<Value> = tree
-                    .rows
-                    .iter()
-                    .filter(|r| r.on_path && r.kind == crate::session::tree::TreeKind::User)
-                    .map(|r| json!({"entryId": r.id, "text": r.text}))
+            HostEvent::ForkPoints(points) => {
+                let messages: Vec<Value> = points
+                    .into_iter()
+                    .map(|(id, text)| json!({"entryId": id, "text": text}))
                     .collect();
                 Some(("get_fork_messages", Ok(Some(json!({"messages": messages})))))
             }

@@ -130,6 +130,8 @@ pub struct StartInfo {
     pub no_model: Option<String>,
     pub session_id: String,
     pub session_name: Option<String>,
+    /// The file the session is saved in (it may not exist before the first message).
+    pub session_file: Option<PathBuf>,
     /// Sessions are written (not `--no-session`, and a home folder exists).
     pub saving: bool,
     /// The conversation the session opened with (empty for a new one).
@@ -509,6 +511,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         }
     }
     let saving = recorder.is_some();
+    let session_file = recorder.as_ref().map(|r| r.path().to_path_buf());
     let client = host::spawn(HostParts {
         agent,
         recorder,
@@ -541,6 +544,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             no_model: selection.missing.then(|| select::NO_MODEL_HELP.to_string()),
             session_id,
             session_name,
+            session_file,
             saving,
             messages,
             warnings,

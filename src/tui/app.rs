@@ -1189,6 +1189,8 @@ impl App {
                 "Exported to {}",
                 sanitize(&crate::session::paths::short_path(&path))
             )),
+            // The TUI asks for the tree instead (`/fork` picks from it).
+            HostEvent::ForkPoints(_) => {}
             HostEvent::LoggedIn(done) => {
                 self.providers_without_key.remove(&done.provider);
                 let saved = match &done.file {

@@ -81,6 +81,9 @@ pub struct LoopConfig {
     /// Condense the conversation before a request that would not fit (`None`: never).
     pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
     pub hooks: Arc<dyn LoopHooks>,
+    /// Woken to give up a retry whose backoff is running: the failed reply ends the run as
+    /// an error, without further attempts. A wake with no backoff running does nothing.
+    pub skip_retry: Arc<tokio::sync::Notify>,
 }
 
 impl LoopConfig {
@@ -106,6 +109,7 @@ impl LoopConfig {
             append_only: None,
             compaction: Some(Default::default()),
             hooks: Arc::new(NoHooks),
+            skip_retry: Arc::new(tokio::sync::Notify::new()),
         }
     }
 }

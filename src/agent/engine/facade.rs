@@ -114,6 +114,8 @@ struct Inner {
     settings: Mutex<AgentSettings>,
     queues: Mutex<Queues>,
     steer_notify: Arc<Notify>,
+    /// Gives up a retry whose backoff is running (see `LoopConfig::skip_retry`).
+    skip_retry: Arc<Notify>,
     subscribers: Mutex<Vec<Subscriber>>,
     run: Mutex<Option<RunHandle>>,
     next_run: Mutex<u64>,
@@ -138,6 +140,7 @@ impl Agent {
                 settings: Mutex::new(settings),
                 queues: Mutex::new(Queues::default()),
                 steer_notify: Arc::new(Notify::new()),
+                skip_retry: Arc::new(Notify::new()),
                 subscribers: Mutex::new(Vec::new()),
                 run: Mutex::new(None),
                 next_run: Mutex::new(0),
@@ -151,7 +154,13 @@ impl Agent {
 
     /// A copy of the current state.
     pub fn state(&self) -> AgentState {
-        lock(&self.inner.state).clone()
+        let pending = {
+            let q = lock(&self.inner.queues);
+            q.steering.len() + q.follow_up.len()
+        };
+        let mut state = lock(&self.inner.state).clone();
+        state.pending_messages = pending;
+        state
     }
 
     pub fn messages(&self) -> Vec<AgentMessage> {
@@ -324,6 +333,12 @@ impl Agent {
                 None => AbortReason::Requested,
             });
         }
+    }
+
+    /// Give up the retry whose backoff is running: its failed reply ends the run as an error.
+    /// Does nothing when no retry is waiting.
+    pub fn abort_retry(&self) {
+        self.inner.skip_retry.notify_waiters();
     }
 
     /// Abort with a specific reason (tool-scoped, terminal, ...).
@@ -501,6 +516,7 @@ impl Agent {
                 agent: self.clone(),
                 user: s.hooks.clone(),
             }),
+            skip_retry: self.inner.skip_retry.clone(),
         }
     }
 

@@ -57,6 +57,9 @@ use crate::agent::protocol::types::{
     ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
 };
 
+/// The `auto_retry_end` error when a retry is given up on request.
+pub const RETRY_SKIPPED_TEXT: &str = "Retry cancelled";
+
 /// Re-samples allowed for a backend that keeps pausing its turn.
 pub const MAX_PAUSED_TURN_CONTINUATIONS: u32 = 8;
 
@@ -1232,6 +1235,8 @@ impl Run {
         self.streaming = None;
         self.completed_calls.clear();
         let retry_after = message.transient.as_ref().and_then(|t| t.retry_after_ms);
+        // Kept in case the retry is given up: then this reply ends the run after all.
+        let failed = message.clone();
         if started_emitted {
             // Shown as a failed attempt, then dropped: consumers keep it out of the transcript.
             message.stop_details = Some(StopDetails {
@@ -1251,8 +1256,17 @@ impl Run {
             error_message: error_text,
         });
         let signal = self.signal.clone();
+        let skip = self.cfg.skip_retry.clone();
+        let skipped = skip.notified();
+        tokio::pin!(skipped);
+        // Registered before the wait, so a wake between the event above and the select counts.
+        skipped.as_mut().enable();
         tokio::select! {
             _ = signal.cancelled() => Ok(Some(self.finish_aborted())),
+            _ = &mut skipped => {
+                self.end_retrying(false, Some(RETRY_SKIPPED_TEXT.to_string()));
+                Ok(Some(self.commit_assistant(failed, false, None)))
+            }
             _ = tokio::time::sleep(delay) => Ok(None),
         }
     }

@@ -64,6 +64,7 @@ pub async fn apply(agent: &Agent, command: AgentCommand) {
         AgentCommand::Steer(m) => agent.steer(m),
         AgentCommand::FollowUp(m) => agent.follow_up(m),
         AgentCommand::Abort { reason } => agent.abort(reason),
+        AgentCommand::AbortRetry => agent.abort_retry(),
         AgentCommand::TakeQueued(reply) => {
             let _ = reply.send(agent.clear_all_queues());
         }

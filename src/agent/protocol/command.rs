@@ -63,6 +63,9 @@ pub enum AgentCommand {
     Abort {
         reason: Option<String>,
     },
+    /// Give up a retry whose backoff is running; the failed reply ends the run. Nothing
+    /// happens when no retry is waiting.
+    AbortRetry,
     /// Empty both queues and hand back what they held (steering first).
     TakeQueued(Reply<Vec<AgentMessage>>),
     /// Use this model from the next model call on.
@@ -123,4 +126,6 @@ pub struct AgentState {
     pub is_streaming: bool,
     pub pending_tool_calls: BTreeSet<String>,
     pub error: Option<String>,
+    /// Steering and follow-up messages waiting in the queues (filled in by snapshots).
+    pub pending_messages: usize,
 }
