@@ -13,6 +13,7 @@
 #![allow(clippy::large_enum_variant)]
 
 pub mod agent;
+pub mod approval;
 pub mod attach;
 pub mod cli;
 pub mod config;

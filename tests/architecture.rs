@@ -118,7 +118,9 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
         }
         return None;
     }
-    let lower = ["provider", "tools", "session", "config", "attach"];
+    let lower = [
+        "provider", "tools", "session", "config", "attach", "approval", "mcp",
+    ];
     if lower.contains(&top) && (front_ends.contains(&to) || matches!(to, "cli" | "setup" | "host"))
     {
         return fail(&format!("{top} imports crate::{to}"));

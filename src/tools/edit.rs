@@ -146,7 +146,7 @@ pub struct Edit {
 
 /// The edits of a call: `edits` (an array, or that array as a JSON string), then the single
 /// `oldText`/`newText` pair if given.
-fn parse_edits(args: &Args<'_>) -> Result<Vec<Edit>, ToolError> {
+pub(crate) fn parse_edits(args: &Args<'_>) -> Result<Vec<Edit>, ToolError> {
     let mut edits = Vec::new();
     if let Some(value) = args.get("edits") {
         let parsed;

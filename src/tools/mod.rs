@@ -36,6 +36,7 @@ pub mod fsutil;
 pub mod fuzzy;
 pub mod grep;
 pub mod ls;
+pub mod preview;
 pub mod process;
 pub mod read;
 pub mod truncate;
