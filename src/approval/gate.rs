@@ -123,11 +123,9 @@ impl Gate {
             return false;
         };
         !segments.is_empty()
-            && segments.iter().all(|s| {
-                r.prefixes
-                    .iter()
-                    .any(|p| command::starts_with_words(s, p))
-            })
+            && segments
+                .iter()
+                .all(|s| r.prefixes.iter().any(|p| command::starts_with_words(s, p)))
     }
 
     fn remember(&self, tool: &str, args: &Value) {
@@ -167,8 +165,12 @@ impl Gate {
                 BeforeToolCall::Proceed
             }
             Some(Decision::Refuse(reason)) => {
-                let mut text = format!("The person did not allow this {tool} call; it was not run.");
-                if let Some(r) = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty()) {
+                let mut text =
+                    format!("The person did not allow this {tool} call; it was not run.");
+                if let Some(r) = reason
+                    .map(|r| r.trim().to_string())
+                    .filter(|r| !r.is_empty())
+                {
                     text.push_str(&format!(" Their reason: {r}"));
                 }
                 BeforeToolCall::Block(Some(text))
@@ -287,7 +289,10 @@ mod tests {
         let signal = AbortSignal::new();
         let ls = json!({"command": "ls"});
         let (_d, g) = gate(ApprovalMode::Auto, &[], &["bash:rm *"]);
-        assert_eq!(g.decide("bash", &ls, &signal).await, BeforeToolCall::Proceed);
+        assert_eq!(
+            g.decide("bash", &ls, &signal).await,
+            BeforeToolCall::Proceed
+        );
         let rm = g.decide("bash", &json!({"command": "rm x"}), &signal).await;
         assert!(blocked(&rm).contains("bash:rm *"));
         g.set_mode(ApprovalMode::ReadOnly);
@@ -302,7 +307,8 @@ mod tests {
         assert!(blocked(&g.decide("mcp__x__y", &json!({}), &signal).await).contains("mcp__x__y"));
         let (_d, g) = gate(ApprovalMode::ReadOnly, &["bash:git status*"], &[]);
         assert_eq!(
-            g.decide("bash", &json!({"command": "git status"}), &signal).await,
+            g.decide("bash", &json!({"command": "git status"}), &signal)
+                .await,
             BeforeToolCall::Proceed,
             "an allow rule lets a call through even in read-only"
         );
@@ -330,9 +336,13 @@ mod tests {
         let (_d, g) = gate(ApprovalMode::Ask, &[], &[]);
         let seen = person(&g, Decision::Session);
         let st = json!({"command": "git status -s"});
-        assert_eq!(g.decide("bash", &st, &signal).await, BeforeToolCall::Proceed);
         assert_eq!(
-            g.decide("bash", &json!({"command": "git status"}), &signal).await,
+            g.decide("bash", &st, &signal).await,
+            BeforeToolCall::Proceed
+        );
+        assert_eq!(
+            g.decide("bash", &json!({"command": "git status"}), &signal)
+                .await,
             BeforeToolCall::Proceed
         );
         assert_eq!(lock(&seen).len(), 1, "the prefix was remembered");
@@ -361,9 +371,8 @@ mod tests {
         g.set_asker(Arc::new(move |_| a2.notify_one()));
         let signal = AbortSignal::new();
         let (g2, s2) = (g.clone(), signal.clone());
-        let run = tokio::spawn(async move {
-            g2.decide("bash", &json!({"command": "make"}), &s2).await
-        });
+        let run =
+            tokio::spawn(async move { g2.decide("bash", &json!({"command": "make"}), &s2).await });
         asked.notified().await;
         signal.abort(crate::agent::protocol::abort::AbortReason::Requested);
         let d = run.await.unwrap();

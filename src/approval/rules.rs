@@ -34,7 +34,9 @@ impl Rule {
             None => (trimmed, None),
         };
         if tool.is_empty() {
-            return Err(format!("`{text}` names no tool (write TOOL or TOOL:PATTERN)"));
+            return Err(format!(
+                "`{text}` names no tool (write TOOL or TOOL:PATTERN)"
+            ));
         }
         let bad = |e: globset::Error| format!("`{text}`: {e}");
         let tool_glob = Glob::new(tool).map_err(bad)?.compile_matcher();
@@ -324,7 +326,10 @@ mod tests {
             r.check("bash", &bash("anything $(at all)"), cwd),
             Verdict::Allowed
         );
-        assert_eq!(r.check("edit", &json!({"path": "a"}), cwd), Verdict::Unmatched);
+        assert_eq!(
+            r.check("edit", &json!({"path": "a"}), cwd),
+            Verdict::Unmatched
+        );
     }
 
     #[test]

@@ -130,6 +130,12 @@ pub struct Cli {
     #[arg(long)]
     pub offline: bool,
 
+    /// How tool calls that can change things (bash, edit, write, MCP tools) are approved:
+    /// `auto` runs them, `ask` asks first in the interactive view (elsewhere it refuses what
+    /// no `[approval] allow` rule allows), `read-only` refuses them. Over config's `approval`.
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "ask", "read-only"])]
+    pub approval: Option<String>,
+
     /// List the models pi knows (optionally only those matching SEARCH) and exit.
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
@@ -177,6 +183,7 @@ impl Cli {
         o.no_context_files = self.no_context_files;
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
         o.verbose = self.verbose;
+        o.approval = self.approval.clone();
         o
     }
 }

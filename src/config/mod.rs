@@ -184,11 +184,53 @@ pub struct Config {
     pub quiet_startup: Option<bool>,
     /// Model patterns Ctrl+P cycles through (as `--models`).
     pub enabled_models: Option<Vec<String>>,
+    /// `approval = "ask"`, or `[approval]` with `mode`, `allow` and `deny`.
+    pub approval: Option<ApprovalSetting>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `approval`: a mode alone, or a table with the mode and the rules.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ApprovalSetting {
+    Mode(String),
+    Table(ApprovalTable),
+}
+
+/// `[approval]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ApprovalTable {
+    pub mode: Option<String>,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+impl ApprovalSetting {
+    pub fn mode(&self) -> Option<&str> {
+        match self {
+            ApprovalSetting::Mode(m) => Some(m),
+            ApprovalSetting::Table(t) => t.mode.as_deref(),
+        }
+    }
+
+    pub fn allow(&self) -> &[String] {
+        match self {
+            ApprovalSetting::Mode(_) => &[],
+            ApprovalSetting::Table(t) => &t.allow,
+        }
+    }
+
+    pub fn deny(&self) -> &[String] {
+        match self {
+            ApprovalSetting::Mode(_) => &[],
+            ApprovalSetting::Table(t) => &t.deny,
+        }
+    }
 }
 
 /// A loaded config and the warnings found while loading it.
@@ -197,6 +239,10 @@ pub struct Loaded {
     pub config: Config,
     pub warnings: Vec<String>,
     pub files: Vec<PathBuf>,
+    /// The project's `.pi/config.toml` `approval` setting, kept apart from `config`: a
+    /// project may make approval stricter (a stricter mode, more `deny` rules), never looser,
+    /// so a cloned repository cannot switch asking off.
+    pub project_approval: Option<ApprovalSetting>,
 }
 
 /// Where the agent keeps its files: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
@@ -221,6 +267,7 @@ const TOP_KEYS: &[&str] = &[
     "enabled_models",
     "theme",
     "colors",
+    "approval",
     "retry",
     "compaction",
     "tools",
@@ -241,6 +288,7 @@ pub fn queue_mode(
         )),
     }
 }
+const APPROVAL_KEYS: &[&str] = &["mode", "allow", "deny"];
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
 const COMPACTION_KEYS: &[&str] = &["enabled", "reserve_tokens", "keep_recent_tokens"];
 const TOOLS_ENV_KEYS: &[&str] = &["exclude", "include"];
@@ -283,6 +331,9 @@ fn unknown_keys(
 
 fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     unknown_keys(table, TOP_KEYS, "", file, out);
+    if let Some(toml::Value::Table(a)) = table.get("approval") {
+        unknown_keys(a, APPROVAL_KEYS, "approval.", file, out);
+    }
     if let Some(toml::Value::Table(r)) = table.get("retry") {
         unknown_keys(r, RETRY_KEYS, "retry.", file, out);
     }
@@ -373,6 +424,7 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         files: settings.files,
         ..Loaded::default()
     };
+    let project_file = files.last().cloned();
     for file in files {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
@@ -383,6 +435,12 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         // Check types per file, so an error can point at its line.
         toml::from_str::<Config>(&text).map_err(|e| located(&text, &file, &e))?;
         check_keys(&table, &file, &mut loaded.warnings);
+        let mut table = table;
+        if Some(&file) == project_file.as_ref()
+            && let Some(a) = table.remove("approval")
+        {
+            loaded.project_approval = a.try_into().ok();
+        }
         merge(&mut merged, table);
         loaded.files.push(file);
     }

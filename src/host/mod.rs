@@ -127,6 +127,13 @@ pub enum Command {
     SetAutoCompaction(bool),
     /// Retry transient provider failures (`true`, with the configured count) or not at all.
     SetAutoRetry(bool),
+    /// The person's answer to [`HostEvent::Approval`] `id`.
+    Approve {
+        id: u64,
+        decision: crate::approval::Decision,
+    },
+    /// Approve tool calls this way from now on.
+    SetApproval(crate::approval::ApprovalMode),
     /// Abort what runs, flush the session and stop.
     Shutdown(Reply<Closed>),
 }
@@ -149,6 +156,8 @@ pub enum HostEvent {
         after_run: RunId,
     },
     Exported(PathBuf),
+    /// A tool call waits for the person's approval; answer with [`Command::Approve`].
+    Approval(Box<crate::approval::ApprovalRequest>),
     /// The current branch's prompts, oldest first: `(entry id, full text)`.
     ForkPoints(Vec<(String, String)>),
     /// A `/login` went through (the model in use is switched already).
@@ -303,6 +312,11 @@ pub struct HostParts {
     pub shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
     /// What `/login` needs (`None`: it is refused).
     pub login: Option<login::LoginParts>,
+    /// The approval gate the agent's hooks consult.
+    pub approval: Arc<crate::approval::Gate>,
+    /// Put approval requests to the front end ([`HostEvent::Approval`]); without this, `ask`
+    /// refuses what no rule allows.
+    pub asks_person: bool,
 }
 
 impl Closed {
@@ -328,6 +342,7 @@ fn settled(event: &AgentEvent) -> bool {
 }
 
 struct Host {
+    approval: Arc<crate::approval::Gate>,
     agent: Agent,
     recorder: Option<RecorderTask>,
     paths: Option<SessionPaths>,
@@ -357,7 +372,14 @@ pub fn spawn(parts: HostParts) -> Client {
     let recorder = parts
         .recorder
         .map(|r| record(&parts.agent, &out, &parts.secrets, r));
+    if parts.asks_person {
+        let to_front = out.clone();
+        parts.approval.set_asker(Arc::new(move |request| {
+            let _ = to_front.send(HostEvent::Approval(Box::new(request)));
+        }));
+    }
     let host = Host {
+        approval: parts.approval,
         agent: parts.agent,
         recorder,
         paths: parts.paths,
@@ -475,6 +497,10 @@ impl Host {
             Command::Clone => self.clone_branch().await,
             Command::Login { provider, key } => self.login(provider, key).await,
             Command::FindLocalModels => self.find_local_models(),
+            Command::Approve { id, decision } => {
+                self.approval.answer(id, decision);
+            }
+            Command::SetApproval(mode) => self.approval.set_mode(mode),
             Command::SetAutoCompaction(on) => self.agent.update_settings(|s| {
                 if let Some(c) = s.compaction.as_mut() {
                     c.enabled = on;

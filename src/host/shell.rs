@@ -94,6 +94,10 @@ impl Host {
                     Some(Command::Agent(AgentCommand::Abort { .. }) | Command::AbortShell) => {
                         cancel.cancel()
                     }
+                    // A run going on beside a `!!` command may be waiting for approval.
+                    Some(Command::Approve { id, decision }) => {
+                        self.approval.answer(id, decision);
+                    }
                     Some(other) => deferred.push_back(other),
                     None => {
                         open = false;

@@ -10,6 +10,7 @@
 //! Environment reads happen here, once, and reach the agent as settings (`PI_NO_INTENT`,
 //! `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`, keys).
 
+pub mod approval;
 pub mod patterns;
 pub mod select;
 
@@ -78,6 +79,11 @@ pub struct Options {
     pub scoped_models: Option<Vec<String>>,
     /// `--verbose`: front ends say more about how they started.
     pub verbose: bool,
+    /// `--approval`: auto, ask or read-only (over config).
+    pub approval: Option<String>,
+    /// The front end can put approval requests to a person (the interactive view); without
+    /// one, `ask` refuses what no rule allows.
+    pub asks_person: bool,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -99,6 +105,8 @@ impl Options {
             read_only: false,
             scoped_models: None,
             verbose: false,
+            approval: None,
+            asks_person: false,
             env,
             cwd,
         }
@@ -132,6 +140,8 @@ pub struct StartInfo {
     pub session_name: Option<String>,
     /// The file the session is saved in (it may not exist before the first message).
     pub session_file: Option<PathBuf>,
+    /// How tool calls that can change things are approved at the start.
+    pub approval: crate::approval::ApprovalMode,
     /// Sessions are written (not `--no-session`, and a home folder exists).
     pub saving: bool,
     /// The conversation the session opened with (empty for a new one).
@@ -195,6 +205,14 @@ pub fn load_config(
     loaded.warnings.extend(models.apply_to(&mut catalog)?);
     loaded.config.apply_to(&mut catalog)?;
     config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
+    if let Some(project) = loaded.project_approval.take() {
+        let global = loaded.config.approval.take();
+        loaded.config.approval = Some(approval::with_project(
+            global,
+            project,
+            &mut loaded.warnings,
+        ));
+    }
     Ok((loaded.config, catalog, loaded.warnings))
 }
 
@@ -468,6 +486,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     if let Some(secs) = config.response_timeout_secs {
         providers = providers.with_response_timeout(Duration::from_secs(secs.max(1)));
     }
+    let gate = approval::gate(
+        options.approval.as_deref(),
+        &config,
+        Arc::new(ToolContext::new(options.cwd.clone())),
+        &mut warnings,
+    )?;
     let system_prompt = system_prompt(&options, &tools);
     let providers = Arc::new(providers);
     let mut settings =
@@ -480,6 +504,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.follow_up_mode =
         config::queue_mode(config.follow_up_mode.as_deref(), "follow_up_mode")?;
     settings.intent_tracing = intent_tracing(&config, &options.env);
+    settings.hooks = Arc::new(crate::approval::gate::GateHooks(gate.clone()));
     let agent = Agent::new(settings);
 
     let mut messages = Vec::new();
@@ -530,6 +555,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             agent_dir: agent_dir.clone(),
             env: options.env.clone(),
         }),
+        approval: gate.clone(),
+        asks_person: options.asks_person,
     });
     Ok(Started {
         client,
@@ -545,6 +572,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             session_id,
             session_name,
             session_file,
+            approval: gate.mode(),
             saving,
             messages,
             warnings,

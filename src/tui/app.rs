@@ -38,6 +38,7 @@ use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Message, StopReason, Usage, UsageTotals,
 };
+use crate::approval::{ApprovalMode, Decision};
 use crate::attach::{self, FileRef};
 use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
@@ -100,6 +101,10 @@ pub struct App {
     pub key_providers: Vec<(String, Option<String>)>,
     /// The `/login` overlay, when open.
     pub login: Option<super::login::LoginView>,
+    /// Tool calls waiting for the person's approval.
+    pub approval: super::approval::ApprovalPrompt,
+    /// How tool calls that can change things are approved (Alt+A cycles it).
+    pub approval_mode: ApprovalMode,
     pub place: Place,
     /// Running totals for the footer.
     pub totals: UsageTotals,
@@ -175,6 +180,8 @@ impl App {
             header_cell: None,
             key_providers: Vec::new(),
             login: None,
+            approval: Default::default(),
+            approval_mode: ApprovalMode::default(),
             place: Place::default(),
             totals: UsageTotals::default(),
             picker: None,
@@ -265,6 +272,8 @@ impl App {
                 }
             }
             AgentEvent::AgentEnd { .. } => {
+                // Whatever still waited for an answer was refused by the run's end.
+                self.approval.clear();
                 self.working = None;
                 self.stopping = false;
                 self.retry = None;
@@ -503,6 +512,10 @@ impl App {
     /// attach their images; anything else is text for the editor.
     pub fn handle_paste(&mut self, text: &str) {
         self.dirty = true;
+        if self.approval.is_open() {
+            self.approval.paste(text);
+            return;
+        }
         if let Some(l) = self.login.as_mut() {
             l.paste(text);
             return;
@@ -553,6 +566,10 @@ impl App {
         let actions = self.keys.actions(&key).to_vec();
         if !actions.contains(&Action::Clear) {
             self.hint = None;
+        }
+        if self.approval.is_open() {
+            self.approval_key(key);
+            return;
         }
         if self.login.is_some() {
             self.login_key(key);
@@ -611,6 +628,7 @@ impl App {
             Action::ModelCycleForward => self.cycle_model(true),
             Action::ModelCycleBackward => self.cycle_model(false),
             Action::ThinkingCycle => self.cycle_thinking(),
+            Action::ApprovalCycle => self.cycle_approval(),
             Action::FollowUp => self.submit(Delivery::FollowUp),
             Action::Dequeue => {
                 if !self.steering.is_empty() || !self.follow_up.is_empty() {
@@ -1029,6 +1047,47 @@ impl App {
         }
     }
 
+    /// A key while a tool call waits for approval.
+    fn approval_key(&mut self, key: KeyEvent) {
+        use super::approval::Outcome;
+        let shown = self.approval.current().cloned();
+        match self.approval.key(key) {
+            Outcome::Nothing => {}
+            Outcome::Abort => self.escape(),
+            Outcome::Answer(id, decision) => {
+                if let Some(r) = shown {
+                    let what = format!("{} {}", r.tool, sanitize(&r.subject));
+                    self.notice(match &decision {
+                        Decision::Once => format!("Allowed {what}"),
+                        Decision::Session => {
+                            format!("Allowed {what}, and from now on {}", r.session_scope)
+                        }
+                        Decision::Refuse(None) => format!("Refused {what}"),
+                        Decision::Refuse(Some(why)) => {
+                            format!("Refused {what}: {}", sanitize(why))
+                        }
+                    });
+                }
+                self.port.approve(id, decision);
+            }
+        }
+    }
+
+    /// Alt+A: the next approval mode.
+    fn cycle_approval(&mut self) {
+        self.approval_mode = self.approval_mode.next();
+        self.port.set_approval(self.approval_mode);
+        self.notice(match self.approval_mode {
+            ApprovalMode::Auto => "Approval: auto — every tool call runs",
+            ApprovalMode::Ask => {
+                "Approval: ask — bash, edit, write and MCP calls wait for your y/a/n"
+            }
+            ApprovalMode::ReadOnly => {
+                "Approval: read-only — only read, grep, find and ls run; other calls are refused"
+            }
+        });
+    }
+
     pub fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Cell::Notice(text.into()));
         self.transcript.follow();
@@ -1189,6 +1248,7 @@ impl App {
                 "Exported to {}",
                 sanitize(&crate::session::paths::short_path(&path))
             )),
+            HostEvent::Approval(request) => self.approval.push(*request),
             // The TUI asks for the tree instead (`/fork` picks from it).
             HostEvent::ForkPoints(_) => {}
             HostEvent::LoggedIn(done) => {

@@ -31,6 +31,7 @@ pub enum Action {
     ModelCycleForward,
     ModelCycleBackward,
     ThinkingCycle,
+    ApprovalCycle,
     ThinkingToggle,
     ToolsExpand,
     FollowUp,
@@ -152,6 +153,13 @@ pub const ACTIONS: &[Spec] = &[
         "cycleThinkingLevel",
         &["shift+tab"],
         "cycle the thinking level",
+    ),
+    spec(
+        Action::ApprovalCycle,
+        "app.approval.cycle",
+        "cycleApprovalMode",
+        &["alt+a"],
+        "cycle the approval mode (auto, ask, read-only)",
     ),
     spec(
         Action::ThinkingToggle,

@@ -19,6 +19,7 @@
 //! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
 
 pub mod app;
+pub mod approval;
 pub mod cells;
 pub mod complete;
 pub mod editor;
@@ -127,6 +128,8 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     };
     // With no key and no local server, open anyway and help set one up (/login).
     options.model.allow_missing = true;
+    // Approval requests are put to the person here.
+    options.asks_person = true;
     let started = match start_or_choose(options).await {
         Ok(s) => s,
         Err(Some(e)) => {
@@ -152,6 +155,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;
+    app.approval_mode = info.approval;
     app.show_thinking = !info.config.hide_thinking.unwrap_or(false);
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);

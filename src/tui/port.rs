@@ -83,6 +83,15 @@ impl Port {
         self.agent(AgentCommand::Continue { reply: None });
     }
 
+    /// Answer an approval request.
+    pub fn approve(&self, id: u64, decision: crate::approval::Decision) {
+        self.commands.send(Command::Approve { id, decision });
+    }
+
+    pub fn set_approval(&self, mode: crate::approval::ApprovalMode) {
+        self.commands.send(Command::SetApproval(mode));
+    }
+
     pub fn abort(&self) {
         self.agent(AgentCommand::Abort { reason: None });
     }

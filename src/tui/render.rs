@@ -22,6 +22,7 @@ use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::width as text_width;
 use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::approval::ApprovalMode;
 
 /// 999, 1.2k, 45k, 1.3M.
 pub fn tokens(n: u64) -> String {
@@ -156,7 +157,25 @@ fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
             Span::styled(right, dim),
         ])
     };
-    [Line::styled(truncate(&place, width), dim), line2]
+    // The approval mode, right-aligned on the first line (stronger when it holds calls back).
+    let (mode, mode_style) = match app.approval_mode {
+        ApprovalMode::Auto => ("approval: auto", dim),
+        ApprovalMode::Ask => ("approval: ask", fg(|t| t.warning)),
+        ApprovalMode::ReadOnly => ("approval: read-only", fg(|t| t.accent)),
+    };
+    let room = width.saturating_sub(text_width(mode) + 1);
+    let place = truncate(&place, room);
+    let gap = width.saturating_sub(text_width(&place) + text_width(mode));
+    let line1 = if room == 0 {
+        Line::styled(truncate(&place, width), dim)
+    } else {
+        Line::from(vec![
+            Span::styled(place, dim),
+            Span::raw(" ".repeat(gap)),
+            Span::styled(mode, mode_style),
+        ])
+    };
+    [line1, line2]
 }
 
 /// The files and images waiting for the next prompt, as one row of chips.
@@ -268,6 +287,9 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     }
     if app.tree.is_some() {
         draw_tree(frame, app, main);
+    }
+    if app.approval.is_open() {
+        draw_approval(frame, app, main);
     }
 }
 
@@ -758,6 +780,95 @@ fn draw_login(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(title);
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+/// A tool call waiting for approval: what it would do, and the keys to answer.
+fn draw_approval(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(r) = app.approval.current() else {
+        return;
+    };
+    let width = area.width as usize;
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let dim = fg(|t| t.dim);
+    let waiting = app.approval.queue.len().saturating_sub(1);
+    let mut head = match r.tool.as_str() {
+        "bash" => " Run this command?".to_string(),
+        "edit" => format!(" Apply this edit to {}?", sanitize(&r.subject)),
+        "write" => format!(" Write {}?", sanitize(&r.subject)),
+        other => format!(" Call {}?", sanitize(other)),
+    };
+    if waiting > 0 {
+        head.push_str(&format!(" ({waiting} more waiting)"));
+    }
+    let mut body: Vec<Line<'static>> = Vec::new();
+    if r.tool == "bash" {
+        for (i, l) in r.subject.lines().enumerate() {
+            let mark = if i == 0 { " $ " } else { "   " };
+            body.push(Line::from(vec![
+                Span::styled(mark, dim),
+                Span::styled(truncate(&sanitize(l), width.saturating_sub(3)), bold),
+            ]));
+        }
+    }
+    // The diff's file header repeats the title: left out.
+    let detail = r
+        .detail
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .skip_while(|l| l.starts_with("--- ") || l.starts_with("+++ "));
+    for l in detail {
+        let style = if l.starts_with("@@") {
+            dim
+        } else if l.starts_with('+') {
+            fg(|t| t.diff_added)
+        } else if l.starts_with('-') {
+            fg(|t| t.diff_removed)
+        } else {
+            Style::default()
+        };
+        body.push(Line::styled(
+            format!(" {}", truncate(&sanitize(l), width.saturating_sub(1))),
+            style,
+        ));
+    }
+    let keys = match &app.approval.reason {
+        None => Line::from(vec![
+            Span::styled(" y", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            Span::raw(" allow once   "),
+            Span::styled("a", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            Span::raw(format!(" allow {}   ", sanitize(&r.session_scope))),
+            Span::styled("n", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            Span::raw(" refuse   "),
+            Span::styled("esc", dim),
+            Span::styled(" stop the run", dim),
+        ]),
+        Some(reason) => Line::from(vec![
+            Span::styled(" Why not (optional, for the model): ", bold),
+            Span::raw(sanitize(reason)),
+            Span::styled("▏", fg(|t| t.accent)),
+            Span::styled("  Enter refuse", dim),
+        ]),
+    };
+    // The title, the body (cut to fit), and the keys, over the bottom of the conversation.
+    let room = (area.height as usize).saturating_sub(3).max(1);
+    let max_body = room.min((area.height as usize * 2 / 3).max(3));
+    if body.len() > max_body {
+        let more = body.len() - (max_body - 1);
+        body.truncate(max_body - 1);
+        body.push(Line::styled(format!(" … {more} more lines"), dim));
+    }
+    let mut lines = vec![Line::styled(truncate(&head, width), bold)];
+    lines.extend(body);
+    lines.push(truncate_line(keys, width));
+    let h = (lines.len() as u16 + 1).min(area.height);
+    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(fg(|t| t.warning))
+        .title(format!(" approval: {} ", sanitize(&r.tool)));
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }

@@ -30,6 +30,7 @@ use crate::host::{Command, Commands, HostEvent, Opened};
 use crate::provider::catalog::ModelInfo;
 use crate::session::{ListScope, SessionInfo};
 
+mod approval;
 mod attach;
 mod keys;
 
@@ -63,6 +64,8 @@ struct Log {
     deleted: Vec<std::path::PathBuf>,
     logins: Vec<(String, String)>,
     local_searches: usize,
+    approvals: Vec<(u64, crate::approval::Decision)>,
+    approval_modes: Vec<crate::approval::ApprovalMode>,
 }
 
 /// The receiving end of the app's port.
@@ -112,6 +115,8 @@ impl Sent {
                 Command::Shell { command, include } => log.shells.push((command, include)),
                 Command::Login { provider, key } => log.logins.push((provider, key.0)),
                 Command::FindLocalModels => log.local_searches += 1,
+                Command::Approve { id, decision } => log.approvals.push((id, decision)),
+                Command::SetApproval(mode) => log.approval_modes.push(mode),
                 Command::Navigate(id) => log.navigated.push(id),
                 Command::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))

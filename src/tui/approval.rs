@@ -1,0 +1,161 @@
+//! The approval prompt: a tool call waiting for the person, shown over the bottom of the
+//! conversation with the command or the diff it would apply.
+//!
+//! `y` runs it, `a` runs it and every call like it for the rest of the session, `n` refuses
+//! it — first asking for an optional reason for the model (typed on the prompt's last line,
+//! sent with Enter). Esc aborts the whole run, as everywhere. Requests that arrive while one is
+//! shown wait their turn. The state is plain data; the app acts on the [`Outcome`].
+
+use std::collections::VecDeque;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::approval::{ApprovalRequest, Decision};
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ApprovalPrompt {
+    pub queue: VecDeque<ApprovalRequest>,
+    /// The reason being typed after `n` (`None`: choosing).
+    pub reason: Option<String>,
+}
+
+/// What a key asks the app to do.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    Nothing,
+    /// Answer request `id`.
+    Answer(u64, Decision),
+    /// Esc: abort the run.
+    Abort,
+}
+
+impl ApprovalPrompt {
+    pub fn is_open(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    pub fn current(&self) -> Option<&ApprovalRequest> {
+        self.queue.front()
+    }
+
+    pub fn push(&mut self, request: ApprovalRequest) {
+        self.queue.push_back(request);
+    }
+
+    /// Forget every request (the run ended; the gate has stopped waiting).
+    pub fn clear(&mut self) {
+        self.queue.clear();
+        self.reason = None;
+    }
+
+    pub fn key(&mut self, key: KeyEvent) -> Outcome {
+        let Some(id) = self.current().map(|r| r.id) else {
+            return Outcome::Nothing;
+        };
+        if key.code == KeyCode::Esc {
+            return Outcome::Abort;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(reason) = self.reason.as_mut() {
+            match key.code {
+                KeyCode::Enter => {
+                    let reason = self.reason.take().filter(|r| !r.trim().is_empty());
+                    return self.answered(id, Decision::Refuse(reason));
+                }
+                KeyCode::Backspace => {
+                    reason.pop();
+                }
+                KeyCode::Char('u') if ctrl => reason.clear(),
+                KeyCode::Char(c) if !ctrl => reason.push(c),
+                _ => {}
+            }
+            return Outcome::Nothing;
+        }
+        if ctrl {
+            return Outcome::Nothing;
+        }
+        match key.code {
+            KeyCode::Char('y' | 'Y') => self.answered(id, Decision::Once),
+            KeyCode::Char('a' | 'A') => self.answered(id, Decision::Session),
+            KeyCode::Char('n' | 'N') => {
+                self.reason = Some(String::new());
+                Outcome::Nothing
+            }
+            _ => Outcome::Nothing,
+        }
+    }
+
+    /// A pasted text goes into the reason being typed (as one line).
+    pub fn paste(&mut self, text: &str) {
+        if let Some(r) = self.reason.as_mut() {
+            r.push_str(&text.replace(['\r', '\n'], " "));
+        }
+    }
+
+    fn answered(&mut self, id: u64, decision: Decision) -> Outcome {
+        self.queue.pop_front();
+        self.reason = None;
+        Outcome::Answer(id, decision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: u64) -> ApprovalRequest {
+        ApprovalRequest {
+            id,
+            tool: "bash".into(),
+            subject: "make".into(),
+            detail: None,
+            session_scope: "commands starting with `make`".into(),
+        }
+    }
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn keys_answer_in_order() {
+        let mut p = ApprovalPrompt::default();
+        assert_eq!(p.key(key(KeyCode::Char('y'))), Outcome::Nothing);
+        p.push(request(1));
+        p.push(request(2));
+        assert_eq!(p.key(key(KeyCode::Char('x'))), Outcome::Nothing);
+        assert_eq!(
+            p.key(key(KeyCode::Char('y'))),
+            Outcome::Answer(1, Decision::Once)
+        );
+        assert_eq!(
+            p.key(key(KeyCode::Char('a'))),
+            Outcome::Answer(2, Decision::Session)
+        );
+        assert!(!p.is_open());
+    }
+
+    #[test]
+    fn n_takes_an_optional_reason() {
+        let mut p = ApprovalPrompt::default();
+        p.push(request(1));
+        p.push(request(2));
+        assert_eq!(p.key(key(KeyCode::Char('n'))), Outcome::Nothing);
+        for c in "use make -jx".chars() {
+            p.key(key(KeyCode::Char(c)));
+        }
+        p.key(key(KeyCode::Backspace));
+        p.paste("4\nplease");
+        assert_eq!(
+            p.key(key(KeyCode::Enter)),
+            Outcome::Answer(1, Decision::Refuse(Some("use make -j4 please".into())))
+        );
+        p.key(key(KeyCode::Char('n')));
+        assert_eq!(
+            p.key(key(KeyCode::Enter)),
+            Outcome::Answer(2, Decision::Refuse(None))
+        );
+        p.push(request(3));
+        assert_eq!(p.key(key(KeyCode::Esc)), Outcome::Abort);
+    }
+}
