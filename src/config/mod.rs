@@ -178,6 +178,10 @@ pub struct Config {
     /// Ask the model to state its intent in an `i` argument of every tool call (shown in the
     /// UI, stripped before the tool runs). `PI_NO_INTENT=1` turns it off.
     pub intent_tracing: Option<bool>,
+    /// Where the model's tools may write: off, workspace-write, read-only (`--sandbox` wins).
+    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    /// What `bash` does where the sandbox cannot be enforced: refuse (default) or warn.
+    pub sandbox_fallback: Option<crate::tools::sandbox::Fallback>,
     /// Collapse thinking blocks in the TUI (Ctrl+T shows them).
     pub hide_thinking: Option<bool>,
     /// No start-up header in the TUI (`--verbose` shows it anyway).
@@ -216,6 +220,8 @@ const TOP_KEYS: &[&str] = &[
     "follow_up_mode",
     "session_dir",
     "intent_tracing",
+    "sandbox",
+    "sandbox_fallback",
     "hide_thinking",
     "quiet_startup",
     "enabled_models",

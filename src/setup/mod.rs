@@ -30,6 +30,7 @@ use crate::provider::{EnvLookup, Providers, keys};
 use crate::session::{self, SessionError, SessionPaths, StartFrom};
 use crate::tools::context::ToolContext;
 use crate::tools::env::EnvPolicy;
+use crate::tools::sandbox::{Sandbox, SandboxMode};
 
 /// Environment variable that, set to `1`, keeps the intent argument out of tool schemas.
 pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
@@ -68,6 +69,8 @@ pub struct Options {
     pub tools: Option<String>,
     pub no_tools: bool,
     pub no_context_files: bool,
+    /// `--sandbox`: over `sandbox` in config.
+    pub sandbox: Option<SandboxMode>,
     /// The front end shows replies and tool output as they stream (`message_update`,
     /// `tool_execution_update`); without it those events are never sent to it.
     pub live_updates: bool,
@@ -95,6 +98,7 @@ impl Options {
             tools: None,
             no_tools: false,
             no_context_files: false,
+            sandbox: None,
             live_updates: true,
             read_only: false,
             scoped_models: None,
@@ -134,6 +138,9 @@ pub struct StartInfo {
     pub saving: bool,
     /// The conversation the session opened with (empty for a new one).
     pub messages: Vec<AgentMessage>,
+    /// The sandbox in a few words (`sandbox workspace-write (Landlock ABI 7)`); `None` when
+    /// off.
+    pub sandbox: Option<String>,
     /// Things to show the person (config warnings, session damage, model notes).
     pub warnings: Vec<String>,
     pub cwd: PathBuf,
@@ -314,12 +321,26 @@ fn retry_policy(config: &Config) -> RetryPolicy {
     }
 }
 
+/// The sandbox the flags and config ask for (the flag wins; off by default).
+fn sandbox(options: &Options, config: &Config) -> Sandbox {
+    let mode = options.sandbox.or(config.sandbox).unwrap_or_default();
+    if mode == SandboxMode::Off {
+        return Sandbox::off();
+    }
+    Sandbox::new(
+        mode,
+        config.sandbox_fallback.unwrap_or_default(),
+        &options.cwd,
+    )
+}
+
 /// The tools `--tools` / `--no-tools` choose (default: read, bash, edit, write), running with
-/// `env`.
+/// `env` inside `sandbox`.
 fn active_tools(
     options: &Options,
     config: &Config,
     env: Vec<(OsString, OsString)>,
+    sandbox: Sandbox,
 ) -> Result<Vec<Arc<dyn AgentTool>>, String> {
     let names: Vec<String> = if options.no_tools {
         Vec::new()
@@ -335,7 +356,8 @@ fn active_tools(
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let ctx = ToolContext::new(options.cwd.clone())
         .with_limits(config.tools.limits())
-        .with_env(env);
+        .with_env(env)
+        .with_sandbox(sandbox);
     crate::tools::build_with(&refs, Arc::new(ctx))
 }
 
@@ -363,7 +385,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     secrets.extend(keys::literal_keys(catalog.providers()));
     // Bad flags first: no point probing for a model to then refuse the tool list.
     let tool_env = policy.filter(vars);
-    // `!command` in the editor runs through its own bash tool (whatever `--tools` says).
+    // `!command` in the editor runs through its own bash tool (whatever `--tools` says), and
+    // outside the sandbox: the person's own commands are theirs to run.
     let shell = crate::tools::build_with(
         &["bash"],
         Arc::new(
@@ -374,7 +397,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     )?
     .into_iter()
     .next();
-    let tools = active_tools(&options, &config, tool_env)?;
+    let sandbox = sandbox(&options, &config);
+    warnings.extend(sandbox.startup_warning());
+    let sandbox_line = sandbox.describe();
+    let tools = active_tools(&options, &config, tool_env, sandbox)?;
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
@@ -543,6 +569,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             session_name,
             saving,
             messages,
+            sandbox: sandbox_line,
             warnings,
             cwd: options.cwd,
         },

@@ -152,6 +152,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;
+    app.sandbox = info.sandbox.clone();
     app.show_thinking = !info.config.hide_thinking.unwrap_or(false);
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);
