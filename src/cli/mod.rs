@@ -318,3 +318,25 @@ pub fn main() -> ExitCode {
     });
     ExitCode::from(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sandbox_flag_takes_the_three_modes() {
+        let cli = Cli::try_parse_from(["pi", "--sandbox", "read-only"]).unwrap();
+        assert_eq!(cli.sandbox, Some(SandboxMode::ReadOnly));
+        let env: crate::provider::EnvLookup = std::sync::Arc::new(|_| None);
+        assert_eq!(
+            cli.options(PathBuf::from("/"), env.clone()).sandbox,
+            Some(SandboxMode::ReadOnly)
+        );
+        let cli = Cli::try_parse_from(["pi"]).unwrap();
+        assert_eq!(cli.options(PathBuf::from("/"), env).sandbox, None);
+        let e = Cli::try_parse_from(["pi", "--sandbox", "full"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("full") && e.contains("workspace-write"), "{e}");
+    }
+}

@@ -659,6 +659,37 @@ mod tests {
     }
 
     #[test]
+    fn sandbox_keys_merge_and_bad_values_name_the_line() {
+        use crate::tools::sandbox::{Fallback, SandboxMode};
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "sandbox = \"workspace-write\"\nsandbox_fallback = \"warn\"\n",
+        );
+        write(&d, "proj/.pi/config.toml", "sandbox = \"read-only\"\n");
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(l.config.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(l.config.sandbox_fallback, Some(Fallback::Warn));
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "model = \"a/b\"\nsandbox = \"strict\"\n",
+        );
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(
+            e.contains("config.toml:2:") && e.contains("read-only"),
+            "{e}"
+        );
+        let d = temp();
+        write(&d, "agent/config.toml", "sandbox_fallback = \"ignore\"\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:1:") && e.contains("refuse"), "{e}");
+    }
+
+    #[test]
     fn theme_and_colour_overrides_parse() {
         use theme::{ColorValue, Named, ThemeName};
         let d = temp();
@@ -777,6 +808,9 @@ mod example_tests {
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
+        // The documented sandbox values are the defaults.
+        assert_eq!(cfg.sandbox, Some(Default::default()));
+        assert_eq!(cfg.sandbox_fallback, Some(Default::default()));
         // The documented numbers are the real defaults.
         assert_eq!(cfg.tools.limits(), crate::tools::ToolLimits::default());
         assert_eq!(

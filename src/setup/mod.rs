@@ -590,6 +590,28 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_flag_wins_over_config_and_off_is_the_default() {
+        let mut options = Options::new(PathBuf::from("/"), env(&[]));
+        let mut config = Config::default();
+        assert_eq!(sandbox(&options, &config).mode(), SandboxMode::Off);
+        config.sandbox = Some(SandboxMode::ReadOnly);
+        assert_eq!(sandbox(&options, &config).mode(), SandboxMode::ReadOnly);
+        options.sandbox = Some(SandboxMode::WorkspaceWrite);
+        assert_eq!(
+            sandbox(&options, &config).mode(),
+            SandboxMode::WorkspaceWrite
+        );
+        options.sandbox = Some(SandboxMode::Off);
+        assert_eq!(sandbox(&options, &config).mode(), SandboxMode::Off);
+        config.sandbox_fallback = Some(crate::tools::sandbox::Fallback::Warn);
+        options.sandbox = None;
+        assert_eq!(
+            sandbox(&options, &config).fallback(),
+            crate::tools::sandbox::Fallback::Warn
+        );
+    }
+
+    #[test]
     fn pi_no_intent_switches_the_intent_argument_off() {
         let mut config = Config::default();
         assert!(!intent_tracing(&config, &env(&[])), "off unless configured");
