@@ -115,6 +115,13 @@ async fn workspace_write_bash_writes_inside_and_is_denied_outside() {
     fs::write(p.outside.join("keep.txt"), "precious\n").unwrap();
     let sandbox = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws);
     let sh = tool_in("bash", &p.ws, sandbox);
+    // The model is told, in the description the system prompt lists.
+    assert!(
+        sh.description()
+            .contains(&format!("may write only under {}", p.ws.display())),
+        "{}",
+        sh.description()
+    );
 
     let (text, is_error) = bash(
         &sh,

@@ -77,8 +77,13 @@ pub struct BashTool {
 
 impl BashTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
+        let mut description = description(ctx.limits());
+        if let Some(note) = ctx.sandbox().command_note() {
+            description.push(' ');
+            description.push_str(&note);
+        }
         BashTool {
-            description: description(ctx.limits()),
+            description,
             ctx,
             schema: json!({
                 "type": "object",

@@ -222,6 +222,27 @@ impl Sandbox {
         Some(format!("sandbox {} ({how})", self.mode))
     }
 
+    /// A sentence for `bash`'s description, so the model knows before its first command.
+    pub fn command_note(&self) -> Option<String> {
+        match (self.mode, &self.support, self.fallback) {
+            (SandboxMode::Off, _, _) | (_, Support::Missing(_), Fallback::Warn) => None,
+            (_, Support::Missing(_), Fallback::Refuse) => Some(format!(
+                "The sandbox ({}) cannot be enforced on this system, so commands are refused.",
+                self.mode
+            )),
+            (SandboxMode::ReadOnly, _, _) => Some(
+                "Commands run in a read-only sandbox: any write to a file fails with \
+                 \"Permission denied\"."
+                    .into(),
+            ),
+            (SandboxMode::WorkspaceWrite, _, _) => Some(format!(
+                "Commands run in a sandbox: they may write only under {}; a write anywhere \
+                 else fails with \"Permission denied\".",
+                self.roots_text()
+            )),
+        }
+    }
+
     /// What to tell the person once at start-up: the sandbox cannot be enforced for `bash`.
     pub fn startup_warning(&self) -> Option<String> {
         let Support::Missing(why) = &self.support else {
@@ -440,10 +461,12 @@ mod tests {
         let w = s.startup_warning().unwrap();
         assert!(w.contains("refused") && w.contains("no Landlock"), "{w}");
         assert!(s.describe().unwrap().contains("bash refused"));
+        assert!(s.command_note().unwrap().contains("refused"));
 
         let s =
             Sandbox::new(SandboxMode::ReadOnly, Fallback::Warn, base.path()).with_support(missing);
         assert!(s.confine().unwrap().is_none(), "warn runs unconfined");
+        assert_eq!(s.command_note(), None);
         assert!(s.startup_warning().unwrap().contains("WITHOUT"));
         // The in-process check still holds.
         assert!(s.check_write(&base.path().join("x")).is_err());
