@@ -161,8 +161,3 @@ fn restrict_self(ruleset: libc::c_int) -> std::io::Result<()> {
     }
     Ok(())
 }
-
-/// Whether Landlock is usable here (for tests that need it).
-pub fn available() -> bool {
-    matches!(probe(), Support::Landlock { .. })
-}
