@@ -132,6 +132,16 @@ async fn workspace_write_bash_writes_inside_and_is_denied_outside() {
     assert!(!is_error, "{text}");
     assert_eq!(fs::read_to_string(p.ws.join("inside.txt")).unwrap(), "in\n");
     assert!(p.ws.join("sub/x").is_file());
+    // Moving and renaming inside the workspace work (git does both all the time).
+    let (text, is_error) = bash(
+        &sh,
+        "mv sub/x sub/y && mkdir other && mv sub/y other/z && rm -r sub && \
+         if command -v git >/dev/null; then git init -q repo && cd repo && echo a > a && \
+         git add a && git -c user.name=t -c user.email=t@t commit -qm one; fi",
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert!(p.ws.join("other/z").is_file());
 
     // The temp folder is allowed too.
     let tmp_file = std::env::temp_dir().join(format!("pi-sandbox-test-{}", std::process::id()));
@@ -448,4 +458,49 @@ async fn bad_sandbox_values_are_refused_clearly() {
         "{stderr}"
     );
     assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn the_users_own_commands_are_not_sandboxed() {
+    // The RPC client's `bash` command runs the person's own command, as `!cmd` in the editor:
+    // a read-only sandbox for the model does not apply to it.
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let p = place();
+    let server = TestServer::start(vec![]).await;
+    let mut child = pi(&p, &server)
+        .args([
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--model",
+            "ollama/qwen3:8b",
+        ])
+        .args(["--sandbox", "read-only"])
+        .stdin(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let cmd = json!({"id": "1", "type": "bash", "command": "echo mine > mine.txt"});
+    stdin
+        .write_all(format!("{cmd}\n").as_bytes())
+        .await
+        .unwrap();
+    stdin.flush().await.unwrap();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("stdout closed");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "response" && v["id"] == "1" {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("no answer to the bash command");
+    assert_eq!(answer["success"], true, "{answer}");
+    assert_eq!(fs::read_to_string(p.ws.join("mine.txt")).unwrap(), "mine\n");
+    drop(stdin);
+    let _ = child.wait().await;
 }
