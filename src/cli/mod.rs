@@ -14,6 +14,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::print::{self, PrintOptions};
 use crate::setup::{self, SessionChoice, select::ModelFlags};
+use crate::tools::sandbox::SandboxMode;
 use crate::tui::{self, TuiOptions};
 
 /// A terminal coding agent.
@@ -110,6 +111,11 @@ pub struct Cli {
     #[arg(long = "no-context-files")]
     pub no_context_files: bool,
 
+    /// Where the model's tools may write: `off` (default), `workspace-write` (this folder and
+    /// the temp folder) or `read-only`. Commands run under Landlock on Linux.
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<SandboxMode>,
+
     /// Stop a run after this many turns (non-zero exit).
     #[arg(long = "max-turns")]
     pub max_turns: Option<u32>,
@@ -139,6 +145,10 @@ pub struct Cli {
     /// List the models pi knows (optionally only those matching SEARCH) and exit.
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
+}
+
+fn parse_sandbox(value: &str) -> Result<SandboxMode, String> {
+    value.parse()
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -181,6 +191,7 @@ impl Cli {
         o.tools = self.tools.clone();
         o.no_tools = self.no_tools;
         o.no_context_files = self.no_context_files;
+        o.sandbox = self.sandbox;
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
         o.verbose = self.verbose;
         o.approval = self.approval.clone();
@@ -313,4 +324,26 @@ pub fn main() -> ExitCode {
         }
     });
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sandbox_flag_takes_the_three_modes() {
+        let cli = Cli::try_parse_from(["pi", "--sandbox", "read-only"]).unwrap();
+        assert_eq!(cli.sandbox, Some(SandboxMode::ReadOnly));
+        let env: crate::provider::EnvLookup = std::sync::Arc::new(|_| None);
+        assert_eq!(
+            cli.options(PathBuf::from("/"), env.clone()).sandbox,
+            Some(SandboxMode::ReadOnly)
+        );
+        let cli = Cli::try_parse_from(["pi"]).unwrap();
+        assert_eq!(cli.options(PathBuf::from("/"), env).sandbox, None);
+        let e = Cli::try_parse_from(["pi", "--sandbox", "full"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("full") && e.contains("workspace-write"), "{e}");
+    }
 }

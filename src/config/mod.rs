@@ -178,6 +178,10 @@ pub struct Config {
     /// Ask the model to state its intent in an `i` argument of every tool call (shown in the
     /// UI, stripped before the tool runs). `PI_NO_INTENT=1` turns it off.
     pub intent_tracing: Option<bool>,
+    /// Where the model's tools may write: off, workspace-write, read-only (`--sandbox` wins).
+    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    /// What `bash` does where the sandbox cannot be enforced: refuse (default) or warn.
+    pub sandbox_fallback: Option<crate::tools::sandbox::Fallback>,
     /// Collapse thinking blocks in the TUI (Ctrl+T shows them).
     pub hide_thinking: Option<bool>,
     /// No start-up header in the TUI (`--verbose` shows it anyway).
@@ -262,6 +266,8 @@ const TOP_KEYS: &[&str] = &[
     "follow_up_mode",
     "session_dir",
     "intent_tracing",
+    "sandbox",
+    "sandbox_fallback",
     "hide_thinking",
     "quiet_startup",
     "enabled_models",
@@ -711,6 +717,37 @@ mod tests {
     }
 
     #[test]
+    fn sandbox_keys_merge_and_bad_values_name_the_line() {
+        use crate::tools::sandbox::{Fallback, SandboxMode};
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "sandbox = \"workspace-write\"\nsandbox_fallback = \"warn\"\n",
+        );
+        write(&d, "proj/.pi/config.toml", "sandbox = \"read-only\"\n");
+        let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(l.config.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(l.config.sandbox_fallback, Some(Fallback::Warn));
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "model = \"a/b\"\nsandbox = \"strict\"\n",
+        );
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(
+            e.contains("config.toml:2:") && e.contains("read-only"),
+            "{e}"
+        );
+        let d = temp();
+        write(&d, "agent/config.toml", "sandbox_fallback = \"ignore\"\n");
+        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        assert!(e.contains("config.toml:1:") && e.contains("refuse"), "{e}");
+    }
+
+    #[test]
     fn theme_and_colour_overrides_parse() {
         use theme::{ColorValue, Named, ThemeName};
         let d = temp();
@@ -829,6 +866,9 @@ mod example_tests {
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
+        // The documented sandbox values are the defaults.
+        assert_eq!(cfg.sandbox, Some(Default::default()));
+        assert_eq!(cfg.sandbox_fallback, Some(Default::default()));
         // The documented numbers are the real defaults.
         assert_eq!(cfg.tools.limits(), crate::tools::ToolLimits::default());
         assert_eq!(

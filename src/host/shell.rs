@@ -6,6 +6,9 @@
 //! `output`, `exitCode`, `cancelled`, `truncated`, `fullOutputPath`, `excludeFromContext`),
 //! which the session loader turns into the text the model sees; the live agent gets the same
 //! text at once. While it runs, the host keeps reading commands: an agent abort (Esc) stops it.
+//!
+//! These are the person's own commands (the RPC client's `bash` too), so they run outside the
+//! sandbox (`--sandbox`), which limits what the model does.
 
 use std::collections::VecDeque;
 

@@ -68,7 +68,7 @@ pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
     0
 }
 
-/// What `--verbose` reports about the start: files read, model, session.
+/// What `--verbose` reports about the start: files read, model, session, sandbox.
 fn start_report(info: &setup::StartInfo, sources: &[std::path::PathBuf]) -> Vec<String> {
     let files = if sources.is_empty() {
         "none (built-in defaults)".to_string()
@@ -79,7 +79,7 @@ fn start_report(info: &setup::StartInfo, sources: &[std::path::PathBuf]) -> Vec<
             .collect::<Vec<_>>()
             .join(", ")
     };
-    vec![
+    let mut lines = vec![
         format!("config: {files}"),
         format!(
             "model: {}/{} (thinking {})",
@@ -92,7 +92,9 @@ fn start_report(info: &setup::StartInfo, sources: &[std::path::PathBuf]) -> Vec<
             info.session_id,
             if info.saving { "" } else { " (not saved)" }
         ),
-    ]
+    ];
+    lines.extend(info.sandbox.clone());
+    lines
 }
 
 /// `pi --export <session> [out]`: write a saved session as HTML (or markdown for `.md`).

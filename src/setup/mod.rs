@@ -31,6 +31,7 @@ use crate::provider::{EnvLookup, Providers, keys};
 use crate::session::{self, SessionError, SessionPaths, StartFrom};
 use crate::tools::context::ToolContext;
 use crate::tools::env::EnvPolicy;
+use crate::tools::sandbox::{Sandbox, SandboxMode};
 
 /// Environment variable that, set to `1`, keeps the intent argument out of tool schemas.
 pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
@@ -69,6 +70,8 @@ pub struct Options {
     pub tools: Option<String>,
     pub no_tools: bool,
     pub no_context_files: bool,
+    /// `--sandbox`: over `sandbox` in config.
+    pub sandbox: Option<SandboxMode>,
     /// The front end shows replies and tool output as they stream (`message_update`,
     /// `tool_execution_update`); without it those events are never sent to it.
     pub live_updates: bool,
@@ -101,6 +104,7 @@ impl Options {
             tools: None,
             no_tools: false,
             no_context_files: false,
+            sandbox: None,
             live_updates: true,
             read_only: false,
             scoped_models: None,
@@ -146,6 +150,9 @@ pub struct StartInfo {
     pub saving: bool,
     /// The conversation the session opened with (empty for a new one).
     pub messages: Vec<AgentMessage>,
+    /// The sandbox in a few words (`sandbox workspace-write (Landlock ABI 7)`); `None` when
+    /// off.
+    pub sandbox: Option<String>,
     /// Things to show the person (config warnings, session damage, model notes).
     pub warnings: Vec<String>,
     pub cwd: PathBuf,
@@ -334,12 +341,26 @@ fn retry_policy(config: &Config) -> RetryPolicy {
     }
 }
 
+/// The sandbox the flags and config ask for (the flag wins; off by default).
+fn sandbox(options: &Options, config: &Config) -> Sandbox {
+    let mode = options.sandbox.or(config.sandbox).unwrap_or_default();
+    if mode == SandboxMode::Off {
+        return Sandbox::off();
+    }
+    Sandbox::new(
+        mode,
+        config.sandbox_fallback.unwrap_or_default(),
+        &options.cwd,
+    )
+}
+
 /// The tools `--tools` / `--no-tools` choose (default: read, bash, edit, write), running with
-/// `env`.
+/// `env` inside `sandbox`.
 fn active_tools(
     options: &Options,
     config: &Config,
     env: Vec<(OsString, OsString)>,
+    sandbox: Sandbox,
 ) -> Result<Vec<Arc<dyn AgentTool>>, String> {
     let names: Vec<String> = if options.no_tools {
         Vec::new()
@@ -355,7 +376,8 @@ fn active_tools(
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let ctx = ToolContext::new(options.cwd.clone())
         .with_limits(config.tools.limits())
-        .with_env(env);
+        .with_env(env)
+        .with_sandbox(sandbox);
     crate::tools::build_with(&refs, Arc::new(ctx))
 }
 
@@ -383,7 +405,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     secrets.extend(keys::literal_keys(catalog.providers()));
     // Bad flags first: no point probing for a model to then refuse the tool list.
     let tool_env = policy.filter(vars);
-    // `!command` in the editor runs through its own bash tool (whatever `--tools` says).
+    // `!command` in the editor runs through its own bash tool (whatever `--tools` says), and
+    // outside the sandbox: the person's own commands are theirs to run.
     let shell = crate::tools::build_with(
         &["bash"],
         Arc::new(
@@ -394,7 +417,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     )?
     .into_iter()
     .next();
-    let tools = active_tools(&options, &config, tool_env)?;
+    let sandbox = sandbox(&options, &config);
+    warnings.extend(sandbox.startup_warning());
+    let sandbox_line = sandbox.describe();
+    let tools = active_tools(&options, &config, tool_env, sandbox)?;
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
@@ -575,6 +601,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             approval: gate.mode(),
             saving,
             messages,
+            sandbox: sandbox_line,
             warnings,
             cwd: options.cwd,
         },
@@ -592,6 +619,28 @@ mod tests {
                 .find(|(name, _)| *name == k)
                 .map(|(_, v)| v.to_string())
         })
+    }
+
+    #[test]
+    fn the_sandbox_flag_wins_over_config_and_off_is_the_default() {
+        let mut options = Options::new(PathBuf::from("/"), env(&[]));
+        let mut config = Config::default();
+        assert_eq!(sandbox(&options, &config).mode(), SandboxMode::Off);
+        config.sandbox = Some(SandboxMode::ReadOnly);
+        assert_eq!(sandbox(&options, &config).mode(), SandboxMode::ReadOnly);
+        options.sandbox = Some(SandboxMode::WorkspaceWrite);
+        assert_eq!(
+            sandbox(&options, &config).mode(),
+            SandboxMode::WorkspaceWrite
+        );
+        options.sandbox = Some(SandboxMode::Off);
+        assert_eq!(sandbox(&options, &config).mode(), SandboxMode::Off);
+        config.sandbox_fallback = Some(crate::tools::sandbox::Fallback::Warn);
+        options.sandbox = None;
+        assert_eq!(
+            sandbox(&options, &config).fallback(),
+            crate::tools::sandbox::Fallback::Warn
+        );
     }
 
     #[test]

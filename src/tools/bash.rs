@@ -2,7 +2,9 @@
 //!
 //! The command runs as `bash -c COMMAND` in the working directory, stdin closed, stdout and
 //! stderr on one pipe (so their interleaving is what a terminal would show), as the leader of
-//! its own process group (see [`process`](super::process)).
+//! its own process group (see [`process`](super::process)). With a sandbox (`--sandbox`) the
+//! command starts under Landlock (see [`sandbox`](super::sandbox)), or is refused when that is
+//! not possible and the fallback says so.
 //!
 //! Flow: one loop selects over the pipe, the shell's exit, the abort token, the timeout and the
 //! kill timers.
@@ -75,8 +77,13 @@ pub struct BashTool {
 
 impl BashTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
+        let mut description = description(ctx.limits());
+        if let Some(note) = ctx.sandbox().command_note() {
+            description.push(' ');
+            description.push_str(&note);
+        }
         BashTool {
-            description: description(ctx.limits()),
+            description,
             ctx,
             schema: json!({
                 "type": "object",
@@ -156,6 +163,9 @@ async fn run_command(
             cwd.display()
         )));
     }
+    // Refused here when the sandbox is asked for but cannot be enforced (and may not be
+    // skipped); otherwise the rules the child will apply to itself, or none.
+    let confinement = ctx.sandbox().confine()?;
     let (reader, writer) =
         std::io::pipe().map_err(|e| ToolError::new(format!("Cannot create a pipe: {e}")))?;
     let writer_err = writer
@@ -172,10 +182,20 @@ async fn run_command(
             .stdout(writer)
             .stderr(writer_err)
             .process_group(0);
+        confinement.apply_to(&mut cmd);
         // `cmd` (and with it our copies of the pipe's write end) is dropped at the end of this
         // block, so the pipe closes when the command's processes are done with it.
-        cmd.spawn()
-            .map_err(|e| ToolError::new(format!("Cannot start bash: {e}")))?
+        let spawned = cmd.spawn().map_err(|e| {
+            let under = if confinement.is_none() {
+                ""
+            } else {
+                " under the sandbox"
+            };
+            ToolError::new(format!("Cannot start bash{under}: {e}"))
+        })?;
+        // The child has applied the rules (or failed to start): pi's copy can go.
+        drop(confinement);
+        spawned
     };
     let group = child.id().and_then(ProcessGroup::led_by);
     let mut guard = GroupGuard::new(group);

@@ -1,5 +1,5 @@
 //! What every tool shares: the session's working directory, path resolution, per-file write
-//! locks, the output limits, and the knobs of process handling.
+//! locks, the output limits, the sandbox, and the knobs of process handling.
 //!
 //! Paths from the model are resolved here and nowhere else: a leading `@` (copied from a file
 //! mention) is dropped, odd Unicode spaces become plain spaces, `~` and `~/...` expand to the
@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
 use super::env::EnvPolicy;
+use super::sandbox::Sandbox;
 use super::truncate::ToolLimits;
 use crate::agent::protocol::panic::contain_sync;
 use crate::agent::protocol::tool::ToolError;
@@ -39,6 +40,8 @@ pub struct ToolContext {
     limits: ToolLimits,
     /// The environment commands run with (pi's own, secrets removed).
     env: Vec<(OsString, OsString)>,
+    /// Where `bash`, `write` and `edit` may write (off unless asked for).
+    sandbox: Arc<Sandbox>,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -57,6 +60,7 @@ impl ToolContext {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             limits: ToolLimits::default(),
             env: EnvPolicy::default().filter(std::env::vars_os()),
+            sandbox: Arc::new(Sandbox::off()),
             locks: Mutex::new(HashMap::new()),
         }
     }
@@ -70,6 +74,17 @@ impl ToolContext {
     /// The environment commands run with.
     pub fn env(&self) -> &[(OsString, OsString)] {
         &self.env
+    }
+
+    /// Keep `bash`, `write` and `edit` to this sandbox.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Arc::new(sandbox);
+        self
+    }
+
+    /// The sandbox the tools keep to.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
     }
 
     /// Change the SIGTERM → SIGKILL grace of `bash`.

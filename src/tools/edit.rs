@@ -12,7 +12,8 @@
 //! file's line ending), the mark is put back, and the file is replaced atomically with its
 //! permissions kept. Bytes outside the matched ranges never change, so a file with mixed line
 //! endings keeps them. The result's `details` hold a numbered diff, a unified patch, and the
-//! first changed line, for the UI. Edits to one path are serialised with `write`'s.
+//! first changed line, for the UI. Edits to one path are serialised with `write`'s, and refused
+//! up front where the sandbox (see [`super::sandbox`]) allows no write.
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -97,7 +98,9 @@ impl AgentTool for EditTool {
         let edits = parse_edits(&args)?;
         let path = self.ctx.resolve_existing(&raw)?;
         let _guard = self.ctx.lock_file(&path, &call.cancel).await?;
+        let sandbox = self.ctx.sandbox().clone();
         run_blocking(&call.cancel, move |cancel| {
+            sandbox.check_write(&path)?;
             let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => ToolError::new(format!(
                     "File not found: {raw}. Use write to create a new file."

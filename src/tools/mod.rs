@@ -15,7 +15,8 @@
 //! resolution, per-file write locks), [`truncate`] (the 2,000-line / 50 KB limits and
 //! [`ToolLimits`], which `config.toml` can change), [`fsutil`]
 //! (atomic writes, content sniffing), [`walk`] (the ignore-aware parallel walk), [`process`]
-//! (process groups), [`fuzzy`] and [`diff`] (for `edit`).
+//! (process groups), [`fuzzy`] and [`diff`] (for `edit`), [`sandbox`] (where `bash`, `write`
+//! and `edit` may write: `--sandbox`).
 //!
 //! [`build`] turns a list of names (what `--tools a,b,c` gives; empty for `--no-tools`) into the
 //! tools for a session; [`DEFAULT_TOOLS`] is the set used when no list is given.
@@ -39,6 +40,7 @@ pub mod ls;
 pub mod preview;
 pub mod process;
 pub mod read;
+pub mod sandbox;
 pub mod truncate;
 pub mod walk;
 pub mod write;

@@ -3,7 +3,8 @@
 //! Parent folders are created as needed. The new contents replace the old atomically (see
 //! [`write_atomic`]): a crash or a full disk leaves either the old file or the new one, never a
 //! mix, and the old file's permissions survive. Writes to one path are serialised through the
-//! context's file lock, shared with `edit`.
+//! context's file lock, shared with `edit`. The sandbox (see [`super::sandbox`]) is asked
+//! first, before any folder is created.
 
 use std::sync::Arc;
 
@@ -65,7 +66,9 @@ impl AgentTool for WriteTool {
         let content = args.required_str("content")?.to_string();
         let path = self.ctx.resolve(&raw)?;
         let _guard = self.ctx.lock_file(&path, &call.cancel).await?;
+        let sandbox = self.ctx.sandbox().clone();
         run_blocking(&call.cancel, move |cancel| {
+            sandbox.check_write(&path)?;
             let target = write_target(&path);
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| {

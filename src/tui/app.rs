@@ -113,6 +113,8 @@ pub struct App {
     pub sessions: Option<SessionPicker>,
     /// Sessions are saved in this run (not `--no-session`).
     pub saving: bool,
+    /// The sandbox in a few words, for the start-up header (`None`: off).
+    pub sandbox: Option<String>,
     /// `/resume` asked for a listing that has not arrived yet.
     awaiting_sessions: bool,
     /// The `/tree` view or the `/fork` chooser, when open.
@@ -187,6 +189,7 @@ impl App {
             picker: None,
             sessions: None,
             saving: true,
+            sandbox: None,
             awaiting_sessions: false,
             tree: None,
             summarizing: false,
@@ -1028,8 +1031,13 @@ impl App {
         } else {
             "no model yet (/login)".to_string()
         };
+        let sandbox = self
+            .sandbox
+            .as_deref()
+            .map(|s| format!(" · {s}"))
+            .unwrap_or_default();
         let text = format!(
-            "pi {version} · {model} · {}\n/help commands · Esc interrupt · Ctrl+D quit · \
+            "pi {version} · {model} · {}{sandbox}\n/help commands · Esc interrupt · Ctrl+D quit · \
              Ctrl+L model · @ files · !cmd shell",
             self.place.cwd
         );

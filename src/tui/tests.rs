@@ -1773,6 +1773,18 @@ fn the_start_header_shows_model_folder_and_keys_until_the_first_prompt() {
 }
 
 #[test]
+fn the_start_header_names_the_sandbox_when_there_is_one() {
+    let (mut app, _port) = app();
+    app.sandbox = Some("sandbox read-only (Landlock ABI 7)".into());
+    app.show_header("9.9.9", true);
+    let s = screen(&mut app, 120, 20, Instant::now());
+    assert!(
+        s.contains("~/src/demo · sandbox read-only (Landlock ABI 7)"),
+        "{s}"
+    );
+}
+
+#[test]
 fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
     let (mut app, port) = app();
     app.key_providers = vec![

@@ -1,0 +1,163 @@
+//! Landlock for `bash`'s commands: the rules are built in pi, applied in the child only.
+//!
+//! **How it is applied.** Two designs were on the table: a `pre_exec` hook in the forked
+//! child, or re-running pi's own binary as a small launcher (a hidden argv mode at the top of
+//! `main` that restricts itself and then execs `bash -c`), as Codex does on Linux. This is the
+//! hook, built so that the child does almost nothing:
+//!
+//! * Everything that allocates or can fail in interesting ways happens in pi, before the
+//!   fork, on an ordinary thread: probing the kernel, creating the ruleset, opening every
+//!   allowed folder and adding its rule ([`Confinement::prepare`], with the `landlock` crate).
+//!   The result is one ruleset file descriptor (close-on-exec, so `bash` never sees it).
+//! * Between fork and exec the child makes exactly two system calls,
+//!   `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self(fd)`, through `libc` directly:
+//!   no allocation, no lock, nothing that is not async-signal-safe, so the multi-threaded
+//!   parent cannot leave the child deadlocked on an allocator lock. A failure returns the
+//!   errno, which the standard library hands back as the spawn error.
+//! * The restriction binds the child (one thread after fork) and everything it execs; pi
+//!   itself is never restricted.
+//!
+//! The launcher would need pi's binary on disk and callable: it breaks for the library used
+//! from another program (the integration tests call the tools from a test binary that has no
+//! launcher mode), when the binary was replaced or deleted by an upgrade mid-session, and it
+//! adds an exec per command. Its advantage (no code between fork and exec) matters when that
+//! code is large, as with seccomp filters built in the child; here the child's part is two
+//! syscalls.
+//!
+//! **What is handled.** Only write-type rights of Landlock's third ABI: writing and truncating
+//! files, creating and removing entries of every kind, and moving or linking across folders
+//! (`Refer`; a hard link cannot smuggle a file from outside into the workspace). Reading,
+//! executing and device ioctls are not handled, so they stay allowed everywhere. A kernel
+//! older than ABI 3 cannot stop `truncate(2)` and counts as missing.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+use ::landlock::{
+    ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr,
+};
+
+use super::Support;
+
+/// The Landlock ABI pi needs: the first that also governs `truncate`.
+pub const MIN_ABI: i32 = 3;
+
+/// The rights the sandbox takes away outside the allowed folders.
+fn write_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_write(ABI::V3)
+}
+
+/// What this kernel offers.
+pub fn probe() -> Support {
+    // SAFETY: with a null attribute, size 0 and the VERSION flag the call only reports the
+    // ABI version (or fails with ENOSYS / EOPNOTSUPP); it touches no memory of ours.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    if v < 0 {
+        let e = std::io::Error::last_os_error();
+        return Support::Missing(match e.raw_os_error() {
+            Some(libc::ENOSYS) => {
+                "this kernel has no Landlock (it needs Linux 6.2 or later)".into()
+            }
+            Some(libc::EOPNOTSUPP) => {
+                "Landlock is built into this kernel but not enabled (the `lsm=` boot setting)"
+                    .into()
+            }
+            _ => format!("Landlock cannot be queried: {e}"),
+        });
+    }
+    let abi = i32::try_from(v).unwrap_or(i32::MAX);
+    if abi < MIN_ABI {
+        return Support::Missing(format!(
+            "this kernel's Landlock (ABI {abi}) is too old to enforce it fully: ABI {MIN_ABI} \
+             (Linux 6.2) is needed"
+        ));
+    }
+    Support::Landlock { abi }
+}
+
+/// The Landlock rules one command starts under, or none.
+#[derive(Debug)]
+pub struct Confinement {
+    ruleset: Option<OwnedFd>,
+}
+
+impl Confinement {
+    /// Start commands unconfined.
+    pub fn none() -> Self {
+        Confinement { ruleset: None }
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.ruleset.is_none()
+    }
+
+    /// Rules allowing writes under `writable` only. Paths that do not exist are skipped (a
+    /// device this system lacks, say); everything else that goes wrong is an error.
+    pub fn prepare(writable: &[PathBuf]) -> Result<Self, String> {
+        let rights = write_rights();
+        let mut created = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(rights)
+            .and_then(|r| r.create())
+            .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
+        for path in writable {
+            let Ok(meta) = std::fs::metadata(path) else {
+                continue;
+            };
+            // A rule on a file may only carry the rights that make sense for a file.
+            let allowed = if meta.is_dir() {
+                rights
+            } else {
+                rights & AccessFs::from_file(ABI::V3)
+            };
+            let fd =
+                PathFd::new(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            created = created
+                .add_rule(PathBeneath::new(fd, allowed))
+                .map_err(|e| format!("cannot allow writes in {}: {e}", path.display()))?;
+        }
+        let fd: Option<OwnedFd> = created.into();
+        match fd {
+            Some(fd) => Ok(Confinement { ruleset: Some(fd) }),
+            None => Err("the kernel gave no Landlock ruleset".into()),
+        }
+    }
+
+    /// Have `cmd`'s child restrict itself before it execs. `self` must live until the spawn
+    /// has returned (it holds the ruleset the child uses).
+    pub fn apply_to(&self, cmd: &mut tokio::process::Command) {
+        let Some(fd) = &self.ruleset else {
+            return;
+        };
+        let raw = fd.as_raw_fd();
+        // SAFETY: the hook runs in the child between fork and exec. It makes two system calls
+        // with plain integers and builds an `io::Error` from errno (no allocation), so it is
+        // async-signal-safe. `raw` stays open in the child: the parent keeps `self` alive
+        // until the spawn returns, and close-on-exec only closes it at the exec.
+        unsafe {
+            cmd.pre_exec(move || restrict_self(raw));
+        }
+    }
+}
+
+/// The child's part: no new privileges (Landlock requires it of unprivileged callers, and it
+/// keeps a setuid program from escaping), then the ruleset.
+fn restrict_self(ruleset: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `ruleset` is an open Landlock ruleset descriptor (see `apply_to`); flags 0.
+    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! Systems without Landlock: nothing can confine `bash`'s commands, so the sandbox's fallback
+//! (`sandbox_fallback`) decides whether they run unconfined or are refused. The in-process
+//! check of `write` and `edit` works here as everywhere.
+
+use std::path::PathBuf;
+
+use super::Support;
+
+/// What this system offers: no Landlock.
+pub fn probe() -> Support {
+    Support::Missing("Landlock exists on Linux only".into())
+}
+
+/// Commands always start unconfined here.
+#[derive(Debug)]
+pub struct Confinement;
+
+impl Confinement {
+    pub fn none() -> Self {
+        Confinement
+    }
+
+    pub fn is_none(&self) -> bool {
+        true
+    }
+
+    pub fn prepare(_writable: &[PathBuf]) -> Result<Self, String> {
+        Err("Landlock exists on Linux only".into())
+    }
+
+    pub fn apply_to(&self, _cmd: &mut tokio::process::Command) {}
+}

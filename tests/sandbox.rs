@@ -1,0 +1,506 @@
+//! The sandbox (`--sandbox`, `sandbox = "…"`): `bash` under Landlock for real, `write` and
+//! `edit` refusing paths outside the allowed folders, the fallback where Landlock is missing,
+//! and the flag and config through the real binary.
+//!
+//! Every folder here lives under Cargo's per-target temp folder, which is neither the
+//! workspace nor the system temp folder, so "outside" really is outside. The tests that need
+//! Landlock skip (saying why) on a kernel without it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pi::agent::protocol::tool::{
+    AgentTool, ProgressSink, ToolCallContext, ToolError, ToolInvocation, ToolOutput,
+};
+use pi::agent::protocol::types::ContentBlock;
+use pi::tools::sandbox::{Fallback, Sandbox, SandboxMode, Support, landlock};
+use pi::tools::{self, ToolContext};
+use serde_json::{Value, json};
+use support::server::{Reply, TestServer, chunk, raw_data, text_reply};
+use tokio_util::sync::CancellationToken;
+
+/// A fresh folder with `ws/` (the working directory) and `outside/` in it.
+struct Place {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    ws: PathBuf,
+    outside: PathBuf,
+}
+
+fn place() -> Place {
+    let dir = tempfile::Builder::new()
+        .prefix("pi-sandbox-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    assert!(
+        !base.starts_with(std::env::temp_dir().canonicalize().unwrap()),
+        "the test folder must not be under the temp folder the sandbox allows"
+    );
+    let ws = base.join("ws");
+    let outside = base.join("outside");
+    fs::create_dir(&ws).unwrap();
+    fs::create_dir(&outside).unwrap();
+    Place {
+        _dir: dir,
+        base,
+        ws,
+        outside,
+    }
+}
+
+/// Whether Landlock tests can run; prints why not when they cannot.
+fn landlock_here(test: &str) -> bool {
+    match landlock::probe() {
+        Support::Landlock { .. } => true,
+        Support::Missing(why) => {
+            eprintln!("{test}: skipped, Landlock is not available here: {why}");
+            false
+        }
+    }
+}
+
+fn tool_in(name: &str, ws: &Path, sandbox: Sandbox) -> Arc<dyn AgentTool> {
+    tools::build_with(
+        &[name],
+        Arc::new(ToolContext::new(ws).with_sandbox(sandbox)),
+    )
+    .unwrap()
+    .pop()
+    .unwrap()
+}
+
+/// The text of a result and whether it is an error.
+async fn run(tool: &Arc<dyn AgentTool>, args: Value) -> (String, bool) {
+    let call = ToolInvocation {
+        tool_call_id: "call_1".into(),
+        args,
+        cancel: CancellationToken::new(),
+        steering: CancellationToken::new(),
+        progress: ProgressSink::discard(),
+        context: ToolCallContext {
+            batch_id: "b".into(),
+            index: 0,
+            total: 1,
+            tool_calls: vec![("call_1".to_string(), "t".to_string())].into(),
+        },
+    };
+    let result: Result<ToolOutput, ToolError> = tool.execute(call).await;
+    match result {
+        Ok(o) => (
+            o.content
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect::<String>(),
+            o.is_error,
+        ),
+        Err(e) => (e.0, true),
+    }
+}
+
+async fn bash(tool: &Arc<dyn AgentTool>, command: &str) -> (String, bool) {
+    run(tool, json!({ "command": command })).await
+}
+
+#[tokio::test]
+async fn workspace_write_bash_writes_inside_and_is_denied_outside() {
+    if !landlock_here("workspace_write_bash_writes_inside_and_is_denied_outside") {
+        return;
+    }
+    let p = place();
+    fs::write(p.outside.join("keep.txt"), "precious\n").unwrap();
+    let sandbox = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws);
+    let sh = tool_in("bash", &p.ws, sandbox);
+    // The model is told, in the description the system prompt lists.
+    assert!(
+        sh.description()
+            .contains(&format!("may write only under {}", p.ws.display())),
+        "{}",
+        sh.description()
+    );
+
+    let (text, is_error) = bash(
+        &sh,
+        "echo in > inside.txt && mkdir -p sub && echo deep > sub/x && echo quiet > /dev/null \
+         && cat inside.txt",
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert_eq!(fs::read_to_string(p.ws.join("inside.txt")).unwrap(), "in\n");
+    assert!(p.ws.join("sub/x").is_file());
+    // Moving and renaming inside the workspace work (git does both all the time).
+    let (text, is_error) = bash(
+        &sh,
+        "mv sub/x sub/y && mkdir other && mv sub/y other/z && rm -r sub && \
+         if command -v git >/dev/null; then git init -q repo && cd repo && echo a > a && \
+         git add a && git -c user.name=t -c user.email=t@t commit -qm one; fi",
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert!(p.ws.join("other/z").is_file());
+
+    // The temp folder is allowed too.
+    let tmp_file = std::env::temp_dir().join(format!("pi-sandbox-test-{}", std::process::id()));
+    let (text, is_error) = bash(&sh, &format!("echo t > {}", tmp_file.display())).await;
+    assert!(!is_error, "{text}");
+    assert!(tmp_file.is_file());
+    fs::remove_file(&tmp_file).unwrap();
+
+    // Outside: creating, truncating, removing and moving out are all denied.
+    let out = p.outside.display();
+    for command in [
+        format!("echo out > {out}/new.txt"),
+        format!(": > {out}/keep.txt"),
+        format!("truncate -s 0 {out}/keep.txt"),
+        format!("rm {out}/keep.txt"),
+        format!("mv {out}/keep.txt ./stolen.txt"),
+        format!("mkdir {out}/dir"),
+        format!("ln -s /etc/hosts {out}/link"),
+    ] {
+        let (text, is_error) = bash(&sh, &command).await;
+        assert!(is_error, "`{command}` should fail: {text}");
+        assert!(
+            text.contains("Permission denied") || text.contains("Operation not permitted"),
+            "`{command}`: {text}"
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(p.outside.join("keep.txt")).unwrap(),
+        "precious\n"
+    );
+    // (`mv` falls back to copy-and-remove: the copy in the workspace may exist, the original
+    // stays.)
+    assert_eq!(fs::read_dir(&p.outside).unwrap().count(), 1);
+
+    // Reading and running programs outside are still fine.
+    let (text, is_error) = bash(
+        &sh,
+        &format!("cat {out}/keep.txt && ls /usr/bin >/dev/null"),
+    )
+    .await;
+    assert!(!is_error && text.contains("precious"), "{text}");
+
+    // pi itself was never restricted.
+    fs::write(p.outside.join("by-pi.txt"), "free").unwrap();
+}
+
+#[tokio::test]
+async fn read_only_bash_cannot_write_even_in_the_workspace() {
+    if !landlock_here("read_only_bash_cannot_write_even_in_the_workspace") {
+        return;
+    }
+    let p = place();
+    fs::write(p.ws.join("a.txt"), "alpha\n").unwrap();
+    let sandbox = Sandbox::new(SandboxMode::ReadOnly, Fallback::Refuse, &p.ws);
+    let sh = tool_in("bash", &p.ws, sandbox);
+    let (text, is_error) = bash(&sh, "echo b > b.txt").await;
+    assert!(is_error && text.contains("Permission denied"), "{text}");
+    assert!(!p.ws.join("b.txt").exists());
+    let tmp_file = std::env::temp_dir().join(format!("pi-sandbox-ro-{}", std::process::id()));
+    let (_, is_error) = bash(&sh, &format!("echo t > {}", tmp_file.display())).await;
+    assert!(is_error, "read-only allows no temp files either");
+    assert!(!tmp_file.exists());
+    let (text, is_error) = bash(
+        &sh,
+        "cat a.txt; echo gone > /dev/null; git --version >/dev/null 2>&1; true",
+    )
+    .await;
+    assert!(!is_error && text.contains("alpha"), "{text}");
+}
+
+#[tokio::test]
+async fn write_and_edit_stay_inside_and_see_through_symlinks() {
+    // The in-process check needs no Landlock.
+    let p = place();
+    let sandbox = || {
+        Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws)
+            .with_support(Support::Missing("not needed for write and edit".into()))
+    };
+    let write = tool_in("write", &p.ws, sandbox());
+    let edit = tool_in("edit", &p.ws, sandbox());
+
+    let (text, is_error) = run(&write, json!({"path": "src/new.txt", "content": "one\n"})).await;
+    assert!(!is_error, "{text}");
+    let (text, is_error) = run(
+        &edit,
+        json!({"path": "src/new.txt", "oldText": "one", "newText": "two"}),
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        fs::read_to_string(p.ws.join("src/new.txt")).unwrap(),
+        "two\n"
+    );
+
+    // Outside, by absolute path and by `..`.
+    let target = p.outside.join("x.txt");
+    for path in [
+        target.display().to_string(),
+        "../outside/x.txt".to_string(),
+        "sub/../../outside/x.txt".to_string(),
+    ] {
+        let (text, is_error) = run(&write, json!({"path": path, "content": "no"})).await;
+        assert!(is_error, "{path}: {text}");
+        assert!(
+            text.contains("Refused by the sandbox")
+                && text.contains("workspace-write")
+                && text.contains(&p.ws.display().to_string()),
+            "{text}"
+        );
+    }
+    assert!(!target.exists());
+    assert!(!p.ws.join("sub").exists(), "no folder was created either");
+
+    // A symlink inside the workspace pointing outside does not open a way out.
+    std::os::unix::fs::symlink(&p.outside, p.ws.join("door")).unwrap();
+    fs::write(p.outside.join("f.txt"), "outside text\n").unwrap();
+    std::os::unix::fs::symlink(p.outside.join("f.txt"), p.ws.join("f.txt")).unwrap();
+    let (text, is_error) = run(&write, json!({"path": "door/x.txt", "content": "no"})).await;
+    assert!(is_error && text.contains("resolves to"), "{text}");
+    let (text, is_error) = run(&write, json!({"path": "f.txt", "content": "no"})).await;
+    assert!(is_error && text.contains("resolves to"), "{text}");
+    let (text, is_error) = run(
+        &edit,
+        json!({"path": "f.txt", "oldText": "outside", "newText": "inside"}),
+    )
+    .await;
+    assert!(
+        is_error && text.contains("Refused by the sandbox"),
+        "{text}"
+    );
+    assert_eq!(
+        fs::read_to_string(p.outside.join("f.txt")).unwrap(),
+        "outside text\n"
+    );
+    assert!(!target.exists());
+
+    // Read-only refuses the workspace too.
+    let ro = Sandbox::new(SandboxMode::ReadOnly, Fallback::Refuse, &p.ws)
+        .with_support(Support::Missing("not needed".into()));
+    let write = tool_in("write", &p.ws, ro.clone());
+    let edit = tool_in("edit", &p.ws, ro);
+    let (text, is_error) = run(&write, json!({"path": "ro.txt", "content": "no"})).await;
+    assert!(is_error && text.contains("read-only"), "{text}");
+    let (text, is_error) = run(
+        &edit,
+        json!({"path": "src/new.txt", "oldText": "two", "newText": "three"}),
+    )
+    .await;
+    assert!(is_error && text.contains("read-only"), "{text}");
+    assert!(!p.ws.join("ro.txt").exists());
+    assert_eq!(
+        fs::read_to_string(p.ws.join("src/new.txt")).unwrap(),
+        "two\n"
+    );
+}
+
+#[tokio::test]
+async fn without_landlock_bash_is_refused_unless_the_fallback_is_warn() {
+    let p = place();
+    let missing = Support::Missing("pretend kernel without Landlock".into());
+    let refuse = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws)
+        .with_support(missing.clone());
+    let sh = tool_in("bash", &p.ws, refuse);
+    let (text, is_error) = bash(&sh, "echo ran > ran.txt").await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("pretend kernel without Landlock") && text.contains("sandbox_fallback"),
+        "{text}"
+    );
+    assert!(!p.ws.join("ran.txt").exists(), "the command never ran");
+
+    let warn = Sandbox::new(SandboxMode::ReadOnly, Fallback::Warn, &p.ws).with_support(missing);
+    assert!(warn.startup_warning().unwrap().contains("WITHOUT"));
+    let sh = tool_in("bash", &p.ws, warn);
+    let (text, is_error) = bash(&sh, &format!("echo ran > {}/ran.txt", p.outside.display())).await;
+    assert!(!is_error, "unconfined: {text}");
+    assert!(p.outside.join("ran.txt").is_file());
+}
+
+/// A model reply with one tool call.
+fn call_reply(id: &str, name: &str, args: &Value) -> Reply {
+    Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args.to_string()}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ])
+}
+
+/// The real binary in `p.ws`, with `p.base/home` as home and `p.base/tmp` as temp folder.
+fn pi(p: &Place, server: &TestServer) -> tokio::process::Command {
+    let home = p.base.join("home");
+    let tmp = p.base.join("tmp");
+    fs::create_dir_all(home.join("agent")).unwrap();
+    fs::create_dir_all(&tmp).unwrap();
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("TMPDIR", &tmp)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(&p.ws)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+#[tokio::test]
+async fn print_mode_runs_bash_in_the_sandbox_the_flag_names_over_config() {
+    if !landlock_here("print_mode_runs_bash_in_the_sandbox_the_flag_names_over_config") {
+        return;
+    }
+    let p = place();
+    let command = format!(
+        "echo in > inside.txt; echo t > \"$TMPDIR/t.txt\"; echo out > {}/out.txt; echo done",
+        p.outside.display()
+    );
+    let server = TestServer::start(vec![
+        call_reply("c1", "bash", &json!({ "command": command })),
+        text_reply("finished"),
+    ])
+    .await;
+    let mut c = pi(&p, &server);
+    // Config says read-only; the flag wins.
+    fs::write(
+        p.base.join("home/agent/config.toml"),
+        "sandbox = \"read-only\"\n",
+    )
+    .unwrap();
+    let out = c
+        .args([
+            "--model",
+            "ollama/qwen3:8b",
+            "--no-session",
+            "--verbose",
+            "--sandbox",
+            "workspace-write",
+            "-p",
+            "write some files",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "finished\n");
+    assert!(
+        stderr.contains("sandbox workspace-write (Landlock ABI"),
+        "--verbose names the sandbox: {stderr}"
+    );
+    assert_eq!(fs::read_to_string(p.ws.join("inside.txt")).unwrap(), "in\n");
+    assert!(p.base.join("tmp/t.txt").is_file(), "TMPDIR is writable");
+    assert!(!p.outside.join("out.txt").exists());
+    let sent = server.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("Permission denied"), "{sent}");
+    assert!(sent.contains("done"), "the command went on: {sent}");
+
+    // With only the config, read-only applies: nothing is written in the workspace.
+    let command = "echo again > again.txt";
+    let server = TestServer::start(vec![
+        call_reply("c1", "bash", &json!({ "command": command })),
+        text_reply("finished"),
+    ])
+    .await;
+    let out = pi(&p, &server)
+        .args(["--model", "ollama/qwen3:8b", "--no-session", "-p", "again"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!p.ws.join("again.txt").exists());
+    let sent = server.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("Permission denied"), "{sent}");
+}
+
+#[tokio::test]
+async fn bad_sandbox_values_are_refused_clearly() {
+    let p = place();
+    let server = TestServer::start(vec![]).await;
+    let out = pi(&p, &server)
+        .args(["--sandbox", "strict", "-p", "x"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("strict") && stderr.contains("workspace-write"),
+        "{stderr}"
+    );
+
+    fs::write(
+        p.base.join("home/agent/config.toml"),
+        "model = \"ollama/q\"\nsandbox = \"on\"\n",
+    )
+    .unwrap();
+    let out = pi(&p, &server)
+        .args(["--no-session", "-p", "x"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("config.toml:2:") && stderr.contains("workspace-write"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn the_users_own_commands_are_not_sandboxed() {
+    // The RPC client's `bash` command runs the person's own command, as `!cmd` in the editor:
+    // a read-only sandbox for the model does not apply to it.
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let p = place();
+    let server = TestServer::start(vec![]).await;
+    let mut child = pi(&p, &server)
+        .args([
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--model",
+            "ollama/qwen3:8b",
+        ])
+        .args(["--sandbox", "read-only"])
+        .stdin(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let cmd = json!({"id": "1", "type": "bash", "command": "echo mine > mine.txt"});
+    stdin
+        .write_all(format!("{cmd}\n").as_bytes())
+        .await
+        .unwrap();
+    stdin.flush().await.unwrap();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("stdout closed");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "response" && v["id"] == "1" {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("no answer to the bash command");
+    assert_eq!(answer["success"], true, "{answer}");
+    assert_eq!(fs::read_to_string(p.ws.join("mine.txt")).unwrap(), "mine\n");
+    drop(stdin);
+    let _ = child.wait().await;
+}
