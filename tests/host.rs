@@ -14,6 +14,9 @@ use pi::agent::protocol::events::AgentEvent;
 use pi::agent::protocol::thinking::ThinkingLevel;
 use pi::agent::protocol::types::AgentMessage;
 use pi::agent::scripted::{ScriptedProvider, Step, reply};
+use pi::approval::gate::GateHooks;
+use pi::approval::rules::Rules;
+use pi::approval::{ApprovalMode, Decision, Gate};
 use pi::host::{self, Client, Command, HostEvent, HostParts};
 use pi::provider::catalog::{Catalog, ModelInfo};
 use pi::session::{ListScope, Session, SessionPaths, SessionRecorder};
@@ -48,7 +51,44 @@ impl Rig {
         saving: bool,
         change: impl FnOnce(&mut AgentSettings),
     ) -> Self {
+        Self::build(p, saving, change, None)
+    }
+
+    /// A rig whose agent has the bash tool and asks through the host before running it.
+    fn asking(p: &ScriptedProvider) -> (Self, Arc<Gate>) {
         let dir = tempfile::tempdir().unwrap();
+        let ctx = Arc::new(pi::tools::context::ToolContext::new(dir.path()));
+        let gate = Arc::new(Gate::new(ApprovalMode::Ask, Rules::default(), ctx.clone()));
+        let hooks = gate.clone();
+        let rig = Self::build(
+            p,
+            false,
+            move |s| {
+                s.hooks = Arc::new(GateHooks(hooks));
+                s.tools = Arc::new(pi::agent::protocol::tool::ToolSet::new(
+                    pi::tools::build_with(&["bash"], ctx).unwrap(),
+                ));
+            },
+            Some((gate.clone(), dir)),
+        );
+        (rig, gate)
+    }
+
+    fn build(
+        p: &ScriptedProvider,
+        saving: bool,
+        change: impl FnOnce(&mut AgentSettings),
+        asking: Option<(Arc<Gate>, tempfile::TempDir)>,
+    ) -> Self {
+        let (approval, dir, asks_person) = match asking {
+            Some((gate, dir)) => (gate, dir, true),
+            None => {
+                let dir = tempfile::tempdir().unwrap();
+                let ctx = Arc::new(pi::tools::context::ToolContext::new(dir.path()));
+                let gate = Arc::new(Gate::new(ApprovalMode::Auto, Rules::default(), ctx));
+                (gate, dir, false)
+            }
+        };
         let mut settings = AgentSettings::new(Arc::new(p.clone()), model());
         change(&mut settings);
         let agent = Agent::new(settings);
@@ -88,6 +128,8 @@ impl Rig {
                 agent_dir: Some(dir.path().join("agent")),
                 env: Arc::new(|_| None),
             }),
+            approval,
+            asks_person,
         });
         Rig {
             client,
@@ -114,6 +156,21 @@ impl Rig {
             if let AgentEvent::AgentEnd { messages, .. } = e.event {
                 assert_eq!(e.run, Some(run), "the run's own agent_end");
                 return messages;
+            }
+        }
+    }
+
+    /// Wait for the current run's end; its events as JSON text.
+    async fn wait_end(&mut self) -> String {
+        let mut seen = String::new();
+        loop {
+            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+                .await
+                .expect("agent_end in time")
+                .expect("events");
+            seen.push_str(&serde_json::to_string(&e.event).unwrap_or_default());
+            if e.event.kind() == "agent_end" {
+                return seen;
             }
         }
     }
@@ -1142,4 +1199,64 @@ async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
     let saved = std::fs::read_to_string(&rig.session_files()[0]).unwrap();
     assert!(saved.contains("your key is"), "{saved}");
     assert!(!saved.contains("gsk-host-test"), "{saved}");
+}
+
+#[tokio::test]
+async fn an_approval_request_reaches_the_front_end_and_its_answer_decides_the_call() {
+    let p = ScriptedProvider::new([
+        reply::tools(&[reply::call(
+            "c1",
+            "bash",
+            serde_json::json!({"command": "echo yes > approved.txt"}),
+        )]),
+        reply::text("ran it"),
+        reply::tools(&[reply::call(
+            "c2",
+            "bash",
+            serde_json::json!({"command": "echo no > refused.txt"}),
+        )]),
+        reply::text("did not run it"),
+    ]);
+    let (mut rig, gate) = Rig::asking(&p);
+    let cwd = rig.dir.path().to_path_buf();
+
+    rig.start_until("make a file", "message_start").await;
+    let HostEvent::Approval(request) = rig.answer().await else {
+        panic!("an approval request");
+    };
+    assert_eq!(request.tool, "bash");
+    assert_eq!(request.subject, "echo yes > approved.txt");
+    assert!(
+        !cwd.join("approved.txt").exists(),
+        "nothing runs before the answer"
+    );
+    rig.client.commands.send(Command::Approve {
+        id: request.id,
+        decision: Decision::Once,
+    });
+    let ended = rig.wait_end().await;
+    assert!(cwd.join("approved.txt").exists());
+    assert!(ended.contains("ran it"), "{ended}");
+
+    rig.start_until("another", "message_start").await;
+    let HostEvent::Approval(request) = rig.answer().await else {
+        panic!("an approval request");
+    };
+    rig.client.commands.send(Command::Approve {
+        id: request.id,
+        decision: Decision::Refuse(Some("not now".into())),
+    });
+    let ended = rig.wait_end().await;
+    assert!(!cwd.join("refused.txt").exists());
+    assert!(
+        ended.contains("did not allow") && ended.contains("not now"),
+        "the refusal reaches the model as the call's result: {ended}"
+    );
+    // The mode can be changed through the host.
+    rig.client
+        .commands
+        .send(Command::SetApproval(ApprovalMode::ReadOnly));
+    rig.client.commands.send(Command::Stats);
+    let _ = rig.answer().await;
+    assert_eq!(gate.mode(), ApprovalMode::ReadOnly);
 }

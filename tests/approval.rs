@@ -1,0 +1,178 @@
+//! Approval modes end to end: the real binary against the scripted local server.
+//!
+//! In print mode `ask` refuses what no rule allows (there is nobody to ask) and the refusal
+//! reaches the model as the call's error result; `read-only` refuses calls that can change
+//! things but runs `read`; an `allow` rule in the person's config lets a command through, and a
+//! project's config cannot loosen the mode. In the terminal, `ask` shows the command, `y` runs
+//! it, `n` with a typed reason refuses it and the reason reaches the model, and Alt+A cycles
+//! the mode in the footer.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use support::pty::{Pty, temp_home};
+use support::server::{Reply, TestServer, chunk, raw_data, tags, text_reply};
+
+/// A reply with one tool call.
+fn call_reply(id: &str, name: &str, args: Value) -> Reply {
+    Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args.to_string()}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ])
+}
+
+/// The tool result the second request carried back to the model.
+fn tool_result(server: &TestServer, request: usize) -> String {
+    let body = &server.requests()[request].body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+async fn print_run(
+    home: &std::path::Path,
+    server: &TestServer,
+    args: &[&str],
+) -> std::process::Output {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(home.join("project"))
+        .stdin(std::process::Stdio::null())
+        .args(args);
+    c.output().await.unwrap()
+}
+
+#[tokio::test]
+async fn print_mode_ask_refuses_what_no_rule_allows_and_the_model_is_told() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        call_reply("c1", "bash", json!({"command": "touch made.txt"})),
+        text_reply("ok"),
+        tags("qwen3:8b"),
+        call_reply(
+            "c2",
+            "bash",
+            json!({"command": "git init -q && touch ruled.txt"}),
+        ),
+        text_reply("ok"),
+    ])
+    .await;
+    let home = support::binary_home("approval-print");
+    let project = home.join("project");
+    let out = print_run(&home, &server, &["-p", "--approval", "ask", "make a file"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!project.join("made.txt").exists());
+    let result = tool_result(&server, 2);
+    assert!(result.contains("without a person to ask"), "{result}");
+
+    // A rule in the person's config allows these commands; the project cannot switch asking
+    // off, and its own allow rule is ignored with a warning.
+    std::fs::write(
+        home.join("agent/config.toml"),
+        "[approval]\nmode = \"ask\"\nallow = [\"bash:git init*\", \"bash:touch *\"]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(project.join(".pi")).unwrap();
+    std::fs::write(
+        project.join(".pi/config.toml"),
+        "[approval]\nmode = \"auto\"\nallow = [\"bash\"]\n",
+    )
+    .unwrap();
+    let out = print_run(&home, &server, &["-p", "make another"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        project.join("ruled.txt").exists(),
+        "the rule allowed both commands"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("looser than your own"), "{stderr}");
+    assert!(
+        stderr.contains("approval.allow rules are ignored"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn print_mode_read_only_refuses_changes_but_reads() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        call_reply("c1", "write", json!({"path": "new.txt", "content": "x"})),
+        call_reply("c2", "read", json!({"path": "notes.txt"})),
+        text_reply("done"),
+    ])
+    .await;
+    let home = support::binary_home("approval-ro");
+    std::fs::write(home.join("project/notes.txt"), "the notes").unwrap();
+    let out = print_run(&home, &server, &["-p", "--approval", "read-only", "go"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!home.join("project/new.txt").exists());
+    assert!(tool_result(&server, 2).contains("read-only mode"));
+    assert!(tool_result(&server, 3).contains("the notes"));
+}
+
+#[test]
+fn the_terminal_asks_and_y_runs_n_refuses_with_a_reason() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(TestServer::start(vec![
+        tags("qwen3:8b"),
+        call_reply("c1", "bash", json!({"command": "touch made.txt"})),
+        call_reply(
+            "c2",
+            "write",
+            json!({"path": "plan.md", "content": "step one\n"}),
+        ),
+        text_reply("All done."),
+    ]));
+    let home = temp_home("approval");
+    let mut pi = Pty::spawn(&home, &server, &["--approval", "ask"]);
+    pi.wait_for("approval: ask");
+    pi.send(b"make the files\r");
+    let s = pi.wait_for("Run this command?");
+    assert!(s.contains("$ touch made.txt"), "{s}");
+    assert!(
+        !home.join("made.txt").exists(),
+        "nothing ran before the answer"
+    );
+    pi.send(b"y");
+    let s = pi.wait_for("Write plan.md?");
+    assert!(s.contains("+step one"), "the diff is shown: {s}");
+    assert!(home.join("made.txt").exists());
+    pi.send(b"n");
+    pi.wait_for("Why not");
+    pi.send(b"use docs/ instead\r");
+    pi.wait_for("All done.");
+    assert!(!home.join("plan.md").exists());
+    let result = tool_result(&server, 3);
+    assert!(result.contains("use docs/ instead"), "{result}");
+    // Alt+A: ask → read-only.
+    pi.send(b"\x1ba");
+    pi.wait_for("approval: read-only");
+    assert!(pi.quit().success());
+    let _ = std::fs::remove_dir_all(&home);
+}
