@@ -3,8 +3,8 @@
 //!
 //! * `agent` imports nothing else in the crate, and no terminal, HTTP, file or process API;
 //!   within it, `protocol` imports only itself and `policy` only `protocol` and itself.
-//! * `provider`, `tools`, `session`, `config` and `attach` import no front end, nor `setup` or
-//!   `host`.
+//! * `provider`, `tools`, `mcp`, `session`, `config` and `attach` import no front end, nor
+//!   `setup` or `host`.
 //! * `setup` and `host` import no front end; the front ends (`tui`, `print`, `rpc`) import
 //!   each other never, nor `cli`.
 //! * `reqwest` appears only in `provider`.
@@ -118,7 +118,7 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
         }
         return None;
     }
-    let lower = ["provider", "tools", "session", "config", "attach"];
+    let lower = ["provider", "tools", "session", "config", "attach", "mcp"];
     if lower.contains(&top) && (front_ends.contains(&to) || matches!(to, "cli" | "setup" | "host"))
     {
         return fail(&format!("{top} imports crate::{to}"));
