@@ -314,6 +314,16 @@ enabled = false
     }
 
     #[test]
+    fn the_example_config_servers_parse_cleanly() {
+        let (s, w) = servers(&crate::config::uncommented_example());
+        assert!(w.is_empty(), "{w:?}");
+        let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["docs", "tracker"]);
+        assert_eq!(s[0].startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+        assert_eq!(s[0].tool_timeout, DEFAULT_TOOL_TIMEOUT);
+    }
+
+    #[test]
     fn mistakes_are_warnings_never_failures() {
         let (s, w) = servers(
             r#"
