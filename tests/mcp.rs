@@ -425,3 +425,47 @@ async fn print_mode_offers_mcp_tools_and_sends_their_results_back() {
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn print_mode_waits_for_a_slow_server_no_longer_than_its_startup_timeout() {
+    use support::server::{TestServer, tags, text_reply};
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("fine")]).await;
+    let home = scratch("print-slow");
+    std::fs::create_dir_all(home.join("agent")).unwrap();
+    std::fs::write(
+        home.join("agent/config.toml"),
+        stdio_toml("slow", "slow_start", "startup_timeout_sec = 1"),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(&home)
+        .args(["-p", "hello"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .unwrap()
+        .unwrap();
+    let took = t0.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "fine\n");
+    assert!(
+        stderr.contains("MCP server `slow` failed to start: did not start within 1 s"),
+        "{stderr}"
+    );
+    assert!(took >= Duration::from_millis(900), "it waited for the server: {took:?}");
+    assert!(took < Duration::from_secs(5), "but not past its timeout: {took:?}");
+    let chats = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .count();
+    assert_eq!(chats, 1);
+}
