@@ -460,8 +460,14 @@ async fn print_mode_waits_for_a_slow_server_no_longer_than_its_startup_timeout()
         stderr.contains("MCP server `slow` failed to start: did not start within 1 s"),
         "{stderr}"
     );
-    assert!(took >= Duration::from_millis(900), "it waited for the server: {took:?}");
-    assert!(took < Duration::from_secs(5), "but not past its timeout: {took:?}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "it waited for the server: {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "but not past its timeout: {took:?}"
+    );
     let chats = server
         .requests()
         .into_iter()
