@@ -18,6 +18,7 @@ pub mod attach;
 pub mod cli;
 pub mod config;
 pub mod host;
+pub mod mcp;
 pub mod print;
 pub mod provider;
 pub mod rpc;

@@ -3,8 +3,8 @@
 //!
 //! * `agent` imports nothing else in the crate, and no terminal, HTTP, file or process API;
 //!   within it, `protocol` imports only itself and `policy` only `protocol` and itself.
-//! * `provider`, `tools`, `session`, `config` and `attach` import no front end, nor `setup` or
-//!   `host`.
+//! * `provider`, `tools`, `mcp`, `session`, `config` and `attach` import no front end, nor
+//!   `setup` or `host`.
 //! * `setup` and `host` import no front end; the front ends (`tui`, `print`, `rpc`) import
 //!   each other never, nor `cli`.
 //! * `reqwest` appears only in `provider`.

@@ -119,6 +119,7 @@ impl Rig {
             .unwrap()
             .into_iter()
             .next(),
+            mcp: None,
             login: Some(host::login::LoginParts {
                 providers: Arc::new(pi::provider::Providers::new(
                     Arc::new(Catalog::builtin(&|_| None)),

@@ -195,6 +195,9 @@ pub struct Config {
     /// Output limits of the tools.
     pub tools: ToolsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[mcp_servers.NAME]`, kept as written: `crate::mcp::config` reads them, and a mistake
+    /// in one is a warning rather than a failed start.
+    pub mcp_servers: BTreeMap<String, toml::Value>,
 }
 
 /// `approval`: a mode alone, or a table with the mode and the rules.
@@ -278,6 +281,7 @@ const TOP_KEYS: &[&str] = &[
     "compaction",
     "tools",
     "providers",
+    "mcp_servers",
 ];
 
 /// A queue mode from config: `one-at-a-time` (default) or `all`.

@@ -134,6 +134,11 @@ pub enum Command {
     },
     /// Approve tool calls this way from now on.
     SetApproval(crate::approval::ApprovalMode),
+    /// The MCP servers, their state and tools; answered with [`HostEvent::McpStatus`].
+    McpStatus,
+    /// Replies once no MCP server is still starting (each is bounded by its startup timeout;
+    /// at once when there are none). Print mode waits for it before its first request.
+    McpReady(Reply<()>),
     /// Abort what runs, flush the session and stop.
     Shutdown(Reply<Closed>),
 }
@@ -181,6 +186,8 @@ pub enum HostEvent {
     /// Writing the session file failed (the entries stay queued and are retried with the next
     /// write). Sent once per distinct failure.
     SessionWriteFailed(String),
+    /// The MCP servers (empty: none configured).
+    McpStatus(Vec<crate::mcp::ServerStatus>),
 }
 
 /// A saved session, now the current one.
@@ -259,6 +266,14 @@ impl Commands {
         rx.await.unwrap_or(Err(AgentError::Busy))
     }
 
+    /// Wait until the MCP servers have started or failed (at once when there are none).
+    pub async fn mcp_ready(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(Command::McpReady(reply)) {
+            let _ = rx.await;
+        }
+    }
+
     /// Abort what runs, flush the session, stop the host.
     pub async fn shutdown(&self) -> Option<Closed> {
         let (reply, rx) = oneshot::channel();
@@ -317,6 +332,8 @@ pub struct HostParts {
     /// Put approval requests to the front end ([`HostEvent::Approval`]); without this, `ask`
     /// refuses what no rule allows.
     pub asks_person: bool,
+    /// The MCP servers (`None`: none configured); their notices reach the front end.
+    pub mcp: Option<crate::mcp::McpManager>,
 }
 
 impl Closed {
@@ -355,6 +372,7 @@ struct Host {
     secrets: Vec<String>,
     shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
     login: Option<Arc<login::LoginParts>>,
+    mcp: Option<crate::mcp::McpManager>,
     /// The retry count set aside while retries are turned off.
     configured_retries: Option<u32>,
     out: mpsc::UnboundedSender<HostEvent>,
@@ -378,6 +396,16 @@ pub fn spawn(parts: HostParts) -> Client {
             let _ = to_front.send(HostEvent::Approval(Box::new(request)));
         }));
     }
+    if let Some(mut notices) = parts.mcp.as_ref().and_then(|m| m.take_notices()) {
+        let out = out.clone();
+        tokio::spawn(async move {
+            while let Some(text) = notices.recv().await {
+                if out.send(HostEvent::Notice(text)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let host = Host {
         approval: parts.approval,
         agent: parts.agent,
@@ -392,6 +420,7 @@ pub fn spawn(parts: HostParts) -> Client {
         secrets: parts.secrets,
         shell: parts.shell,
         login: parts.login.map(Arc::new),
+        mcp: parts.mcp,
         configured_retries: None,
         out,
     };
@@ -529,6 +558,21 @@ impl Host {
                 );
                 self.tell(HostEvent::Stats(Box::new(stats)));
             }
+            Command::McpStatus => {
+                let status = self.mcp.as_ref().map(|m| m.status()).unwrap_or_default();
+                self.tell(HostEvent::McpStatus(status));
+            }
+            Command::McpReady(reply) => match self.mcp.clone() {
+                Some(m) => {
+                    tokio::spawn(async move {
+                        m.wait_started().await;
+                        let _ = reply.send(());
+                    });
+                }
+                None => {
+                    let _ = reply.send(());
+                }
+            },
             Command::Shutdown(_) => {}
         }
     }
@@ -667,6 +711,9 @@ impl Host {
 
     async fn close(&mut self) -> Closed {
         self.settle().await;
+        if let Some(m) = &self.mcp {
+            m.shutdown();
+        }
         let (saved, unsaved) = match self.recorder.take() {
             Some(task) => match task.finish().await {
                 Some(r) => (r.is_persisted(), r.unsaved()),

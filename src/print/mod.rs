@@ -249,6 +249,9 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         stopped_at_max: false,
         last_run: Vec::new(),
     };
+    // Tools from MCP servers are offered from the first request on: wait for the servers, each
+    // at most its startup timeout (at once when none are configured).
+    client.commands.mcp_ready().await;
     let mut files = Some(print.files);
     for prompt in prompts {
         let message = match files.take().filter(|f| !f.is_empty()) {
@@ -378,8 +381,13 @@ impl Pump {
             let next = tokio::select! {
                 biased;
                 Some(h) = client.host_events.recv() => {
-                    if let HostEvent::SessionWriteFailed(why) = h {
-                        say(&format!("warning: the session file could not be written: {why}"));
+                    match h {
+                        HostEvent::SessionWriteFailed(why) => say(&format!(
+                            "warning: the session file could not be written: {why}"
+                        )),
+                        // MCP servers that failed or stopped.
+                        HostEvent::Notice(text) => say(&text),
+                        _ => {}
                     }
                     continue;
                 }

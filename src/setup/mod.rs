@@ -381,6 +381,37 @@ fn active_tools(
     crate::tools::build_with(&refs, Arc::new(ctx))
 }
 
+/// Start the MCP servers in the background (none with `--no-tools`). As each becomes ready
+/// (or stops), the agent's tool set becomes the built-in tools plus every MCP tool offered;
+/// the loop reads it before each model call.
+fn start_mcp(
+    options: &Options,
+    agent: &Agent,
+    base: Vec<Arc<dyn AgentTool>>,
+    servers: Vec<crate::mcp::ServerConfig>,
+    vars: Vec<(OsString, OsString)>,
+) -> Option<crate::mcp::McpManager> {
+    if options.no_tools || servers.is_empty() {
+        return None;
+    }
+    let agent = agent.clone();
+    let on_tools: crate::mcp::manager::ToolsChanged = Arc::new(move |extra| {
+        let all = base.iter().cloned().chain(extra);
+        let set = Arc::new(crate::agent::protocol::tool::ToolSet::new(all));
+        agent.update_settings(|s| s.tools = set);
+    });
+    let env = options.env.clone();
+    Some(crate::mcp::McpManager::start(
+        servers,
+        crate::mcp::manager::Environment {
+            vars,
+            lookup: Arc::new(move |k| env(k)),
+            cwd: options.cwd.clone(),
+        },
+        Some(on_tools),
+    ))
+}
+
 /// Whether the intent argument is offered: on in config, and not switched off by the
 /// environment.
 fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
@@ -420,7 +451,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let sandbox = sandbox(&options, &config);
     warnings.extend(sandbox.startup_warning());
     let sandbox_line = sandbox.describe();
+    let mcp_env = tool_env.clone();
     let tools = active_tools(&options, &config, tool_env, sandbox)?;
+    let (mcp_servers, mcp_warnings) = crate::mcp::config::parse(&config.mcp_servers);
+    warnings.extend(mcp_warnings);
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
@@ -520,6 +554,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     )?;
     let system_prompt = system_prompt(&options, &tools);
     let providers = Arc::new(providers);
+    let base_tools = tools.clone();
     let mut settings =
         AgentSettings::new(providers.clone(), selection.model.to_model()).with_tools(tools);
     settings.thinking = selection.thinking;
@@ -532,6 +567,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.intent_tracing = intent_tracing(&config, &options.env);
     settings.hooks = Arc::new(crate::approval::gate::GateHooks(gate.clone()));
     let agent = Agent::new(settings);
+    let mcp = start_mcp(&options, &agent, base_tools, mcp_servers, mcp_env);
 
     let mut messages = Vec::new();
     let mut session_name = None;
@@ -576,6 +612,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         live_updates: options.live_updates,
         secrets,
         shell,
+        mcp,
         login: Some(host::login::LoginParts {
             providers,
             agent_dir: agent_dir.clone(),

@@ -1142,6 +1142,7 @@ impl App {
                 }
             }
             "session" => self.port.stats(),
+            "mcp" => self.port.mcp_status(),
             "compact" => {
                 if self.refuse_when_busy("compact") {
                     return;
@@ -1319,6 +1320,11 @@ impl App {
                 self.navigated(*nav)
             }
             HostEvent::Notice(text) => self.notice(sanitize(&text)),
+            HostEvent::McpStatus(servers) => {
+                let text = crate::mcp::manager::describe(&servers);
+                self.transcript.push(Cell::Info(sanitize(&text)));
+                self.transcript.follow();
+            }
             HostEvent::Failed(why) => {
                 self.end_summarizing();
                 self.awaiting_sessions = false;

@@ -143,6 +143,11 @@ impl Port {
         self.commands.send(Command::Stats);
     }
 
+    /// Ask for the MCP servers' state (answered with `HostEvent::McpStatus`).
+    pub fn mcp_status(&self) {
+        self.commands.send(Command::McpStatus);
+    }
+
     /// Condense the conversation now.
     pub fn compact(&self, focus: Option<String>) {
         self.agent(AgentCommand::Compact { focus, reply: None });

@@ -66,6 +66,11 @@ pub const COMMANDS: &[Command] = &[
         help: "messages, tokens and cost so far",
     },
     Command {
+        name: "mcp",
+        args: "",
+        help: "MCP servers: their state and tools",
+    },
+    Command {
         name: "login",
         args: "",
         help: "add an API key for a provider, or use a local server",

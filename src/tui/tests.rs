@@ -66,6 +66,7 @@ struct Log {
     local_searches: usize,
     approvals: Vec<(u64, crate::approval::Decision)>,
     approval_modes: Vec<crate::approval::ApprovalMode>,
+    mcp_status: usize,
 }
 
 /// The receiving end of the app's port.
@@ -110,6 +111,7 @@ impl Sent {
                 Command::NameSession(n) => log.names.push(n),
                 Command::Export(p) => log.exports.push(p),
                 Command::Stats => log.stats += 1,
+                Command::McpStatus => log.mcp_status += 1,
                 Command::NewSession => log.new_sessions += 1,
                 Command::Tree => log.trees += 1,
                 Command::Shell { command, include } => log.shells.push((command, include)),
@@ -1850,4 +1852,65 @@ fn login_offers_local_servers_first() {
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(app.model.id, "qwen3:8b");
     assert_eq!(port.log().models, ["qwen3:8b"]);
+}
+
+#[test]
+fn slash_mcp_asks_the_host_and_lists_the_servers() {
+    use crate::mcp::manager::{ServerState, ServerStatus, ToolEntry};
+    let (mut app, port) = app();
+    let names: Vec<_> = super::slash::completions("/mc")
+        .iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["mcp"]);
+    type_text(&mut app, "/mcp");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.log().mcp_status, 1);
+    app.handle_host_event(HostEvent::McpStatus(vec![
+        ServerStatus {
+            name: "docs".into(),
+            endpoint: "docs-server --stdio".into(),
+            state: ServerState::Ready,
+            tools: vec![
+                ToolEntry {
+                    name: "mcp__docs__search".into(),
+                    remote: "search".into(),
+                },
+                ToolEntry {
+                    name: "mcp__docs__fetch".into(),
+                    remote: "fetch".into(),
+                },
+            ],
+        },
+        ServerStatus {
+            name: "web".into(),
+            endpoint: "http://127.0.0.1:9/mcp".into(),
+            state: ServerState::Starting,
+            tools: vec![],
+        },
+        ServerStatus {
+            name: "gone".into(),
+            endpoint: "nope".into(),
+            state: ServerState::Failed("cannot run `nope`: not found".into()),
+            tools: vec![],
+        },
+        ServerStatus {
+            name: "off".into(),
+            endpoint: "x".into(),
+            state: ServerState::Disabled,
+            tools: vec![],
+        },
+    ]));
+    let s = screen(&mut app, 80, 30, Instant::now());
+    for line in [
+        "MCP servers:",
+        "docs (docs-server --stdio): ready with 2 tools",
+        "mcp__docs__search",
+        "mcp__docs__fetch",
+        "web (http://127.0.0.1:9/mcp): starting",
+        "gone (nope): failed: cannot run `nope`: not found",
+        "off (x): disabled",
+    ] {
+        assert!(s.contains(line), "missing {line:?} in\n{s}");
+    }
 }

@@ -1,0 +1,288 @@
+//! One connection to an MCP server through the official SDK (`rmcp`, client side).
+//!
+//! [`connect`] starts a stdio server as a child process (its stderr is kept, never shown on the
+//! terminal: the last lines explain a failure) or opens a streamable-HTTP session, does the
+//! initialize handshake and lists the tools. A [`Link`] is the live connection tools call
+//! through: each call has the server's tool timeout, stops at once on abort (dropping the
+//! request makes the SDK send `notifications/cancelled`), and fails cleanly when the server is
+//! gone.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{ServerConfig, Transport};
+
+/// Reads environment variables (the same shape as the provider's lookup).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How many of a server's last stderr lines are kept for error messages.
+const STDERR_LINES: usize = 8;
+
+/// The last lines a server wrote on stderr.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        if let Ok(mut q) = self.0.lock() {
+            if q.len() == STDERR_LINES {
+                q.pop_front();
+            }
+            q.push_back(line);
+        }
+    }
+
+    /// The last non-empty line, if any.
+    pub fn last(&self) -> Option<String> {
+        let q = self.0.lock().ok()?;
+        q.iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().chars().take(300).collect())
+    }
+}
+
+/// A server that answered the handshake, with its tools.
+pub struct Connected {
+    pub service: RunningService<RoleClient, ClientConfig>,
+    pub tools: Vec<Tool>,
+    pub stderr: StderrTail,
+}
+
+/// What a stdio server runs with: the environment the tools get, the server's own `env` on
+/// top, in its `cwd` (relative to the session's folder).
+fn command(
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cwd: Option<&Path>,
+    base_env: &[(OsString, OsString)],
+    session_cwd: &Path,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(base_env.iter().map(|(k, v)| (k, v)))
+        .envs(env)
+        .current_dir(match cwd {
+            Some(c) => session_cwd.join(c),
+            None => session_cwd.to_path_buf(),
+        })
+        .kill_on_drop(true);
+    cmd
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("pi", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// Start (or reach) the server and list its tools. The caller bounds the time it may take.
+pub async fn connect(
+    config: &ServerConfig,
+    base_env: &[(OsString, OsString)],
+    lookup: &EnvLookup,
+    session_cwd: &Path,
+) -> Result<Connected, String> {
+    let stderr = StderrTail::default();
+    let service = match &config.transport {
+        Transport::Stdio {
+            command: program,
+            args,
+            env,
+            cwd,
+        } => {
+            let cmd = command(program, args, env, cwd.as_deref(), base_env, session_cwd);
+            let (process, err) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+            let reader = err.map(|err| {
+                let tail = stderr.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(err).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tail.push(line);
+                    }
+                })
+            });
+            match client_config().serve(process).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // A server that exited may still have its last words in the pipe.
+                    if let Some(r) = reader {
+                        let _ = tokio::time::timeout(Duration::from_millis(300), r).await;
+                    }
+                    return Err(explain(&format!("no MCP handshake: {e}"), &stderr));
+                }
+            }
+        }
+        Transport::Http {
+            url,
+            bearer_token_env_var,
+            headers,
+        } => {
+            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(var) = bearer_token_env_var {
+                match lookup(var).filter(|t| !t.trim().is_empty()) {
+                    Some(token) => http = http.auth_header(token.trim().to_string()),
+                    None => {
+                        return Err(format!(
+                            "the variable {var} (bearer_token_env_var) is not set"
+                        ));
+                    }
+                }
+            }
+            let mut custom = HashMap::new();
+            for (k, v) in headers {
+                let name = http::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|_| format!("`{k}` is not a valid header name"))?;
+                let value = http::HeaderValue::from_str(v)
+                    .map_err(|_| format!("the value of header `{k}` is not valid"))?;
+                custom.insert(name, value);
+            }
+            if !custom.is_empty() {
+                http = http.custom_headers(custom);
+            }
+            client_config()
+                .serve(StreamableHttpClientTransport::from_config(http))
+                .await
+                .map_err(|e| format!("no MCP handshake with {url}: {e}"))?
+        }
+    };
+    let tools = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| explain(&format!("cannot list its tools: {e}"), &stderr))?;
+    Ok(Connected {
+        service,
+        tools,
+        stderr,
+    })
+}
+
+/// `what`, with the server's last stderr line when it said something.
+pub fn explain(what: &str, stderr: &StderrTail) -> String {
+    match stderr.last() {
+        Some(line) => format!("{what} (stderr: {line})"),
+        None => what.to_string(),
+    }
+}
+
+/// Why a call produced no result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallError {
+    Aborted,
+    TimedOut(Duration),
+    /// The server is gone (crashed, exited, or the session closed).
+    Stopped(String),
+    /// The server answered with a protocol error.
+    Failed(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Aborted => f.write_str("aborted before the tool finished"),
+            CallError::TimedOut(d) => write!(
+                f,
+                "no answer within {} s (tool_timeout_sec); the call was cancelled",
+                fmt_secs(*d)
+            ),
+            CallError::Stopped(why) => write!(f, "the server stopped: {why}"),
+            CallError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// `1.5`, `10`: seconds without needless decimals.
+pub fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{}", s as u64)
+    } else {
+        format!("{s:.1}")
+    }
+}
+
+/// A live connection to one server, shared by its tools.
+pub struct Link {
+    pub server: String,
+    pub tool_timeout: Duration,
+    peer: Peer<RoleClient>,
+    /// Fires when the connection ends; `stopped` then says why.
+    closed: CancellationToken,
+    stopped: Mutex<Option<String>>,
+}
+
+impl Link {
+    pub fn new(server: String, tool_timeout: Duration, peer: Peer<RoleClient>) -> Self {
+        Link {
+            server,
+            tool_timeout,
+            peer,
+            closed: CancellationToken::new(),
+            stopped: Mutex::new(None),
+        }
+    }
+
+    /// Mark the connection as ended (the first reason is kept). Running calls fail at once.
+    pub fn close(&self, why: String) {
+        if let Ok(mut s) = self.stopped.lock()
+            && s.is_none()
+        {
+            *s = Some(why);
+        }
+        self.closed.cancel();
+    }
+
+    fn stopped(&self) -> Option<String> {
+        self.stopped.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// Call `tool` with `args`; the result is the `CallToolResult` as JSON.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        if let Some(why) = self.stopped() {
+            return Err(CallError::Stopped(why));
+        }
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let call = tokio::time::timeout(self.tool_timeout, self.peer.call_tool(params));
+        // Dropping `call` (abort, timeout, a dead server) sends the cancellation notification.
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(CallError::Aborted),
+            _ = self.closed.cancelled() => Err(CallError::Stopped(
+                self.stopped().unwrap_or_else(|| "the connection closed".into()),
+            )),
+            r = call => match r {
+                Err(_) => Err(CallError::TimedOut(self.tool_timeout)),
+                Ok(Ok(result)) => serde_json::to_value(&result)
+                    .map_err(|e| CallError::Failed(format!("unreadable result: {e}"))),
+                Ok(Err(ServiceError::TransportClosed)) => Err(CallError::Stopped(
+                    self.stopped().unwrap_or_else(|| "the connection closed".into()),
+                )),
+                Ok(Err(e)) => Err(CallError::Failed(e.to_string())),
+            },
+        }
+    }
+}
