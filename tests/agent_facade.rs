@@ -1173,3 +1173,73 @@ async fn a_served_choice_is_not_deferred_again_by_a_later_gate_stop() {
     a.wait_idle().await;
     assert_eq!(choices(&p), [Some(ToolChoice::Tool("todo".into())), None]);
 }
+
+// The pause gate (§13.4) ----------------------------------------------------------------------
+
+/// Let every task run until all are idle (the clock is paused: idle time passes at once).
+async fn settle() {
+    tokio::time::sleep(Duration::from_secs(60)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_agent_waits_before_the_model_call_and_before_each_tool_and_abort_still_ends_it() {
+    let p = scripts(vec![
+        reply::tools(&[
+            reply::call("c1", "pauser", json!({})),
+            reply::call("c2", "echo", json!({})),
+        ]),
+        reply::text("done"),
+        reply::text("never"),
+    ]);
+    let gate_holder: Arc<std::sync::OnceLock<Agent>> = Arc::new(std::sync::OnceLock::new());
+    let holder = gate_holder.clone();
+    // The first tool closes the gate as it runs: it finishes, the second must wait.
+    let pauser = TestTool::new("pauser", move |_inv| {
+        let holder = holder.clone();
+        async move {
+            if let Some(a) = holder.get() {
+                a.pause_gate().pause();
+            }
+            Ok(pi::agent::protocol::tool::ToolOutput::text("paused it"))
+        }
+    })
+    .exclusive();
+    let echo = TestTool::echo("echo").exclusive();
+    let echo_calls = echo.calls.clone();
+    let agent = agent(&p, vec![pauser.arc(), echo.arc()]);
+    let _ = gate_holder.set(agent.clone());
+    let mut rx = agent.subscribe();
+
+    // Paused before the prompt: the run starts but makes no model call.
+    assert!(agent.pause_gate().pause());
+    agent.prompt_text("go").unwrap();
+    settle().await;
+    assert_eq!(p.request_count(), 0, "parked before the model call");
+    assert!(agent.state().paused);
+    assert!(agent.pause_gate().resume().is_some());
+    let events = until(&mut rx, "tool_end:c1").await;
+    assert!(kinds(&events).contains(&"tool_start:c1".to_string()));
+    settle().await;
+    let waiting = drain(&mut rx);
+    assert!(
+        !kinds(&waiting).contains(&"tool_start:c2".to_string()),
+        "the second tool waits: {:?}",
+        kinds(&waiting)
+    );
+    assert_eq!(echo_calls.load(Ordering::SeqCst), 0);
+    agent.pause_gate().resume();
+    let events = finish(&agent, &mut rx).await;
+    assert!(kinds(&events).contains(&"tool_start:c2".to_string()));
+    assert_eq!(echo_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(p.request_count(), 2);
+
+    // Paused again: Esc (abort) still ends the parked run at once.
+    agent.pause_gate().pause();
+    agent.prompt_text("again").unwrap();
+    settle().await;
+    agent.abort(None);
+    let events = finish(&agent, &mut rx).await;
+    assert_eq!(count(&events, "agent_end"), 1);
+    assert_eq!(p.request_count(), 2, "no call was made");
+    assert!(agent.pause_gate().is_paused(), "the gate stays closed");
+}

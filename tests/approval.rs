@@ -5,7 +5,7 @@
 //! things but runs `read`; an `allow` rule in the person's config lets a command through, and a
 //! project's config cannot loosen the mode. In the terminal, `ask` shows the command, `y` runs
 //! it, `n` with a typed reason refuses it and the reason reaches the model, and Alt+A cycles
-//! the mode in the footer.
+//! the mode in the footer. Ctrl+S holds a run back before its model call until pressed again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -173,6 +173,33 @@ fn the_terminal_asks_and_y_runs_n_refuses_with_a_reason() {
     // Alt+A: ask → read-only.
     pi.send(b"\x1ba");
     pi.wait_for("approval: read-only");
+    assert!(pi.quit().success());
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn ctrl_s_pauses_before_the_model_call_and_resumes() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("Going on now."),
+    ]));
+    let home = temp_home("pause");
+    let mut pi = Pty::spawn(&home, &server, &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(b"\x13"); // Ctrl+S
+    pi.wait_for("paused 0s");
+    pi.send(b"hello\r");
+    let s = pi.wait_for("⏸ Paused");
+    assert!(s.contains("ctrl+s goes on"), "{s}");
+    assert_eq!(server.requests().len(), 1, "only the model probe so far");
+    pi.send(b"\x13");
+    let s = pi.wait_for("Going on now.");
+    assert!(s.contains("Going on after a pause of"), "{s}");
+    assert!(
+        !s.contains("paused "),
+        "the footer no longer says paused: {s}"
+    );
     assert!(pi.quit().success());
     let _ = std::fs::remove_dir_all(&home);
 }

@@ -449,6 +449,29 @@ async fn a_retry_and_a_shell_command_stop_on_request_and_state_counts_the_queue(
     assert!(file.ends_with(".jsonl"), "{file}");
     c.send(json!({"id": "7", "type": "abort"})).await;
     c.until("agent_end", |v| v["type"] == "agent_end").await;
+
+    // pause holds the next run back before its model call; resume lets it go.
+    c.send(json!({"id": "p1", "type": "pause"})).await;
+    assert_eq!(c.response("p1").await["data"]["paused"], true);
+    c.send(json!({"id": "p2", "type": "get_state"})).await;
+    assert_eq!(c.response("p2").await["data"]["isPaused"], true);
+    let before = server.requests().len();
+    c.send(json!({"id": "p3", "type": "prompt", "message": "held back"}))
+        .await;
+    c.response("p3").await;
+    c.until("the user message", |v| {
+        v["type"] == "message_end" && v["message"]["role"] == "user"
+    })
+    .await;
+    c.send(json!({"id": "p4", "type": "abort"})).await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert_eq!(
+        server.requests().len(),
+        before,
+        "no model call while paused"
+    );
+    c.send(json!({"id": "p5", "type": "resume"})).await;
+    assert_eq!(c.response("p5").await["data"]["paused"], false);
     assert!(
         std::path::Path::new(&file).exists(),
         "get_state named the file the session is saved in"

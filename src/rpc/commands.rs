@@ -277,6 +277,7 @@ impl Session {
                     "autoCompactionEnabled": self.auto_compaction,
                     "messageCount": state.messages.len(),
                     "pendingMessageCount": state.pending_messages,
+                    "isPaused": state.paused,
                 });
                 if let Some(n) = &self.session_name {
                     data["sessionName"] = json!(n);
@@ -378,6 +379,15 @@ impl Session {
                     Ok(Err(e)) => done("compact", Err(e.to_string())),
                     Err(_) => done("compact", Err("the agent is gone".into())),
                 }
+            }
+            // pi's own: hold the agent back at its next step (no Node.js counterpart).
+            "pause" | "resume" => {
+                let pause = kind == "pause";
+                self.commands.agent(AgentCommand::SetPaused(pause));
+                done(
+                    if pause { "pause" } else { "resume" },
+                    Ok(Some(json!({"paused": pause}))),
+                )
             }
             "abort_retry" => {
                 self.commands.agent(AgentCommand::AbortRetry);

@@ -105,6 +105,8 @@ pub struct App {
     pub approval: super::approval::ApprovalPrompt,
     /// How tool calls that can change things are approved (Alt+A cycles it).
     pub approval_mode: ApprovalMode,
+    /// When the person paused the agent (Ctrl+S), while it stays paused.
+    pub paused_since: Option<Instant>,
     pub place: Place,
     /// Running totals for the footer.
     pub totals: UsageTotals,
@@ -184,6 +186,7 @@ impl App {
             login: None,
             approval: Default::default(),
             approval_mode: ApprovalMode::default(),
+            paused_since: None,
             place: Place::default(),
             totals: UsageTotals::default(),
             picker: None,
@@ -240,6 +243,7 @@ impl App {
     /// the open `@` picker).
     pub fn animating(&self) -> bool {
         (self.working.is_some() && !self.stopping)
+            || self.paused_since.is_some()
             || (self.file_picker.is_some() && self.files.is_listing())
     }
 
@@ -632,6 +636,7 @@ impl App {
             Action::ModelCycleBackward => self.cycle_model(false),
             Action::ThinkingCycle => self.cycle_thinking(),
             Action::ApprovalCycle => self.cycle_approval(),
+            Action::PauseToggle => self.toggle_pause(),
             Action::FollowUp => self.submit(Delivery::FollowUp),
             Action::Dequeue => {
                 if !self.steering.is_empty() || !self.follow_up.is_empty() {
@@ -1077,6 +1082,27 @@ impl App {
                     });
                 }
                 self.port.approve(id, decision);
+            }
+        }
+    }
+
+    /// Ctrl+S: hold the agent back at its next step (a model call or a tool start), or let it
+    /// go on. Nothing running is stopped; Esc still aborts.
+    fn toggle_pause(&mut self) {
+        match self.paused_since.take() {
+            None => {
+                self.paused_since = Some(Instant::now());
+                self.port.set_paused(true);
+                self.notice(
+                    "Paused: pi waits before its next model call or tool (what runs now                      finishes). Ctrl+S goes on; Esc aborts.",
+                );
+            }
+            Some(since) => {
+                self.port.set_paused(false);
+                self.notice(format!(
+                    "Going on after a pause of {}",
+                    short_duration(since.elapsed())
+                ));
             }
         }
     }
@@ -1872,4 +1898,14 @@ pub fn help_text() -> String {
         s.push_str(&format!("  {head:<width$}{what}\n"));
     }
     s
+}
+
+/// `12s`, `3m 04s`, `1h 02m`.
+pub fn short_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
 }

@@ -32,6 +32,7 @@ pub enum Action {
     ModelCycleBackward,
     ThinkingCycle,
     ApprovalCycle,
+    PauseToggle,
     ThinkingToggle,
     ToolsExpand,
     FollowUp,
@@ -160,6 +161,13 @@ pub const ACTIONS: &[Spec] = &[
         "cycleApprovalMode",
         &["alt+a"],
         "cycle the approval mode (auto, ask, read-only)",
+    ),
+    spec(
+        Action::PauseToggle,
+        "app.agent.pause",
+        "pauseAgent",
+        &["ctrl+s"],
+        "pause the agent at its next step, or go on",
     ),
     spec(
         Action::ThinkingToggle,

@@ -88,6 +88,11 @@ impl Port {
         self.commands.send(Command::Approve { id, decision });
     }
 
+    /// Close or open the pause gate.
+    pub fn set_paused(&self, paused: bool) {
+        self.agent(AgentCommand::SetPaused(paused));
+    }
+
     pub fn set_approval(&self, mode: crate::approval::ApprovalMode) {
         self.commands.send(Command::SetApproval(mode));
     }

@@ -95,6 +95,18 @@ fn status_line(app: &App, now: Instant) -> Line<'static> {
     if app.stopping {
         return Line::styled(" ■ Stopping...", fg(|t| t.dim));
     }
+    if let Some(since) = app.paused_since {
+        return Line::from(vec![
+            Span::styled(" ⏸ Paused ", fg(|t| t.warning).add_modifier(Modifier::BOLD)),
+            Span::raw(super::app::short_duration(
+                now.saturating_duration_since(since),
+            )),
+            Span::styled(
+                " (waits before its next step · ctrl+s goes on · esc aborts)",
+                fg(|t| t.dim),
+            ),
+        ]);
+    }
     let elapsed = now.saturating_duration_since(start);
     let frame = SPINNER[(elapsed.as_millis() / 80) as usize % SPINNER.len()];
     let label = app.retry.clone().unwrap_or_else(|| "Working...".into());
@@ -108,7 +120,7 @@ fn status_line(app: &App, now: Instant) -> Line<'static> {
     ])
 }
 
-fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
+fn footer_lines(app: &App, width: usize, now: Instant) -> [Line<'static>; 2] {
     let dim = fg(|t| t.dim);
     let mut place = app.place.cwd.clone();
     if let Some(b) = &app.place.branch {
@@ -163,9 +175,19 @@ fn footer_lines(app: &App, width: usize) -> [Line<'static>; 2] {
         ApprovalMode::Ask => ("approval: ask", fg(|t| t.warning)),
         ApprovalMode::ReadOnly => ("approval: read-only", fg(|t| t.accent)),
     };
-    let room = width.saturating_sub(text_width(mode) + 1);
+    let paused = app.paused_since.map(|since| {
+        format!(
+            "paused {} · ",
+            super::app::short_duration(now.saturating_duration_since(since))
+        )
+    });
+    let (mode, mode_style) = match paused {
+        Some(p) => (format!("{p}{mode}"), fg(|t| t.warning)),
+        None => (mode.to_string(), mode_style),
+    };
+    let room = width.saturating_sub(text_width(&mode) + 1);
     let place = truncate(&place, room);
-    let gap = width.saturating_sub(text_width(&place) + text_width(mode));
+    let gap = width.saturating_sub(text_width(&place) + text_width(&mode));
     let line1 = if room == 0 {
         Line::styled(truncate(&place, width), dim)
     } else {
@@ -244,7 +266,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     frame.render_widget(app.editor.textarea(), inner);
 
     frame.render_widget(
-        Paragraph::new(footer_lines(app, width).to_vec()),
+        Paragraph::new(footer_lines(app, width, now).to_vec()),
         footer_area,
     );
 

@@ -188,6 +188,8 @@ pub struct BatchEnv<'a> {
     pub signal: &'a AbortSignal,
     pub interrupt_mode: InterruptMode,
     pub collector: Option<&'a Mutex<RunCollector>>,
+    /// Closed, each call waits before it starts (calls already running go on).
+    pub pause: &'a crate::agent::protocol::pause::PauseGate,
 }
 
 struct Slot {
@@ -425,6 +427,12 @@ impl Batch<'_> {
         } else {
             self.env.signal
         };
+        if self.env.pause.is_paused() {
+            self.env.pause.wait_until_resumed(tool_signal).await;
+            if self.triggered().is_some() {
+                return; // a steer came while it waited: skipped like the others
+            }
+        }
         if tool_signal.is_aborted() {
             self.record(name, ToolStatus::Aborted, None, None);
             let text = not_run_aborted_text(&tool_signal.reason_text());

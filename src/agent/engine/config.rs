@@ -84,6 +84,8 @@ pub struct LoopConfig {
     /// Woken to give up a retry whose backoff is running: the failed reply ends the run as
     /// an error, without further attempts. A wake with no backoff running does nothing.
     pub skip_retry: Arc<tokio::sync::Notify>,
+    /// Held closed, the run parks before each model call and before each tool starts.
+    pub pause: crate::agent::protocol::pause::PauseGate,
 }
 
 impl LoopConfig {
@@ -110,6 +112,7 @@ impl LoopConfig {
             compaction: Some(Default::default()),
             hooks: Arc::new(NoHooks),
             skip_retry: Arc::new(tokio::sync::Notify::new()),
+            pause: Default::default(),
         }
     }
 }

@@ -116,6 +116,7 @@ struct Inner {
     steer_notify: Arc<Notify>,
     /// Gives up a retry whose backoff is running (see `LoopConfig::skip_retry`).
     skip_retry: Arc<Notify>,
+    pause: crate::agent::protocol::pause::PauseGate,
     subscribers: Mutex<Vec<Subscriber>>,
     run: Mutex<Option<RunHandle>>,
     next_run: Mutex<u64>,
@@ -141,6 +142,7 @@ impl Agent {
                 queues: Mutex::new(Queues::default()),
                 steer_notify: Arc::new(Notify::new()),
                 skip_retry: Arc::new(Notify::new()),
+                pause: Default::default(),
                 subscribers: Mutex::new(Vec::new()),
                 run: Mutex::new(None),
                 next_run: Mutex::new(0),
@@ -160,6 +162,7 @@ impl Agent {
         };
         let mut state = lock(&self.inner.state).clone();
         state.pending_messages = pending;
+        state.paused = self.inner.pause.is_paused();
         state
     }
 
@@ -333,6 +336,11 @@ impl Agent {
                 None => AbortReason::Requested,
             });
         }
+    }
+
+    /// The gate that holds runs back at their next boundary (see `PauseGate`).
+    pub fn pause_gate(&self) -> &crate::agent::protocol::pause::PauseGate {
+        &self.inner.pause
     }
 
     /// Give up the retry whose backoff is running: its failed reply ends the run as an error.
@@ -517,6 +525,7 @@ impl Agent {
                 user: s.hooks.clone(),
             }),
             skip_retry: self.inner.skip_retry.clone(),
+            pause: self.inner.pause.clone(),
         }
     }
 

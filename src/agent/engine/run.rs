@@ -752,6 +752,7 @@ impl Run {
                     signal: &self.signal,
                     interrupt_mode: self.cfg.interrupt_mode,
                     collector: self.collector.as_ref(),
+                    pause: &self.cfg.pause,
                 };
                 results = execute_batch(assistant, &prepared, &env).await;
                 self.context.extend(results.iter().cloned());
@@ -1273,6 +1274,8 @@ impl Run {
 
     /// One provider call, streamed to the end (or to an abort).
     async fn stream_attempt(&mut self, context: LlmContext) -> Result<Attempt, LoopError> {
+        // A paused agent waits here, before the call (an abort still ends it).
+        self.cfg.pause.wait_until_resumed(&self.signal).await;
         if self.aborted() {
             return Ok(Attempt::Aborted(self.finish_aborted()));
         }

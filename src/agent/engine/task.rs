@@ -65,6 +65,12 @@ pub async fn apply(agent: &Agent, command: AgentCommand) {
         AgentCommand::FollowUp(m) => agent.follow_up(m),
         AgentCommand::Abort { reason } => agent.abort(reason),
         AgentCommand::AbortRetry => agent.abort_retry(),
+        AgentCommand::SetPaused(true) => {
+            agent.pause_gate().pause();
+        }
+        AgentCommand::SetPaused(false) => {
+            agent.pause_gate().resume();
+        }
         AgentCommand::TakeQueued(reply) => {
             let _ = reply.send(agent.clear_all_queues());
         }

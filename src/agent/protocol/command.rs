@@ -66,6 +66,9 @@ pub enum AgentCommand {
     /// Give up a retry whose backoff is running; the failed reply ends the run. Nothing
     /// happens when no retry is waiting.
     AbortRetry,
+    /// Close (`true`) or open the pause gate: a closed gate holds the run back before its
+    /// next model call or tool start, without stopping what runs.
+    SetPaused(bool),
     /// Empty both queues and hand back what they held (steering first).
     TakeQueued(Reply<Vec<AgentMessage>>),
     /// Use this model from the next model call on.
@@ -128,4 +131,6 @@ pub struct AgentState {
     pub error: Option<String>,
     /// Steering and follow-up messages waiting in the queues (filled in by snapshots).
     pub pending_messages: usize,
+    /// The pause gate is closed (filled in by snapshots).
+    pub paused: bool,
 }

@@ -10,6 +10,7 @@ pub mod command;
 pub mod events;
 pub mod hooks;
 pub mod panic;
+pub mod pause;
 pub mod stream;
 pub mod summary;
 pub mod thinking;
