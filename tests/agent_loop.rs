@@ -3007,12 +3007,15 @@ fn thinking_reply(thinking: &str, text: &str) -> pi::agent::scripted::Script {
     steps
 }
 
+/// One `on_harmony_leak` call: escalated, retry, signals, surface.
+type LeakAudit = (bool, u32, String, String);
+
 /// Counts directives handed out and records the leak audits.
 #[derive(Default)]
 struct HarmonyAudit {
     directives: Arc<AtomicUsize>,
     hard: bool,
-    leaks: Arc<Mutex<Vec<(bool, u32, String, String)>>>,
+    leaks: Arc<Mutex<Vec<LeakAudit>>>,
 }
 
 impl LoopHooks for HarmonyAudit {
