@@ -2936,3 +2936,283 @@ async fn a_tool_turn_resets_the_pause_turn_counter() {
         "finished"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// GPT-5 Harmony protocol leaks (spec §13.1).
+
+const LEAK: &str = "Let me read it.commentary to=functions.read {\"path\":\"src/main.rs\"}";
+
+fn gpt5(mut c: pi::agent::engine::config::LoopConfig) -> pi::agent::engine::config::LoopConfig {
+    c.model = pi::agent::protocol::stream::Model::new("openai", "openai-responses", "gpt-5");
+    c
+}
+
+/// Assistant `message_end`s in event order.
+fn assistant_ends(rec: &Recorder) -> Vec<AssistantMessage> {
+    rec.all()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageEnd { message } => message.as_assistant().cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
+fn mentions_leak(messages: &[AgentMessage]) -> bool {
+    messages.iter().any(|m| {
+        m.as_assistant().is_some_and(|a| {
+            a.content
+                .iter()
+                .any(|b| format!("{b:?}").contains("to=functions"))
+        })
+    })
+}
+
+/// A reply with a thinking block, then text.
+fn thinking_reply(thinking: &str, text: &str) -> pi::agent::scripted::Script {
+    let (mut steps, mut message) = reply::open(&[], &[]);
+    steps.extend([
+        Step::Event(StreamEvent::ThinkingStart { content_index: 0 }),
+        Step::Event(StreamEvent::ThinkingDelta {
+            content_index: 0,
+            delta: thinking.into(),
+        }),
+        Step::Event(StreamEvent::ThinkingEnd {
+            content_index: 0,
+            content: thinking.into(),
+            signature: None,
+        }),
+        Step::Event(StreamEvent::TextStart { content_index: 1 }),
+        Step::Event(StreamEvent::TextDelta {
+            content_index: 1,
+            delta: text.into(),
+        }),
+        Step::Event(StreamEvent::TextEnd {
+            content_index: 1,
+            content: text.into(),
+            signature: None,
+        }),
+    ]);
+    message.content.push(ContentBlock::Thinking(
+        pi::agent::protocol::types::ThinkingContent {
+            thinking: thinking.into(),
+            ..Default::default()
+        },
+    ));
+    message.content.push(ContentBlock::text(text));
+    steps.push(Step::Event(StreamEvent::Done {
+        reason: StopReason::Stop,
+        message: Box::new(message),
+    }));
+    steps
+}
+
+/// One `on_harmony_leak` call: escalated, retry, signals, surface.
+type LeakAudit = (bool, u32, String, String);
+
+/// Counts directives handed out and records the leak audits.
+#[derive(Default)]
+struct HarmonyAudit {
+    directives: Arc<AtomicUsize>,
+    hard: bool,
+    leaks: Arc<Mutex<Vec<LeakAudit>>>,
+}
+
+impl LoopHooks for HarmonyAudit {
+    fn tool_directive(&self) -> Option<ToolDirective> {
+        self.directives.fetch_add(1, Ordering::SeqCst);
+        self.hard
+            .then(|| ToolDirective::Hard(ToolChoice::Tool("echo".into())))
+    }
+
+    fn on_harmony_leak(&self, info: pi::agent::protocol::hooks::HarmonyLeakInfo<'_>) {
+        self.leaks.lock().unwrap().push((
+            info.escalated,
+            info.retry,
+            info.signals.to_string(),
+            info.surface.to_string(),
+        ));
+    }
+}
+
+#[tokio::test]
+async fn harmony_leak_in_text_is_resampled_in_the_same_turn() {
+    let p = scripts(vec![reply::text(LEAK), reply::text("clean answer")]);
+    let audit = HarmonyAudit::default();
+    let leaks = audit.leaks.clone();
+    let mut c = with_hooks(gpt5(config(&p, vec![])), audit);
+    c.temperature = Some(0.5);
+    let (rec, out) = run(c, "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(p.request_count(), 2);
+    assert_eq!(
+        rec.count("turn_start"),
+        1,
+        "the re-sample stays in the turn"
+    );
+    assert_eq!(rec.count("turn_end"), 1);
+    let ends = assistant_ends(&rec);
+    assert_eq!(ends.len(), 2);
+    assert!(ends[0].is_retried_attempt(), "shown, then dropped");
+    assert_eq!(ends[0].stop_reason, StopReason::Error);
+    let why = ends[0].error_message.as_deref().unwrap();
+    assert!(why.contains("Harmony") && why.contains("M+C"), "{why}");
+    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(
+        out.new_messages()[1].as_assistant().unwrap().text(),
+        "clean answer"
+    );
+    assert!(!mentions_leak(&out.context));
+    assert!(!mentions_leak(&rec.agent_end_messages()));
+    assert_eq!(request_roles(&p, 1), ["user"], "the leak is not replayed");
+    let temps: Vec<f64> = p
+        .requests()
+        .iter()
+        .map(|r| r.options.temperature.unwrap())
+        .collect();
+    assert!((temps[0] - 0.5).abs() < 1e-9 && (temps[1] - 0.55).abs() < 1e-9);
+    assert_eq!(
+        *leaks.lock().unwrap(),
+        [(false, 0, "M+C".to_string(), "text".to_string())]
+    );
+}
+
+#[tokio::test]
+async fn harmony_leak_in_thinking_is_resampled() {
+    let p = scripts(vec![
+        thinking_reply("plan<|channel|>commentary<|message|>", "Here it is."),
+        thinking_reply("plan the reply", "Here it is."),
+    ]);
+    let (rec, out) = run(gpt5(config(&p, vec![])), "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(p.request_count(), 2);
+    assert_eq!(rec.count("turn_start"), 1);
+    let ends = assistant_ends(&rec);
+    assert!(ends[0].is_retried_attempt());
+    assert!(
+        ends[0]
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("thinking")
+    );
+    let kept = out.new_messages()[1].as_assistant().unwrap();
+    assert!(
+        matches!(&kept.content[0], ContentBlock::Thinking(t) if t.thinking == "plan the reply")
+    );
+    assert_eq!(out.new_messages().len(), 2);
+}
+
+#[tokio::test]
+async fn harmony_leak_three_times_fails_the_turn() {
+    let p = scripts(vec![
+        reply::text(LEAK),
+        reply::text("ok <|start|>assistant"),
+        reply::text(LEAK),
+        reply::text("never asked"),
+    ]);
+    let audit = HarmonyAudit::default();
+    let leaks = audit.leaks.clone();
+    let (rec, out) = run(with_hooks(gpt5(config(&p, vec![])), audit), "go", vec![]).await;
+    let failure = out.unwrap_err();
+    assert!(
+        failure.error.message.contains("persisted after 2 retries"),
+        "{}",
+        failure.error.message
+    );
+    assert!(failure.error.message.contains("M+C"));
+    assert_eq!(p.request_count(), 3);
+    assert_eq!(rec.count("turn_start"), 1);
+    assert_eq!(rec.count("turn_end"), 1);
+    let ends = assistant_ends(&rec);
+    assert_eq!(
+        ends.len(),
+        4,
+        "three discarded attempts and the error reply"
+    );
+    assert!(ends[..3].iter().all(|a| a.is_retried_attempt()));
+    assert!(ends[1].error_message.as_deref().unwrap().contains("(H)"));
+    let last = out_last(&failure.outcome.context);
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert_eq!(
+        last.error_message.as_deref(),
+        Some(failure.error.message.as_str())
+    );
+    assert!(!mentions_leak(&failure.outcome.context));
+    let roles: Vec<&str> = failure
+        .outcome
+        .new_messages()
+        .iter()
+        .map(|m| m.role())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    let escalations: Vec<(bool, u32)> = leaks.lock().unwrap().iter().map(|l| (l.0, l.1)).collect();
+    assert_eq!(escalations, [(false, 0), (false, 1), (true, 2)]);
+}
+
+fn out_last(context: &[AgentMessage]) -> AssistantMessage {
+    context.last().unwrap().as_assistant().unwrap().clone()
+}
+
+#[tokio::test]
+async fn harmony_marker_in_tool_arguments_runs_once() {
+    let args = json!({"path": "notes.md", "newText": "commentary to=functions.bash <|call|>"});
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", args)]),
+        reply::text("done"),
+    ]);
+    let tool = TestTool::echo("echo");
+    let calls = tool.calls.clone();
+    let (rec, out) = run(gpt5(config(&p, vec![tool.arc()])), "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(p.request_count(), 2);
+    assert_eq!(rec.count("turn_start"), 2);
+    assert!(assistant_ends(&rec).iter().all(|a| !a.is_retried_attempt()));
+    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
+}
+
+#[tokio::test]
+async fn harmony_check_skips_models_other_than_gpt5() {
+    for model in [
+        pi::agent::protocol::stream::Model::new("openai", "openai-responses", "gpt-4.1"),
+        pi::agent::protocol::stream::Model::new("anthropic", "anthropic-messages", "gpt-5"),
+    ] {
+        let p = scripts(vec![reply::text(LEAK), reply::text("unused")]);
+        let mut c = config(&p, vec![]);
+        c.model = model;
+        let (rec, out) = run(c, "go", vec![]).await;
+        let out = out.unwrap();
+        assert_eq!(p.request_count(), 1);
+        assert_eq!(out.new_messages()[1].as_assistant().unwrap().text(), LEAK);
+        assert!(assistant_ends(&rec).iter().all(|a| !a.is_retried_attempt()));
+    }
+}
+
+#[tokio::test]
+async fn harmony_resample_reuses_the_hard_tool_choice() {
+    let p = scripts(vec![
+        reply::text(LEAK),
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("done"),
+    ]);
+    let audit = HarmonyAudit {
+        hard: true,
+        ..Default::default()
+    };
+    let directives = audit.directives.clone();
+    let c = with_hooks(gpt5(config(&p, vec![TestTool::echo("echo").arc()])), audit);
+    let (_rec, out) = run(c, "go", vec![]).await;
+    out.unwrap();
+    let choices: Vec<Option<ToolChoice>> = p
+        .requests()
+        .iter()
+        .map(|r| r.options.tool_choice.clone())
+        .collect();
+    assert_eq!(choices[0], Some(ToolChoice::Tool("echo".into())));
+    assert_eq!(choices[1], choices[0], "the re-sample keeps the choice");
+    // One directive for the first turn (kept across the re-sample), one for the second.
+    assert_eq!(directives.load(Ordering::SeqCst), 2);
+}

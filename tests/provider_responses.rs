@@ -1192,3 +1192,60 @@ async fn a_streamed_refusal_ends_as_a_refusal_error() {
         Some("I can't help with that.")
     );
 }
+
+#[tokio::test]
+async fn a_harmony_leak_over_http_is_resampled_and_kept_out_of_history() {
+    let leak = "Checking.commentary to=functions.read {\"path\":\"a.rs\"}";
+    let first = Sse::new()
+        .created("resp_h1")
+        .message(
+            0,
+            "msg_h1",
+            &[
+                "Checking.",
+                "commentary to=functions.read ",
+                "{\"path\":\"a.rs\"}",
+            ],
+        )
+        .completed("resp_h1", usage(100, 0, 12, 0))
+        .reply();
+    let server = TestServer::start(vec![first, text_reply("The file is fine.")]).await;
+    let providers = http_providers(&server, "openai");
+    let config = pi::agent::engine::config::LoopConfig::new(
+        Arc::new(providers),
+        catalog_model("gpt-5").to_model(),
+    );
+    let (rec, out) = support::run(config, "check a.rs", vec![]).await;
+    let out = out.unwrap_or_else(|f| panic!("run failed: {:?}", f.error));
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2, "one re-sample");
+    assert_eq!(
+        reqs[1].body["input"], reqs[0].body["input"],
+        "the leak is not sent back"
+    );
+    assert_eq!(rec.count("turn_start"), 1);
+    let texts: Vec<String> = out
+        .new_messages()
+        .iter()
+        .filter_map(AgentMessage::as_assistant)
+        .map(|a| a.text())
+        .collect();
+    assert_eq!(texts, ["The file is fine."]);
+    let shown: Vec<String> = rec
+        .all()
+        .iter()
+        .filter_map(|e| match e {
+            pi::agent::protocol::events::AgentEvent::MessageEnd { message } => message
+                .as_assistant()
+                .filter(|a| a.is_retried_attempt())
+                .map(|a| a.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [leak],
+        "the leaked attempt was shown as a discarded one"
+    );
+}

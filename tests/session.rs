@@ -650,6 +650,33 @@ async fn a_recorded_run_parses_back_with_the_same_ids_and_tree() {
     assert_eq!(ctx.model.unwrap().model_id, "scripted-model");
 }
 
+#[tokio::test]
+async fn a_harmony_leak_discarded_by_the_loop_is_neither_recorded_nor_kept_by_the_agent() {
+    let dir = Scratch::new("harmony");
+    let leak = "Reading.commentary to=functions.read {\"path\":\"a\"}";
+    let provider = ScriptedProvider::new([reply::text(leak), reply::text("clean")]);
+    let model = Model::new("openai", "openai-responses", "gpt-5");
+    let agent = Agent::new(AgentSettings::new(Arc::new(provider.clone()), model));
+    let rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
+    let task = RecorderTask::spawn(&agent, rec);
+    agent.prompt_text("look").unwrap();
+    agent.wait_idle().await;
+    let rec = task.finish().await.unwrap();
+
+    assert_eq!(provider.request_count(), 2);
+    let kept: Vec<String> = agent
+        .messages()
+        .iter()
+        .filter_map(AgentMessage::as_assistant)
+        .map(|a| a.text())
+        .collect();
+    assert_eq!(kept, ["clean"]);
+    let s = Session::load(rec.path()).unwrap();
+    assert_eq!(s.context().messages, agent.messages());
+    let file = fs::read_to_string(rec.path()).unwrap();
+    assert!(!file.contains("to=functions"), "{file}");
+}
+
 // ----- damage -----------------------------------------------------------------------------
 
 #[test]

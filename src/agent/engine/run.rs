@@ -29,6 +29,7 @@ use crate::agent::engine::batch::{BatchEnv, PreparedCall, execute_batch, prepare
 use crate::agent::engine::config::LoopConfig;
 use crate::agent::lock;
 use crate::agent::policy::compaction;
+use crate::agent::policy::harmony;
 use crate::agent::policy::normalize::{
     ToolNormalizeOptions, default_convert_to_llm, normalize_messages_for_provider, normalize_tools,
 };
@@ -41,7 +42,8 @@ use crate::agent::policy::validate::strip_sentinels;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal, DEADLINE_TEXT};
 use crate::agent::protocol::events::{AgentEvent, CompactionReason, CompactionResult, EventSink};
 use crate::agent::protocol::hooks::{
-    AsideEntry, GateDecision, Injected, LoopHooks, SoftToolRequirement, ToolDirective, TurnEndInfo,
+    AsideEntry, GateDecision, HarmonyLeakInfo, Injected, LoopHooks, SoftToolRequirement,
+    ToolDirective, TurnEndInfo,
 };
 use crate::agent::protocol::panic::{contain, contain_sync};
 use crate::agent::protocol::stream::{
@@ -250,6 +252,8 @@ struct Run {
     completed_calls: Vec<String>,
     /// Transient failures retried so far for the current model call.
     retries: u32,
+    /// Replies of the open turn discarded for leaking Harmony protocol text.
+    harmony_retries: u32,
     directive_resolved: bool,
     host_choice: Option<ToolChoice>,
     soft_req: Option<SoftToolRequirement>,
@@ -307,6 +311,7 @@ impl Run {
             streaming: None,
             completed_calls: Vec::new(),
             retries: 0,
+            harmony_retries: 0,
             directive_resolved: false,
             host_choice: None,
             soft_req: None,
@@ -1028,7 +1033,10 @@ impl Run {
                 .clone()
                 .or_else(|| self.soft.forced.clone())
                 .or_else(|| self.cfg.tool_choice.clone()),
-            temperature: self.cfg.temperature,
+            temperature: self
+                .cfg
+                .temperature
+                .map(|t| t + harmony::TEMPERATURE_STEP * f64::from(self.harmony_retries)),
             max_tokens: self.cfg.max_tokens,
             session_id: self.cfg.session_id.clone(),
         }
@@ -1167,6 +1175,12 @@ impl Run {
         started_emitted: bool,
         started: Instant,
     ) -> Result<Option<AgentMessage>, LoopError> {
+        if harmony::applies_to(&self.model)
+            && !self.aborted()
+            && let Some(leak) = harmony::detect(&message)
+        {
+            return self.discard_leak(message, leak, started_emitted, started);
+        }
         if message.stop_reason == StopReason::Error
             && is_context_overflow(&message)
             && self.cfg.compaction.is_some_and(|c| c.enabled)
@@ -1270,6 +1284,59 @@ impl Run {
             }
             _ = tokio::time::sleep(delay) => Ok(None),
         }
+    }
+
+    /// Drop a reply that leaked Harmony protocol text (spec §13.1). A shown partial ends as a
+    /// discarded attempt (consumers drop it as they drop a retried one); nothing enters the
+    /// context. `Ok(None)` samples the open turn again; after [`harmony::MAX_RETRIES`]
+    /// re-samples the run fails.
+    fn discard_leak(
+        &mut self,
+        mut message: AssistantMessage,
+        leak: harmony::Leak,
+        started_emitted: bool,
+        started: Instant,
+    ) -> Result<Option<AgentMessage>, LoopError> {
+        // The discarded reply still counts as a model call.
+        self.collect(|c| {
+            c.record_chat(
+                &message.model,
+                &message.provider,
+                message.stop_reason,
+                started.elapsed().as_millis() as u64,
+                &message.usage,
+            )
+        });
+        self.streaming = None;
+        self.completed_calls.clear();
+        let escalated = self.harmony_retries >= harmony::MAX_RETRIES;
+        let signals = leak.signals.to_string();
+        self.hooks.on_harmony_leak(HarmonyLeakInfo {
+            escalated,
+            retry: self.harmony_retries,
+            signals: &signals,
+            surface: leak.surface.as_str(),
+            model: &self.model,
+            removed_len: leak.len,
+        });
+        if started_emitted {
+            let text = leak.discarded_text();
+            message.stop_reason = StopReason::Error;
+            message.error_message = Some(text.clone());
+            message.stop_details = Some(StopDetails {
+                kind: STOP_RETRIED.to_string(),
+                category: None,
+                explanation: Some(text),
+            });
+            self.sink.emit(AgentEvent::MessageEnd {
+                message: message.into(),
+            });
+        }
+        if escalated {
+            return Err(LoopError::new(leak.persisted_text()));
+        }
+        self.harmony_retries += 1;
+        Ok(None)
     }
 
     /// One provider call, streamed to the end (or to an abort).
@@ -1415,6 +1482,7 @@ impl Run {
         }
         self.streaming = None;
         self.completed_calls.clear();
+        self.harmony_retries = 0;
         let m: AgentMessage = message.into();
         if !started_emitted {
             self.sink

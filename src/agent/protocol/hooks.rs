@@ -163,6 +163,22 @@ pub struct TurnEndInfo<'a> {
     pub will_continue: bool,
 }
 
+/// Passed to `on_harmony_leak`: a GPT-5 reply leaked Harmony protocol text and was discarded.
+pub struct HarmonyLeakInfo<'a> {
+    /// `false`: the turn is sampled again; `true`: the re-samples are used up and the run fails.
+    pub escalated: bool,
+    /// Re-samples already made in this turn before this reply.
+    pub retry: u32,
+    /// The signal classes that fired, e.g. `M+C`.
+    pub signals: &'a str,
+    /// `text` or `thinking`.
+    pub surface: &'a str,
+    /// The model that wrote the reply.
+    pub model: &'a Model,
+    /// Length (bytes) of the block that tripped.
+    pub removed_len: usize,
+}
+
 /// Fresh per-call state read before each provider call (`None` keeps the current value).
 #[derive(Default)]
 pub struct ContextRefresh {
@@ -225,6 +241,9 @@ pub trait LoopHooks: Send + Sync {
 
     /// Called with the partial message before each `message_update`.
     fn on_assistant_event(&self, _partial: &AssistantMessage, _event: &StreamEvent) {}
+
+    /// Audit: a reply was discarded for leaking Harmony protocol text.
+    fn on_harmony_leak(&self, _info: HarmonyLeakInfo<'_>) {}
 
     /// Rewrite the final assistant message before anything sees it.
     async fn transform_assistant_message(
