@@ -10,21 +10,9 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::pty::{Pty, temp_home};
-use support::server::{Reply, TestServer, chunk, raw_data, tags, text_reply};
-
-/// A reply with one tool call.
-fn call_reply(id: &str, name: &str, args: Value) -> Reply {
-    Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args.to_string()}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ])
-}
+use support::server::{TestServer, call_reply, tags, text_reply};
 
 /// The tool result the second request carried back to the model.
 fn tool_result(server: &TestServer, request: usize) -> String {
@@ -39,34 +27,30 @@ fn tool_result(server: &TestServer, request: usize) -> String {
         .unwrap_or_default()
 }
 
+/// `pi` in print mode in `home/project`, talking to `server`.
 async fn print_run(
     home: &std::path::Path,
     server: &TestServer,
     args: &[&str],
 ) -> std::process::Output {
-    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(home.join("project"))
-        .stdin(std::process::Stdio::null())
-        .args(args);
-    c.output().await.unwrap()
+    support::run_pi(home, &[("OLLAMA_HOST", &server.url)], args).await
 }
 
 #[tokio::test]
 async fn print_mode_ask_refuses_what_no_rule_allows_and_the_model_is_told() {
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
-        call_reply("c1", "bash", json!({"command": "touch made.txt"})),
+        call_reply(
+            "c1",
+            "bash",
+            &json!({"command": "touch made.txt"}).to_string(),
+        ),
         text_reply("ok"),
         tags("qwen3:8b"),
         call_reply(
             "c2",
             "bash",
-            json!({"command": "git init -q && touch ruled.txt"}),
+            &json!({"command": "git init -q && touch ruled.txt"}).to_string(),
         ),
         text_reply("ok"),
     ])
@@ -118,8 +102,12 @@ async fn print_mode_ask_refuses_what_no_rule_allows_and_the_model_is_told() {
 async fn print_mode_read_only_refuses_changes_but_reads() {
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
-        call_reply("c1", "write", json!({"path": "new.txt", "content": "x"})),
-        call_reply("c2", "read", json!({"path": "notes.txt"})),
+        call_reply(
+            "c1",
+            "write",
+            &json!({"path": "new.txt", "content": "x"}).to_string(),
+        ),
+        call_reply("c2", "read", &json!({"path": "notes.txt"}).to_string()),
         text_reply("done"),
     ])
     .await;
@@ -141,11 +129,15 @@ fn the_terminal_asks_and_y_runs_n_refuses_with_a_reason() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(TestServer::start(vec![
         tags("qwen3:8b"),
-        call_reply("c1", "bash", json!({"command": "touch made.txt"})),
+        call_reply(
+            "c1",
+            "bash",
+            &json!({"command": "touch made.txt"}).to_string(),
+        ),
         call_reply(
             "c2",
             "write",
-            json!({"path": "plan.md", "content": "step one\n"}),
+            &json!({"path": "plan.md", "content": "step one\n"}).to_string(),
         ),
         text_reply("All done."),
     ]));

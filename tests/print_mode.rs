@@ -7,22 +7,10 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::server::{Chunk, Reply, TestServer, chunk, event, raw_data, tags, text_reply};
+use support::server::{Chunk, Reply, TestServer, call_reply, chunk, event, tags, text_reply};
 use support::session_id_of;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
-
-/// A reply with one tool call (`args` is the raw JSON text the model sends).
-fn call_reply(id: &str, name: &str, args: &str) -> Reply {
-    Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ])
-}
 
 fn home() -> std::path::PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

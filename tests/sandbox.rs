@@ -20,7 +20,7 @@ use pi::agent::protocol::types::ContentBlock;
 use pi::tools::sandbox::{Fallback, Sandbox, SandboxMode, Support, landlock};
 use pi::tools::{self, ToolContext};
 use serde_json::{Value, json};
-use support::server::{Reply, TestServer, chunk, raw_data, text_reply};
+use support::server::{TestServer, call_reply, text_reply};
 use tokio_util::sync::CancellationToken;
 
 /// A fresh folder with `ws/` (the working directory) and `outside/` in it.
@@ -321,18 +321,6 @@ async fn without_landlock_bash_is_refused_unless_the_fallback_is_warn() {
     assert!(p.outside.join("ran.txt").is_file());
 }
 
-/// A model reply with one tool call.
-fn call_reply(id: &str, name: &str, args: &Value) -> Reply {
-    Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args.to_string()}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        raw_data("[DONE]"),
-    ])
-}
-
 /// The real binary in `p.ws`, with `p.base/home` as home and `p.base/tmp` as temp folder.
 fn pi(p: &Place, server: &TestServer) -> tokio::process::Command {
     let home = p.base.join("home");
@@ -364,7 +352,7 @@ async fn print_mode_runs_bash_in_the_sandbox_the_flag_names_over_config() {
         p.outside.display()
     );
     let server = TestServer::start(vec![
-        call_reply("c1", "bash", &json!({ "command": command })),
+        call_reply("c1", "bash", &json!({ "command": command }).to_string()),
         text_reply("finished"),
     ])
     .await;
@@ -406,7 +394,7 @@ async fn print_mode_runs_bash_in_the_sandbox_the_flag_names_over_config() {
     // With only the config, read-only applies: nothing is written in the workspace.
     let command = "echo again > again.txt";
     let server = TestServer::start(vec![
-        call_reply("c1", "bash", &json!({ "command": command })),
+        call_reply("c1", "bash", &json!({ "command": command }).to_string()),
         text_reply("finished"),
     ])
     .await;

@@ -93,6 +93,19 @@ pub fn text_reply(text: &str) -> Reply {
 }
 
 /// An Ollama `/api/tags` answer listing one model.
+/// A Chat Completions reply that makes one tool call (`arguments` is the JSON text the model
+/// sends, possibly broken on purpose).
+pub fn call_reply(id: &str, name: &str, arguments: &str) -> Reply {
+    Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": arguments}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ])
+}
+
 pub fn tags(model: &str) -> Reply {
     Reply {
         status: 200,

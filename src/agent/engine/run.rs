@@ -1238,17 +1238,7 @@ impl Run {
         self.retries += 1;
         let error_text = message.error_message.clone().unwrap_or_default();
         // The failed attempt counts as a call; its partial never enters the transcript.
-        self.collect(|c| {
-            c.record_chat(
-                &message.model,
-                &message.provider,
-                message.stop_reason,
-                started.elapsed().as_millis() as u64,
-                &message.usage,
-            )
-        });
-        self.streaming = None;
-        self.completed_calls.clear();
+        self.record_discarded(&message, started);
         let retry_after = message.transient.as_ref().and_then(|t| t.retry_after_ms);
         // Kept in case the retry is given up: then this reply ends the run after all.
         let failed = message.clone();
@@ -1298,17 +1288,7 @@ impl Run {
         started: Instant,
     ) -> Result<Option<AgentMessage>, LoopError> {
         // The discarded reply still counts as a model call.
-        self.collect(|c| {
-            c.record_chat(
-                &message.model,
-                &message.provider,
-                message.stop_reason,
-                started.elapsed().as_millis() as u64,
-                &message.usage,
-            )
-        });
-        self.streaming = None;
-        self.completed_calls.clear();
+        self.record_discarded(&message, started);
         let escalated = self.harmony_retries >= harmony::MAX_RETRIES;
         let signals = leak.signals.to_string();
         self.hooks.on_harmony_leak(HarmonyLeakInfo {
@@ -1337,6 +1317,22 @@ impl Run {
         }
         self.harmony_retries += 1;
         Ok(None)
+    }
+
+    /// A reply that is thrown away (retried, or discarded for a leak) still counts as a model
+    /// call; the partial being streamed is forgotten.
+    fn record_discarded(&mut self, message: &AssistantMessage, started: Instant) {
+        self.collect(|c| {
+            c.record_chat(
+                &message.model,
+                &message.provider,
+                message.stop_reason,
+                started.elapsed().as_millis() as u64,
+                &message.usage,
+            )
+        });
+        self.streaming = None;
+        self.completed_calls.clear();
     }
 
     /// One provider call, streamed to the end (or to an abort).
