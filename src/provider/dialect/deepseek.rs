@@ -71,6 +71,21 @@ impl Dialect for DeepSeek {
         &["<｜end▁of▁sentence｜>"]
     }
 
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        let piece = match partial.find(CALL_BEGIN) {
+            Some(at) => &partial[at + CALL_BEGIN.len()..],
+            None => partial,
+        };
+        let (before, after) = piece.split_once(SEP)?;
+        let before = before.trim();
+        let name = if before.is_empty() || before == "function" {
+            after[..after.find(['\n', '`', '{'])?].trim()
+        } else {
+            before
+        };
+        (!name.is_empty()).then(|| name.to_string())
+    }
+
     fn parse(&self, block: &Block, body: &str, _tools: &[ToolSpec]) -> Vec<Parsed> {
         if block.open == CALL_BEGIN {
             return vec![one_call(body)];

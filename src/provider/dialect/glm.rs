@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use super::hermes::{RESPONSE_MARKERS, TOOL_CALL, parse_tool_call_body, tool_response};
+use super::hermes::{
+    RESPONSE_MARKERS, TOOL_CALL, parse_tool_call_body, peek_tool_call_name, tool_response,
+};
 use super::{Block, Dialect, Parsed};
 use crate::agent::protocol::stream::ToolSpec;
 
@@ -51,6 +53,10 @@ impl Dialect for Glm {
 
     fn result_markers(&self) -> &'static [&'static str] {
         RESPONSE_MARKERS
+    }
+
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        peek_tool_call_name(partial)
     }
 
     fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {

@@ -71,6 +71,13 @@ impl Dialect for Harmony {
         ]
     }
 
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        let t = partial.trim_start();
+        let t = t.strip_prefix("functions.").unwrap_or(t);
+        let end = t.find(|c: char| c.is_whitespace() || c == '<')?;
+        (end > 0).then(|| t[..end].to_string())
+    }
+
     fn parse(&self, _block: &Block, body: &str, _tools: &[ToolSpec]) -> Vec<Parsed> {
         // `functions.NAME <|constrain|>json<|message|>{…}` or `NAME<|channel|>… <|message|>{…}`.
         let t = body.trim_start();

@@ -59,9 +59,28 @@ impl Dialect for Hermes {
         RESPONSE_MARKERS
     }
 
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        peek_tool_call_name(partial)
+    }
+
     fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
         parse_tool_call_body(body, tools)
     }
+}
+
+/// The name at the start of a `<tool_call>` body in any of its forms, once it is complete.
+pub fn peek_tool_call_name(partial: &str) -> Option<String> {
+    let t = partial.trim_start();
+    let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
+    let name = if t.starts_with('{') {
+        super::name_in_broken_json(t)?
+    } else if let Some(at) = t.find("<function=") {
+        let rest = &t[at + "<function=".len()..];
+        rest[..rest.find('>')?].trim().to_string()
+    } else {
+        t[..t.find(['\n', '<'])?].trim().to_string()
+    };
+    (!name.is_empty()).then_some(name)
 }
 
 /// The calls inside one `<tool_call>` … `</tool_call>` pair, whichever form they take.

@@ -80,6 +80,12 @@ pub trait Dialect: Send + Sync {
         &[]
     }
 
+    /// The tool's name, once the start of a call's text (`partial`, after `block.open`) shows
+    /// it, so the call can be announced before its arguments have all arrived.
+    fn peek_name(&self, _block: &Block, _partial: &str) -> Option<String> {
+        None
+    }
+
     /// The calls in the text between `block.open` and `block.close`.
     fn parse(&self, block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed>;
 }
@@ -346,7 +352,7 @@ pub fn arguments_value(name: &str, args: Value, raw: &str) -> Parsed {
 }
 
 /// The `"name": "…"` of JSON that does not parse, so a broken call still names its tool.
-fn name_in_broken_json(raw: &str) -> Option<String> {
+pub fn name_in_broken_json(raw: &str) -> Option<String> {
     let at = raw.find("\"name\"")?;
     let rest = raw[at + 6..].trim_start().strip_prefix(':')?.trim_start();
     let rest = rest.strip_prefix('"')?;

@@ -4,7 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::hermes::{RESPONSE_MARKERS, TOOL_CALL, parse_tool_call_body, tool_response};
+use super::hermes::{
+    RESPONSE_MARKERS, TOOL_CALL, parse_tool_call_body, peek_tool_call_name, tool_response,
+};
 use super::{Block, Dialect, Parsed, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
@@ -50,6 +52,10 @@ impl Dialect for Qwen3 {
 
     fn result_markers(&self) -> &'static [&'static str] {
         RESPONSE_MARKERS
+    }
+
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        peek_tool_call_name(partial)
     }
 
     fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {

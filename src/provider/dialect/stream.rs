@@ -51,6 +51,8 @@ enum State {
 pub enum Piece {
     Text(String),
     Call(Parsed),
+    /// A call has begun and names this tool; its `Call` follows when its text is complete.
+    Opening(String),
     /// The model began writing a tool result itself.
     Fabricated,
 }
@@ -64,6 +66,8 @@ pub struct Scanner {
     state: State,
     /// How far into `buf` a closing tag has already been looked for.
     searched: usize,
+    /// Whether the open block's call was announced.
+    announced: bool,
     stopped: bool,
 }
 
@@ -87,6 +91,7 @@ impl Scanner {
             buf: String::new(),
             state: State::Text,
             searched: 0,
+            announced: false,
             stopped: false,
         }
     }
@@ -174,7 +179,10 @@ impl Scanner {
                         self.take_front(m.len());
                         self.searched = 0;
                         match kind {
-                            Marker::Open(b) => self.state = State::Block(b),
+                            Marker::Open(b) => {
+                                self.state = State::Block(b);
+                                self.announced = false;
+                            }
                             Marker::Fence => self.state = State::Fence,
                             Marker::Drop => {}
                             Marker::Result => {
@@ -233,6 +241,12 @@ impl Scanner {
                                 self.state = State::Text;
                             } else {
                                 self.searched = self.buf.len();
+                                if !self.announced
+                                    && let Some(name) = self.dialect.peek_name(&block, &self.buf)
+                                {
+                                    self.announced = true;
+                                    out.push(Piece::Opening(name));
+                                }
                             }
                             return out;
                         }
@@ -362,6 +376,8 @@ pub struct Rewriter {
     /// Whitespace held until it is known whether text follows (not kept between calls).
     pending_space: String,
     after_call: bool,
+    /// A call announced before its text was complete: content index, id, name.
+    open_call: Option<(usize, String, String)>,
     calls: usize,
     finished: bool,
 }
@@ -377,6 +393,7 @@ impl Rewriter {
             map: Vec::new(),
             pending_space: String::new(),
             after_call: false,
+            open_call: None,
             calls: 0,
             finished: false,
         }
@@ -539,6 +556,7 @@ impl Rewriter {
             StreamEvent::Done { message, .. } => {
                 let pieces = self.scanner.finish();
                 self.apply(pieces);
+                self.settle_open_call();
                 self.close_text();
                 let mut message = *message;
                 message.content = std::mem::take(&mut self.content);
@@ -554,6 +572,7 @@ impl Rewriter {
             StreamEvent::Error { reason, error } => {
                 let pieces = self.scanner.finish();
                 self.apply(pieces);
+                self.settle_open_call();
                 self.close_text();
                 let mut error = *error;
                 error.content = std::mem::take(&mut self.content);
@@ -572,6 +591,7 @@ impl Rewriter {
         if self.finished {
             return;
         }
+        self.settle_open_call();
         self.close_text();
         let mut message = self.partial.clone();
         message.content = std::mem::take(&mut self.content);
@@ -621,6 +641,25 @@ impl Rewriter {
                     self.call(parsed);
                     self.after_call = true;
                 }
+                Piece::Opening(name) => {
+                    self.pending_space.clear();
+                    self.close_text();
+                    let index = self.content.len();
+                    let id = call_id();
+                    self.content.push(ContentBlock::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: crate::agent::protocol::types::empty_object(),
+                        intent: None,
+                        thought_signature: None,
+                    }));
+                    self.out.push(StreamEvent::ToolCallStart {
+                        content_index: index,
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
+                    self.open_call = Some((index, id, name));
+                }
                 Piece::Fabricated => {}
             }
         }
@@ -644,6 +683,17 @@ impl Rewriter {
             content_index: index,
             delta: delta.to_string(),
         });
+    }
+
+    /// A call announced but never completed gets its end, as a call that could not be read.
+    fn settle_open_call(&mut self) {
+        if let Some((_, _, name)) = self.open_call.clone() {
+            self.call(Parsed::Bad {
+                name,
+                error: "the tool call was never finished".into(),
+                raw: String::new(),
+            });
+        }
     }
 
     fn close_text(&mut self) {
@@ -676,21 +726,35 @@ impl Rewriter {
         } else {
             name.trim().to_string()
         };
+        let announced = self.open_call.take();
         let call = ToolCall {
-            id: call_id(),
+            id: announced
+                .as_ref()
+                .map_or_else(call_id, |(_, id, _)| id.clone()),
             name,
             arguments,
             intent: None,
             thought_signature: None,
         };
-        let index = self.content.len();
-        self.content.push(ContentBlock::ToolCall(call.clone()));
+        let index = match announced {
+            Some((index, _, _)) => {
+                if let Some(slot) = self.content.get_mut(index) {
+                    *slot = ContentBlock::ToolCall(call.clone());
+                }
+                index
+            }
+            None => {
+                let index = self.content.len();
+                self.content.push(ContentBlock::ToolCall(call.clone()));
+                self.out.push(StreamEvent::ToolCallStart {
+                    content_index: index,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                index
+            }
+        };
         self.calls += 1;
-        self.out.push(StreamEvent::ToolCallStart {
-            content_index: index,
-            id: call.id.clone(),
-            name: call.name.clone(),
-        });
         self.out.push(StreamEvent::ToolCallDelta {
             content_index: index,
             delta: call.arguments.to_string(),

@@ -108,6 +108,69 @@ fn texts(m: &AssistantMessage) -> Vec<String> {
         .collect()
 }
 
+/// Each call's (start index, end index), in order; every start has exactly one end.
+fn call_events(events: &[crate::agent::protocol::stream::StreamEvent]) -> Vec<(usize, usize)> {
+    use crate::agent::protocol::stream::StreamEvent;
+    let starts: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallStart { content_index, .. } => Some(*content_index),
+            _ => None,
+        })
+        .collect();
+    let ends: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallEnd { content_index, .. } => Some(*content_index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), ends.len(), "{events:?}");
+    starts.into_iter().zip(ends).collect()
+}
+
+#[test]
+fn a_call_is_announced_as_soon_as_its_tool_is_named() {
+    use crate::agent::protocol::stream::StreamEvent;
+    for d in all() {
+        let text = d.encode_call(
+            "write",
+            &json!({"path": "a.txt", "content": "x".repeat(200)}),
+        );
+        // Cut well inside the arguments: the name is known, the call is not complete.
+        let cut = text.find("xxxx").unwrap();
+        let mut rw = Rewriter::new(d.clone(), tools(), &model());
+        rw.event(StreamEvent::Start {
+            partial: Box::new(AssistantMessage::empty("a", "p", "m")),
+        });
+        let early = rw.event(StreamEvent::TextDelta {
+            content_index: 0,
+            delta: text[..cut].to_string(),
+        });
+        assert!(
+            matches!(early.as_slice(), [StreamEvent::ToolCallStart { name, .. }] if name == "write"),
+            "{}: {early:?}",
+            d.name()
+        );
+        let rest = rw.event(StreamEvent::TextDelta {
+            content_index: 0,
+            delta: text[cut..].to_string(),
+        });
+        assert!(
+            matches!(rest.as_slice(), [StreamEvent::ToolCallDelta { .. }, StreamEvent::ToolCallEnd { tool_call, .. }] if tool_call.name == "write"),
+            "{}: {rest:?}",
+            d.name()
+        );
+    }
+    // A call announced but cut off by the end of the reply still ends, as an unreadable call.
+    let (m, events) = rewrite(
+        by_name("hermes").unwrap(),
+        &["<tool_call>{\"name\": \"write\", \"arguments\": {\"content\": \"abc"],
+    );
+    assert_eq!(call_events(&events).len(), 1);
+    assert_eq!(m.tool_calls().count(), 1);
+}
+
 #[test]
 fn every_dialect_reads_back_what_it_writes_however_the_text_is_cut() {
     let read_args = json!({"path": "src/a{b}.rs", "offset": 3});
@@ -135,6 +198,12 @@ fn every_dialect_reads_back_what_it_writes_however_the_text_is_cut() {
             assert_eq!(m.stop_reason, StopReason::ToolUse);
             let shown = streamed_text(&events);
             assert_eq!(shown, "Let me look.Thendone.", "{}: {chunks:?}", d.name());
+            assert_eq!(
+                call_events(&events),
+                [(1, 1), (3, 3)],
+                "{}: {chunks:?}",
+                d.name()
+            );
         }
     }
 }

@@ -65,6 +65,10 @@ impl Dialect for Xml {
         &["<function_result"]
     }
 
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        attribute(&partial[..partial.find('>')?], "name").filter(|n| !n.is_empty())
+    }
+
     fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
         // `body` starts right after `<function_call`: the attributes, `>`, then the args.
         let Some(gt) = body.find('>') else {

@@ -33,11 +33,7 @@ async fn a_dialect_tool_call_is_drawn_as_a_tool_cell() {
         forced: Some(Setting::On("hermes".into())),
         ..Default::default()
     };
-    let provider = DialectProvider::new(
-        Arc::new(scripted),
-        Arc::new(Catalog::default()),
-        settings,
-    );
+    let provider = DialectProvider::new(Arc::new(scripted), Arc::new(Catalog::default()), settings);
     let request = ProviderRequest {
         model: Model::new("ollama", "openai-completions", "qwen3:8b"),
         context: LlmContext {
@@ -81,7 +77,11 @@ async fn a_dialect_tool_call_is_drawn_as_a_tool_cell() {
         }
     }
     let message = last.expect("the reply finished");
-    let call = message.tool_calls().next().cloned().expect("a canonical call");
+    let call = message
+        .tool_calls()
+        .next()
+        .cloned()
+        .expect("a canonical call");
     app.handle_agent_event(AgentEvent::MessageEnd {
         message: AgentMessage::from(Message::Assistant(message)),
     });
