@@ -570,9 +570,16 @@ impl Rewriter {
                 });
             }
             StreamEvent::Error { reason, error } => {
+                // A failed reply keeps its text; a call still open stays unfinished, as a
+                // native call cut off by the failure does (the loop drops it).
                 let pieces = self.scanner.finish();
-                self.apply(pieces);
-                self.settle_open_call();
+                self.apply(
+                    pieces
+                        .into_iter()
+                        .filter(|p| matches!(p, Piece::Text(_)))
+                        .collect(),
+                );
+                self.open_call = None;
                 self.close_text();
                 let mut error = *error;
                 error.content = std::mem::take(&mut self.content);

@@ -683,3 +683,85 @@ fn local_urls() {
     assert!(is_local_url("http://[::1]:8080/v1"));
     assert!(!is_local_url("https://api.openai.com/v1"));
 }
+
+/// A provider that sends fixed events and keeps the token it was given.
+struct Fixed {
+    events: Vec<crate::agent::protocol::stream::StreamEvent>,
+    token: std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>,
+    requests: std::sync::Mutex<Vec<ProviderRequest>>,
+}
+
+impl crate::agent::protocol::stream::Provider for Fixed {
+    fn stream(
+        &self,
+        request: ProviderRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::agent::protocol::stream::EventStream {
+        use futures::StreamExt;
+        *self.token.lock().unwrap() = Some(cancel);
+        self.requests.lock().unwrap().push(request);
+        let events: Vec<_> = self.events.iter().cloned().map(Ok).collect();
+        // Never ends by itself: only a stop from the wrapper ends this reply.
+        futures::stream::iter(events)
+            .chain(futures::stream::pending())
+            .boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_fabricated_result_cancels_the_request_but_not_the_run() {
+    use crate::agent::protocol::stream::{Provider, StreamEvent};
+    use futures::StreamExt;
+    let text = "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}</tool_call><tool_response>made up";
+    let inner = Arc::new(Fixed {
+        events: vec![
+            StreamEvent::Start {
+                partial: Box::new(AssistantMessage::empty("a", "ollama", "m")),
+            },
+            StreamEvent::TextDelta {
+                content_index: 0,
+                delta: text.into(),
+            },
+        ],
+        token: Default::default(),
+        requests: Default::default(),
+    });
+    let provider = DialectProvider::new(
+        inner.clone(),
+        Arc::new(crate::provider::catalog::Catalog::default()),
+        DialectSettings {
+            forced: Some(Setting::On("hermes".into())),
+            ..Default::default()
+        },
+    );
+    let run = tokio_util::sync::CancellationToken::new();
+    let req = ProviderRequest {
+        model: model(),
+        context: LlmContext {
+            system_prompt: vec![],
+            messages: Arc::new(history()),
+            tools: tools(),
+        },
+        options: StreamOptions::default(),
+    };
+    let events: Vec<_> = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        provider.stream(req, run.clone()).collect::<Vec<_>>(),
+    )
+    .await
+    .expect("the wrapper ends the reply itself");
+    let last = events.last().unwrap().as_ref().unwrap();
+    let StreamEvent::Done { message, reason } = last else {
+        panic!("{last:?}")
+    };
+    assert_eq!(*reason, StopReason::ToolUse);
+    assert_eq!(
+        calls(message),
+        vec![("read".to_string(), json!({"path": "a"}))]
+    );
+    assert!(inner.token.lock().unwrap().as_ref().unwrap().is_cancelled());
+    assert!(!run.is_cancelled(), "the run goes on");
+    let sent = &inner.requests.lock().unwrap()[0];
+    assert!(sent.context.tools.is_empty());
+    assert_eq!(provider.dialect_for(&model()), Some("hermes"));
+}
