@@ -120,6 +120,7 @@ impl Rig {
             .into_iter()
             .next(),
             mcp: None,
+            notices: None,
             login: Some(host::login::LoginParts {
                 providers: Arc::new(pi::provider::Providers::new(
                     Arc::new(Catalog::builtin(&|_| None)),

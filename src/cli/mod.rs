@@ -142,6 +142,11 @@ pub struct Cli {
     #[arg(long, value_name = "MODE", value_parser = ["auto", "ask", "read-only"])]
     pub approval: Option<String>,
 
+    /// Tool calling in the model's text rather than native tools: hermes, qwen3, xml, glm,
+    /// deepseek, harmony, or none. Over `PI_DIALECT` and config's `dialect`.
+    #[arg(long, value_name = "NAME")]
+    pub dialect: Option<String>,
+
     /// List the models pi knows (optionally only those matching SEARCH) and exit.
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
@@ -195,6 +200,7 @@ impl Cli {
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
         o.verbose = self.verbose;
         o.approval = self.approval.clone();
+        o.dialect = self.dialect.clone();
         o
     }
 }

@@ -66,6 +66,8 @@ pub struct ModelConfig {
     pub reasoning: Option<bool>,
     pub images: Option<bool>,
     pub cost: Option<CostConfig>,
+    /// The in-band tool-calling dialect for this model (`hermes`, `qwen3`, … or `none`).
+    pub dialect: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -190,6 +192,8 @@ pub struct Config {
     pub enabled_models: Option<Vec<String>>,
     /// `approval = "ask"`, or `[approval]` with `mode`, `allow` and `deny`.
     pub approval: Option<ApprovalSetting>,
+    /// The in-band tool-calling dialect for every model without its own (`none`: native).
+    pub dialect: Option<String>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
@@ -277,6 +281,7 @@ const TOP_KEYS: &[&str] = &[
     "theme",
     "colors",
     "approval",
+    "dialect",
     "retry",
     "compaction",
     "tools",
@@ -320,6 +325,7 @@ const MODEL_KEYS: &[&str] = &[
     "reasoning",
     "images",
     "cost",
+    "dialect",
 ];
 
 fn unknown_keys(
@@ -461,6 +467,18 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
 }
 
 impl Config {
+    /// Every `dialect` set on a model: provider, model id, value.
+    pub fn model_dialects(&self) -> Vec<(String, String, String)> {
+        self.providers
+            .iter()
+            .flat_map(|(p, c)| {
+                c.models
+                    .iter()
+                    .filter_map(move |m| Some((p.clone(), m.id.clone(), m.dialect.clone()?)))
+            })
+            .collect()
+    }
+
     /// Add the configured providers and models to the catalogue.
     pub fn apply_to(&self, catalog: &mut Catalog) -> Result<(), String> {
         for (name, p) in &self.providers {

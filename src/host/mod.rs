@@ -334,6 +334,8 @@ pub struct HostParts {
     pub asks_person: bool,
     /// The MCP servers (`None`: none configured); their notices reach the front end.
     pub mcp: Option<crate::mcp::McpManager>,
+    /// Other notices for the front end (a model switched to a tool-calling dialect).
+    pub notices: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 impl Closed {
@@ -396,7 +398,8 @@ pub fn spawn(parts: HostParts) -> Client {
             let _ = to_front.send(HostEvent::Approval(Box::new(request)));
         }));
     }
-    if let Some(mut notices) = parts.mcp.as_ref().and_then(|m| m.take_notices()) {
+    let mcp_notices = parts.mcp.as_ref().and_then(|m| m.take_notices());
+    for mut notices in mcp_notices.into_iter().chain(parts.notices) {
         let out = out.clone();
         tokio::spawn(async move {
             while let Some(text) = notices.recv().await {

@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 pub mod catalog;
+pub mod dialect;
 pub mod emit;
 pub mod google;
 pub mod http;

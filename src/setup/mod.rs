@@ -27,6 +27,7 @@ use crate::agent::protocol::types::AgentMessage;
 use crate::config::{self, Config, context};
 use crate::host::{self, HostParts};
 use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::provider::dialect::{DialectProvider, DialectSettings};
 use crate::provider::{EnvLookup, Providers, keys};
 use crate::session::{self, SessionError, SessionPaths, StartFrom};
 use crate::tools::context::ToolContext;
@@ -35,6 +36,8 @@ use crate::tools::sandbox::{Sandbox, SandboxMode};
 
 /// Environment variable that, set to `1`, keeps the intent argument out of tool schemas.
 pub const NO_INTENT_ENV: &str = "PI_NO_INTENT";
+/// Names the in-band tool-calling dialect (below `--dialect`, over config).
+pub const DIALECT_ENV: &str = "PI_DIALECT";
 
 /// Which session a run works in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -84,6 +87,8 @@ pub struct Options {
     pub verbose: bool,
     /// `--approval`: auto, ask or read-only (over config).
     pub approval: Option<String>,
+    /// `--dialect`: the in-band tool-calling dialect (over `PI_DIALECT` and config).
+    pub dialect: Option<String>,
     /// The front end can put approval requests to a person (the interactive view); without
     /// one, `ask` refuses what no rule allows.
     pub asks_person: bool,
@@ -110,6 +115,7 @@ impl Options {
             scoped_models: None,
             verbose: false,
             approval: None,
+            dialect: None,
             asks_person: false,
             env,
             cwd,
@@ -554,9 +560,20 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     )?;
     let system_prompt = system_prompt(&options, &tools);
     let providers = Arc::new(providers);
+    let dialects = DialectProvider::new(
+        providers.clone(),
+        catalog.clone(),
+        DialectSettings::from_sources(
+            options.dialect.as_deref(),
+            (options.env)(DIALECT_ENV).as_deref(),
+            config.dialect.as_deref(),
+            &config.model_dialects(),
+        )?,
+    );
+    let dialect_notices = dialects.notices();
     let base_tools = tools.clone();
     let mut settings =
-        AgentSettings::new(providers.clone(), selection.model.to_model()).with_tools(tools);
+        AgentSettings::new(Arc::new(dialects), selection.model.to_model()).with_tools(tools);
     settings.thinking = selection.thinking;
     settings.system_prompt = system_prompt;
     settings.retry = retry_policy(&config);
@@ -620,6 +637,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         }),
         approval: gate.clone(),
         asks_person: options.asks_person,
+        notices: Some(dialect_notices),
     });
     Ok(Started {
         client,

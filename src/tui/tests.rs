@@ -32,6 +32,7 @@ use crate::session::{ListScope, SessionInfo};
 
 mod approval;
 mod attach;
+mod dialect;
 mod keys;
 
 /// What the app sent to the host, sorted by kind.

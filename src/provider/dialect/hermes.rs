@@ -1,0 +1,165 @@
+//! Hermes (Qwen2.5, Hermes, many fine-tunes): `<tool_call>{"name": …, "arguments": {…}}</tool_call>`,
+//! results in `<tool_response>` tags.
+//!
+//! The body parser here reads every body form that comes inside `<tool_call>` tags: the JSON
+//! object, qwen3-coder's `<function=…>` form and GLM's `<arg_key>` form. A model that mixes
+//! them up still gets its call run.
+
+use serde_json::{Map, Value, json};
+
+use super::{Block, Dialect, Parsed, arguments_value, between, json_call, typed_value};
+use crate::agent::protocol::stream::ToolSpec;
+
+pub struct Hermes;
+
+pub const TOOL_CALL: Block = Block {
+    open: "<tool_call>",
+    close: "</tool_call>",
+};
+
+/// What a model writing a tool result itself starts with, in the `<tool_call>` family.
+pub const RESPONSE_MARKERS: &[&str] = &["<tool_response>", "<|im_start|>user", "<|observation|>"];
+
+/// A result wrapped the way the `<tool_call>` family reads them.
+pub fn tool_response(output: &str, is_error: bool) -> String {
+    if is_error {
+        format!("<tool_response>\nError: {output}\n</tool_response>")
+    } else {
+        format!("<tool_response>\n{output}\n</tool_response>")
+    }
+}
+
+impl Dialect for Hermes {
+    fn name(&self) -> &'static str {
+        "hermes"
+    }
+
+    fn instructions(&self) -> String {
+        "To call a tool, write a JSON object with the tool's name and its arguments inside \
+         <tool_call></tool_call> tags, one call per pair of tags:\n<tool_call>\n{\"name\": \
+         \"read\", \"arguments\": {\"path\": \"src/main.rs\"}}\n</tool_call>\nResults come \
+         back inside <tool_response></tool_response> tags."
+            .into()
+    }
+
+    fn encode_call(&self, name: &str, arguments: &Value) -> String {
+        let call = json!({"name": name, "arguments": arguments});
+        format!("<tool_call>\n{call}\n</tool_call>")
+    }
+
+    fn encode_result(&self, _name: &str, output: &str, is_error: bool) -> String {
+        tool_response(output, is_error)
+    }
+
+    fn blocks(&self) -> &'static [Block] {
+        &[TOOL_CALL]
+    }
+
+    fn result_markers(&self) -> &'static [&'static str] {
+        RESPONSE_MARKERS
+    }
+
+    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
+        peek_tool_call_name(partial)
+    }
+
+    fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
+        parse_tool_call_body(body, tools)
+    }
+}
+
+/// The name at the start of a `<tool_call>` body in any of its forms, once it is complete.
+pub fn peek_tool_call_name(partial: &str) -> Option<String> {
+    let t = partial.trim_start();
+    let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
+    let name = if t.starts_with('{') {
+        super::name_in_broken_json(t)?
+    } else if let Some(at) = t.find("<function=") {
+        let rest = &t[at + "<function=".len()..];
+        rest[..rest.find('>')?].trim().to_string()
+    } else {
+        t[..t.find(['\n', '<'])?].trim().to_string()
+    };
+    (!name.is_empty()).then_some(name)
+}
+
+/// The calls inside one `<tool_call>` … `</tool_call>` pair, whichever form they take.
+pub fn parse_tool_call_body(body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
+    let t = super::strip_fence(body);
+    if t.starts_with('{') {
+        return json_calls(t);
+    }
+    if t.contains("<function=") {
+        return super::qwen3::parse_functions(t, tools);
+    }
+    vec![glm_call(t, tools)]
+}
+
+/// One or more JSON call objects written one after the other.
+fn json_calls(t: &str) -> Vec<Parsed> {
+    let mut out = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(t).into_iter::<Value>();
+    let mut last = 0;
+    while let Some(item) = stream.next() {
+        match item {
+            Ok(v) => {
+                let end = stream.byte_offset();
+                out.push(json_call(&t[last..end]));
+                last = end;
+                let _ = v;
+            }
+            Err(_) => {
+                out.push(json_call(&t[last..]));
+                return out;
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push(json_call(t));
+    }
+    out
+}
+
+/// GLM's form: the tool name on the first line, then `<arg_key>`/`<arg_value>` pairs (or a
+/// JSON object of arguments).
+pub fn glm_call(t: &str, tools: &[ToolSpec]) -> Parsed {
+    let end = t.find(['\n', '<', '{']).unwrap_or(t.len());
+    let name = t[..end].trim().to_string();
+    let rest = t[end..].trim();
+    if name.is_empty() {
+        return Parsed::Bad {
+            name,
+            error: "the tool call does not say which tool to call".into(),
+            raw: t.to_string(),
+        };
+    }
+    if rest.starts_with('{') {
+        return match serde_json::from_str::<Value>(rest) {
+            Ok(v) => arguments_value(&name, v, rest),
+            Err(e) => Parsed::Bad {
+                name,
+                error: format!("the arguments are not valid JSON: {e}"),
+                raw: rest.to_string(),
+            },
+        };
+    }
+    let mut args = Map::new();
+    let mut s = rest;
+    while let Some((key, after)) = between(s, "<arg_key>", "</arg_key>") {
+        s = &s[after..];
+        let Some((value, after)) = between(s, "<arg_value>", "</arg_value>") else {
+            return Parsed::Bad {
+                name,
+                error: format!("the argument `{}` has no <arg_value>", key.trim()),
+                raw: t.to_string(),
+            };
+        };
+        s = &s[after..];
+        let key = key.trim();
+        args.insert(key.to_string(), typed_value(tools, &name, key, value));
+    }
+    Parsed::Call {
+        name,
+        arguments: Value::Object(args),
+    }
+}

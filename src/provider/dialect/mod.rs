@@ -1,0 +1,381 @@
+//! In-band ("owned") tool-calling dialects, for models whose server will not take native tools.
+//!
+//! With a dialect active, a request carries no `tools` and no `tool_choice`. Instead the tool
+//! catalogue (names, descriptions, JSON schemas, and how to write a call in this dialect) is
+//! appended to the system prompt, earlier tool calls are written back into the assistant text
+//! in the dialect's own syntax, and tool results go to the model as user messages. The reply's
+//! text is scanned as it streams ([`stream`]) and calls found in it become ordinary tool-call
+//! events, so the loop, the front ends and the session file only ever see canonical
+//! `toolCall`/`toolResult` messages and a session can move between dialect and native models.
+//!
+//! Each dialect is a small module: how a call and a result are written, how to tell the model
+//! to call, which tags open and close a call, which tags mean the model has started writing a
+//! tool result itself, and how the text between the tags becomes a call. Every dialect also
+//! accepts a lone fenced JSON object `{"name": …, "arguments": {…}}` naming a known tool, which
+//! small models tend to write whatever they were told.
+
+pub mod deepseek;
+pub mod glm;
+pub mod harmony;
+pub mod hermes;
+pub mod qwen3;
+pub mod stream;
+pub mod xml;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::agent::policy::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
+use crate::agent::protocol::stream::{ProviderRequest, ToolSpec};
+use crate::agent::protocol::types::{
+    AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, UserContent, UserMessage,
+};
+
+pub use stream::{DialectProvider, DialectSettings, Setting};
+
+/// A tag pair that encloses tool calls in a reply.
+#[derive(Clone, Copy, Debug)]
+pub struct Block {
+    pub open: &'static str,
+    pub close: &'static str,
+}
+
+/// What the text of one block turned out to be.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Parsed {
+    /// A well-formed call.
+    Call { name: String, arguments: Value },
+    /// A call that could not be read; it becomes a call whose result explains the problem.
+    Bad {
+        name: String,
+        error: String,
+        raw: String,
+    },
+    /// Not a call after all: shown as the text it was.
+    Text(String),
+}
+
+/// One in-band tool-calling syntax.
+pub trait Dialect: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// How to write a call, for the system prompt (after the tool list), with an example.
+    fn instructions(&self) -> String;
+
+    /// A call as the model would have written it.
+    fn encode_call(&self, name: &str, arguments: &Value) -> String;
+
+    /// A tool's result as the model should read it (sent inside a user message).
+    fn encode_result(&self, name: &str, output: &str, is_error: bool) -> String;
+
+    /// The tag pairs enclosing calls.
+    fn blocks(&self) -> &'static [Block];
+
+    /// Tags that mean the model has begun to write a tool result itself.
+    fn result_markers(&self) -> &'static [&'static str];
+
+    /// Control tokens that are removed from the text wherever they appear.
+    fn dropped(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The tool's name, once the start of a call's text (`partial`, after `block.open`) shows
+    /// it, so the call can be announced before its arguments have all arrived.
+    fn peek_name(&self, _block: &Block, _partial: &str) -> Option<String> {
+        None
+    }
+
+    /// The calls in the text between `block.open` and `block.close`.
+    fn parse(&self, block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed>;
+}
+
+/// Every dialect's name, as accepted by `--dialect`, `PI_DIALECT` and config.
+pub const NAMES: &[&str] = &["hermes", "qwen3", "xml", "glm", "deepseek", "harmony"];
+
+/// A dialect by name (case-insensitive; `qwen` and `qwen2.5` mean hermes).
+pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "hermes" | "qwen" | "qwen2.5" | "qwen2" => Some(Arc::new(hermes::Hermes)),
+        "qwen3" | "qwen3-coder" | "qwen3_coder" => Some(Arc::new(qwen3::Qwen3)),
+        "xml" => Some(Arc::new(xml::Xml)),
+        "glm" | "glm4" | "glm-4.5" => Some(Arc::new(glm::Glm)),
+        "deepseek" => Some(Arc::new(deepseek::DeepSeek)),
+        "harmony" | "gpt-oss" => Some(Arc::new(harmony::Harmony)),
+        _ => None,
+    }
+}
+
+/// Read a setting: `none`/`off` (also `false`, `0`, empty) switch dialects off, `1`/`true`
+/// mean `glm` (as the Node.js pi's `PI_DIALECT` does), anything else must name a dialect.
+pub fn parse_setting(value: &str) -> Result<Setting, String> {
+    let v = value.trim().to_ascii_lowercase();
+    match v.as_str() {
+        "" | "none" | "off" | "false" | "0" | "native" => Ok(Setting::Off),
+        "1" | "true" => Ok(Setting::On("glm".into())),
+        other if by_name(other).is_some() => Ok(Setting::On(other.to_string())),
+        other => Err(format!(
+            "unknown tool-calling dialect `{other}` (expected one of {}, or none)",
+            NAMES.join(", ")
+        )),
+    }
+}
+
+/// Whether a base URL points at this machine (a local model server).
+pub fn is_local_url(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let host = rest.split('/').next().unwrap_or(rest);
+    host.starts_with("127.")
+        || host.starts_with("localhost")
+        || host.starts_with("[::1]")
+        || host.starts_with("0.0.0.0")
+}
+
+/// The system-prompt section listing the tools and how to call them.
+pub fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> String {
+    let mut s = String::from(
+        "# Tools\n\nYou can use the tools below. There is no other way to call them than to \
+         write a call in your reply exactly as shown at the end of this section; the call is \
+         run and its result is sent back to you in the next message.\n",
+    );
+    for t in tools {
+        s.push_str(&format!("\n## {}\n", t.name));
+        if !t.description.trim().is_empty() {
+            s.push_str(t.description.trim());
+            s.push('\n');
+        }
+        s.push_str(&format!("Parameters (JSON schema): {}\n", t.parameters));
+    }
+    s.push_str("\n# How to call a tool\n\n");
+    s.push_str(dialect.instructions().trim());
+    s.push_str(
+        "\n\nYou may make several calls in one reply. After your calls, stop and wait: never \
+         write a tool's result yourself.",
+    );
+    s
+}
+
+/// The request as sent under `dialect`: no native tools or tool choice, the catalogue in the
+/// system prompt, and earlier calls and results written as text.
+pub fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> ProviderRequest {
+    let mut out = request.clone();
+    let tools = std::mem::take(&mut out.context.tools);
+    out.options.tool_choice = None;
+    if !tools.is_empty() {
+        out.context
+            .system_prompt
+            .push(catalog_prompt(dialect, &tools));
+    }
+    let mut messages: Vec<Arc<Message>> = Vec::with_capacity(request.context.messages.len());
+    let mut results: Vec<&ToolResultMessage> = Vec::new();
+    let flush = |results: &mut Vec<&ToolResultMessage>, messages: &mut Vec<Arc<Message>>| {
+        if !results.is_empty() {
+            messages.push(Arc::new(Message::User(results_message(dialect, results))));
+            results.clear();
+        }
+    };
+    for m in request.context.messages.iter() {
+        match &**m {
+            Message::ToolResult(r) => results.push(r),
+            Message::Assistant(a) if a.has_tool_calls() => {
+                flush(&mut results, &mut messages);
+                messages.push(Arc::new(Message::Assistant(encode_assistant(dialect, a))));
+            }
+            _ => {
+                flush(&mut results, &mut messages);
+                messages.push(m.clone());
+            }
+        }
+    }
+    flush(&mut results, &mut messages);
+    out.context.messages = Arc::new(messages);
+    out
+}
+
+/// An assistant message with its calls written as text in the dialect.
+fn encode_assistant(dialect: &dyn Dialect, a: &AssistantMessage) -> AssistantMessage {
+    let mut out = a.clone();
+    out.content = a
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::ToolCall(c) => {
+                ContentBlock::text(dialect.encode_call(&c.name, &replay_arguments(c)))
+            }
+            other => other.clone(),
+        })
+        .collect();
+    out
+}
+
+/// The arguments of a call to write back: what the model wrote when they did not parse.
+fn replay_arguments(call: &ToolCall) -> Value {
+    match call.arguments.get(PARSE_ERROR_KEY) {
+        Some(_) => call
+            .arguments
+            .get(RAW_JSON_KEY)
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+        None => call.arguments.clone(),
+    }
+}
+
+/// Consecutive tool results as one user message (their images kept beside the text).
+fn results_message(dialect: &dyn Dialect, results: &[&ToolResultMessage]) -> UserMessage {
+    let mut text = Vec::new();
+    let mut images = Vec::new();
+    for r in results {
+        let mut output = r.text();
+        for b in &r.content {
+            if let ContentBlock::Image(i) = b {
+                images.push(ContentBlock::Image(i.clone()));
+            }
+        }
+        if output.is_empty() {
+            output = if images.is_empty() {
+                "(no output)".into()
+            } else {
+                "(see the attached image)".into()
+            };
+        }
+        text.push(dialect.encode_result(&r.tool_name, &output, r.is_error));
+    }
+    let joined = text.join("\n");
+    let mut msg = UserMessage::new(joined.clone());
+    if !images.is_empty() {
+        let mut blocks = vec![ContentBlock::text(joined)];
+        blocks.extend(images);
+        msg.content = UserContent::Blocks(blocks);
+    }
+    if let Some(last) = results.last() {
+        msg.timestamp = last.timestamp;
+    }
+    msg
+}
+
+/// The arguments of a call that could not be read, as the loop's parse-error marker.
+pub fn bad_arguments(error: &str, raw: &str) -> Value {
+    let mut m = Map::new();
+    m.insert(PARSE_ERROR_KEY.into(), Value::String(error.to_string()));
+    m.insert(RAW_JSON_KEY.into(), Value::String(raw.to_string()));
+    Value::Object(m)
+}
+
+/// The schema type of a tool's parameter, if the schema says.
+pub fn param_type<'a>(tools: &'a [ToolSpec], tool: &str, param: &str) -> Option<&'a str> {
+    tools
+        .iter()
+        .find(|t| t.name == tool)
+        .and_then(|t| t.parameters.pointer(&format!("/properties/{param}/type")))
+        .and_then(Value::as_str)
+}
+
+/// A parameter value written as text: kept as a string where the schema wants one (or says
+/// nothing), read as JSON otherwise (numbers, booleans, arrays, objects).
+pub fn typed_value(tools: &[ToolSpec], tool: &str, param: &str, raw: &str) -> Value {
+    let text = trim_one_newline(raw);
+    match param_type(tools, tool, param) {
+        None | Some("string") => Value::String(text.to_string()),
+        Some(_) => serde_json::from_str(text.trim()).unwrap_or_else(|_| Value::String(text.into())),
+    }
+}
+
+/// `s` without one leading and one trailing line break (values are often written on their
+/// own lines between the tags).
+pub fn trim_one_newline(s: &str) -> &str {
+    let s = s
+        .strip_prefix("\r\n")
+        .or_else(|| s.strip_prefix('\n'))
+        .unwrap_or(s);
+    s.strip_suffix("\r\n")
+        .or_else(|| s.strip_suffix('\n'))
+        .unwrap_or(s)
+}
+
+/// A JSON call object (`{"name": …, "arguments": {…}}`, also `parameters` for the arguments,
+/// or arguments sent as a JSON string) as a call.
+pub fn json_call(text: &str) -> Parsed {
+    let raw = text.trim();
+    let value: Value = match serde_json::from_str(raw) {
+        Ok(v) => v,
+        Err(e) => {
+            return Parsed::Bad {
+                name: name_in_broken_json(raw).unwrap_or_default(),
+                error: format!("the tool call is not valid JSON: {e}"),
+                raw: raw.to_string(),
+            };
+        }
+    };
+    let Some(name) = value.get("name").and_then(Value::as_str) else {
+        return Parsed::Bad {
+            name: String::new(),
+            error: "the tool call has no \"name\"".into(),
+            raw: raw.to_string(),
+        };
+    };
+    let args = value
+        .get("arguments")
+        .or_else(|| value.get("parameters"))
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    arguments_value(name, args, raw)
+}
+
+/// Arguments that may have come as a JSON string holding the object.
+pub fn arguments_value(name: &str, args: Value, raw: &str) -> Parsed {
+    let args = match args {
+        Value::String(s) if s.trim().is_empty() => Value::Object(Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(s.trim()) {
+            Ok(v) => v,
+            Err(e) => {
+                return Parsed::Bad {
+                    name: name.to_string(),
+                    error: format!("the arguments are not valid JSON: {e}"),
+                    raw: s,
+                };
+            }
+        },
+        Value::Null => Value::Object(Map::new()),
+        other => other,
+    };
+    if !args.is_object() {
+        return Parsed::Bad {
+            name: name.to_string(),
+            error: format!("the arguments must be a JSON object, got {args}"),
+            raw: raw.to_string(),
+        };
+    }
+    Parsed::Call {
+        name: name.to_string(),
+        arguments: args,
+    }
+}
+
+/// The `"name": "…"` of JSON that does not parse, so a broken call still names its tool.
+pub fn name_in_broken_json(raw: &str) -> Option<String> {
+    let at = raw.find("\"name\"")?;
+    let rest = raw[at + 6..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some(rest[..end].to_string())
+}
+
+/// The text between `open` and `close` tags after `from`, and the position after `close`.
+pub fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<(&'a str, usize)> {
+    let start = s.find(open)? + open.len();
+    let len = s[start..].find(close)?;
+    Some((&s[start..start + len], start + len + close.len()))
+}
+
+/// The text inside a Markdown code fence (```json … ```), or the text itself.
+pub fn strip_fence(s: &str) -> &str {
+    let t = s.trim();
+    let Some(rest) = t.strip_prefix("```") else {
+        return t;
+    };
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    rest.strip_suffix("```").unwrap_or(rest).trim()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,767 @@
+//! Dialect encoders, parsers and the streaming rewriter.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::stream::{Piece, Rewriter, Scanner};
+use super::*;
+use crate::agent::protocol::stream::{LlmContext, Model, StreamOptions, ToolChoice};
+use crate::agent::protocol::types::{StopReason, ToolResultMessage};
+
+fn tools() -> Vec<ToolSpec> {
+    let spec = |name: &str, params: Value| ToolSpec {
+        name: name.into(),
+        description: format!("The {name} tool."),
+        parameters: params,
+    };
+    vec![
+        spec(
+            "read",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "offset": {"type": "integer"}}}),
+        ),
+        spec(
+            "bash",
+            json!({"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}}}),
+        ),
+        spec(
+            "write",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}),
+        ),
+    ]
+}
+
+fn all() -> Vec<Arc<dyn Dialect>> {
+    NAMES.iter().map(|n| by_name(n).unwrap()).collect()
+}
+
+fn model() -> Model {
+    Model::new("ollama", "openai-completions", "m")
+}
+
+/// Feed `chunks` through a rewriter; return the final message and every event.
+fn rewrite(
+    dialect: Arc<dyn Dialect>,
+    chunks: &[&str],
+) -> (
+    AssistantMessage,
+    Vec<crate::agent::protocol::stream::StreamEvent>,
+) {
+    use crate::agent::protocol::stream::StreamEvent;
+    let mut rw = Rewriter::new(dialect, tools(), &model());
+    let mut events = rw.event(StreamEvent::Start {
+        partial: Box::new(AssistantMessage::empty("openai-completions", "ollama", "m")),
+    });
+    events.extend(rw.event(StreamEvent::TextStart { content_index: 0 }));
+    for c in chunks {
+        events.extend(rw.event(StreamEvent::TextDelta {
+            content_index: 0,
+            delta: c.to_string(),
+        }));
+    }
+    let mut done = AssistantMessage::empty("openai-completions", "ollama", "m");
+    done.content = vec![ContentBlock::text(chunks.concat())];
+    events.extend(rw.event(StreamEvent::Done {
+        reason: StopReason::Stop,
+        message: Box::new(done),
+    }));
+    let last = events.iter().rev().find_map(|e| match e {
+        StreamEvent::Done { message, .. } => Some((**message).clone()),
+        _ => None,
+    });
+    (last.expect("a done event"), events)
+}
+
+/// The text deltas of the events, joined.
+fn streamed_text(events: &[crate::agent::protocol::stream::StreamEvent]) -> String {
+    use crate::agent::protocol::stream::StreamEvent;
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every way to cut `text` in two, and every character on its own.
+fn splits(text: &str) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = text
+        .char_indices()
+        .map(|(i, _)| vec![text[..i].to_string(), text[i..].to_string()])
+        .collect();
+    out.push(text.chars().map(|c| c.to_string()).collect());
+    out
+}
+
+fn calls(m: &AssistantMessage) -> Vec<(String, Value)> {
+    m.tool_calls()
+        .map(|c| (c.name.clone(), c.arguments.clone()))
+        .collect()
+}
+
+fn texts(m: &AssistantMessage) -> Vec<String> {
+    m.content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Each call's (start index, end index), in order; every start has exactly one end.
+fn call_events(events: &[crate::agent::protocol::stream::StreamEvent]) -> Vec<(usize, usize)> {
+    use crate::agent::protocol::stream::StreamEvent;
+    let starts: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallStart { content_index, .. } => Some(*content_index),
+            _ => None,
+        })
+        .collect();
+    let ends: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallEnd { content_index, .. } => Some(*content_index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), ends.len(), "{events:?}");
+    starts.into_iter().zip(ends).collect()
+}
+
+#[test]
+fn a_call_is_announced_as_soon_as_its_tool_is_named() {
+    use crate::agent::protocol::stream::StreamEvent;
+    for d in all() {
+        let text = d.encode_call(
+            "write",
+            &json!({"path": "a.txt", "content": "x".repeat(200)}),
+        );
+        // Cut well inside the arguments: the name is known, the call is not complete.
+        let cut = text.find("xxxx").unwrap();
+        let mut rw = Rewriter::new(d.clone(), tools(), &model());
+        rw.event(StreamEvent::Start {
+            partial: Box::new(AssistantMessage::empty("a", "p", "m")),
+        });
+        let early = rw.event(StreamEvent::TextDelta {
+            content_index: 0,
+            delta: text[..cut].to_string(),
+        });
+        assert!(
+            matches!(early.as_slice(), [StreamEvent::ToolCallStart { name, .. }] if name == "write"),
+            "{}: {early:?}",
+            d.name()
+        );
+        let rest = rw.event(StreamEvent::TextDelta {
+            content_index: 0,
+            delta: text[cut..].to_string(),
+        });
+        assert!(
+            matches!(rest.as_slice(), [StreamEvent::ToolCallDelta { .. }, StreamEvent::ToolCallEnd { tool_call, .. }] if tool_call.name == "write"),
+            "{}: {rest:?}",
+            d.name()
+        );
+    }
+    // A call announced but cut off by the end of the reply still ends, as an unreadable call.
+    let (m, events) = rewrite(
+        by_name("hermes").unwrap(),
+        &["<tool_call>{\"name\": \"write\", \"arguments\": {\"content\": \"abc"],
+    );
+    assert_eq!(call_events(&events).len(), 1);
+    assert_eq!(m.tool_calls().count(), 1);
+}
+
+#[test]
+fn every_dialect_reads_back_what_it_writes_however_the_text_is_cut() {
+    let read_args = json!({"path": "src/a{b}.rs", "offset": 3});
+    let bash_args =
+        json!({"command": "echo '{\"x\": [1, {\"y\": 2}]}' && echo <b>hi</b>", "timeout": 5});
+    for d in all() {
+        let sample = format!(
+            "Let me look.\n{}\nThen {} done.",
+            d.encode_call("read", &read_args),
+            d.encode_call("bash", &bash_args)
+        );
+        for chunks in splits(&sample) {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let (m, events) = rewrite(d.clone(), &chunks);
+            assert_eq!(
+                calls(&m),
+                vec![
+                    ("read".to_string(), read_args.clone()),
+                    ("bash".to_string(), bash_args.clone())
+                ],
+                "{}: {chunks:?}",
+                d.name()
+            );
+            assert_eq!(texts(&m), ["Let me look.", "Then", "done."], "{}", d.name());
+            assert_eq!(m.stop_reason, StopReason::ToolUse);
+            let shown = streamed_text(&events);
+            assert_eq!(shown, "Let me look.Thendone.", "{}: {chunks:?}", d.name());
+            assert_eq!(
+                call_events(&events),
+                [(1, 1), (3, 3)],
+                "{}: {chunks:?}",
+                d.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn calls_come_out_as_tool_call_events_in_content_order() {
+    use crate::agent::protocol::stream::StreamEvent;
+    let d = by_name("hermes").unwrap();
+    let text = "Hi <tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"x\"}}</tool_call>";
+    let (m, events) = rewrite(d, &[text]);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            StreamEvent::Start { .. } => "start",
+            StreamEvent::TextStart { .. } => "text_start",
+            StreamEvent::TextDelta { .. } => "text_delta",
+            StreamEvent::TextEnd { .. } => "text_end",
+            StreamEvent::ToolCallStart { .. } => "toolcall_start",
+            StreamEvent::ToolCallDelta { .. } => "toolcall_delta",
+            StreamEvent::ToolCallEnd { .. } => "toolcall_end",
+            StreamEvent::Done { .. } => "done",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "text_start",
+            "text_delta",
+            "text_end",
+            "toolcall_start",
+            "toolcall_delta",
+            "toolcall_end",
+            "done"
+        ]
+    );
+    let StreamEvent::ToolCallEnd {
+        content_index,
+        tool_call,
+    } = &events[6]
+    else {
+        panic!()
+    };
+    assert_eq!(*content_index, 1);
+    assert_eq!(tool_call.arguments, json!({"path": "x"}));
+    assert_eq!(m.content.len(), 2);
+}
+
+#[test]
+fn tags_inside_json_strings_do_not_end_the_call() {
+    let d = by_name("hermes").unwrap();
+    let args = json!({"path": "t.md", "content": "a </tool_call> b <tool_response> c ``` d"});
+    let text = format!("{} ok", d.encode_call("write", &args));
+    for chunks in splits(&text) {
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let (m, _) = rewrite(d.clone(), &chunks);
+        assert_eq!(calls(&m), vec![("write".to_string(), args.clone())]);
+        assert_eq!(texts(&m), ["ok"]);
+    }
+    // The same in a fenced call.
+    let fenced = format!(
+        "```json\n{}\n```",
+        json!({"name": "write", "arguments": args})
+    );
+    for chunks in splits(&fenced) {
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let (m, _) = rewrite(d.clone(), &chunks);
+        assert_eq!(calls(&m), vec![("write".to_string(), args.clone())]);
+    }
+}
+
+#[test]
+fn a_fenced_json_call_is_read_by_every_dialect_when_the_tool_is_known() {
+    let call =
+        "Sure.\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}\n```\n";
+    for d in all() {
+        for chunks in splits(call) {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let (m, _) = rewrite(d.clone(), &chunks);
+            assert_eq!(
+                calls(&m),
+                vec![("read".to_string(), json!({"path": "notes.txt"}))],
+                "{}",
+                d.name()
+            );
+            assert_eq!(texts(&m), ["Sure."]);
+        }
+    }
+    // An unknown tool, or ordinary JSON in a fence, stays text.
+    let d = by_name("hermes").unwrap();
+    let unknown = "```json\n{\"name\": \"teleport\", \"arguments\": {}}\n```";
+    let (m, events) = rewrite(d.clone(), &[unknown]);
+    assert!(calls(&m).is_empty());
+    assert_eq!(texts(&m), [unknown]);
+    assert_eq!(streamed_text(&events), unknown);
+    let plain = "Example:\n```json\n[1, 2, 3]\n```";
+    for chunks in splits(plain) {
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let (m, _) = rewrite(d.clone(), &chunks);
+        assert!(calls(&m).is_empty());
+        assert_eq!(texts(&m), [plain]);
+    }
+}
+
+#[test]
+fn a_partial_tag_never_reaches_the_text() {
+    let d = by_name("hermes").unwrap();
+    let (m, events) = rewrite(
+        d.clone(),
+        &[
+            "Hi <tool",
+            "_ca",
+            "ll>{\"name\": \"read\", \"arguments\": {}}</tool_",
+            "call>",
+        ],
+    );
+    assert_eq!(streamed_text(&events), "Hi");
+    assert_eq!(calls(&m).len(), 1);
+    // Text that only looks like the start of a tag is let out at the end.
+    let (m, events) = rewrite(d, &["a <tool", "_c"]);
+    assert_eq!(streamed_text(&events), "a <tool_c");
+    assert!(calls(&m).is_empty());
+}
+
+#[test]
+fn several_calls_in_one_block_and_across_blocks() {
+    let d = by_name("deepseek").unwrap();
+    let text = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read\n```json\n{\"path\": \"a\"}\n```<｜tool▁call▁end｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>bash\n```json\n{\"command\": \"ls\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    for chunks in splits(text) {
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let (m, _) = rewrite(d.clone(), &chunks);
+        assert_eq!(
+            calls(&m),
+            vec![
+                ("read".to_string(), json!({"path": "a"})),
+                ("bash".to_string(), json!({"command": "ls"}))
+            ]
+        );
+    }
+    // V3.1's short form, without the outer tags.
+    let short = "<｜tool▁call▁begin｜>read<｜tool▁sep｜>{\"path\": \"b\"}<｜tool▁call▁end｜>";
+    let (m, _) = rewrite(d, &[short]);
+    assert_eq!(calls(&m), vec![("read".to_string(), json!({"path": "b"}))]);
+    // Two JSON objects in one hermes block.
+    let h = by_name("hermes").unwrap();
+    let two = "<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n{\"name\": \"read\", \"arguments\": {\"path\": \"b\"}}\n</tool_call>";
+    let (m, _) = rewrite(h, &[two]);
+    assert_eq!(calls(&m).len(), 2);
+}
+
+#[test]
+fn the_tool_call_family_reads_each_others_bodies() {
+    let qwen3 = "<tool_call>\n<function=read>\n<parameter=path>\nsrc/x.rs\n</parameter>\n<parameter=offset>\n10\n</parameter>\n</function>\n</tool_call>";
+    let glm = "<tool_call>read\n<arg_key>path</arg_key>\n<arg_value>src/x.rs</arg_value>\n<arg_key>offset</arg_key>\n<arg_value>10</arg_value>\n</tool_call>";
+    let hermes = "<tool_call>{\"name\": \"read\", \"arguments\": \"{\\\"path\\\": \\\"src/x.rs\\\", \\\"offset\\\": 10}\"}</tool_call>";
+    for name in ["hermes", "qwen3", "glm"] {
+        for text in [qwen3, glm, hermes] {
+            let (m, _) = rewrite(by_name(name).unwrap(), &[text]);
+            assert_eq!(
+                calls(&m),
+                vec![(
+                    "read".to_string(),
+                    json!({"path": "src/x.rs", "offset": 10})
+                )],
+                "{name}: {text}"
+            );
+        }
+    }
+    // A string parameter that looks like a number stays a string.
+    let q = "<tool_call><function=bash><parameter=command>42</parameter></function></tool_call>";
+    let (m, _) = rewrite(by_name("qwen3").unwrap(), &[q]);
+    assert_eq!(calls(&m)[0].1, json!({"command": "42"}));
+}
+
+#[test]
+fn harmony_calls_with_the_recipient_before_or_after_the_channel() {
+    let d = by_name("harmony").unwrap();
+    let a = "<|channel|>analysis<|message|>Need to read.<|end|><|start|>assistant<|channel|>commentary to=functions.read <|constrain|>json<|message|>{\"path\": \"a\"}<|call|>";
+    let b = "<|start|>assistant to=functions.read<|channel|>commentary json<|message|>{\"path\": \"a\"}<|call|>";
+    for text in [a, b] {
+        for chunks in splits(text) {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let (m, events) = rewrite(d.clone(), &chunks);
+            assert_eq!(calls(&m), vec![("read".to_string(), json!({"path": "a"}))]);
+            assert!(!streamed_text(&events).contains("<|"), "{chunks:?}");
+        }
+    }
+}
+
+#[test]
+fn malformed_calls_become_calls_whose_arguments_carry_the_parse_error() {
+    use crate::agent::policy::validate::PARSE_ERROR_KEY;
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "hermes",
+            "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": }}</tool_call>",
+            "read",
+        ),
+        (
+            "hermes",
+            "<tool_call>{\"arguments\": {}}</tool_call>",
+            UNNAMED,
+        ),
+        (
+            "deepseek",
+            "<｜tool▁call▁begin｜>function<｜tool▁sep｜>read\n```json\n{oops}\n```<｜tool▁call▁end｜>",
+            "read",
+        ),
+        (
+            "harmony",
+            "<|channel|>commentary to=functions.bash <|constrain|>json<|message|>{\"command\": <|call|>",
+            "bash",
+        ),
+        (
+            "xml",
+            "<function_call>\n<arg name=\"path\">a</arg>\n</function_call>",
+            UNNAMED,
+        ),
+        (
+            "glm",
+            "<tool_call>read\n<arg_key>path</arg_key>\n</tool_call>",
+            "read",
+        ),
+    ];
+    for (dialect, text, name) in cases {
+        let (m, _) = rewrite(by_name(dialect).unwrap(), &[text]);
+        let c = m
+            .tool_calls()
+            .next()
+            .unwrap_or_else(|| panic!("{dialect}: {text}"));
+        assert_eq!(c.name, *name, "{dialect}");
+        assert!(
+            c.arguments.get(PARSE_ERROR_KEY).is_some(),
+            "{dialect}: {}",
+            c.arguments
+        );
+    }
+    // An unknown tool is still a call: the loop answers that there is no such tool.
+    let (m, _) = rewrite(
+        by_name("hermes").unwrap(),
+        &["<tool_call>{\"name\": \"teleport\", \"arguments\": {}}</tool_call>"],
+    );
+    assert_eq!(calls(&m), vec![("teleport".to_string(), json!({}))]);
+}
+
+const UNNAMED: &str = super::stream::UNNAMED_CALL;
+
+#[test]
+fn a_call_cut_off_at_the_end_of_the_reply_is_still_read() {
+    // Servers often stop at the closing tag without sending it.
+    let (m, _) = rewrite(
+        by_name("hermes").unwrap(),
+        &["<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n"],
+    );
+    assert_eq!(calls(&m), vec![("read".to_string(), json!({"path": "a"}))]);
+}
+
+#[test]
+fn a_fabricated_result_stops_the_reply_with_the_calls_made_so_far() {
+    for d in all() {
+        let fake = d.encode_result("read", "FAKE CONTENT", false);
+        let text = format!(
+            "Reading. {}\n{fake}\nThe file says FAKE CONTENT.",
+            d.encode_call("read", &json!({"path": "a"}))
+        );
+        for chunks in splits(&text) {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let mut sc = Scanner::new(d.clone(), tools());
+            let mut pieces = Vec::new();
+            for c in &chunks {
+                pieces.extend(sc.push(c));
+                if sc.stopped() {
+                    break;
+                }
+            }
+            assert!(sc.stopped(), "{}: {chunks:?}", d.name());
+            assert_eq!(pieces.last(), Some(&Piece::Fabricated));
+            let shown: String = pieces
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Text(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert!(!shown.contains("FAKE"), "{}: {shown}", d.name());
+            let (m, events) = rewrite(d.clone(), &chunks);
+            assert_eq!(calls(&m).len(), 1, "{}", d.name());
+            assert_eq!(m.stop_reason, StopReason::ToolUse);
+            assert!(!streamed_text(&events).contains("FAKE"));
+            assert!(!texts(&m).concat().contains("FAKE"));
+        }
+    }
+}
+
+#[test]
+fn thinking_passes_through_and_text_around_it_stays_apart() {
+    use crate::agent::protocol::stream::StreamEvent;
+    let mut rw = Rewriter::new(by_name("hermes").unwrap(), tools(), &model());
+    let mut ev = Vec::new();
+    ev.extend(rw.event(StreamEvent::ThinkingStart { content_index: 0 }));
+    ev.extend(rw.event(StreamEvent::ThinkingDelta {
+        content_index: 0,
+        delta: "hmm".into(),
+    }));
+    ev.extend(rw.event(StreamEvent::ThinkingEnd {
+        content_index: 0,
+        content: "hmm".into(),
+        signature: None,
+    }));
+    ev.extend(rw.event(StreamEvent::TextDelta {
+        content_index: 1,
+        delta: "ok <tool_call>{\"name\":\"read\",\"arguments\":{}}</tool_call>".into(),
+    }));
+    ev.extend(rw.event(StreamEvent::Done {
+        reason: StopReason::Stop,
+        message: Box::new(AssistantMessage::empty("a", "p", "m")),
+    }));
+    let StreamEvent::Done { message, .. } = ev.last().unwrap() else {
+        panic!()
+    };
+    assert!(matches!(&message.content[0], ContentBlock::Thinking(t) if t.thinking == "hmm"));
+    assert_eq!(message.content[1].as_text(), Some("ok"));
+    assert!(matches!(&message.content[2], ContentBlock::ToolCall(c) if c.name == "read"));
+}
+
+fn history() -> Vec<Arc<Message>> {
+    let mut a = AssistantMessage::empty("openai-completions", "ollama", "m");
+    a.content = vec![
+        ContentBlock::text("Looking."),
+        ContentBlock::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: json!({"path": "notes.txt"}),
+            intent: None,
+            thought_signature: None,
+        }),
+    ];
+    a.stop_reason = StopReason::ToolUse;
+    let r = ToolResultMessage {
+        tool_call_id: "c1".into(),
+        tool_name: "read".into(),
+        content: vec![ContentBlock::text("the answer is 42")],
+        details: None,
+        is_error: false,
+        useless: false,
+        timestamp: 1,
+    };
+    vec![
+        Arc::new(Message::User(UserMessage::new("what is in notes.txt?"))),
+        Arc::new(Message::Assistant(a)),
+        Arc::new(Message::ToolResult(r)),
+    ]
+}
+
+#[test]
+fn requests_carry_the_catalogue_and_history_as_text() {
+    let req = ProviderRequest {
+        model: model(),
+        context: LlmContext {
+            system_prompt: vec!["You are pi.".into()],
+            messages: Arc::new(history()),
+            tools: tools(),
+        },
+        options: StreamOptions {
+            tool_choice: Some(ToolChoice::Auto),
+            ..Default::default()
+        },
+    };
+    for d in all() {
+        let out = encode_request(&*d, &req);
+        assert!(out.context.tools.is_empty());
+        assert_eq!(out.options.tool_choice, None);
+        assert_eq!(out.context.system_prompt.len(), 2);
+        let catalog = &out.context.system_prompt[1];
+        for t in [
+            "## read",
+            "## bash",
+            "## write",
+            "\"offset\"",
+            "The bash tool.",
+        ] {
+            assert!(catalog.contains(t), "{}: {t}", d.name());
+        }
+        let msgs = &out.context.messages;
+        assert_eq!(msgs.len(), 3);
+        let Message::Assistant(a) = &*msgs[1] else {
+            panic!()
+        };
+        assert!(!a.has_tool_calls());
+        let text = a.text();
+        assert!(text.starts_with("Looking.\n"));
+        assert!(text.contains(&d.encode_call("read", &json!({"path": "notes.txt"}))));
+        let Message::User(u) = &*msgs[2] else {
+            panic!("{}: results go back as a user message", d.name())
+        };
+        assert_eq!(
+            u.content.joined_text(),
+            d.encode_result("read", "the answer is 42", false)
+        );
+        // What was written back parses back to the same call.
+        let (m, _) = rewrite(d.clone(), &[&text]);
+        assert_eq!(
+            calls(&m),
+            vec![("read".to_string(), json!({"path": "notes.txt"}))]
+        );
+    }
+    let hermes = encode_request(&hermes::Hermes, &req);
+    let Message::User(u) = &*hermes.context.messages[2] else {
+        panic!()
+    };
+    assert_eq!(
+        u.content.joined_text(),
+        "<tool_response>\nthe answer is 42\n</tool_response>"
+    );
+}
+
+#[test]
+fn settings_follow_flag_then_env_then_model_then_global() {
+    let per = vec![("lab".to_string(), "m1".to_string(), "qwen3".to_string())];
+    let s = DialectSettings::from_sources(None, None, Some("glm"), &per).unwrap();
+    assert_eq!(s.per_model["lab/m1"], Setting::On("qwen3".into()));
+    assert_eq!(s.global, Some(Setting::On("glm".into())));
+    let s = DialectSettings::from_sources(None, Some("off"), Some("glm"), &per).unwrap();
+    assert_eq!(s.forced, Some(Setting::Off));
+    let s = DialectSettings::from_sources(Some("xml"), Some("none"), None, &[]).unwrap();
+    assert_eq!(s.forced, Some(Setting::On("xml".into())));
+    assert_eq!(parse_setting("1"), Ok(Setting::On("glm".into())));
+    let e = DialectSettings::from_sources(Some("klingon"), None, None, &[]).unwrap_err();
+    assert!(e.contains("--dialect") && e.contains("hermes"), "{e}");
+    let e = DialectSettings::from_sources(
+        None,
+        None,
+        None,
+        &[("lab".into(), "m1".into(), "nope".into())],
+    )
+    .unwrap_err();
+    assert!(e.contains("providers.lab"), "{e}");
+}
+
+#[test]
+fn tool_refusals_are_told_apart_from_other_errors() {
+    let err = |status: u16, msg: &str| {
+        let mut m = AssistantMessage::empty("a", "p", "m");
+        m.error_status = Some(status);
+        m.error_message = Some(msg.into());
+        m
+    };
+    use super::stream::refuses_tools;
+    assert!(refuses_tools(&err(
+        400,
+        "registry.ollama.ai/library/gemma:2b does not support tools (HTTP 400)"
+    )));
+    assert!(refuses_tools(&err(
+        500,
+        "tools param requires --jinja flag (HTTP 500)"
+    )));
+    assert!(refuses_tools(&err(
+        400,
+        "this model does not support function calling"
+    )));
+    assert!(!refuses_tools(&err(400, "prompt is too long")));
+    assert!(!refuses_tools(&err(
+        429,
+        "tools are not supported right now"
+    )));
+    assert!(!refuses_tools(&err(
+        400,
+        "tool_call_id c1 has no matching call"
+    )));
+}
+
+#[test]
+fn local_urls() {
+    assert!(is_local_url("http://127.0.0.1:11434/v1"));
+    assert!(is_local_url("http://localhost:8080"));
+    assert!(is_local_url("http://[::1]:8080/v1"));
+    assert!(!is_local_url("https://api.openai.com/v1"));
+}
+
+/// A provider that sends fixed events and keeps the token it was given.
+struct Fixed {
+    events: Vec<crate::agent::protocol::stream::StreamEvent>,
+    token: std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>,
+    requests: std::sync::Mutex<Vec<ProviderRequest>>,
+}
+
+impl crate::agent::protocol::stream::Provider for Fixed {
+    fn stream(
+        &self,
+        request: ProviderRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::agent::protocol::stream::EventStream {
+        use futures::StreamExt;
+        *self.token.lock().unwrap() = Some(cancel);
+        self.requests.lock().unwrap().push(request);
+        let events: Vec<_> = self.events.iter().cloned().map(Ok).collect();
+        // Never ends by itself: only a stop from the wrapper ends this reply.
+        futures::stream::iter(events)
+            .chain(futures::stream::pending())
+            .boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_fabricated_result_cancels_the_request_but_not_the_run() {
+    use crate::agent::protocol::stream::{Provider, StreamEvent};
+    use futures::StreamExt;
+    let text = "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}</tool_call><tool_response>made up";
+    let inner = Arc::new(Fixed {
+        events: vec![
+            StreamEvent::Start {
+                partial: Box::new(AssistantMessage::empty("a", "ollama", "m")),
+            },
+            StreamEvent::TextDelta {
+                content_index: 0,
+                delta: text.into(),
+            },
+        ],
+        token: Default::default(),
+        requests: Default::default(),
+    });
+    let provider = DialectProvider::new(
+        inner.clone(),
+        Arc::new(crate::provider::catalog::Catalog::default()),
+        DialectSettings {
+            forced: Some(Setting::On("hermes".into())),
+            ..Default::default()
+        },
+    );
+    let run = tokio_util::sync::CancellationToken::new();
+    let req = ProviderRequest {
+        model: model(),
+        context: LlmContext {
+            system_prompt: vec![],
+            messages: Arc::new(history()),
+            tools: tools(),
+        },
+        options: StreamOptions::default(),
+    };
+    let events: Vec<_> = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        provider.stream(req, run.clone()).collect::<Vec<_>>(),
+    )
+    .await
+    .expect("the wrapper ends the reply itself");
+    let last = events.last().unwrap().as_ref().unwrap();
+    let StreamEvent::Done { message, reason } = last else {
+        panic!("{last:?}")
+    };
+    assert_eq!(*reason, StopReason::ToolUse);
+    assert_eq!(
+        calls(message),
+        vec![("read".to_string(), json!({"path": "a"}))]
+    );
+    assert!(inner.token.lock().unwrap().as_ref().unwrap().is_cancelled());
+    assert!(!run.is_cancelled(), "the run goes on");
+    let sent = &inner.requests.lock().unwrap()[0];
+    assert!(sent.context.tools.is_empty());
+    assert_eq!(provider.dialect_for(&model()), Some("hermes"));
+}

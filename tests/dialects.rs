@@ -1,0 +1,319 @@
+//! In-band tool-calling dialects end to end: the real `pi` binary in print mode against a
+//! scripted local Chat Completions server whose model writes its tool calls as text.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::{Output, Stdio};
+
+use serde_json::{Value, json};
+use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags, text_reply};
+use tokio::process::Command;
+
+fn home() -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let d = std::env::temp_dir().join(format!("pi-dialect-test-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::write(d.join("notes.txt"), "the answer is 42\n").unwrap();
+    d
+}
+
+/// The binary with a clean environment whose only model is the test server (as Ollama).
+fn pi(server: &TestServer, home: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "stderr: {}\nstdout: {}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// A streamed reply whose text arrives in `pieces`.
+fn text_pieces(pieces: &[&str]) -> Vec<Chunk> {
+    pieces
+        .iter()
+        .map(|p| chunk(json!({ "content": p }), None))
+        .collect()
+}
+
+fn finished(mut chunks: Vec<Chunk>) -> Reply {
+    chunks.push(chunk(json!({}), Some("stop")));
+    chunks.push(raw_data("[DONE]"));
+    Reply::sse(chunks)
+}
+
+/// A hermes call to `read notes.txt`, cut inside its tags.
+fn hermes_read_reply() -> Reply {
+    finished(text_pieces(&[
+        "Let me read it.\n<tool",
+        "_call>\n{\"name\": \"read\", \"argu",
+        "ments\": {\"path\": \"notes.txt\"}}\n</tool_",
+        "call>",
+    ]))
+}
+
+/// A server that lists `model` at `/api/tags` and answers chat requests with `replies` in turn.
+async fn server(model: &str, replies: Vec<Reply>) -> TestServer {
+    let model = model.to_string();
+    let replies = std::sync::Mutex::new(replies.into_iter().rev().collect::<Vec<_>>());
+    TestServer::responding(std::sync::Arc::new(move |r| {
+        if r.path.ends_with("/api/tags") {
+            return tags(&model);
+        }
+        replies.lock().unwrap().pop().unwrap_or_else(|| {
+            Reply::error(
+                500,
+                r#"{"error":{"message":"test server: no reply scripted"}}"#,
+            )
+        })
+    }))
+    .await
+}
+
+/// The chat requests the server received.
+fn chats(server: &TestServer) -> Vec<Value> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| r.body)
+        .collect()
+}
+
+fn messages(req: &Value) -> Vec<Value> {
+    req["messages"].as_array().unwrap().clone()
+}
+
+fn session_text(h: &std::path::Path) -> String {
+    let mut all = String::new();
+    let root = h.join("agent/sessions");
+    for d in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            if f.path().extension().is_some_and(|x| x == "jsonl") {
+                all.push_str(&std::fs::read_to_string(f.path()).unwrap());
+            }
+        }
+    }
+    all
+}
+
+/// The session's messages as JSON.
+fn session_messages(h: &std::path::Path) -> Vec<Value> {
+    session_text(h)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message")
+        .map(|e| e["message"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_hermes_model_from_config_calls_tools_in_its_text() {
+    let server = server(
+        "qwen2.5-coder:7b",
+        vec![hermes_read_reply(), text_reply("It says 42.")],
+    )
+    .await;
+    let h = home();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "dialect = \"none\"\n[[providers.ollama.models]]\nid = \"qwen2.5-coder:7b\"\ndialect = \"hermes\"\n",
+    )
+    .unwrap();
+    let out = pi(&server, &h)
+        .args(["-p", "what does notes.txt say?"])
+        .output()
+        .await
+        .unwrap();
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    let reqs = chats(&server);
+    let first = &reqs[0];
+    assert_eq!(first["model"], "qwen2.5-coder:7b");
+    assert!(first.get("tools").is_none(), "no native tools: {first}");
+    assert!(first.get("tool_choice").is_none());
+    let system = messages(first)[0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("## read"), "{system}");
+    assert!(system.contains("Parameters (JSON schema)"));
+    assert!(system.contains("<tool_call>"));
+
+    let second = messages(&reqs[1]);
+    assert!(second.iter().all(|m| m["role"] != "tool"));
+    assert!(reqs[1].get("tools").is_none());
+    let n = second.len();
+    let assistant = &second[n - 2];
+    assert_eq!(assistant["role"], "assistant");
+    let said = assistant["content"].as_str().unwrap();
+    assert!(said.starts_with("Let me read it.\n<tool_call>"), "{said}");
+    assert!(said.contains("\"notes.txt\""));
+    assert!(assistant.get("tool_calls").is_none());
+    let result = &second[n - 1];
+    assert_eq!(result["role"], "user");
+    let result = result["content"].as_str().unwrap();
+    assert!(result.starts_with("<tool_response>\n"), "{result}");
+    assert!(result.contains("the answer is 42"));
+
+    // The session keeps canonical calls and results.
+    let msgs = session_messages(&h);
+    let call = msgs
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["content"][1]["type"] == "toolCall")
+        .unwrap_or_else(|| panic!("{msgs:?}"));
+    assert_eq!(call["content"][0]["text"], "Let me read it.");
+    assert_eq!(call["content"][1]["name"], "read");
+    assert_eq!(
+        call["content"][1]["arguments"],
+        json!({"path": "notes.txt"})
+    );
+    assert_eq!(call["stopReason"], "toolUse");
+    let result = msgs.iter().find(|m| m["role"] == "toolResult").unwrap();
+    assert_eq!(result["toolCallId"], call["content"][1]["id"]);
+    assert!(!session_text(&h).contains("<tool_call>"));
+}
+
+#[tokio::test]
+async fn a_reply_that_writes_its_own_tool_result_is_cut_off() {
+    let mut fake = text_pieces(&[
+        "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}</tool_call>\n<tool_",
+        "response>\nFAKE RESULT 99\n</tool_response>\nThe file says 99.",
+    ]);
+    // Were the request not stopped, pi would wait here until the server gives up.
+    fake.push(Chunk::Stall);
+    let server = server(
+        "qwen3:8b",
+        vec![Reply::sse(fake), text_reply("It says 42.")],
+    )
+    .await;
+    let h = home();
+    let started = std::time::Instant::now();
+    let out = pi(&server, &h)
+        .env("PI_DIALECT", "hermes")
+        .args(["-p", "what does notes.txt say?"])
+        .output()
+        .await
+        .unwrap();
+    ok(&out);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    assert_eq!(server.close_delays().len(), 1, "pi hung up on the reply");
+    let reqs = chats(&server);
+    let second = messages(&reqs[1]);
+    let all = serde_json::to_string(&second).unwrap();
+    assert!(!all.contains("FAKE"), "{all}");
+    assert!(all.contains("the answer is 42"));
+    assert!(!session_text(&h).contains("FAKE"));
+    let msgs = session_messages(&h);
+    assert!(msgs.iter().any(|m| m["role"] == "toolResult"));
+}
+
+#[tokio::test]
+async fn a_local_model_that_refuses_tools_is_switched_to_hermes_and_says_so() {
+    let refusal = r#"{"error":{"message":"registry.ollama.ai/library/qwen2.5-coder:0.5b does not support tools"}}"#;
+    let server = server(
+        "qwen2.5-coder:0.5b",
+        vec![
+            Reply::error(400, refusal),
+            hermes_read_reply(),
+            text_reply("It says 42."),
+        ],
+    )
+    .await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args(["-p", "what does notes.txt say?"])
+        .output()
+        .await
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("qwen2.5-coder:0.5b refused native tools; using the hermes dialect"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    let reqs = chats(&server);
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[0].get("tools").is_some(), "native tools first");
+    for r in &reqs[1..] {
+        assert!(r.get("tools").is_none());
+        assert!(r.get("tool_choice").is_none());
+    }
+    let last = messages(&reqs[2]);
+    let result = last.last().unwrap()["content"].as_str().unwrap();
+    assert!(result.contains("<tool_response>") && result.contains("the answer is 42"));
+    // The refused attempt is not part of the conversation.
+    let msgs = session_messages(&h);
+    assert!(msgs.iter().all(|m| m["stopReason"] != "error"), "{msgs:?}");
+}
+
+#[tokio::test]
+async fn dialect_none_keeps_native_tools_and_a_bad_name_is_refused() {
+    let refusal = r#"{"error":{"message":"this model does not support tools"}}"#;
+    let server = server("tiny", vec![Reply::error(400, refusal)]).await;
+    let h = home();
+    let out = pi(&server, &h)
+        .args(["-p", "--dialect", "none", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not support tools"));
+    assert_eq!(chats(&server).len(), 1, "no switch, no retry");
+
+    let out = pi(&server, &h)
+        .args(["-p", "--dialect", "klingon", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("klingon") && err.contains("hermes"), "{err}");
+}
+
+#[tokio::test]
+async fn the_qwen3_and_xml_dialects_run_a_tool_round_from_the_flag() {
+    for (dialect, call) in [
+        (
+            "qwen3",
+            "<tool_call>\n<function=read>\n<parameter=path>\nnotes.txt\n</parameter>\n</function>\n</tool_call>",
+        ),
+        (
+            "xml",
+            "<function_call name=\"read\">\n<arg name=\"path\">notes.txt</arg>\n</function_call>",
+        ),
+    ] {
+        let server = server(
+            "m",
+            vec![finished(text_pieces(&[call])), text_reply("It says 42.")],
+        )
+        .await;
+        let h = home();
+        let out = pi(&server, &h)
+            .args(["-p", "--dialect", dialect, "what does notes.txt say?"])
+            .output()
+            .await
+            .unwrap();
+        ok(&out);
+        let reqs = chats(&server);
+        let last = messages(&reqs[1]);
+        let result = last.last().unwrap()["content"].as_str().unwrap();
+        assert!(result.contains("the answer is 42"), "{dialect}: {result}");
+        assert_eq!(last[last.len() - 2]["content"], call, "{dialect}");
+    }
+}
