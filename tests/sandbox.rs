@@ -31,10 +31,33 @@ struct Place {
     outside: PathBuf,
 }
 
+/// Where test folders go: outside the temp folder the sandbox allows, wherever the checkout
+/// lives (a clone under /tmp puts cargo's own test folder there too).
+fn test_root() -> PathBuf {
+    let temp = std::env::temp_dir().canonicalize().unwrap();
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        std::env::var_os("HOME").map(PathBuf::from),
+        Some(PathBuf::from("/var/tmp")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.canonicalize().ok())
+        .find(|c| {
+            !c.starts_with(&temp)
+                && tempfile::Builder::new()
+                    .prefix(".pi-probe-")
+                    .tempdir_in(c)
+                    .is_ok()
+        })
+        .expect("a writable folder outside the temp folder for the sandbox tests")
+}
+
 fn place() -> Place {
     let dir = tempfile::Builder::new()
         .prefix("pi-sandbox-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(test_root())
         .unwrap();
     let base = dir.path().canonicalize().unwrap();
     assert!(
