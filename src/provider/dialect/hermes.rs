@@ -10,8 +10,6 @@ use serde_json::{Map, Value, json};
 use super::{Block, Dialect, Parsed, arguments_value, between, json_call, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Hermes;
-
 pub const TOOL_CALL: Block = Block {
     open: "<tool_call>",
     close: "</tool_call>",
@@ -29,22 +27,40 @@ pub fn tool_response(output: &str, is_error: bool) -> String {
     }
 }
 
-impl Dialect for Hermes {
+/// A dialect of the `<tool_call>` family (hermes, qwen3, glm). They differ only in how a call
+/// is written; replies are read alike (every body form, see the module note) and results go
+/// back in `<tool_response>` tags.
+pub struct ToolCallFamily {
+    pub name: &'static str,
+    pub instructions: &'static str,
+    pub encode_call: fn(&str, &Value) -> String,
+}
+
+pub const HERMES: ToolCallFamily = ToolCallFamily {
+    name: "hermes",
+    instructions: "To call a tool, write a JSON object with the tool's name and its arguments \
+         inside <tool_call></tool_call> tags, one call per pair of tags:\n<tool_call>\n\
+         {\"name\": \"read\", \"arguments\": {\"path\": \"src/main.rs\"}}\n</tool_call>\n\
+         Results come back inside <tool_response></tool_response> tags.",
+    encode_call: encode_hermes_call,
+};
+
+fn encode_hermes_call(name: &str, arguments: &Value) -> String {
+    let call = json!({"name": name, "arguments": arguments});
+    format!("<tool_call>\n{call}\n</tool_call>")
+}
+
+impl Dialect for ToolCallFamily {
     fn name(&self) -> &'static str {
-        "hermes"
+        self.name
     }
 
     fn instructions(&self) -> String {
-        "To call a tool, write a JSON object with the tool's name and its arguments inside \
-         <tool_call></tool_call> tags, one call per pair of tags:\n<tool_call>\n{\"name\": \
-         \"read\", \"arguments\": {\"path\": \"src/main.rs\"}}\n</tool_call>\nResults come \
-         back inside <tool_response></tool_response> tags."
-            .into()
+        self.instructions.to_string()
     }
 
     fn encode_call(&self, name: &str, arguments: &Value) -> String {
-        let call = json!({"name": name, "arguments": arguments});
-        format!("<tool_call>\n{call}\n</tool_call>")
+        (self.encode_call)(name, arguments)
     }
 
     fn encode_result(&self, _name: &str, output: &str, is_error: bool) -> String {

@@ -96,10 +96,10 @@ pub const NAMES: &[&str] = &["hermes", "qwen3", "xml", "glm", "deepseek", "harmo
 /// A dialect by name (case-insensitive; `qwen` and `qwen2.5` mean hermes).
 pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
     match name.trim().to_ascii_lowercase().as_str() {
-        "hermes" | "qwen" | "qwen2.5" | "qwen2" => Some(Arc::new(hermes::Hermes)),
-        "qwen3" | "qwen3-coder" | "qwen3_coder" => Some(Arc::new(qwen3::Qwen3)),
+        "hermes" | "qwen" | "qwen2.5" | "qwen2" => Some(Arc::new(hermes::HERMES)),
+        "qwen3" | "qwen3-coder" | "qwen3_coder" => Some(Arc::new(qwen3::QWEN3)),
         "xml" => Some(Arc::new(xml::Xml)),
-        "glm" | "glm4" | "glm-4.5" => Some(Arc::new(glm::Glm)),
+        "glm" | "glm4" | "glm-4.5" => Some(Arc::new(glm::GLM)),
         "deepseek" => Some(Arc::new(deepseek::DeepSeek)),
         "harmony" | "gpt-oss" => Some(Arc::new(harmony::Harmony)),
         _ => None,
@@ -268,6 +268,24 @@ pub fn param_type<'a>(tools: &'a [ToolSpec], tool: &str, param: &str) -> Option<
         .find(|t| t.name == tool)
         .and_then(|t| t.parameters.pointer(&format!("/properties/{param}/type")))
         .and_then(Value::as_str)
+}
+
+/// Each argument as `(name, text)`: a string as it is, anything else as JSON — how the
+/// text-valued forms write values (the reverse of [`typed_value`]).
+pub fn text_arguments(arguments: &Value) -> Vec<(&str, String)> {
+    match arguments {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.as_str(), text)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A parameter value written as text: kept as a string where the schema wants one (or says

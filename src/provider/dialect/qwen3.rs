@@ -4,63 +4,28 @@
 
 use serde_json::{Map, Value};
 
-use super::hermes::{
-    RESPONSE_MARKERS, TOOL_CALL, parse_tool_call_body, peek_tool_call_name, tool_response,
-};
-use super::{Block, Dialect, Parsed, typed_value};
+use super::hermes::ToolCallFamily;
+use super::{Parsed, text_arguments, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Qwen3;
-
-impl Dialect for Qwen3 {
-    fn name(&self) -> &'static str {
-        "qwen3"
-    }
-
-    fn instructions(&self) -> String {
-        "To call a tool, write it inside <tool_call></tool_call> tags: the tool's name in a \
+pub const QWEN3: ToolCallFamily = ToolCallFamily {
+    name: "qwen3",
+    instructions: "To call a tool, write it inside <tool_call></tool_call> tags: the tool's name in a \
          <function=NAME> tag and each argument in its own <parameter=NAME> tag, one call per \
          pair of <tool_call> tags:\n<tool_call>\n<function=read>\n<parameter=path>\nsrc/main.rs\n\
          </parameter>\n</function>\n</tool_call>\nWrite text values as they are (no quotes or \
          escaping); write numbers, booleans, arrays and objects as JSON. Results come back \
-         inside <tool_response></tool_response> tags."
-            .into()
-    }
+         inside <tool_response></tool_response> tags.",
+    encode_call,
+};
 
-    fn encode_call(&self, name: &str, arguments: &Value) -> String {
-        let mut s = format!("<tool_call>\n<function={name}>\n");
-        if let Value::Object(map) = arguments {
-            for (k, v) in map {
-                let text = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                s.push_str(&format!("<parameter={k}>\n{text}\n</parameter>\n"));
-            }
-        }
-        s.push_str("</function>\n</tool_call>");
-        s
+fn encode_call(name: &str, arguments: &Value) -> String {
+    let mut s = format!("<tool_call>\n<function={name}>\n");
+    for (k, text) in text_arguments(arguments) {
+        s.push_str(&format!("<parameter={k}>\n{text}\n</parameter>\n"));
     }
-
-    fn encode_result(&self, _name: &str, output: &str, is_error: bool) -> String {
-        tool_response(output, is_error)
-    }
-
-    fn blocks(&self) -> &'static [Block] {
-        &[TOOL_CALL]
-    }
-
-    fn result_markers(&self) -> &'static [&'static str] {
-        RESPONSE_MARKERS
-    }
-
-    fn peek_name(&self, _block: &Block, partial: &str) -> Option<String> {
-        peek_tool_call_name(partial)
-    }
-
-    fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
-        parse_tool_call_body(body, tools)
-    }
+    s.push_str("</function>\n</tool_call>");
+    s
 }
 
 /// Every `<function=NAME>` … `</function>` in `t` (the closing tag may be missing on the last).

@@ -1026,7 +1026,7 @@ impl Provider for DialectProvider {
                             Some(Ok(StreamEvent::Error { error, .. }))
                                 if !cancel.is_cancelled() && refuses_tools(&error) =>
                             {
-                                let hermes: Arc<dyn Dialect> = Arc::new(super::hermes::Hermes);
+                                let hermes: Arc<dyn Dialect> = Arc::new(super::hermes::HERMES);
                                 shared
                                     .learned
                                     .lock()

@@ -611,7 +611,7 @@ fn requests_carry_the_catalogue_and_history_as_text() {
             vec![("read".to_string(), json!({"path": "notes.txt"}))]
         );
     }
-    let hermes = encode_request(&hermes::Hermes, &req);
+    let hermes = encode_request(&hermes::HERMES, &req);
     let Message::User(u) = &*hermes.context.messages[2] else {
         panic!()
     };

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Block, Dialect, Parsed, typed_value};
+use super::{Block, Dialect, Parsed, text_arguments, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
 pub struct Xml;
@@ -39,14 +39,8 @@ impl Dialect for Xml {
 
     fn encode_call(&self, name: &str, arguments: &Value) -> String {
         let mut s = format!("<function_call name=\"{name}\">\n");
-        if let Value::Object(map) = arguments {
-            for (k, v) in map {
-                let text = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                s.push_str(&format!("<arg name=\"{k}\">{text}</arg>\n"));
-            }
+        for (k, text) in text_arguments(arguments) {
+            s.push_str(&format!("<arg name=\"{k}\">{text}</arg>\n"));
         }
         s.push_str("</function_call>");
         s
