@@ -4,35 +4,28 @@
 
 mod support;
 
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags, text_reply};
-use tokio::process::Command;
 
+/// A home folder (`home/project` is the working directory) with a file to read.
 fn home() -> std::path::PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let d = std::env::temp_dir().join(format!("pi-dialect-test-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::write(d.join("notes.txt"), "the answer is 42\n").unwrap();
+    let d = support::binary_home("dialect");
+    std::fs::write(d.join("project/notes.txt"), "the answer is 42\n").unwrap();
     d
 }
 
-/// The binary with a clean environment whose only model is the test server (as Ollama).
-fn pi(server: &TestServer, home: &std::path::Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
+/// `pi` in `home/project` whose only model is the test server (as Ollama), with `env` added.
+async fn pi(
+    server: &TestServer,
+    home: &std::path::Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Output {
+    let mut vars = vec![("OLLAMA_HOST", server.url.as_str())];
+    vars.extend_from_slice(env);
+    support::run_pi(home, &vars, args).await
 }
 
 fn ok(out: &Output) {
@@ -136,11 +129,7 @@ async fn a_hermes_model_from_config_calls_tools_in_its_text() {
         "dialect = \"none\"\n[[providers.ollama.models]]\nid = \"qwen2.5-coder:7b\"\ndialect = \"hermes\"\n",
     )
     .unwrap();
-    let out = pi(&server, &h)
-        .args(["-p", "what does notes.txt say?"])
-        .output()
-        .await
-        .unwrap();
+    let out = pi(&server, &h, &[], &["-p", "what does notes.txt say?"]).await;
     ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
     let reqs = chats(&server);
@@ -202,12 +191,13 @@ async fn a_reply_that_writes_its_own_tool_result_is_cut_off() {
     .await;
     let h = home();
     let started = std::time::Instant::now();
-    let out = pi(&server, &h)
-        .env("PI_DIALECT", "hermes")
-        .args(["-p", "what does notes.txt say?"])
-        .output()
-        .await
-        .unwrap();
+    let out = pi(
+        &server,
+        &h,
+        &[("PI_DIALECT", "hermes")],
+        &["-p", "what does notes.txt say?"],
+    )
+    .await;
     ok(&out);
     assert!(started.elapsed() < std::time::Duration::from_secs(8));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
@@ -235,11 +225,7 @@ async fn a_local_model_that_refuses_tools_is_switched_to_hermes_and_says_so() {
     )
     .await;
     let h = home();
-    let out = pi(&server, &h)
-        .args(["-p", "what does notes.txt say?"])
-        .output()
-        .await
-        .unwrap();
+    let out = pi(&server, &h, &[], &["-p", "what does notes.txt say?"]).await;
     ok(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -267,20 +253,12 @@ async fn dialect_none_keeps_native_tools_and_a_bad_name_is_refused() {
     let refusal = r#"{"error":{"message":"this model does not support tools"}}"#;
     let server = server("tiny", vec![Reply::error(400, refusal)]).await;
     let h = home();
-    let out = pi(&server, &h)
-        .args(["-p", "--dialect", "none", "hi"])
-        .output()
-        .await
-        .unwrap();
+    let out = pi(&server, &h, &[], &["-p", "--dialect", "none", "hi"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not support tools"));
     assert_eq!(chats(&server).len(), 1, "no switch, no retry");
 
-    let out = pi(&server, &h)
-        .args(["-p", "--dialect", "klingon", "hi"])
-        .output()
-        .await
-        .unwrap();
+    let out = pi(&server, &h, &[], &["-p", "--dialect", "klingon", "hi"]).await;
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("klingon") && err.contains("hermes"), "{err}");
@@ -304,11 +282,13 @@ async fn the_qwen3_and_xml_dialects_run_a_tool_round_from_the_flag() {
         )
         .await;
         let h = home();
-        let out = pi(&server, &h)
-            .args(["-p", "--dialect", dialect, "what does notes.txt say?"])
-            .output()
-            .await
-            .unwrap();
+        let out = pi(
+            &server,
+            &h,
+            &[],
+            &["-p", "--dialect", dialect, "what does notes.txt say?"],
+        )
+        .await;
         ok(&out);
         let reqs = chats(&server);
         let last = messages(&reqs[1]);
