@@ -142,13 +142,14 @@ impl Host {
         match self.current_session().await {
             Ok(Some((session, leaf))) => {
                 let points = tokio::task::spawn_blocking(move || {
-                    session::tree::tree_rows(&session, leaf.as_deref())
+                    session
+                        .branch(leaf.as_deref())
                         .into_iter()
-                        .filter(|r| r.on_path && r.kind == session::tree::TreeKind::User)
-                        .filter_map(|r| {
-                            let text = editable_text(session.entry(&r.id)?)?;
-                            Some((r.id, text))
+                        .filter(|e| {
+                            matches!(&e.kind, EntryKind::Message(m)
+                                if matches!(m.as_llm(), Some(Message::User(_))))
                         })
+                        .filter_map(|e| Some((e.id.clone(), editable_text(e)?)))
                         .collect::<Vec<_>>()
                 })
                 .await
