@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::server::{Chunk, Reply, TestServer, chunk, tags, text_reply};
+use support::server::{Chunk, Reply, TestServer, call_reply, chunk, tags, text_reply};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
@@ -318,15 +318,7 @@ async fn steering_refusal_abort_and_stdin_closing_mid_run() {
 
 #[tokio::test]
 async fn a_steer_sent_while_a_tool_runs_reaches_the_next_request() {
-    let call = Reply::sse(vec![
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "bash",
-                "arguments": "{\"command\":\"sleep 0.5; echo slept\"}"}}]}),
-            None,
-        ),
-        chunk(json!({}), Some("tool_calls")),
-        support::server::raw_data("[DONE]"),
-    ]);
+    let call = call_reply("c1", "bash", r#"{"command":"sleep 0.5; echo slept"}"#);
     let server = TestServer::start(vec![
         tags("qwen3:8b"),
         call,
@@ -498,4 +490,33 @@ async fn a_retry_and_a_shell_command_stop_on_request_and_state_counts_the_queue(
         .unwrap()
         .unwrap();
     assert!(status.success());
+}
+
+#[tokio::test]
+async fn approval_ask_refuses_in_rpc_mode_where_nobody_can_answer() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        call_reply("c1", "bash", r#"{"command":"touch made.txt"}"#),
+        text_reply("understood"),
+    ])
+    .await;
+    let h = home();
+    std::fs::write(h.join("agent/config.toml"), "approval = \"ask\"\n").unwrap();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "prompt", "message": "make a file"}))
+        .await;
+    c.response("1").await;
+    let end = c
+        .until("the tool's result", |v| v["type"] == "tool_execution_end")
+        .await;
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(end.to_string().contains("without a person to ask"), "{end}");
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(!h.join("project/made.txt").exists());
+    assert!(
+        server.requests()[2].body["messages"]
+            .to_string()
+            .contains("without a person to ask"),
+        "the refusal reaches the model"
+    );
 }
