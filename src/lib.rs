@@ -22,6 +22,7 @@ pub mod mcp;
 pub mod print;
 pub mod provider;
 pub mod rpc;
+pub mod secrets;
 pub mod session;
 pub mod setup;
 pub mod tools;

@@ -109,7 +109,7 @@ impl Rig {
             session_id,
             session_name: None,
             live_updates: true,
-            secrets: Vec::new(),
+            secrets: Default::default(),
             shell: pi::tools::build_with(
                 &["bash"],
                 Arc::new(pi::tools::context::ToolContext::new(

@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 
+pub mod harden;
+
 use crate::print::{self, PrintOptions};
 use crate::setup::{self, SessionChoice, select::ModelFlags};
 use crate::tools::sandbox::SandboxMode;
@@ -57,7 +59,9 @@ pub struct Cli {
     #[arg(long)]
     pub thinking: Option<String>,
 
-    /// API key for the selected provider (overrides config and environment).
+    /// API key for the selected provider (overrides config and environment). pi blanks it
+    /// from its command line at start, but it may linger in your shell history: the provider's
+    /// environment variable or `/login` (stored in auth.json) are safer.
     #[arg(long = "api-key")]
     pub api_key: Option<String>,
 
@@ -254,7 +258,8 @@ pub fn expand_short_flags(
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse_from(expand_short_flags(std::env::args_os()));
+    let args = harden::harden();
+    let cli = Cli::parse_from(expand_short_flags(args));
     quiet_contained_panics();
     let stdin_piped = !std::io::stdin().is_terminal();
     let mut stdin_text = None;

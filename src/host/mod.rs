@@ -321,8 +321,9 @@ pub struct HostParts {
     pub session_name: Option<String>,
     /// Send the front end the streamed updates (deltas, tool progress) too.
     pub live_updates: bool,
-    /// Values masked in every session file should they appear (keys withheld from tools).
-    pub secrets: Vec<String>,
+    /// Values masked in every session file should they appear (keys withheld from tools);
+    /// shared with the tools and providers that mask with it.
+    pub secrets: crate::secrets::Secrets,
     /// The bash tool `!command` runs through (`None`: `!` is refused).
     pub shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
     /// What `/login` needs (`None`: it is refused).
@@ -371,7 +372,7 @@ struct Host {
     thinking: ThinkingLevel,
     session_id: String,
     name: Option<String>,
-    secrets: Vec<String>,
+    secrets: crate::secrets::Secrets,
     shell: Option<Arc<dyn crate::agent::protocol::tool::AgentTool>>,
     login: Option<Arc<login::LoginParts>>,
     mcp: Option<crate::mcp::McpManager>,
@@ -440,12 +441,10 @@ pub fn spawn(parts: HostParts) -> Client {
 fn record(
     agent: &Agent,
     out: &mpsc::UnboundedSender<HostEvent>,
-    secrets: &[String],
+    secrets: &crate::secrets::Secrets,
     mut recorder: SessionRecorder,
 ) -> RecorderTask {
-    for s in secrets {
-        recorder.add_secret(s.clone());
-    }
+    recorder.share_secrets(secrets);
     let out = out.clone();
     let mut last = String::new();
     recorder.set_error_reporter(Box::new(move |e| {
@@ -652,10 +651,7 @@ impl Host {
             Ok(done) => {
                 // Masked in every session file from now on, the open one included.
                 if let Ok(k) = login::check_key(&key.0) {
-                    self.secrets.push(k.clone());
-                    if let Some(r) = &self.recorder {
-                        r.with(move |r| r.add_secret(k));
-                    }
+                    self.secrets.add(&k);
                 }
                 if let Some(m) = &done.model {
                     self.set_model(m.clone());
@@ -954,6 +950,7 @@ impl Host {
             export::Format::for_path(&path),
             &title,
         );
+        let markdown = self.secrets.mask(&markdown).into_owned();
         let out = self.out.clone();
         tokio::spawn(async move {
             let target = path.clone();

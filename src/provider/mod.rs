@@ -74,6 +74,8 @@ pub struct Providers {
     plain_client: OnceLock<Result<reqwest::Client, String>>,
     keys: Mutex<HashMap<String, Option<String>>>,
     headers: Mutex<HashMap<String, Vec<(String, String)>>>,
+    /// Learns every key and credential header resolved (for masking).
+    secrets: crate::secrets::Secrets,
 }
 
 impl Providers {
@@ -88,7 +90,15 @@ impl Providers {
             plain_client: OnceLock::new(),
             keys: Mutex::new(HashMap::new()),
             headers: Mutex::new(HashMap::new()),
+            secrets: crate::secrets::Secrets::default(),
         }
+    }
+
+    /// Tell `secrets` every key and header value resolved from now on (a `!command` key is
+    /// only known once it has run), so it is masked wherever it might appear.
+    pub fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
@@ -134,6 +144,7 @@ impl Providers {
     /// Use `key` for `provider` from now on (a key given in `/login`).
     pub fn set_key(&self, provider: &str, key: String) {
         let mut cache = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        self.secrets.add(&key);
         cache.insert(provider.to_string(), Some(key));
     }
 
@@ -148,6 +159,9 @@ impl Providers {
         };
         let env = self.env.clone();
         let key = keys::resolve_key(info, self.cli_key.as_deref(), &move |k| env(k))?;
+        if let Some(k) = &key {
+            self.secrets.add(k);
+        }
         cache.insert(provider.to_string(), key.clone());
         Ok(key)
     }
@@ -175,6 +189,13 @@ impl Providers {
                             .map_err(|e| format!("header `{name}` of `{}`: {e}", model.provider))
                     })
                     .collect::<Result<Vec<_>, String>>()?;
+                // A header may carry a credential (`x-api-key`, a bearer token).
+                self.secrets.extend(
+                    resolved
+                        .iter()
+                        .filter(|(n, _)| crate::secrets::is_credential_header(n))
+                        .map(|(_, v)| v.strip_prefix("Bearer ").unwrap_or(v)),
+                );
                 cache.insert(cache_key, resolved.clone());
                 resolved
             }

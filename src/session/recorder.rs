@@ -40,6 +40,7 @@ use super::time::iso_now;
 use crate::agent::protocol::events::{AgentEvent, CompactionResult};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{AgentMessage, Message};
+use crate::secrets::Secrets;
 
 /// Receives write failures as they happen.
 pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
@@ -48,7 +49,7 @@ pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
 pub const TOOL_STARTED: &str = "pi/tool_started";
 
 /// Text that replaces a registered secret in anything written.
-pub const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = crate::secrets::REDACTED;
 
 /// Appends a session's entries to its file as the agent produces them.
 pub struct SessionRecorder {
@@ -68,7 +69,7 @@ pub struct SessionRecorder {
     model: Option<ModelRef>,
     thinking: Option<ThinkingLevel>,
     has_message: bool,
-    secrets: Vec<String>,
+    secrets: Secrets,
     reporter: Option<ErrorReporter>,
     errors: Vec<SessionError>,
     /// The latest failure, kept until a write and sync succeed.
@@ -133,7 +134,7 @@ impl SessionRecorder {
             model: None,
             thinking: None,
             has_message: false,
-            secrets: Vec::new(),
+            secrets: Secrets::default(),
             reporter: None,
             errors: Vec::new(),
             last_error: None,
@@ -164,7 +165,7 @@ impl SessionRecorder {
             model,
             thinking,
             has_message: true,
-            secrets: Vec::new(),
+            secrets: Secrets::default(),
             reporter: None,
             errors: Vec::new(),
             last_error: None,
@@ -214,10 +215,14 @@ impl SessionRecorder {
     /// Mask this text (an API key) wherever it would be written. Texts shorter than 8
     /// characters are ignored (they would mask ordinary words).
     pub fn add_secret(&mut self, secret: impl Into<String>) {
-        let s = secret.into();
-        if s.trim().len() >= 8 && !self.secrets.contains(&s) {
-            self.secrets.push(s);
-        }
+        self.secrets.add(&secret.into());
+    }
+
+    /// Mask what `secrets` holds (now and as it learns more) wherever it would be written.
+    pub fn share_secrets(&mut self, secrets: &Secrets) {
+        // Values added to this recorder alone so far are kept.
+        let own = std::mem::replace(&mut self.secrets, secrets.clone());
+        self.secrets.absorb(&own);
     }
 
     /// Continue from an earlier entry (or from the start with `None`): the next entry becomes
@@ -356,11 +361,7 @@ impl SessionRecorder {
     }
 
     fn push_line(&mut self, id: String, mut line: String) -> String {
-        for s in &self.secrets {
-            if line.contains(s.as_str()) {
-                line = line.replace(s.as_str(), REDACTED);
-            }
-        }
+        self.secrets.mask_in_place(&mut line);
         line.push('\n');
         self.pending.push_back(line);
         self.ids.insert(&id);

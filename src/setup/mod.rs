@@ -29,9 +29,11 @@ use crate::host::{self, HostParts};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::provider::dialect::{DialectProvider, DialectSettings};
 use crate::provider::{EnvLookup, Providers, keys};
+use crate::secrets::Secrets;
 use crate::session::{self, SessionError, SessionPaths, StartFrom};
 use crate::tools::context::ToolContext;
 use crate::tools::env::EnvPolicy;
+use crate::tools::guard::{Guarded, guard_all};
 use crate::tools::sandbox::{Sandbox, SandboxMode};
 
 /// Environment variable that, set to `1`, keeps the intent argument out of tool schemas.
@@ -229,6 +231,69 @@ pub fn load_config(
     Ok((loaded.config, catalog, loaded.warnings))
 }
 
+/// Every value pi knows to be secret at start: keys withheld from the tools' environment,
+/// `--api-key`, keys written in config files and `auth.json`, and the tokens MCP servers are
+/// given. Keys that come from a `!command` join when they are resolved, `/login` keys when
+/// they are stored.
+pub fn known_secrets(
+    options: &Options,
+    policy: &EnvPolicy,
+    catalog: &Catalog,
+    servers: &[crate::mcp::ServerConfig],
+) -> Secrets {
+    let secrets = Secrets::new(policy.withheld_values(std::env::vars_os()));
+    secrets.extend(options.api_key.iter());
+    secrets.extend(keys::literal_keys(catalog.providers()));
+    for server in servers {
+        match &server.transport {
+            crate::mcp::config::Transport::Stdio { env, .. } => secrets.extend(
+                env.iter()
+                    .filter(|(k, _)| !policy.allows(std::ffi::OsStr::new(k)))
+                    .map(|(_, v)| v),
+            ),
+            crate::mcp::config::Transport::Http {
+                bearer_token_env_var,
+                headers,
+                ..
+            } => {
+                if let Some(token) = bearer_token_env_var
+                    .as_deref()
+                    .and_then(|v| (options.env)(v))
+                {
+                    secrets.add(&token);
+                }
+                secrets.extend(
+                    headers
+                        .iter()
+                        .filter(|(k, _)| crate::secrets::is_credential_header(k))
+                        .map(|(_, v)| v.strip_prefix("Bearer ").unwrap_or(v)),
+                );
+            }
+        }
+    }
+    secrets
+}
+
+/// pi's own files that hold keys, which the read, grep and find tools refuse: `auth.json`
+/// always (it exists to hold keys, and may be created later by `/login`), and each config
+/// file in which a known secret is written out.
+pub fn protected_files(agent_dir: Option<&Path>, cwd: &Path, secrets: &Secrets) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(d) = agent_dir {
+        out.push(config::node::auth::path(d));
+    }
+    for file in config_sources(agent_dir, cwd) {
+        if out.contains(&file) {
+            continue;
+        }
+        let holds_key = std::fs::read_to_string(&file).is_ok_and(|t| secrets.found_in(&t));
+        if holds_key {
+            out.push(file);
+        }
+    }
+    out
+}
+
 /// The configuration files present for this folder, in the order they are read (the Node.js
 /// pi's, then config.toml's; global before project).
 pub fn config_sources(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
@@ -367,6 +432,7 @@ fn active_tools(
     config: &Config,
     env: Vec<(OsString, OsString)>,
     sandbox: Sandbox,
+    protected: Vec<PathBuf>,
 ) -> Result<Vec<Arc<dyn AgentTool>>, String> {
     let names: Vec<String> = if options.no_tools {
         Vec::new()
@@ -383,7 +449,8 @@ fn active_tools(
     let ctx = ToolContext::new(options.cwd.clone())
         .with_limits(config.tools.limits())
         .with_env(env)
-        .with_sandbox(sandbox);
+        .with_sandbox(sandbox)
+        .with_protected(protected);
     crate::tools::build_with(&refs, Arc::new(ctx))
 }
 
@@ -396,13 +463,17 @@ fn start_mcp(
     base: Vec<Arc<dyn AgentTool>>,
     servers: Vec<crate::mcp::ServerConfig>,
     vars: Vec<(OsString, OsString)>,
+    secrets: Secrets,
 ) -> Option<crate::mcp::McpManager> {
     if options.no_tools || servers.is_empty() {
         return None;
     }
     let agent = agent.clone();
     let on_tools: crate::mcp::manager::ToolsChanged = Arc::new(move |extra| {
-        let all = base.iter().cloned().chain(extra);
+        let all = base
+            .iter()
+            .cloned()
+            .chain(guard_all(extra.into_iter().collect(), &secrets));
         let set = Arc::new(crate::agent::protocol::tool::ToolSet::new(all));
         agent.update_settings(|s| s.tools = set);
     });
@@ -437,9 +508,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         keys::key_variables(catalog.providers()),
     )?;
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let mut secrets = policy.withheld_values(vars.clone());
-    secrets.extend(options.api_key.clone());
-    secrets.extend(keys::literal_keys(catalog.providers()));
+    let (mcp_servers, mcp_warnings) = crate::mcp::config::parse(&config.mcp_servers);
+    warnings.extend(mcp_warnings);
+    let secrets = known_secrets(&options, &policy, &catalog, &mcp_servers);
+    let protected = protected_files(agent_dir.as_deref(), &options.cwd, &secrets);
     // Bad flags first: no point probing for a model to then refuse the tool list.
     let tool_env = policy.filter(vars);
     // `!command` in the editor runs through its own bash tool (whatever `--tools` says), and
@@ -453,14 +525,16 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         ),
     )?
     .into_iter()
-    .next();
+    .next()
+    .map(|t| Guarded::wrap(t, secrets.clone()));
     let sandbox = sandbox(&options, &config);
     warnings.extend(sandbox.startup_warning());
     let sandbox_line = sandbox.describe();
     let mcp_env = tool_env.clone();
-    let tools = active_tools(&options, &config, tool_env, sandbox)?;
-    let (mcp_servers, mcp_warnings) = crate::mcp::config::parse(&config.mcp_servers);
-    warnings.extend(mcp_warnings);
+    let tools = guard_all(
+        active_tools(&options, &config, tool_env, sandbox, protected)?,
+        &secrets,
+    );
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
@@ -545,7 +619,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         catalog.clone(),
         options.api_key.clone(),
         options.env.clone(),
-    );
+    )
+    .with_secrets(secrets.clone());
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }
@@ -584,7 +659,14 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.intent_tracing = intent_tracing(&config, &options.env);
     settings.hooks = Arc::new(crate::approval::gate::GateHooks(gate.clone()));
     let agent = Agent::new(settings);
-    let mcp = start_mcp(&options, &agent, base_tools, mcp_servers, mcp_env);
+    let mcp = start_mcp(
+        &options,
+        &agent,
+        base_tools,
+        mcp_servers,
+        mcp_env,
+        secrets.clone(),
+    );
 
     let mut messages = Vec::new();
     let mut session_name = None;

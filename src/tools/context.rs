@@ -42,6 +42,8 @@ pub struct ToolContext {
     env: Vec<(OsString, OsString)>,
     /// Where `bash`, `write` and `edit` may write (off unless asked for).
     sandbox: Arc<Sandbox>,
+    /// pi's own files holding keys, which `read`, `grep` and `find` refuse.
+    protected: Arc<ProtectedFiles>,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -61,6 +63,7 @@ impl ToolContext {
             limits: ToolLimits::default(),
             env: EnvPolicy::default().filter(std::env::vars_os()),
             sandbox: Arc::new(Sandbox::off()),
+            protected: Arc::new(ProtectedFiles::default()),
             locks: Mutex::new(HashMap::new()),
         }
     }
@@ -80,6 +83,34 @@ impl ToolContext {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = Arc::new(sandbox);
         self
+    }
+
+    /// Refuse to show these files to the model (pi's `auth.json`, config files with keys).
+    pub fn with_protected(mut self, files: Vec<PathBuf>) -> Self {
+        self.protected = Arc::new(ProtectedFiles::new(files));
+        self
+    }
+
+    /// pi's own key files (for walks to skip).
+    pub fn protected(&self) -> &Arc<ProtectedFiles> {
+        &self.protected
+    }
+
+    /// Whether `path` is one of pi's own key files.
+    pub fn is_protected(&self, path: &Path) -> bool {
+        self.protected.contains(path)
+    }
+
+    /// An error for a read of one of pi's own key files.
+    pub fn refuse_protected(&self, tool: &str, path: &Path) -> Result<(), ToolError> {
+        if !self.is_protected(path) {
+            return Ok(());
+        }
+        Err(ToolError::new(format!(
+            "{tool}: refused: {} is one of pi's own files holding API keys. pi keeps keys away \
+             from the model; nothing in it is needed for the task.",
+            self.display(path)
+        )))
     }
 
     /// The sandbox the tools keep to.
@@ -185,6 +216,94 @@ impl ToolContext {
             locks.retain(|_, l| Arc::strong_count(l) > 1);
         }
         locks.entry(path.to_path_buf()).or_default().clone()
+    }
+}
+
+/// pi's own files holding keys: known by path, through symlinks, and as other hard links to
+/// the same file.
+#[derive(Debug, Default)]
+pub struct ProtectedFiles {
+    paths: Vec<PathBuf>,
+    /// Their (device, inode) pairs.
+    ids: Vec<(u64, u64)>,
+    /// Their file names, a cheap first test for walks.
+    names: Vec<OsString>,
+}
+
+impl ProtectedFiles {
+    pub fn new(paths: Vec<PathBuf>) -> Self {
+        ProtectedFiles {
+            ids: paths.iter().filter_map(|f| file_id(f)).collect(),
+            names: paths
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+                .collect(),
+            paths,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Whether `path` names one of the files.
+    pub fn contains(&self, path: &Path) -> bool {
+        if self.paths.is_empty() {
+            return false;
+        }
+        if file_id(path).is_some_and(|id| self.ids.contains(&id)) {
+            return true;
+        }
+        let real = real_path(path);
+        self.paths.iter().any(|p| real_path(p) == real)
+    }
+
+    /// [`contains`](Self::contains) for a walk: the costly checks only for entries that are
+    /// files of a protected name or have other hard links.
+    pub fn skips(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> bool {
+        if self.paths.is_empty() {
+            return false;
+        }
+        let named = path
+            .file_name()
+            .is_some_and(|n| self.names.iter().any(|p| p == n));
+        #[cfg(unix)]
+        let linked = meta.is_some_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_file() && m.nlink() > 1
+        });
+        #[cfg(not(unix))]
+        let linked = meta.is_some();
+        (named || linked) && self.contains(path)
+    }
+}
+
+/// The (device, inode) of the file `path` names, through symlinks.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// `path` with symlinks resolved as far as it exists (a file not yet created keeps its name
+/// under its resolved folder).
+fn real_path(path: &Path) -> PathBuf {
+    if let Ok(p) = path.canonicalize() {
+        return p;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => dir
+            .canonicalize()
+            .map(|d| d.join(name))
+            .unwrap_or_else(|_| lexical_normalize(path)),
+        _ => lexical_normalize(path),
     }
 }
 

@@ -3,7 +3,7 @@
 //! A model that runs `env` must not see a provider key: it would land in the session file and
 //! go back to the provider with the next request. [`EnvPolicy`] removes every variable pi reads
 //! a key from, and by default every name that looks like a credential (`*_API_KEY`, `*_TOKEN`,
-//! `*_SECRET*`, `*PASSWORD*`, case-insensitive). `[tools.env]` in config adds `exclude`
+//! `*_SECRET*`, `*PASSWORD*`, `*_ACCESS_KEY*`, `*_PRIVATE_KEY*`, case-insensitive). `[tools.env]` in config adds `exclude`
 //! patterns and `include` patterns; a variable matching `include` is kept whatever else says.
 //! Patterns are globs over the variable name (`*` and `?`), matched without regard to case.
 
@@ -12,7 +12,14 @@ use std::ffi::{OsStr, OsString};
 use globset::{Glob, GlobMatcher};
 
 /// Names removed by default.
-pub const DEFAULT_EXCLUDE: &[&str] = &["*_API_KEY", "*_TOKEN", "*_SECRET*", "*PASSWORD*"];
+pub const DEFAULT_EXCLUDE: &[&str] = &[
+    "*_API_KEY",
+    "*_TOKEN",
+    "*_SECRET*",
+    "*PASSWORD*",
+    "*_ACCESS_KEY*",
+    "*_PRIVATE_KEY*",
+];
 
 /// Which variables of pi's environment the tools' commands get.
 #[derive(Debug)]
@@ -123,6 +130,7 @@ mod tests {
             ("GITHUB_TOKEN", "ghp_x"),
             ("AWS_SECRET_ACCESS_KEY", "x"),
             ("DB_PASSWORD", "x"),
+            ("AWS_ACCESS_KEY_ID", "x"),
             ("MY_LLM_KEY", "x"),
             ("TOKENIZERS_PARALLELISM", "false"),
         ]));

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
-use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
+use super::context::{ABORTED_TEXT, ProtectedFiles, ToolContext, run_blocking};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use super::walk;
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
@@ -51,6 +51,17 @@ pub fn find(
     limit: usize,
     cancel: &CancellationToken,
 ) -> Result<(Vec<Found>, bool), ToolError> {
+    find_skipping(root, pattern, limit, cancel, None)
+}
+
+/// [`find`], leaving out pi's own key files.
+pub fn find_skipping(
+    root: &Path,
+    pattern: &str,
+    limit: usize,
+    cancel: &CancellationToken,
+    skip: Option<Arc<ProtectedFiles>>,
+) -> Result<(Vec<Found>, bool), ToolError> {
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
     let full_path = pattern.contains('/');
     // Smart case, as fd: a pattern without capitals matches names in any case.
@@ -64,7 +75,7 @@ pub fn find(
     let found = Mutex::new(Vec::new());
     let count = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    walk::parallel(root, None).run(|| {
+    walk::parallel_skipping(root, None, skip).run(|| {
         let (glob, found, count, stop) = (&glob, &found, &count, &stop);
         Box::new(move |entry| {
             if stop.load(Ordering::Relaxed) || cancel.is_cancelled() {
@@ -172,7 +183,8 @@ impl AgentTool for FindTool {
                 }
                 Ok(_) => {}
             }
-            let (found, more) = find(&root, &pattern, limit, &cancel)?;
+            let skip = Some(ctx.protected().clone()).filter(|p| !p.is_empty());
+            let (found, more) = find_skipping(&root, &pattern, limit, &cancel, skip)?;
             if found.is_empty() {
                 return Ok(
                     ToolOutput::text(format!("No files or folders match `{pattern}`."))

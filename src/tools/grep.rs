@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
-use super::context::{ToolContext, run_blocking};
+use super::context::{ProtectedFiles, ToolContext, run_blocking};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head, truncate_line};
 use super::walk;
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
@@ -107,6 +107,16 @@ pub fn search(
     opts: &GrepOptions,
     cancel: &CancellationToken,
 ) -> Result<SearchResult, ToolError> {
+    search_skipping(root, opts, cancel, None)
+}
+
+/// [`search`], never looking into pi's own key files.
+pub fn search_skipping(
+    root: &Path,
+    opts: &GrepOptions,
+    cancel: &CancellationToken,
+    skip: Option<Arc<ProtectedFiles>>,
+) -> Result<SearchResult, ToolError> {
     let matcher = matcher(opts)?;
     let overrides = match &opts.glob {
         Some(g) => {
@@ -138,7 +148,7 @@ pub fn search(
     let stop = AtomicBool::new(false);
     let limit = opts.limit;
 
-    walk::parallel(root, overrides).run(|| {
+    walk::parallel_skipping(root, overrides, skip).run(|| {
         let matcher = matcher.clone();
         let mut searcher = searcher_builder.build();
         let (found, counter, errors, stop) = (&found, &counter, &errors, &stop);
@@ -347,12 +357,14 @@ impl AgentTool for GrepTool {
             limit: args.limit("limit", self.ctx.limits().grep_limit)?,
         };
         let root = self.ctx.resolve_existing(&raw_path)?;
+        self.ctx.refuse_protected("grep", &root)?;
         let ctx = self.ctx.clone();
         run_blocking(&call.cancel, move |cancel| {
             if std::fs::metadata(&root).is_err() {
                 return Err(ToolError::new(format!("Path not found: {raw_path}")));
             }
-            let result = search(&root, &opts, &cancel)?;
+            let skip = Some(ctx.protected().clone()).filter(|p| !p.is_empty());
+            let result = search_skipping(&root, &opts, &cancel, skip)?;
             Ok(render(&ctx, &result, &opts))
         })
         .await

@@ -100,6 +100,7 @@ impl AgentTool for ReadTool {
         let offset = args.opt_count("offset", 0)?.unwrap_or(1).max(1);
         let limit = args.opt_count("limit", 1)?;
         let path = self.ctx.resolve_existing(&raw)?;
+        self.ctx.refuse_protected("read", &path)?;
         let limits = *self.ctx.limits();
         run_blocking(&call.cancel, move |cancel| {
             read_path(&path, &raw, offset, limit, &limits, &cancel)

@@ -7,9 +7,12 @@
 //! the order entries arrive in varies; callers sort what they keep.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use ignore::overrides::Override;
 use ignore::{WalkBuilder, WalkParallel};
+
+use super::context::ProtectedFiles;
 
 /// Threads for a walk: one per core, at most 12 (as ripgrep).
 pub fn threads() -> usize {
@@ -21,6 +24,15 @@ pub fn threads() -> usize {
 
 /// A parallel walk of `root` with the shared rules and an optional file-name override.
 pub fn parallel(root: &Path, overrides: Option<Override>) -> WalkParallel {
+    parallel_skipping(root, overrides, None)
+}
+
+/// [`parallel`], never yielding pi's own key files (`skip`).
+pub fn parallel_skipping(
+    root: &Path,
+    overrides: Option<Override>,
+    skip: Option<Arc<ProtectedFiles>>,
+) -> WalkParallel {
     let mut b = WalkBuilder::new(root);
     b.hidden(false)
         .ignore(true)
@@ -31,7 +43,12 @@ pub fn parallel(root: &Path, overrides: Option<Override>) -> WalkParallel {
         .require_git(false)
         .follow_links(false)
         .threads(threads())
-        .filter_entry(|e| e.file_name() != ".git");
+        .filter_entry(move |e| {
+            e.file_name() != ".git"
+                && !skip
+                    .as_ref()
+                    .is_some_and(|s| s.skips(e.path(), e.metadata().ok().as_ref()))
+        });
     if let Some(o) = overrides {
         b.overrides(o);
     }
