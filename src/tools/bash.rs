@@ -41,7 +41,9 @@ use tokio::time::Instant;
 use super::args::Args;
 use super::context::ToolContext;
 use super::fsutil::random_hex;
+use super::launch::Launch;
 use super::process::{GroupGuard, ProcessGroup, Signal};
+use super::sandbox::SESSION_VARIABLES;
 use super::truncate::{ToolLimits, Truncation, format_size, limit_size, truncate_tail};
 use crate::agent::protocol::tool::{
     AgentTool, Concurrency, ProgressSink, ToolError, ToolInvocation, ToolOutput,
@@ -62,8 +64,8 @@ fn description(limits: &ToolLimits) -> String {
          merged. The result keeps the last {} lines or {} of output; when there is more, the \
          full output is saved to a file whose path is given. A non-zero exit status makes the \
          result an error. `timeout` (seconds) is optional and has no default, so avoid commands \
-         that wait for input or run forever in the foreground; start servers in the background \
-         (`cmd &`) instead.",
+         that wait for input or run forever. Everything the command starts, background jobs \
+         included, is ended when it returns: nothing keeps running between calls.",
         limits.max_lines,
         limit_size(limits.max_bytes)
     )
@@ -164,8 +166,10 @@ async fn run_command(
         )));
     }
     // Refused here when the sandbox is asked for but cannot be enforced (and may not be
-    // skipped); otherwise the rules the child will apply to itself, or none.
-    let confinement = ctx.sandbox().confine()?;
+    // skipped); otherwise the restrictions the child will apply to itself, or none.
+    let jail = ctx.sandbox().confine(cwd)?;
+    let launch = Launch::prepare(jail, ctx.contains_processes());
+    let confined = launch.confined();
     let (reader, writer) =
         std::io::pipe().map_err(|e| ToolError::new(format!("Cannot create a pipe: {e}")))?;
     let writer_err = writer
@@ -176,29 +180,28 @@ async fn run_command(
         cmd.arg("-c")
             .arg(command)
             .env_clear()
-            .envs(ctx.env().iter().map(|(k, v)| (k, v)))
+            .envs(
+                ctx.env()
+                    .iter()
+                    .filter(|(k, _)| !(confined && is_session_variable(k)))
+                    .map(|(k, v)| (k, v)),
+            )
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(writer_err)
             .process_group(0);
-        confinement.apply_to(&mut cmd);
-        // `cmd` (and with it our copies of the pipe's write end) is dropped at the end of this
-        // block, so the pipe closes when the command's processes are done with it.
-        let spawned = cmd.spawn().map_err(|e| {
-            let under = if confinement.is_none() {
-                ""
-            } else {
-                " under the sandbox"
-            };
+        launch.apply_to(&mut cmd);
+        // `cmd` (and with it our copies of the pipe's write end and the prepared sandbox) is
+        // dropped at the end of this block, so the pipe closes when the command's processes
+        // are done with it.
+        cmd.spawn().map_err(|e| {
+            let under = if confined { " under the sandbox" } else { "" };
             ToolError::new(format!("Cannot start bash{under}: {e}"))
-        })?;
-        // The child has applied the rules (or failed to start): pi's copy can go.
-        drop(confinement);
-        spawned
+        })?
     };
     let group = child.id().and_then(ProcessGroup::led_by);
-    let mut guard = GroupGuard::new(group);
+    let guard = GroupGuard::new(group);
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::new(format!("Cannot read the command's output: {e}")))?;
 
@@ -301,11 +304,8 @@ async fn run_command(
         }
     }
 
-    // The shell is reaped. A finished command's background jobs may go on; a stopped one has
-    // been killed already.
-    if stop.is_none() || group.is_none_or(|g| !g.alive()) {
-        guard.disarm();
-    }
+    // The shell is reaped. Whatever it left in its group goes now (in a PID namespace the
+    // kernel has already ended the rest).
     drop(guard);
     // Something still holds the pipe: keep reading (and discarding) until it lets go, so a
     // background server does not die of SIGPIPE the next time it logs a line.
@@ -328,6 +328,11 @@ async fn run_command(
         background_holds_output,
     };
     Ok(build_result(out.finish(), &finished, timeout))
+}
+
+/// Whether `name` is one of the variables sandboxed commands run without.
+fn is_session_variable(name: &std::ffi::OsStr) -> bool {
+    SESSION_VARIABLES.iter().any(|v| name == *v)
 }
 
 /// SIGTERM the group; returns when SIGKILL is due.

@@ -42,6 +42,9 @@ pub struct ToolContext {
     env: Vec<(OsString, OsString)>,
     /// Where `bash`, `write` and `edit` may write (off unless asked for).
     sandbox: Arc<Sandbox>,
+    /// Run `bash`'s commands in a PID namespace where the system allows it (see
+    /// [`super::launch`]); off for the user's own `!commands`.
+    contain_processes: bool,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -61,6 +64,7 @@ impl ToolContext {
             limits: ToolLimits::default(),
             env: EnvPolicy::default().filter(std::env::vars_os()),
             sandbox: Arc::new(Sandbox::off()),
+            contain_processes: true,
             locks: Mutex::new(HashMap::new()),
         }
     }
@@ -80,6 +84,17 @@ impl ToolContext {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = Arc::new(sandbox);
         self
+    }
+
+    /// Whether `bash` puts commands in a PID namespace of their own where it can (the
+    /// model's commands; the user's own `!commands` opt out to see the whole system).
+    pub fn with_process_namespace(mut self, contain: bool) -> Self {
+        self.contain_processes = contain;
+        self
+    }
+
+    pub fn contains_processes(&self) -> bool {
+        self.contain_processes
     }
 
     /// The sandbox the tools keep to.

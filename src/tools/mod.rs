@@ -36,6 +36,7 @@ pub mod find;
 pub mod fsutil;
 pub mod fuzzy;
 pub mod grep;
+pub mod launch;
 pub mod ls;
 pub mod preview;
 pub mod process;

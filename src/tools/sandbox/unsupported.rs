@@ -24,9 +24,11 @@ impl Confinement {
         true
     }
 
-    pub fn prepare(_writable: &[PathBuf]) -> Result<Self, String> {
+    pub fn prepare(_writable: &[PathBuf], _abi: i32) -> Result<Self, String> {
         Err("Landlock exists on Linux only".into())
     }
 
-    pub fn apply_to(&self, _cmd: &mut tokio::process::Command) {}
+    pub fn restrict(&self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
