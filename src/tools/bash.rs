@@ -2,9 +2,11 @@
 //!
 //! The command runs as `bash -c COMMAND` in the working directory, stdin closed, stdout and
 //! stderr on one pipe (so their interleaving is what a terminal would show), as the leader of
-//! its own process group (see [`process`](super::process)). With a sandbox (`--sandbox`) the
-//! command starts under Landlock (see [`sandbox`](super::sandbox)), or is refused when that is
-//! not possible and the fallback says so.
+//! its own process group (see [`process`](super::process)), dying with pi (see
+//! [`launch`](super::launch)). With a sandbox (`--sandbox`) the command starts in its own
+//! namespaces under Landlock and a seccomp filter, without the variables that point at session
+//! servers (see [`sandbox`](super::sandbox)), or is refused when that is not possible and the
+//! fallback says so.
 //!
 //! Flow: one loop selects over the pipe, the shell's exit, the abort token, the timeout and the
 //! kill timers.
@@ -15,11 +17,13 @@
 //!   to the progress sink at most once per [`ToolContext::progress_interval`].
 //! * Abort or timeout sends SIGTERM to the whole group, then SIGKILL after
 //!   [`ToolContext::kill_grace`] if anything is left, and the result says which happened.
-//! * When the shell exits, the pipe is drained until it closes. A background job (`cmd &`) can
-//!   hold the pipe open forever, so draining stops once the pipe has been quiet for
-//!   [`DRAIN_IDLE`] (or after [`DRAIN_CAP`] of steady output), and the result says so. The job
-//!   keeps running; a detached task keeps reading and discarding the pipe until the job closes
-//!   it, so the job is not killed by SIGPIPE when it next writes.
+//! * When the shell exits the call is over: everything it started goes with it (see
+//!   [`launch`](super::launch): a PID namespace where the system allows one, else the process
+//!   group is killed), and the pipe is drained until it closes. A process that escaped the
+//!   group without a namespace around it (`setsid cmd &`) can hold the pipe open forever, so
+//!   draining stops once the pipe has been quiet for [`DRAIN_IDLE`] (or after [`DRAIN_CAP`] of
+//!   steady output), and the result says so; a detached task keeps reading and discarding the
+//!   pipe until that process closes it.
 //!
 //! A steering message never stops a command (`interruptible` is false); only abort and timeout
 //! do. There is no default timeout.
@@ -268,7 +272,14 @@ async fn run_command(
             }
             waited = child.wait(), if status.is_none() => {
                 match waited {
-                    Ok(s) => status = Some(s),
+                    Ok(s) => {
+                        status = Some(s);
+                        // The call is over: what the shell left in its group goes now, so
+                        // the pipe closes (in a PID namespace nothing is left by now).
+                        if let Some(g) = group {
+                            g.signal(Signal::Kill);
+                        }
+                    }
                     Err(e) => {
                         pipe_error.get_or_insert(format!("waiting for the command failed: {e}"));
                         if stop.is_none() {
@@ -394,9 +405,8 @@ fn build_result(snap: Snapshot, run: &Finished, timeout: Option<f64>) -> ToolOut
     }
     if run.background_holds_output && run.stop.is_none() {
         text.push_str(
-            "\n\n[A background process is still running with this output open; what it prints \
-             from now on is not captured. Redirect it to a file (`cmd > out.log 2>&1 &`) to \
-             keep it.]",
+            "\n\n[A process the command started outside its process group (with setsid) is \
+             still running with this output open; what it prints from now on is not captured.]",
         );
     }
 
