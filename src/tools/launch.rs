@@ -209,7 +209,12 @@ fn close_all_but(keep: libc::c_int) {
     // SAFETY: close_range with integer bounds; our descriptors only.
     unsafe {
         if keep > 0 {
-            libc::syscall(libc::SYS_close_range, 0 as libc::c_uint, keep - 1, 0 as libc::c_uint);
+            libc::syscall(
+                libc::SYS_close_range,
+                0 as libc::c_uint,
+                keep - 1,
+                0 as libc::c_uint,
+            );
         }
         libc::syscall(
             libc::SYS_close_range,

@@ -253,8 +253,7 @@ impl Sandbox {
             (SandboxMode::WorkspaceWrite, _, _) => Some(format!(
                 "Commands run in a sandbox: they may write only under {}; a write anywhere \
                  else fails with \"Read-only file system\" or \"Permission denied\". Unix \
-                 sockets cannot be opened, and commands started in the background end when \
-                 the command returns.",
+                 sockets cannot be opened.",
                 self.roots_text()
             )),
         }
@@ -333,8 +332,8 @@ impl Sandbox {
                     if self.mode == SandboxMode::WorkspaceWrite {
                         dirs.push(PathBuf::from("/dev/shm"));
                     }
-                    let plan = namespace::Plan::prepare(&dirs, cwd)
-                        .map_err(|e| refused(e.to_string()))?;
+                    let plan =
+                        namespace::Plan::prepare(&dirs, cwd).map_err(|e| refused(e.to_string()))?;
                     Some(plan)
                 } else {
                     None
@@ -427,7 +426,15 @@ fn drop_capabilities() -> std::io::Result<()> {
         unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
     }
     // SAFETY: integer arguments.
-    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
     #[repr(C)]
     struct Header {
         version: u32,
@@ -596,7 +603,10 @@ mod tests {
 
         let s =
             Sandbox::new(SandboxMode::ReadOnly, Fallback::Warn, base.path()).with_support(missing);
-        assert!(s.confine(Path::new("/")).unwrap().is_none(), "warn runs unconfined");
+        assert!(
+            s.confine(Path::new("/")).unwrap().is_none(),
+            "warn runs unconfined"
+        );
         assert_eq!(s.command_note(), None);
         assert!(s.startup_warning().unwrap().contains("WITHOUT"));
         // The in-process check still holds.
