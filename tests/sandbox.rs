@@ -894,3 +894,74 @@ async fn the_commands_processes_die_with_pi() {
         assert_eq!(gone(&m).await, Vec::<String>::new(), "{args:?}");
     }
 }
+
+#[tokio::test]
+async fn a_symlink_flipped_during_300_writes_never_sends_one_outside() {
+    // Needs no Landlock: write and edit keep to the sandbox themselves.
+    let p = place();
+    let inside = p.ws.join("real");
+    fs::create_dir(&inside).unwrap();
+    let flip = p.ws.join("flip");
+    std::os::unix::fs::symlink(&inside, &flip).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, flip, inside, outside) = (
+            stop.clone(),
+            flip.clone(),
+            inside.clone(),
+            p.outside.clone(),
+        );
+        std::thread::spawn(move || {
+            let spare = flip.with_extension("new");
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let to = if n % 2 == 0 { &outside } else { &inside };
+                let _ = fs::remove_file(&spare);
+                std::os::unix::fs::symlink(to, &spare).unwrap();
+                fs::rename(&spare, &flip).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut replies: Vec<_> = (0..300)
+        .map(|i| {
+            let (tool, args) = if i % 3 == 2 {
+                (
+                    "edit",
+                    json!({"path": "flip/f.txt", "oldText": "v", "newText": "v"}),
+                )
+            } else {
+                (
+                    "write",
+                    json!({"path": format!("flip/f{}.txt", i % 7), "content": format!("v{i}\n")}),
+                )
+            };
+            call_reply(&format!("c{i}"), tool, &args.to_string())
+        })
+        .collect();
+    replies.push(text_reply("finished"));
+    let server = TestServer::start(replies).await;
+    let out = pi(&p, &server)
+        .args(["--model", "ollama/qwen3:8b", "--no-session", "-p", "write"])
+        .args(SANDBOXED)
+        .output()
+        .await
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let landed: Vec<_> = fs::read_dir(&p.outside).unwrap().flatten().collect();
+    assert!(
+        landed.is_empty(),
+        "{} of 300 writes landed outside: {landed:?}",
+        landed.len()
+    );
+    // The race was real: the link flipped many times, some writes went through inside.
+    let written = fs::read_dir(&inside).unwrap().count();
+    assert!(flips > 300 && written > 0, "{flips} flips, {written} files");
+}

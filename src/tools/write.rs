@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::fsutil::{describe_io_error, write_atomic, write_target};
+use super::fsutil::{describe_io_error, write_target};
+use super::sandbox::SandboxMode;
 use super::truncate::format_size;
 use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
@@ -70,7 +71,11 @@ impl AgentTool for WriteTool {
         run_blocking(&call.cancel, move |cancel| {
             sandbox.check_write(&path)?;
             let target = write_target(&path);
-            if let Some(parent) = target.parent() {
+            // Sandboxed, the write makes its folders itself, without following links.
+            if let Some(parent) = target
+                .parent()
+                .filter(|_| sandbox.mode() == SandboxMode::Off)
+            {
                 std::fs::create_dir_all(parent).map_err(|e| {
                     ToolError::new(format!(
                         "Cannot create the folder for {raw}: {}",
@@ -82,9 +87,11 @@ impl AgentTool for WriteTool {
             if cancel.is_cancelled() {
                 return Err(ToolError::new(ABORTED_TEXT));
             }
-            write_atomic(&path, content.as_bytes()).map_err(|e| {
-                ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
-            })?;
+            sandbox
+                .write_atomic(&path, content.as_bytes())
+                .map_err(|e| {
+                    ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
+                })?;
             Ok(ToolOutput::text(format!(
                 "Wrote {} to {raw}.",
                 format_size(content.len() as u64)

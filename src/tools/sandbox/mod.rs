@@ -17,7 +17,9 @@
 //! * `write` and `edit` run inside pi, so they check the path themselves before touching the
 //!   disk ([`Sandbox::check_write`]): the path is resolved the way the write will resolve it
 //!   (symlinks followed, `..` folded), so a link inside the workspace that points outside does
-//!   not open a way out. This works on every system.
+//!   not open a way out. The write itself then goes through descriptors, never by path
+//!   ([`beneath`]), so a link swapped in after the check cannot redirect it. This works on
+//!   every system.
 //! * `bash` runs programs pi cannot inspect, so the kernel enforces the rule: the command is
 //!   started under Landlock (see [`landlock`](self::landlock) for how it is applied to the child
 //!   only). Landlock exists on Linux 5.13 and later; pi needs its third ABI (Linux 6.2, which
@@ -28,6 +30,7 @@
 //! The user's own `!command`s from the editor are not sandboxed: the rule is about what the
 //! model does, and the person at the keyboard can run anything in another terminal anyway.
 
+pub mod beneath;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 #[cfg(not(target_os = "linux"))]
@@ -308,6 +311,25 @@ impl Sandbox {
                 self.roots_text()
             ),
         }))
+    }
+
+    /// Replace `path`'s contents for `write` and `edit`, after [`Sandbox::check_write`]
+    /// allowed it. Sandboxed, the write goes through descriptors of the allowed folder (see
+    /// [`beneath`]) and creates missing parent folders itself; off, it is the plain atomic
+    /// write (the caller creates the folders).
+    pub fn write_atomic(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
+        match self.mode {
+            SandboxMode::Off => crate::tools::fsutil::write_atomic(path, data),
+            _ => beneath::write_atomic(&self.roots, path, data),
+        }
+    }
+
+    /// Read `path` for `edit`; sandboxed, without following a link swapped in on the way.
+    pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self.mode {
+            SandboxMode::Off => std::fs::read(path),
+            _ => beneath::read(&self.roots, path),
+        }
     }
 
     /// How to start a command in `cwd`: confined (the prepared [`Jail`]), unconfined (`None`:
@@ -618,10 +640,25 @@ mod tests {
         let base = temp();
         let s = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, base.path());
         match s.support() {
-            Support::Landlock { abi } => {
+            Support::Landlock { abi, namespaces } => {
                 assert!(s.startup_warning().is_none());
+                let layers = if *namespaces {
+                    format!("namespaces + Landlock ABI {abi}")
+                } else {
+                    format!("Landlock ABI {abi}")
+                };
                 assert!(
                     s.describe()
+                        .unwrap()
+                        .contains(&format!("workspace-write ({layers})"))
+                );
+                let without = s.clone().with_support(Support::Landlock {
+                    abi: *abi,
+                    namespaces: false,
+                });
+                assert!(
+                    without
+                        .describe()
                         .unwrap()
                         .contains(&format!("workspace-write (Landlock ABI {abi})"))
                 );
