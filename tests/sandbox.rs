@@ -790,6 +790,18 @@ async fn metadata_changes_outside_are_refused() {
     );
 }
 
+/// Kill what `running_with` found (a failing test leaves nothing behind), then fail if
+/// there was anything.
+fn assert_none(left: Vec<String>, context: &str) {
+    for dir in &left {
+        if let Some(pid) = dir.strip_prefix("/proc/").and_then(|p| p.parse::<i32>().ok()) {
+            // SAFETY: a plain signal to a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    assert!(left.is_empty(), "{context}: still running: {left:?}");
+}
+
 /// Processes whose command line holds `marker` and that are not zombies.
 fn running_with(marker: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -853,7 +865,7 @@ async fn a_setsid_child_ends_when_the_call_returns() {
         let (text, is_error) = bash(&sh, &command).await;
         assert!(!is_error && text.contains("started"), "{text}");
         // No waiting: by the time the call has returned, they are gone.
-        assert_eq!(running_with(&m), Vec::<String>::new(), "{text}");
+        assert_none(running_with(&m), &text);
     }
 }
 
@@ -888,10 +900,12 @@ async fn the_commands_processes_die_with_pi() {
             appears(&ready, std::time::Duration::from_secs(10)).await,
             "the command never got going ({args:?})"
         );
-        assert_eq!(running_with(&m).len(), 3, "{args:?}");
+        let before = running_with(&m);
         child.start_kill().unwrap();
         let _ = child.wait().await;
-        assert_eq!(gone(&m).await, Vec::<String>::new(), "{args:?}");
+        let left = gone(&m).await;
+        assert_eq!(before.len(), 3, "{args:?}: {before:?}");
+        assert_none(left, &format!("{args:?}"));
     }
 }
 
@@ -964,4 +978,60 @@ async fn a_symlink_flipped_during_300_writes_never_sends_one_outside() {
     // The race was real: the link flipped many times, some writes went through inside.
     let written = fs::read_dir(&inside).unwrap().count();
     assert!(flips > 300 && written > 0, "{flips} flips, {written} files");
+}
+
+/// The cost of the launch layers per call: the median of 50 `true` calls in each setup.
+/// Run by `bench/sandbox_cost.sh` (ignored in the ordinary test run).
+#[tokio::test]
+#[ignore]
+async fn bash_call_cost() {
+    if !namespaces_here("bash_call_cost") {
+        return;
+    }
+    let p = place();
+    let ns = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws);
+    let abi = match ns.support() {
+        Support::Landlock { abi, .. } => *abi,
+        Support::Missing(_) => return,
+    };
+    let landlock_only = ns.clone().with_support(Support::Landlock {
+        abi,
+        namespaces: false,
+    });
+    let plain = |contain: bool| {
+        tools::build_with(
+            &["bash"],
+            Arc::new(ToolContext::new(&p.ws).with_process_namespace(contain)),
+        )
+        .unwrap()
+        .pop()
+        .unwrap()
+    };
+    let setups: Vec<(&str, Arc<dyn AgentTool>)> = vec![
+        ("off, process group only", plain(false)),
+        ("off, PID namespace", plain(true)),
+        (
+            "workspace-write, Landlock + seccomp",
+            tool_in("bash", &p.ws, landlock_only),
+        ),
+        (
+            "workspace-write, namespaces + Landlock + seccomp",
+            tool_in("bash", &p.ws, ns),
+        ),
+    ];
+    for (name, sh) in setups {
+        let mut times = Vec::new();
+        for _ in 0..50 {
+            let t = std::time::Instant::now();
+            let (text, is_error) = bash(&sh, "true").await;
+            times.push(t.elapsed());
+            assert!(!is_error, "{name}: {text}");
+        }
+        times.sort();
+        println!(
+            "{name}: median {:.2} ms, p90 {:.2} ms",
+            times[25].as_secs_f64() * 1e3,
+            times[45].as_secs_f64() * 1e3
+        );
+    }
 }
