@@ -929,7 +929,7 @@ async fn a_symlink_flipped_during_300_writes_never_sends_one_outside() {
             let spare = flip.with_extension("new");
             let mut n = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let to = if n % 2 == 0 { &outside } else { &inside };
+                let to = if n.is_multiple_of(2) { &outside } else { &inside };
                 let _ = fs::remove_file(&spare);
                 std::os::unix::fs::symlink(to, &spare).unwrap();
                 fs::rename(&spare, &flip).unwrap();

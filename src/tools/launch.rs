@@ -93,7 +93,16 @@ impl Launch {
         }
     }
 
+    /// Outside Linux there is neither a death signal nor a PID namespace: the process group
+    /// alone.
+    #[cfg(not(target_os = "linux"))]
+    fn in_child(&mut self) -> io::Result<()> {
+        let _ = (self.parent, self.tree);
+        self.confine()
+    }
+
     /// The child's part (A).
+    #[cfg(target_os = "linux")]
     fn in_child(&mut self) -> io::Result<()> {
         die_with_parent(self.parent)?;
         if self.tree == Tree::Group {
@@ -119,6 +128,7 @@ impl Launch {
 
     /// Become A (waits for B, never returns), B (init; waits for C, never returns) or C (the
     /// command; returns to exec it).
+    #[cfg(target_os = "linux")]
     fn split(&mut self) -> io::Result<()> {
         let mut fds = [-1; 2];
         // SAFETY: `fds` has room for two descriptors.
@@ -173,6 +183,7 @@ impl Launch {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Ask for SIGKILL when the forking thread ends; give up if that already happened.
 fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: integer arguments.
@@ -186,6 +197,7 @@ fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
+#[cfg(target_os = "linux")]
 /// fork(2) as a bare system call: no `atfork` handlers run in this already forked child.
 fn raw_fork() -> io::Result<libc::pid_t> {
     // SAFETY: clone with SIGCHLD and no stack behaves as fork.
@@ -196,6 +208,7 @@ fn raw_fork() -> io::Result<libc::pid_t> {
     Ok(pid as libc::pid_t)
 }
 
+#[cfg(target_os = "linux")]
 fn ignore_stop_signals() {
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: setting a disposition to SIG_IGN.
@@ -203,6 +216,7 @@ fn ignore_stop_signals() {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Close every descriptor except `keep`.
 fn close_all_but(keep: libc::c_int) {
     let keep = keep.max(0) as libc::c_uint;
@@ -225,6 +239,7 @@ fn close_all_but(keep: libc::c_int) {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Wait for child `pid`; its raw wait status.
 fn wait_for(pid: libc::pid_t) -> i32 {
     let mut status = 0;
@@ -240,6 +255,7 @@ fn wait_for(pid: libc::pid_t) -> i32 {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// As init: reap every child until `pid` is among them; its raw wait status.
 fn reap_until(pid: libc::pid_t) -> i32 {
     let mut status = 0;
@@ -255,6 +271,7 @@ fn reap_until(pid: libc::pid_t) -> i32 {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// End this process the way a process with wait status `status` ended.
 fn exit_like(status: i32) -> ! {
     if libc::WIFSIGNALED(status) {

@@ -188,6 +188,12 @@ fn kind_check(st: &libc::stat) -> io::Result<()> {
     }
 }
 
+/// The permission bits of `st` (`mode_t` is narrower than `u32` on some systems).
+#[allow(clippy::useless_conversion)]
+fn mode_bits(st: &libc::stat) -> u32 {
+    u32::from(st.st_mode & 0o7777)
+}
+
 /// Replace the contents of `path` with `data` atomically, landing under one of `roots`
 /// whatever happens to the path meanwhile. Missing parent folders are created. Keeps the old
 /// file's permissions and (when allowed) owner.
@@ -207,7 +213,7 @@ pub fn write_atomic(roots: &[PathBuf], path: &Path, data: &[u8]) -> io::Result<(
             .unwrap_or_else(|| "file".into()),
         random_hex()
     )))?;
-    let mode = existing.as_ref().map_or(0o666, |st| st.st_mode & 0o7777);
+    let mode = existing.as_ref().map_or(0o666, mode_bits);
     let result = (|| {
         let mut file = open_at(
             &dir,
@@ -218,7 +224,7 @@ pub fn write_atomic(roots: &[PathBuf], path: &Path, data: &[u8]) -> io::Result<(
         file.write_all(data)?;
         if let Some(st) = &existing {
             use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(st.st_mode & 0o7777))?;
+            file.set_permissions(std::fs::Permissions::from_mode(mode_bits(st)))?;
             let _ = std::os::unix::fs::fchown(&file, Some(st.st_uid), Some(st.st_gid));
         }
         file.sync_all()?;
