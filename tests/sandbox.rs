@@ -794,7 +794,10 @@ async fn metadata_changes_outside_are_refused() {
 /// there was anything.
 fn assert_none(left: Vec<String>, context: &str) {
     for dir in &left {
-        if let Some(pid) = dir.strip_prefix("/proc/").and_then(|p| p.parse::<i32>().ok()) {
+        if let Some(pid) = dir
+            .strip_prefix("/proc/")
+            .and_then(|p| p.parse::<i32>().ok())
+        {
             // SAFETY: a plain signal to a process this test started.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -929,7 +932,11 @@ async fn a_symlink_flipped_during_300_writes_never_sends_one_outside() {
             let spare = flip.with_extension("new");
             let mut n = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let to = if n.is_multiple_of(2) { &outside } else { &inside };
+                let to = if n.is_multiple_of(2) {
+                    &outside
+                } else {
+                    &inside
+                };
                 let _ = fs::remove_file(&spare);
                 std::os::unix::fs::symlink(to, &spare).unwrap();
                 fs::rename(&spare, &flip).unwrap();

@@ -1,10 +1,11 @@
 //! `write`: create or replace a whole file.
 //!
 //! Parent folders are created as needed. The new contents replace the old atomically (see
-//! [`write_atomic`]): a crash or a full disk leaves either the old file or the new one, never a
-//! mix, and the old file's permissions survive. Writes to one path are serialised through the
+//! [`write_atomic`](super::fsutil::write_atomic)): a crash or a full disk leaves either the
+//! old file or the new one, never a mix, and the old file's permissions survive. Writes to one path are serialised through the
 //! context's file lock, shared with `edit`. The sandbox (see [`super::sandbox`]) is asked
-//! first, before any folder is created.
+//! first, before any folder is created; sandboxed, the folders and the file are made through
+//! descriptors of the allowed folder (see [`super::sandbox::beneath`]).
 
 use std::sync::Arc;
 

@@ -9,20 +9,26 @@
 //!   fork, on an ordinary thread: probing the kernel, creating the ruleset, opening every
 //!   allowed folder and adding its rule ([`Confinement::prepare`], with the `landlock` crate).
 //!   The result is one ruleset file descriptor (close-on-exec, so `bash` never sees it).
-//! * Between fork and exec the child makes exactly two system calls,
-//!   `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self(fd)`, through `libc` directly:
-//!   no allocation, no lock, nothing that is not async-signal-safe, so the multi-threaded
-//!   parent cannot leave the child deadlocked on an allocator lock. A failure returns the
-//!   errno, which the standard library hands back as the spawn error.
-//! * The restriction binds the child (one thread after fork) and everything it execs; pi
+//! * Between fork and exec the child makes only system calls through `libc` directly (see
+//!   [`launch`](crate::tools::launch), which also builds the namespaces and installs the
+//!   seccomp filter there): for Landlock, `prctl(PR_SET_NO_NEW_PRIVS)` and
+//!   `landlock_restrict_self(fd)` ([`Confinement::restrict`]). No allocation, no lock,
+//!   nothing that is not async-signal-safe, so the multi-threaded parent cannot leave the
+//!   child deadlocked on an allocator lock. A failure returns the errno, which the standard
+//!   library hands back as the spawn error.
+//! * The restriction binds the process that execs the command and everything it starts; pi
 //!   itself is never restricted.
 //!
 //! The launcher would need pi's binary on disk and callable: it breaks for the library used
 //! from another program (the integration tests call the tools from a test binary that has no
 //! launcher mode), when the binary was replaced or deleted by an upgrade mid-session, and it
 //! adds an exec per command. Its advantage (no code between fork and exec) matters when that
-//! code is large, as with seccomp filters built in the child; here the child's part is two
-//! syscalls.
+//! code allocates; here everything that does (the seccomp program and the namespaces' id
+//! maps too) is prepared before the fork.
+//!
+//! **Scopes.** From ABI 6 on, the ruleset is also scoped: a command can neither connect to an
+//! abstract unix socket of a process outside the sandbox nor signal one. (Pathname sockets
+//! are the seccomp filter's job: Landlock up to ABI 7 cannot filter them.)
 //!
 //! **What is handled.** Only write-type rights of Landlock's third ABI: writing and truncating
 //! files, creating and removing entries of every kind, and moving or linking across folders

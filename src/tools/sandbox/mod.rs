@@ -20,12 +20,24 @@
 //!   not open a way out. The write itself then goes through descriptors, never by path
 //!   ([`beneath`]), so a link swapped in after the check cannot redirect it. This works on
 //!   every system.
-//! * `bash` runs programs pi cannot inspect, so the kernel enforces the rule: the command is
-//!   started under Landlock (see [`landlock`](self::landlock) for how it is applied to the child
-//!   only). Landlock exists on Linux 5.13 and later; pi needs its third ABI (Linux 6.2, which
-//!   also governs `truncate`). Where it is missing, [`Fallback`] decides: `refuse` (default)
-//!   turns every `bash` call into an error result that says why, `warn` runs commands
-//!   unconfined. Either way pi says so once at start-up ([`Sandbox::startup_warning`]).
+//! * `bash` runs programs pi cannot inspect, so the kernel enforces the rule, in layers
+//!   prepared here ([`Sandbox::confine`] builds a [`Jail`]) and applied to the child only by
+//!   [`launch`](crate::tools::launch):
+//!   - a user and mount namespace in which everything but the allowed folders is mounted
+//!     read-only ([`namespace`]), so metadata changes (chmod, chown, timestamps) are refused
+//!     too, where unprivileged user namespaces work (probed once at start-up);
+//!   - Landlock ([`landlock`]), which works without namespaces and stays on with them. It
+//!     exists on Linux 5.13 and later; pi needs its third ABI (Linux 6.2, which also
+//!     governs `truncate`). Where it is missing, [`Fallback`] decides: `refuse` (default)
+//!     turns every `bash` call into an error result that says why, `warn` runs commands
+//!     unconfined. Either way pi says so once at start-up ([`Sandbox::startup_warning`]);
+//!   - no way out through a local server acting for the command: a seccomp filter refuses
+//!     unix sockets ([`seccomp`]), Landlock's scopes cover abstract sockets and signals, and
+//!     the variables pointing at session servers ([`SESSION_VARIABLES`]) are removed;
+//!   - a PID namespace, so nothing the command starts outlives the call or pi.
+//!
+//!   The header line ([`Sandbox::describe`]) names the layers on: `sandbox workspace-write
+//!   (namespaces + Landlock ABI 7)`, or `(Landlock ABI 7)` without namespaces.
 //!
 //! The user's own `!command`s from the editor are not sandboxed: the rule is about what the
 //! model does, and the person at the keyboard can run anything in another terminal anyway.
