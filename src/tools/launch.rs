@@ -155,6 +155,11 @@ impl Launch {
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
         // SAFETY: our own descriptor.
         unsafe { libc::close(status_r) };
+        if !reader_alive(status_w) {
+            // A died before the death signal was asked for (pi was killed just then).
+            // SAFETY: ends this process.
+            unsafe { libc::_exit(1) };
+        }
         crate::tools::sandbox::namespace::mount_fresh_proc();
         let c = raw_fork()?;
         if c > 0 {
@@ -206,6 +211,21 @@ fn raw_fork() -> io::Result<libc::pid_t> {
         return Err(io::Error::last_os_error());
     }
     Ok(pid as libc::pid_t)
+}
+
+/// Whether the pipe whose write end is `fd` still has a reader: from B, whether A (which
+/// keeps the read end until it exits) is alive. B's parent is outside its PID namespace, so
+/// `getppid` cannot tell.
+#[cfg(target_os = "linux")]
+fn reader_alive(fd: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    !(n > 0 && p.revents & libc::POLLERR != 0)
 }
 
 #[cfg(target_os = "linux")]
