@@ -125,6 +125,18 @@ async fn run(tool: &Arc<dyn AgentTool>, args: Value) -> (String, bool) {
     }
 }
 
+/// The kernel's refusal, whichever layer gave it: the read-only mount (namespaces) or
+/// Landlock.
+fn refused(text: &str) -> bool {
+    [
+        "Read-only file system",
+        "Permission denied",
+        "Operation not permitted",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
 async fn bash(tool: &Arc<dyn AgentTool>, command: &str) -> (String, bool) {
     run(tool, json!({ "command": command })).await
 }
@@ -186,10 +198,7 @@ async fn workspace_write_bash_writes_inside_and_is_denied_outside() {
     ] {
         let (text, is_error) = bash(&sh, &command).await;
         assert!(is_error, "`{command}` should fail: {text}");
-        assert!(
-            text.contains("Permission denied") || text.contains("Operation not permitted"),
-            "`{command}`: {text}"
-        );
+        assert!(refused(&text), "`{command}`: {text}");
     }
     assert_eq!(
         fs::read_to_string(p.outside.join("keep.txt")).unwrap(),
@@ -221,7 +230,7 @@ async fn read_only_bash_cannot_write_even_in_the_workspace() {
     let sandbox = Sandbox::new(SandboxMode::ReadOnly, Fallback::Refuse, &p.ws);
     let sh = tool_in("bash", &p.ws, sandbox);
     let (text, is_error) = bash(&sh, "echo b > b.txt").await;
-    assert!(is_error && text.contains("Permission denied"), "{text}");
+    assert!(is_error && refused(&text), "{text}");
     assert!(!p.ws.join("b.txt").exists());
     let tmp_file = std::env::temp_dir().join(format!("pi-sandbox-ro-{}", std::process::id()));
     let (_, is_error) = bash(&sh, &format!("echo t > {}", tmp_file.display())).await;
@@ -404,14 +413,15 @@ async fn print_mode_runs_bash_in_the_sandbox_the_flag_names_over_config() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "finished\n");
     assert!(
-        stderr.contains("sandbox workspace-write (Landlock ABI"),
+        stderr.contains("sandbox workspace-write (namespaces + Landlock ABI")
+            || stderr.contains("sandbox workspace-write (Landlock ABI"),
         "--verbose names the sandbox: {stderr}"
     );
     assert_eq!(fs::read_to_string(p.ws.join("inside.txt")).unwrap(), "in\n");
     assert!(p.base.join("tmp/t.txt").is_file(), "TMPDIR is writable");
     assert!(!p.outside.join("out.txt").exists());
     let sent = server.requests().last().unwrap().body.to_string();
-    assert!(sent.contains("Permission denied"), "{sent}");
+    assert!(refused(&sent), "{sent}");
     assert!(sent.contains("done"), "the command went on: {sent}");
 
     // With only the config, read-only applies: nothing is written in the workspace.
@@ -433,7 +443,7 @@ async fn print_mode_runs_bash_in_the_sandbox_the_flag_names_over_config() {
     );
     assert!(!p.ws.join("again.txt").exists());
     let sent = server.requests().last().unwrap().body.to_string();
-    assert!(sent.contains("Permission denied"), "{sent}");
+    assert!(refused(&sent), "{sent}");
 }
 
 #[tokio::test]
@@ -514,4 +524,521 @@ async fn the_users_own_commands_are_not_sandboxed() {
     assert_eq!(fs::read_to_string(p.ws.join("mine.txt")).unwrap(), "mine\n");
     drop(stdin);
     let _ = child.wait().await;
+}
+
+// ---- No side doors (issue 23): namespaces, unix sockets, process lifetime. ----
+
+/// Whether the namespace layer works here; prints why not when it does not.
+fn namespaces_here(test: &str) -> bool {
+    if !landlock_here(test) {
+        return false;
+    }
+    match pi::tools::sandbox::namespace::probe() {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("{test}: skipped, no namespaces here: {why}");
+            false
+        }
+    }
+}
+
+/// Run pi once in `p.ws` with `extra` in its environment and `args`; the model makes one
+/// `bash` call with `command`. Returns the call's result as pi sent it back to the model.
+async fn one_call(p: &Place, command: &str, extra: &[(&str, String)], args: &[&str]) -> String {
+    let server = TestServer::start(vec![
+        call_reply("c1", "bash", &json!({ "command": command }).to_string()),
+        text_reply("finished"),
+    ])
+    .await;
+    let mut c = pi(p, &server);
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let out = c
+        .args(["--model", "ollama/qwen3:8b", "--no-session", "-p", "go"])
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = server.requests().last().unwrap().body.clone();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const SANDBOXED: &[&str] = &["--sandbox", "workspace-write"];
+
+/// Wait (bounded) for `path` to appear; whether it did.
+async fn appears(path: &Path, within: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while std::time::Instant::now() < deadline {
+        if path.exists() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    path.exists()
+}
+
+/// Runs a cleanup command when dropped (servers a test started).
+struct Cleanup(Option<std::process::Command>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.output();
+        }
+    }
+}
+
+fn found(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_cannot_reach_tmux() {
+    if !namespaces_here("a_sandboxed_command_cannot_reach_tmux") || !found("tmux") {
+        return;
+    }
+    let p = place();
+    let sock = p.base.join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        let mut c = std::process::Command::new("tmux");
+        c.arg("-S").arg(&sock).args(args).env("TERM", "xterm");
+        c
+    };
+    let started = tmux(&["new-session", "-d", "-s", "t"]).status().unwrap();
+    assert!(started.success());
+    let _server = Cleanup(Some(tmux(&["kill-server"])));
+    // The server works for anyone outside the sandbox.
+    let control = p.outside.join("control");
+    let cmd = format!("touch {}", control.display());
+    assert!(
+        tmux(&["new-window", "-d", &cmd])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(appears(&control, std::time::Duration::from_secs(5)).await);
+
+    let pwned = p.outside.join("pwned");
+    let command = format!(
+        "echo \"tmux=[$TMUX]\"; tmux new-window -d 'touch {pwned}'; \
+         tmux -S {sock} new-window -d 'touch {pwned}'; echo done",
+        pwned = pwned.display(),
+        sock = sock.display()
+    );
+    let tmux_var = format!("{},{},0", sock.display(), std::process::id());
+    let sent = one_call(&p, &command, &[("TMUX", tmux_var)], SANDBOXED).await;
+    assert!(sent.contains("tmux=[]"), "TMUX is removed: {sent}");
+    assert!(sent.contains("done"), "{sent}");
+    // Anything that got through would have run by the time the server answered pi's
+    // command; give it a moment anyway.
+    assert!(
+        !appears(&pwned, std::time::Duration::from_millis(500)).await,
+        "tmux ran a command outside the sandbox: {sent}"
+    );
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_cannot_reach_dbus_or_ssh_agent() {
+    if !namespaces_here("a_sandboxed_command_cannot_reach_dbus_or_ssh_agent")
+        || !found("dbus-daemon")
+        || !found("dbus-send")
+        || !found("ssh-agent")
+    {
+        return;
+    }
+    let p = place();
+    // D-Bus.
+    let bus = p.base.join("bus.sock");
+    let out = std::process::Command::new("dbus-daemon")
+        .args(["--session", "--fork", "--print-pid"])
+        .arg(format!("--address=unix:path={}", bus.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut kill = std::process::Command::new("kill");
+    kill.arg(&pid);
+    let _bus = Cleanup(Some(kill));
+    let address = format!("unix:path={}", bus.display());
+    let ask = "dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+               org.freedesktop.DBus.GetId";
+    let control = std::process::Command::new("sh")
+        .args(["-c", ask])
+        .env("DBUS_SESSION_BUS_ADDRESS", &address)
+        .output()
+        .unwrap();
+    assert!(
+        control.status.success(),
+        "the bus answers outside: {control:?}"
+    );
+
+    // ssh-agent.
+    let agent_sock = p.base.join("agent.sock");
+    let out = std::process::Command::new("ssh-agent")
+        .arg("-a")
+        .arg(&agent_sock)
+        .arg("-s")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let agent_pid = text
+        .split("SSH_AGENT_PID=")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .unwrap()
+        .to_string();
+    let mut kill = std::process::Command::new("kill");
+    kill.arg(&agent_pid);
+    let _agent = Cleanup(Some(kill));
+    let control = std::process::Command::new("ssh-add")
+        .arg("-l")
+        .env("SSH_AUTH_SOCK", &agent_sock)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&control.stdout);
+    assert!(
+        said.contains("no identities"),
+        "the agent answers outside: {said}"
+    );
+
+    let command = format!(
+        "echo \"vars=[$DBUS_SESSION_BUS_ADDRESS$SSH_AUTH_SOCK]\"; \
+         {ask} && echo BUS-REACHED; \
+         DBUS_SESSION_BUS_ADDRESS={address} {ask} && echo BUS-REACHED; \
+         SSH_AUTH_SOCK={agent} ssh-add -l; echo done",
+        agent = agent_sock.display()
+    );
+    let sent = one_call(
+        &p,
+        &command,
+        &[
+            ("DBUS_SESSION_BUS_ADDRESS", address.clone()),
+            ("SSH_AUTH_SOCK", agent_sock.display().to_string()),
+        ],
+        SANDBOXED,
+    )
+    .await;
+    assert!(sent.contains("vars=[]"), "{sent}");
+    assert!(sent.contains("done"), "{sent}");
+    assert!(!sent.contains("BUS-REACHED"), "{sent}");
+    assert!(!sent.contains("no identities"), "{sent}");
+    assert!(sent.contains("Permission denied"), "{sent}");
+}
+
+#[tokio::test]
+async fn metadata_changes_outside_are_refused() {
+    if !namespaces_here("metadata_changes_outside_are_refused") {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let p = place();
+    let f = p.outside.join("f.txt");
+    fs::write(&f, "x").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+    let before = fs::metadata(&f).unwrap();
+    let target = f.display();
+    let command = format!(
+        "chmod 600 {target}; echo chmod=$?; chown $(id -u):$(id -g) {target}; echo chown=$?; \
+         touch -d 2001-01-01 {target}; echo touch=$?; chmod 600 inside.txt; echo in=$?"
+    );
+    fs::write(p.ws.join("inside.txt"), "y").unwrap();
+    let sent = one_call(&p, &command, &[], SANDBOXED).await;
+    for step in ["chmod=1", "chown=1", "touch=1", "in=0"] {
+        assert!(sent.contains(step), "{step}: {sent}");
+    }
+    let after = fs::metadata(&f).unwrap();
+    assert_eq!(after.permissions().mode() & 0o777, 0o644);
+    assert_eq!(after.mtime(), before.mtime());
+    assert_eq!(
+        fs::metadata(p.ws.join("inside.txt"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600,
+        "the workspace keeps its metadata rights"
+    );
+    // The header says which layers are on.
+    let server = TestServer::start(vec![text_reply("hi")]).await;
+    let out = pi(&p, &server)
+        .args(["--model", "ollama/qwen3:8b", "--no-session", "--verbose"])
+        .args(SANDBOXED)
+        .args(["-p", "hi"])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sandbox workspace-write (namespaces + Landlock ABI"),
+        "{stderr}"
+    );
+}
+
+/// Kill what `running_with` found (a failing test leaves nothing behind), then fail if
+/// there was anything.
+fn assert_none(left: Vec<String>, context: &str) {
+    for dir in &left {
+        if let Some(pid) = dir
+            .strip_prefix("/proc/")
+            .and_then(|p| p.parse::<i32>().ok())
+        {
+            // SAFETY: a plain signal to a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    assert!(left.is_empty(), "{context}: still running: {left:?}");
+}
+
+/// Processes whose command line holds `marker` and that are not zombies.
+fn running_with(marker: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let dir = e.path();
+        let Ok(cmdline) = fs::read(dir.join("cmdline")) else {
+            continue;
+        };
+        let stat = fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            out.push(dir.display().to_string());
+        }
+    }
+    out
+}
+
+/// Wait (bounded) until no process carries `marker`; the ones left.
+async fn gone(marker: &str) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = running_with(marker);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+fn marker(tag: &str) -> String {
+    format!(
+        "pi-marker-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+#[tokio::test]
+async fn a_setsid_child_ends_when_the_call_returns() {
+    if !namespaces_here("a_setsid_child_ends_when_the_call_returns") {
+        return;
+    }
+    let p = place();
+    for sandbox in [
+        Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws),
+        Sandbox::off(),
+    ] {
+        let m = marker("setsid");
+        let sh = tool_in("bash", &p.ws, sandbox);
+        let command = format!(
+            "setsid bash -c 'exec -a {m} sleep 300' > /dev/null 2>&1 & \
+             (exec -a {m} sleep 300) > /dev/null 2>&1 & disown; \
+             for _ in $(seq 100); do [ \"$(pgrep -fc {m})\" = 2 ] && break; sleep 0.02; done; \
+             echo started"
+        );
+        let (text, is_error) = bash(&sh, &command).await;
+        assert!(!is_error && text.contains("started"), "{text}");
+        // No waiting: by the time the call has returned, they are gone.
+        assert_none(running_with(&m), &text);
+    }
+}
+
+#[tokio::test]
+async fn the_commands_processes_die_with_pi() {
+    if !namespaces_here("the_commands_processes_die_with_pi") {
+        return;
+    }
+    let p = place();
+    for args in [SANDBOXED, &["--sandbox", "off"][..]] {
+        let m = marker("sigkill");
+        let ready = p.ws.join(format!("{m}.ready"));
+        let command = format!(
+            "setsid bash -c 'exec -a {m} sleep 300' > /dev/null 2>&1 & \
+             (exec -a {m} sleep 301) & \
+             for _ in $(seq 100); do [ \"$(pgrep -fc {m})\" = 2 ] && break; sleep 0.02; done; \
+             touch {ready}; exec -a {m} sleep 302",
+            ready = ready.display()
+        );
+        let server = TestServer::start(vec![
+            call_reply("c1", "bash", &json!({ "command": command }).to_string()),
+            text_reply("finished"),
+        ])
+        .await;
+        let mut child = pi(&p, &server)
+            .args(["--model", "ollama/qwen3:8b", "--no-session", "-p", "go"])
+            .args(args)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        assert!(
+            appears(&ready, std::time::Duration::from_secs(10)).await,
+            "the command never got going ({args:?})"
+        );
+        let before = running_with(&m);
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+        let left = gone(&m).await;
+        assert_eq!(before.len(), 3, "{args:?}: {before:?}");
+        assert_none(left, &format!("{args:?}"));
+    }
+}
+
+#[tokio::test]
+async fn a_symlink_flipped_during_300_writes_never_sends_one_outside() {
+    // Needs no Landlock: write and edit keep to the sandbox themselves.
+    let p = place();
+    let inside = p.ws.join("real");
+    fs::create_dir(&inside).unwrap();
+    let flip = p.ws.join("flip");
+    std::os::unix::fs::symlink(&inside, &flip).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, flip, inside, outside) = (
+            stop.clone(),
+            flip.clone(),
+            inside.clone(),
+            p.outside.clone(),
+        );
+        std::thread::spawn(move || {
+            let spare = flip.with_extension("new");
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let to = if n.is_multiple_of(2) {
+                    &outside
+                } else {
+                    &inside
+                };
+                let _ = fs::remove_file(&spare);
+                std::os::unix::fs::symlink(to, &spare).unwrap();
+                fs::rename(&spare, &flip).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut replies: Vec<_> = (0..300)
+        .map(|i| {
+            let (tool, args) = if i % 3 == 2 {
+                (
+                    "edit",
+                    json!({"path": "flip/f.txt", "oldText": "v", "newText": "v"}),
+                )
+            } else {
+                (
+                    "write",
+                    json!({"path": format!("flip/f{}.txt", i % 7), "content": format!("v{i}\n")}),
+                )
+            };
+            call_reply(&format!("c{i}"), tool, &args.to_string())
+        })
+        .collect();
+    replies.push(text_reply("finished"));
+    let server = TestServer::start(replies).await;
+    let out = pi(&p, &server)
+        .args(["--model", "ollama/qwen3:8b", "--no-session", "-p", "write"])
+        .args(SANDBOXED)
+        .output()
+        .await
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let landed: Vec<_> = fs::read_dir(&p.outside).unwrap().flatten().collect();
+    assert!(
+        landed.is_empty(),
+        "{} of 300 writes landed outside: {landed:?}",
+        landed.len()
+    );
+    // The race was real: the link flipped many times, some writes went through inside.
+    let written = fs::read_dir(&inside).unwrap().count();
+    assert!(flips > 300 && written > 0, "{flips} flips, {written} files");
+}
+
+/// The cost of the launch layers per call: the median of 50 `true` calls in each setup.
+/// Run by `bench/sandbox_cost.sh` (ignored in the ordinary test run).
+#[tokio::test]
+#[ignore]
+async fn bash_call_cost() {
+    if !namespaces_here("bash_call_cost") {
+        return;
+    }
+    let p = place();
+    let ns = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, &p.ws);
+    let abi = match ns.support() {
+        Support::Landlock { abi, .. } => *abi,
+        Support::Missing(_) => return,
+    };
+    let landlock_only = ns.clone().with_support(Support::Landlock {
+        abi,
+        namespaces: false,
+    });
+    let plain = |contain: bool| {
+        tools::build_with(
+            &["bash"],
+            Arc::new(ToolContext::new(&p.ws).with_process_namespace(contain)),
+        )
+        .unwrap()
+        .pop()
+        .unwrap()
+    };
+    let setups: Vec<(&str, Arc<dyn AgentTool>)> = vec![
+        ("off, process group only", plain(false)),
+        ("off, PID namespace", plain(true)),
+        (
+            "workspace-write, Landlock + seccomp",
+            tool_in("bash", &p.ws, landlock_only),
+        ),
+        (
+            "workspace-write, namespaces + Landlock + seccomp",
+            tool_in("bash", &p.ws, ns),
+        ),
+    ];
+    for (name, sh) in setups {
+        let mut times = Vec::new();
+        for _ in 0..50 {
+            let t = std::time::Instant::now();
+            let (text, is_error) = bash(&sh, "true").await;
+            times.push(t.elapsed());
+            assert!(!is_error, "{name}: {text}");
+        }
+        times.sort();
+        println!(
+            "{name}: median {:.2} ms, p90 {:.2} ms",
+            times[25].as_secs_f64() * 1e3,
+            times[45].as_secs_f64() * 1e3
+        );
+    }
 }

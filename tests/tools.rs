@@ -926,13 +926,14 @@ async fn bash_abort_of_a_pipeline_that_honours_sigterm_needs_no_sigkill() {
 }
 
 #[tokio::test]
-async fn bash_background_child_holding_stdout_does_not_hang() {
+async fn bash_background_jobs_end_with_their_call() {
+    // A job left holding the output neither hangs the call nor outlives it.
     let d = tmp();
     let started = Instant::now();
     let s = call(
         "bash",
         d.path(),
-        json!({"command": "(sleep 0.4; echo late; touch wrote-late; sleep 30) & echo started $! $$"}),
+        json!({"command": "(sleep 0.4; echo late; touch wrote-late) & echo started"}),
     )
     .await;
     ok(&s);
@@ -941,34 +942,15 @@ async fn bash_background_child_holding_stdout_does_not_hang() {
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        s.text.contains("background process is still running"),
-        "{}",
-        s.text
-    );
+    assert!(s.text.starts_with("started"), "{}", s.text);
     assert!(!s.text.contains("late"));
-    assert_eq!(s.details["backgroundHoldsOutput"], true);
-    let first = s.text.lines().next().unwrap();
-    let ids: Vec<i32> = first
-        .strip_prefix("started ")
-        .unwrap()
-        .split(' ')
-        .map(|n| n.parse().unwrap())
-        .collect();
-    let (job, group) = (ids[0], ids[1]);
-    // The job was left running, as the command asked, and writing after the tool returned did
-    // not kill it (the pipe is still being drained): wait until it has written.
+    // Give the job well over its 0.4 s to show it is gone.
     let marker = d.path().join("wrote-late");
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_millis(1500);
     while !marker.exists() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(marker.exists(), "the background job went on after writing");
-    // SAFETY: plain signals to processes this test started.
-    unsafe {
-        assert_eq!(libc::kill(job, 0), 0, "the background job should still run");
-        libc::killpg(group, libc::SIGKILL);
-    }
+    assert!(!marker.exists(), "the background job outlived its call");
 }
 
 #[tokio::test]

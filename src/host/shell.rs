@@ -8,7 +8,9 @@
 //! text at once. While it runs, the host keeps reading commands: an agent abort (Esc) stops it.
 //!
 //! These are the person's own commands (the RPC client's `bash` too), so they run outside the
-//! sandbox (`--sandbox`), which limits what the model does.
+//! sandbox (`--sandbox`), which limits what the model does, and outside a PID namespace (so
+//! `ps` shows the whole system); they still die with pi and their process group is killed
+//! when they return (see [`crate::tools::launch`]).
 
 use std::collections::VecDeque;
 

@@ -521,7 +521,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         Arc::new(
             ToolContext::new(options.cwd.clone())
                 .with_limits(config.tools.limits())
-                .with_env(tool_env.clone()),
+                .with_env(tool_env.clone())
+                .with_process_namespace(false),
         ),
     )?
     .into_iter()

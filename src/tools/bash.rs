@@ -2,9 +2,11 @@
 //!
 //! The command runs as `bash -c COMMAND` in the working directory, stdin closed, stdout and
 //! stderr on one pipe (so their interleaving is what a terminal would show), as the leader of
-//! its own process group (see [`process`](super::process)). With a sandbox (`--sandbox`) the
-//! command starts under Landlock (see [`sandbox`](super::sandbox)), or is refused when that is
-//! not possible and the fallback says so.
+//! its own process group (see [`process`](super::process)), dying with pi (see
+//! [`launch`](super::launch)). With a sandbox (`--sandbox`) the command starts in its own
+//! namespaces under Landlock and a seccomp filter, without the variables that point at session
+//! servers (see [`sandbox`](super::sandbox)), or is refused when that is not possible and the
+//! fallback says so.
 //!
 //! Flow: one loop selects over the pipe, the shell's exit, the abort token, the timeout and the
 //! kill timers.
@@ -15,11 +17,13 @@
 //!   to the progress sink at most once per [`ToolContext::progress_interval`].
 //! * Abort or timeout sends SIGTERM to the whole group, then SIGKILL after
 //!   [`ToolContext::kill_grace`] if anything is left, and the result says which happened.
-//! * When the shell exits, the pipe is drained until it closes. A background job (`cmd &`) can
-//!   hold the pipe open forever, so draining stops once the pipe has been quiet for
-//!   [`DRAIN_IDLE`] (or after [`DRAIN_CAP`] of steady output), and the result says so. The job
-//!   keeps running; a detached task keeps reading and discarding the pipe until the job closes
-//!   it, so the job is not killed by SIGPIPE when it next writes.
+//! * When the shell exits the call is over: everything it started goes with it (see
+//!   [`launch`](super::launch): a PID namespace where the system allows one, else the process
+//!   group is killed), and the pipe is drained until it closes. A process that escaped the
+//!   group without a namespace around it (`setsid cmd &`) can hold the pipe open forever, so
+//!   draining stops once the pipe has been quiet for [`DRAIN_IDLE`] (or after [`DRAIN_CAP`] of
+//!   steady output), and the result says so; a detached task keeps reading and discarding the
+//!   pipe until that process closes it.
 //!
 //! A steering message never stops a command (`interruptible` is false); only abort and timeout
 //! do. There is no default timeout.
@@ -41,7 +45,9 @@ use tokio::time::Instant;
 use super::args::Args;
 use super::context::ToolContext;
 use super::fsutil::random_hex;
+use super::launch::Launch;
 use super::process::{GroupGuard, ProcessGroup, Signal};
+use super::sandbox::SESSION_VARIABLES;
 use super::truncate::{ToolLimits, Truncation, format_size, limit_size, truncate_tail};
 use crate::agent::protocol::tool::{
     AgentTool, Concurrency, ProgressSink, ToolError, ToolInvocation, ToolOutput,
@@ -62,8 +68,8 @@ fn description(limits: &ToolLimits) -> String {
          merged. The result keeps the last {} lines or {} of output; when there is more, the \
          full output is saved to a file whose path is given. A non-zero exit status makes the \
          result an error. `timeout` (seconds) is optional and has no default, so avoid commands \
-         that wait for input or run forever in the foreground; start servers in the background \
-         (`cmd &`) instead.",
+         that wait for input or run forever. Everything the command starts, background jobs \
+         included, is ended when it returns: nothing keeps running between calls.",
         limits.max_lines,
         limit_size(limits.max_bytes)
     )
@@ -164,8 +170,10 @@ async fn run_command(
         )));
     }
     // Refused here when the sandbox is asked for but cannot be enforced (and may not be
-    // skipped); otherwise the rules the child will apply to itself, or none.
-    let confinement = ctx.sandbox().confine()?;
+    // skipped); otherwise the restrictions the child will apply to itself, or none.
+    let jail = ctx.sandbox().confine(cwd)?;
+    let launch = Launch::prepare(jail, ctx.contains_processes());
+    let confined = launch.confined();
     let (reader, writer) =
         std::io::pipe().map_err(|e| ToolError::new(format!("Cannot create a pipe: {e}")))?;
     let writer_err = writer
@@ -176,29 +184,28 @@ async fn run_command(
         cmd.arg("-c")
             .arg(command)
             .env_clear()
-            .envs(ctx.env().iter().map(|(k, v)| (k, v)))
+            .envs(
+                ctx.env()
+                    .iter()
+                    .filter(|(k, _)| !(confined && is_session_variable(k)))
+                    .map(|(k, v)| (k, v)),
+            )
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(writer_err)
             .process_group(0);
-        confinement.apply_to(&mut cmd);
-        // `cmd` (and with it our copies of the pipe's write end) is dropped at the end of this
-        // block, so the pipe closes when the command's processes are done with it.
-        let spawned = cmd.spawn().map_err(|e| {
-            let under = if confinement.is_none() {
-                ""
-            } else {
-                " under the sandbox"
-            };
+        launch.apply_to(&mut cmd);
+        // `cmd` (and with it our copies of the pipe's write end and the prepared sandbox) is
+        // dropped at the end of this block, so the pipe closes when the command's processes
+        // are done with it.
+        cmd.spawn().map_err(|e| {
+            let under = if confined { " under the sandbox" } else { "" };
             ToolError::new(format!("Cannot start bash{under}: {e}"))
-        })?;
-        // The child has applied the rules (or failed to start): pi's copy can go.
-        drop(confinement);
-        spawned
+        })?
     };
     let group = child.id().and_then(ProcessGroup::led_by);
-    let mut guard = GroupGuard::new(group);
+    let guard = GroupGuard::new(group);
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::new(format!("Cannot read the command's output: {e}")))?;
 
@@ -265,7 +272,14 @@ async fn run_command(
             }
             waited = child.wait(), if status.is_none() => {
                 match waited {
-                    Ok(s) => status = Some(s),
+                    Ok(s) => {
+                        status = Some(s);
+                        // The call is over: what the shell left in its group goes now, so
+                        // the pipe closes (in a PID namespace nothing is left by now).
+                        if let Some(g) = group {
+                            g.signal(Signal::Kill);
+                        }
+                    }
                     Err(e) => {
                         pipe_error.get_or_insert(format!("waiting for the command failed: {e}"));
                         if stop.is_none() {
@@ -301,11 +315,8 @@ async fn run_command(
         }
     }
 
-    // The shell is reaped. A finished command's background jobs may go on; a stopped one has
-    // been killed already.
-    if stop.is_none() || group.is_none_or(|g| !g.alive()) {
-        guard.disarm();
-    }
+    // The shell is reaped. Whatever it left in its group goes now (in a PID namespace the
+    // kernel has already ended the rest).
     drop(guard);
     // Something still holds the pipe: keep reading (and discarding) until it lets go, so a
     // background server does not die of SIGPIPE the next time it logs a line.
@@ -328,6 +339,11 @@ async fn run_command(
         background_holds_output,
     };
     Ok(build_result(out.finish(), &finished, timeout))
+}
+
+/// Whether `name` is one of the variables sandboxed commands run without.
+fn is_session_variable(name: &std::ffi::OsStr) -> bool {
+    SESSION_VARIABLES.iter().any(|v| name == *v)
 }
 
 /// SIGTERM the group; returns when SIGKILL is due.
@@ -389,9 +405,8 @@ fn build_result(snap: Snapshot, run: &Finished, timeout: Option<f64>) -> ToolOut
     }
     if run.background_holds_output && run.stop.is_none() {
         text.push_str(
-            "\n\n[A background process is still running with this output open; what it prints \
-             from now on is not captured. Redirect it to a file (`cmd > out.log 2>&1 &`) to \
-             keep it.]",
+            "\n\n[A process the command started outside its process group (with setsid) is \
+             still running with this output open; what it prints from now on is not captured.]",
         );
     }
 

@@ -44,6 +44,9 @@ pub struct ToolContext {
     sandbox: Arc<Sandbox>,
     /// pi's own files holding keys, which `read`, `grep` and `find` refuse.
     protected: Arc<ProtectedFiles>,
+    /// Run `bash`'s commands in a PID namespace where the system allows it (see
+    /// [`super::launch`]); off for the user's own `!commands`.
+    contain_processes: bool,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -64,6 +67,7 @@ impl ToolContext {
             env: EnvPolicy::default().filter(std::env::vars_os()),
             sandbox: Arc::new(Sandbox::off()),
             protected: Arc::new(ProtectedFiles::default()),
+            contain_processes: true,
             locks: Mutex::new(HashMap::new()),
         }
     }
@@ -111,6 +115,17 @@ impl ToolContext {
              from the model; nothing in it is needed for the task.",
             self.display(path)
         )))
+    }
+
+    /// Whether `bash` puts commands in a PID namespace of their own where it can (the
+    /// model's commands; the user's own `!commands` opt out to see the whole system).
+    pub fn with_process_namespace(mut self, contain: bool) -> Self {
+        self.contain_processes = contain;
+        self
+    }
+
+    pub fn contains_processes(&self) -> bool {
+        self.contain_processes
     }
 
     /// The sandbox the tools keep to.

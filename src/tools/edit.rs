@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::diff::{numbered_diff, unified_patch};
-use super::fsutil::{describe_io_error, write_atomic};
+use super::fsutil::describe_io_error;
 use super::fuzzy::{Normalized, normalize, normalize_plain};
 use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
@@ -119,7 +119,7 @@ impl AgentTool for EditTool {
                     meta.len()
                 )));
             }
-            let bytes = std::fs::read(&path).map_err(|e| {
+            let bytes = sandbox.read(&path).map_err(|e| {
                 ToolError::new(format!("Cannot read {raw}: {}", describe_io_error(&e)))
             })?;
             let original = String::from_utf8(bytes).map_err(|_| {
@@ -131,9 +131,11 @@ impl AgentTool for EditTool {
             if cancel.is_cancelled() {
                 return Err(ToolError::new(ABORTED_TEXT));
             }
-            write_atomic(&path, applied.content.as_bytes()).map_err(|e| {
-                ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
-            })?;
+            sandbox
+                .write_atomic(&path, applied.content.as_bytes())
+                .map_err(|e| {
+                    ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
+                })?;
             Ok(applied.into_output(&original, &raw))
         })
         .await

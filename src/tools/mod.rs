@@ -37,6 +37,7 @@ pub mod fsutil;
 pub mod fuzzy;
 pub mod grep;
 pub mod guard;
+pub mod launch;
 pub mod ls;
 pub mod preview;
 pub mod process;

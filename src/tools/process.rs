@@ -2,9 +2,10 @@
 //!
 //! A command runs as the leader of a new process group (its pid is the group id), so pipelines,
 //! subshells and background jobs share it and one `killpg` reaches them all. [`ProcessGroup`]
-//! signals the group and asks whether any member is left. [`GroupGuard`] kills the group if the
-//! tool's future is dropped mid-run (the agent task went away), so no command outlives it by
-//! accident; a command that finished normally disarms it, and its background jobs live on.
+//! signals the group and asks whether any member is left. [`GroupGuard`] kills the group when
+//! the call is over, however it ends (finished, stopped, or the tool's future dropped
+//! mid-run), so background jobs do not outlive their call. What leaves the group (`setsid`)
+//! is caught by the PID namespace of [`launch`](super::launch) where there is one.
 //!
 //! Unix only.
 

@@ -1,10 +1,11 @@
 //! `write`: create or replace a whole file.
 //!
 //! Parent folders are created as needed. The new contents replace the old atomically (see
-//! [`write_atomic`]): a crash or a full disk leaves either the old file or the new one, never a
-//! mix, and the old file's permissions survive. Writes to one path are serialised through the
+//! [`write_atomic`](super::fsutil::write_atomic)): a crash or a full disk leaves either the
+//! old file or the new one, never a mix, and the old file's permissions survive. Writes to one path are serialised through the
 //! context's file lock, shared with `edit`. The sandbox (see [`super::sandbox`]) is asked
-//! first, before any folder is created.
+//! first, before any folder is created; sandboxed, the folders and the file are made through
+//! descriptors of the allowed folder (see [`super::sandbox::beneath`]).
 
 use std::sync::Arc;
 
@@ -13,7 +14,8 @@ use serde_json::{Value, json};
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
-use super::fsutil::{describe_io_error, write_atomic, write_target};
+use super::fsutil::{describe_io_error, write_target};
+use super::sandbox::SandboxMode;
 use super::truncate::format_size;
 use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
@@ -70,7 +72,11 @@ impl AgentTool for WriteTool {
         run_blocking(&call.cancel, move |cancel| {
             sandbox.check_write(&path)?;
             let target = write_target(&path);
-            if let Some(parent) = target.parent() {
+            // Sandboxed, the write makes its folders itself, without following links.
+            if let Some(parent) = target
+                .parent()
+                .filter(|_| sandbox.mode() == SandboxMode::Off)
+            {
                 std::fs::create_dir_all(parent).map_err(|e| {
                     ToolError::new(format!(
                         "Cannot create the folder for {raw}: {}",
@@ -82,9 +88,11 @@ impl AgentTool for WriteTool {
             if cancel.is_cancelled() {
                 return Err(ToolError::new(ABORTED_TEXT));
             }
-            write_atomic(&path, content.as_bytes()).map_err(|e| {
-                ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
-            })?;
+            sandbox
+                .write_atomic(&path, content.as_bytes())
+                .map_err(|e| {
+                    ToolError::new(format!("Cannot write {raw}: {}", describe_io_error(&e)))
+                })?;
             Ok(ToolOutput::text(format!(
                 "Wrote {} to {raw}.",
                 format_size(content.len() as u64)

@@ -9,20 +9,26 @@
 //!   fork, on an ordinary thread: probing the kernel, creating the ruleset, opening every
 //!   allowed folder and adding its rule ([`Confinement::prepare`], with the `landlock` crate).
 //!   The result is one ruleset file descriptor (close-on-exec, so `bash` never sees it).
-//! * Between fork and exec the child makes exactly two system calls,
-//!   `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self(fd)`, through `libc` directly:
-//!   no allocation, no lock, nothing that is not async-signal-safe, so the multi-threaded
-//!   parent cannot leave the child deadlocked on an allocator lock. A failure returns the
-//!   errno, which the standard library hands back as the spawn error.
-//! * The restriction binds the child (one thread after fork) and everything it execs; pi
+//! * Between fork and exec the child makes only system calls through `libc` directly (see
+//!   [`launch`](crate::tools::launch), which also builds the namespaces and installs the
+//!   seccomp filter there): for Landlock, `prctl(PR_SET_NO_NEW_PRIVS)` and
+//!   `landlock_restrict_self(fd)` ([`Confinement::restrict`]). No allocation, no lock,
+//!   nothing that is not async-signal-safe, so the multi-threaded parent cannot leave the
+//!   child deadlocked on an allocator lock. A failure returns the errno, which the standard
+//!   library hands back as the spawn error.
+//! * The restriction binds the process that execs the command and everything it starts; pi
 //!   itself is never restricted.
 //!
 //! The launcher would need pi's binary on disk and callable: it breaks for the library used
 //! from another program (the integration tests call the tools from a test binary that has no
 //! launcher mode), when the binary was replaced or deleted by an upgrade mid-session, and it
 //! adds an exec per command. Its advantage (no code between fork and exec) matters when that
-//! code is large, as with seccomp filters built in the child; here the child's part is two
-//! syscalls.
+//! code allocates; here everything that does (the seccomp program and the namespaces' id
+//! maps too) is prepared before the fork.
+//!
+//! **Scopes.** From ABI 6 on, the ruleset is also scoped: a command can neither connect to an
+//! abstract unix socket of a process outside the sandbox nor signal one. (Pathname sockets
+//! are the seccomp filter's job: Landlock up to ABI 7 cannot filter them.)
 //!
 //! **What is handled.** Only write-type rights of Landlock's third ABI: writing and truncating
 //! files, creating and removing entries of every kind, and moving or linking across folders
@@ -35,13 +41,16 @@ use std::path::PathBuf;
 
 use ::landlock::{
     ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr,
+    RulesetCreatedAttr, Scope,
 };
 
 use super::Support;
 
 /// The Landlock ABI pi needs: the first that also governs `truncate`.
 pub const MIN_ABI: i32 = 3;
+/// The first ABI with scopes: no connecting to abstract unix sockets made outside the
+/// sandbox, no signals to processes outside it.
+pub const SCOPE_ABI: i32 = 6;
 
 /// The rights the sandbox takes away outside the allowed folders.
 fn write_rights() -> BitFlags<AccessFs> {
@@ -80,7 +89,10 @@ pub fn probe() -> Support {
              (Linux 6.2) is needed"
         ));
     }
-    Support::Landlock { abi }
+    Support::Landlock {
+        abi,
+        namespaces: false,
+    }
 }
 
 /// The Landlock rules one command starts under, or none.
@@ -100,12 +112,21 @@ impl Confinement {
     }
 
     /// Rules allowing writes under `writable` only. Paths that do not exist are skipped (a
-    /// device this system lacks, say); everything else that goes wrong is an error.
-    pub fn prepare(writable: &[PathBuf]) -> Result<Self, String> {
+    /// device this system lacks, say); everything else that goes wrong is an error. From ABI
+    /// [`SCOPE_ABI`] on, the command is also scoped: it can neither reach abstract unix
+    /// sockets of processes outside the sandbox nor signal them.
+    pub fn prepare(writable: &[PathBuf], abi: i32) -> Result<Self, String> {
         let rights = write_rights();
         let mut created = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(rights)
+            .and_then(|r| {
+                if abi >= SCOPE_ABI {
+                    r.scope(Scope::AbstractUnixSocket | Scope::Signal)
+                } else {
+                    Ok(r)
+                }
+            })
             .and_then(|r| r.create())
             .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
         for path in writable {
@@ -131,33 +152,16 @@ impl Confinement {
         }
     }
 
-    /// Have `cmd`'s child restrict itself before it execs. `self` must live until the spawn
-    /// has returned (it holds the ruleset the child uses).
-    pub fn apply_to(&self, cmd: &mut tokio::process::Command) {
+    /// In the child: restrict this process with the prepared rules (system calls only).
+    /// `PR_SET_NO_NEW_PRIVS` must be set already.
+    pub fn restrict(&self) -> std::io::Result<()> {
         let Some(fd) = &self.ruleset else {
-            return;
+            return Ok(());
         };
-        let raw = fd.as_raw_fd();
-        // SAFETY: the hook runs in the child between fork and exec. It makes two system calls
-        // with plain integers and builds an `io::Error` from errno (no allocation), so it is
-        // async-signal-safe. `raw` stays open in the child: the parent keeps `self` alive
-        // until the spawn returns, and close-on-exec only closes it at the exec.
-        unsafe {
-            cmd.pre_exec(move || restrict_self(raw));
+        // SAFETY: `fd` is an open Landlock ruleset descriptor; flags 0.
+        if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) } != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        Ok(())
     }
-}
-
-/// The child's part: no new privileges (Landlock requires it of unprivileged callers, and it
-/// keeps a setuid program from escaping), then the ruleset.
-fn restrict_self(ruleset: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: prctl with integer arguments only.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `ruleset` is an open Landlock ruleset descriptor (see `apply_to`); flags 0.
-    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }

@@ -17,23 +17,44 @@
 //! * `write` and `edit` run inside pi, so they check the path themselves before touching the
 //!   disk ([`Sandbox::check_write`]): the path is resolved the way the write will resolve it
 //!   (symlinks followed, `..` folded), so a link inside the workspace that points outside does
-//!   not open a way out. This works on every system.
-//! * `bash` runs programs pi cannot inspect, so the kernel enforces the rule: the command is
-//!   started under Landlock (see [`landlock`](self::landlock) for how it is applied to the child
-//!   only). Landlock exists on Linux 5.13 and later; pi needs its third ABI (Linux 6.2, which
-//!   also governs `truncate`). Where it is missing, [`Fallback`] decides: `refuse` (default)
-//!   turns every `bash` call into an error result that says why, `warn` runs commands
-//!   unconfined. Either way pi says so once at start-up ([`Sandbox::startup_warning`]).
+//!   not open a way out. The write itself then goes through descriptors, never by path
+//!   ([`beneath`]), so a link swapped in after the check cannot redirect it. This works on
+//!   every system.
+//! * `bash` runs programs pi cannot inspect, so the kernel enforces the rule, in layers
+//!   prepared here ([`Sandbox::confine`] builds a [`Jail`]) and applied to the child only by
+//!   [`launch`](crate::tools::launch):
+//!   - a user and mount namespace in which everything but the allowed folders is mounted
+//!     read-only ([`namespace`]), so metadata changes (chmod, chown, timestamps) are refused
+//!     too, where unprivileged user namespaces work (probed once at start-up);
+//!   - Landlock ([`landlock`]), which works without namespaces and stays on with them. It
+//!     exists on Linux 5.13 and later; pi needs its third ABI (Linux 6.2, which also
+//!     governs `truncate`). Where it is missing, [`Fallback`] decides: `refuse` (default)
+//!     turns every `bash` call into an error result that says why, `warn` runs commands
+//!     unconfined. Either way pi says so once at start-up ([`Sandbox::startup_warning`]);
+//!   - no way out through a local server acting for the command: a seccomp filter refuses
+//!     unix sockets ([`seccomp`]), Landlock's scopes cover abstract sockets and signals, and
+//!     the variables pointing at session servers ([`SESSION_VARIABLES`]) are removed;
+//!   - a PID namespace, so nothing the command starts outlives the call or pi.
+//!
+//!   The header line ([`Sandbox::describe`]) names the layers on: `sandbox workspace-write
+//!   (namespaces + Landlock ABI 7)`, or `(Landlock ABI 7)` without namespaces.
 //!
 //! The user's own `!command`s from the editor are not sandboxed: the rule is about what the
 //! model does, and the person at the keyboard can run anything in another terminal anyway.
 
+pub mod beneath;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "unsupported.rs"]
 pub mod landlock;
+#[cfg(not(target_os = "linux"))]
+pub use landlock::{namespace, seccomp};
+#[cfg(target_os = "linux")]
+pub mod namespace;
 pub mod paths;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -104,8 +125,9 @@ pub enum Fallback {
 /// Whether this system can confine commands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Support {
-    /// Landlock works, at this ABI version.
-    Landlock { abi: i32 },
+    /// Landlock works, at this ABI version; `namespaces`: commands also get a read-only view
+    /// of the file system from a user and mount namespace of their own.
+    Landlock { abi: i32, namespaces: bool },
     /// It does not, for this reason.
     Missing(String),
 }
@@ -145,10 +167,15 @@ impl Sandbox {
             }
             SandboxMode::Off | SandboxMode::ReadOnly => Vec::new(),
         };
-        let support = if mode == SandboxMode::Off {
-            Support::Missing("not needed".into())
-        } else {
-            landlock::probe()
+        let support = match mode {
+            SandboxMode::Off => Support::Missing("not needed".into()),
+            _ => match landlock::probe() {
+                Support::Landlock { abi, .. } => Support::Landlock {
+                    abi,
+                    namespaces: namespace::probe().is_ok(),
+                },
+                missing => missing,
+            },
         };
         Sandbox {
             mode,
@@ -215,7 +242,14 @@ impl Sandbox {
             return None;
         }
         let how = match (&self.support, self.fallback) {
-            (Support::Landlock { abi }, _) => format!("Landlock ABI {abi}"),
+            (
+                Support::Landlock {
+                    abi,
+                    namespaces: true,
+                },
+                _,
+            ) => format!("namespaces + Landlock ABI {abi}"),
+            (Support::Landlock { abi, .. }, _) => format!("Landlock ABI {abi}"),
             (Support::Missing(_), Fallback::Refuse) => "no Landlock: bash refused".into(),
             (Support::Missing(_), Fallback::Warn) => "no Landlock: bash unconfined".into(),
         };
@@ -232,12 +266,13 @@ impl Sandbox {
             )),
             (SandboxMode::ReadOnly, _, _) => Some(
                 "Commands run in a read-only sandbox: any write to a file fails with \
-                 \"Permission denied\"."
+                 \"Read-only file system\" or \"Permission denied\"."
                     .into(),
             ),
             (SandboxMode::WorkspaceWrite, _, _) => Some(format!(
                 "Commands run in a sandbox: they may write only under {}; a write anywhere \
-                 else fails with \"Permission denied\".",
+                 else fails with \"Read-only file system\" or \"Permission denied\". Unix \
+                 sockets cannot be opened.",
                 self.roots_text()
             )),
         }
@@ -294,26 +329,61 @@ impl Sandbox {
         }))
     }
 
-    /// How to start a command: confined (the prepared Landlock rules), unconfined (sandbox
-    /// off, or missing with the `warn` fallback), or not at all (an error result).
-    pub fn confine(&self) -> Result<landlock::Confinement, ToolError> {
-        if self.mode == SandboxMode::Off {
-            return Ok(landlock::Confinement::none());
+    /// Replace `path`'s contents for `write` and `edit`, after [`Sandbox::check_write`]
+    /// allowed it. Sandboxed, the write goes through descriptors of the allowed folder (see
+    /// [`beneath`]) and creates missing parent folders itself; off, it is the plain atomic
+    /// write (the caller creates the folders).
+    pub fn write_atomic(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
+        match self.mode {
+            SandboxMode::Off => crate::tools::fsutil::write_atomic(path, data),
+            _ => beneath::write_atomic(&self.roots, path, data),
         }
+    }
+
+    /// Read `path` for `edit`; sandboxed, without following a link swapped in on the way.
+    pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self.mode {
+            SandboxMode::Off => std::fs::read(path),
+            _ => beneath::read(&self.roots, path),
+        }
+    }
+
+    /// How to start a command in `cwd`: confined (the prepared [`Jail`]), unconfined (`None`:
+    /// sandbox off, or missing with the `warn` fallback), or not at all (an error result).
+    pub fn confine(&self, cwd: &Path) -> Result<Option<Jail>, ToolError> {
+        if self.mode == SandboxMode::Off {
+            return Ok(None);
+        }
+        let refused = |e: String| {
+            ToolError::new(format!(
+                "bash: refused: the sandbox ({}) could not be set up for this command: {e}",
+                self.mode
+            ))
+        };
         match &self.support {
-            Support::Landlock { .. } => {
+            Support::Landlock { abi, namespaces } => {
                 let mut writable = self.roots.clone();
                 writable.extend(device_paths(self.mode));
-                landlock::Confinement::prepare(&writable).map_err(|e| {
-                    ToolError::new(format!(
-                        "bash: refused: the sandbox ({}) could not be set up for this command: \
-                         {e}",
-                        self.mode
-                    ))
-                })
+                let landlock = landlock::Confinement::prepare(&writable, *abi).map_err(refused)?;
+                let namespaces = if *namespaces {
+                    let mut dirs = self.roots.clone();
+                    if self.mode == SandboxMode::WorkspaceWrite {
+                        dirs.push(PathBuf::from("/dev/shm"));
+                    }
+                    let plan =
+                        namespace::Plan::prepare(&dirs, cwd).map_err(|e| refused(e.to_string()))?;
+                    Some(plan)
+                } else {
+                    None
+                };
+                Ok(Some(Jail {
+                    landlock,
+                    namespaces,
+                    seccomp: seccomp::Filter::no_unix_sockets(),
+                }))
             }
             Support::Missing(why) => match self.fallback {
-                Fallback::Warn => Ok(landlock::Confinement::none()),
+                Fallback::Warn => Ok(None),
                 Fallback::Refuse => Err(ToolError::new(format!(
                     "bash: refused: the sandbox mode is {} but it cannot be enforced here ({why}). \
                      Commands are not run unconfined unless `sandbox_fallback = \"warn\"` is set \
@@ -323,6 +393,119 @@ impl Sandbox {
             },
         }
     }
+}
+
+/// Variables that lead a command to a server outside the sandbox acting for it (terminal
+/// multiplexers, session buses, key agents, displays): sandboxed commands run without them.
+/// (The servers' sockets are out of reach anyway, see [`seccomp`]; this keeps programs from
+/// trying.)
+pub const SESSION_VARIABLES: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "KITTY_LISTEN_ON",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK_CLI",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "XDG_RUNTIME_DIR",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "XAUTHORITY",
+    "SWAYSOCK",
+    "I3SOCK",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "PULSE_SERVER",
+];
+
+/// What a sandboxed command starts under, prepared in pi before the fork: Landlock rules, the
+/// namespace plan (where namespaces work), the seccomp filter (where pi knows the
+/// architecture). [`Jail::restrict_self`] is the child's part.
+#[derive(Debug)]
+pub struct Jail {
+    pub landlock: landlock::Confinement,
+    pub namespaces: Option<namespace::Plan>,
+    pub seccomp: Option<seccomp::Filter>,
+}
+
+impl Jail {
+    /// In the child that execs the command: give up every capability (`drop_caps`, inside the
+    /// user namespace, so nothing can undo the read-only mounts), set no-new-privileges, then
+    /// Landlock, then seccomp. System calls only.
+    pub fn restrict_self(&self, drop_caps: bool) -> std::io::Result<()> {
+        if drop_caps {
+            drop_capabilities()?;
+        }
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.landlock.restrict()?;
+        if let Some(f) = &self.seccomp {
+            f.install()?;
+        }
+        Ok(())
+    }
+}
+
+/// Capabilities are Linux's; elsewhere there are no namespaces to drop them in.
+#[cfg(not(target_os = "linux"))]
+fn drop_capabilities() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Empty the bounding, ambient and current capability sets of this process, so that even a
+/// command that is root in its user namespace has no capability after its exec.
+#[cfg(target_os = "linux")]
+fn drop_capabilities() -> std::io::Result<()> {
+    for cap in 0..64 {
+        // SAFETY: integer arguments; EINVAL past the last capability is expected.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+    }
+    // SAFETY: integer arguments.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: a version-3 header and two data words, as capset(2) expects.
+    if unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Where `bash` saves a command's full output when it is too long for the result.
@@ -395,7 +578,7 @@ mod tests {
     fn off_allows_everything_and_says_nothing() {
         let s = Sandbox::off();
         assert!(s.check_write(Path::new("/etc/passwd")).is_ok());
-        assert!(s.confine().unwrap().is_none());
+        assert!(s.confine(Path::new("/")).unwrap().is_none());
         assert_eq!(s.describe(), None);
         assert_eq!(s.startup_warning(), None);
     }
@@ -455,7 +638,7 @@ mod tests {
         let missing = Support::Missing("the kernel has no Landlock".into());
         let s = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, base.path())
             .with_support(missing.clone());
-        let e = s.confine().err().unwrap().0;
+        let e = s.confine(base.path()).err().unwrap().0;
         assert!(e.contains("refused") && e.contains("no Landlock"), "{e}");
         assert!(e.contains("sandbox_fallback"), "{e}");
         let w = s.startup_warning().unwrap();
@@ -465,7 +648,10 @@ mod tests {
 
         let s =
             Sandbox::new(SandboxMode::ReadOnly, Fallback::Warn, base.path()).with_support(missing);
-        assert!(s.confine().unwrap().is_none(), "warn runs unconfined");
+        assert!(
+            s.confine(Path::new("/")).unwrap().is_none(),
+            "warn runs unconfined"
+        );
         assert_eq!(s.command_note(), None);
         assert!(s.startup_warning().unwrap().contains("WITHOUT"));
         // The in-process check still holds.
@@ -477,14 +663,29 @@ mod tests {
         let base = temp();
         let s = Sandbox::new(SandboxMode::WorkspaceWrite, Fallback::Refuse, base.path());
         match s.support() {
-            Support::Landlock { abi } => {
+            Support::Landlock { abi, namespaces } => {
                 assert!(s.startup_warning().is_none());
+                let layers = if *namespaces {
+                    format!("namespaces + Landlock ABI {abi}")
+                } else {
+                    format!("Landlock ABI {abi}")
+                };
                 assert!(
                     s.describe()
                         .unwrap()
+                        .contains(&format!("workspace-write ({layers})"))
+                );
+                let without = s.clone().with_support(Support::Landlock {
+                    abi: *abi,
+                    namespaces: false,
+                });
+                assert!(
+                    without
+                        .describe()
+                        .unwrap()
                         .contains(&format!("workspace-write (Landlock ABI {abi})"))
                 );
-                assert!(!s.confine().unwrap().is_none());
+                assert!(s.confine(Path::new("/")).unwrap().is_some());
             }
             Support::Missing(why) => {
                 eprintln!("skipped: Landlock is not available here ({why})");

@@ -1,6 +1,7 @@
 //! Systems without Landlock: nothing can confine `bash`'s commands, so the sandbox's fallback
 //! (`sandbox_fallback`) decides whether they run unconfined or are refused. The in-process
-//! check of `write` and `edit` works here as everywhere.
+//! check of `write` and `edit` (and their descriptor-relative writes) works here as
+//! everywhere. The namespaces and the seccomp filter are Linux's too: stand-ins below.
 
 use std::path::PathBuf;
 
@@ -24,9 +25,56 @@ impl Confinement {
         true
     }
 
-    pub fn prepare(_writable: &[PathBuf]) -> Result<Self, String> {
+    pub fn prepare(_writable: &[PathBuf], _abi: i32) -> Result<Self, String> {
         Err("Landlock exists on Linux only".into())
     }
 
-    pub fn apply_to(&self, _cmd: &mut tokio::process::Command) {}
+    pub fn restrict(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// No user or mount namespaces outside Linux.
+pub mod namespace {
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    #[derive(Debug)]
+    pub struct Plan;
+
+    impl Plan {
+        pub fn prepare(_writable: &[PathBuf], _cwd: &Path) -> io::Result<Plan> {
+            Err(io::Error::other("namespaces exist on Linux only"))
+        }
+
+        pub fn enter(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    pub fn make_private() -> io::Result<()> {
+        Ok(())
+    }
+
+    pub fn mount_fresh_proc() {}
+
+    pub fn probe() -> Result<(), String> {
+        Err("namespaces exist on Linux only".into())
+    }
+}
+
+/// No seccomp outside Linux.
+pub mod seccomp {
+    #[derive(Debug)]
+    pub struct Filter;
+
+    impl Filter {
+        pub fn no_unix_sockets() -> Option<Filter> {
+            None
+        }
+
+        pub fn install(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 }
