@@ -8,6 +8,7 @@
 pub mod context;
 pub mod node;
 pub mod theme;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -254,6 +255,27 @@ pub struct Loaded {
     /// project may make approval stricter (a stricter mode, more `deny` rules), never looser,
     /// so a cloned repository cannot switch asking off.
     pub project_approval: Option<ApprovalSetting>,
+    /// The project's settings that could act for someone else (`trust::split`), not in
+    /// `config` until [`Loaded::apply_held`] puts them there (the folder is trusted).
+    pub held: trust::Held,
+    /// The merged table `config` was read from, for `apply_held`.
+    table: toml::Table,
+}
+
+impl Loaded {
+    /// Lay the held project settings over the config (the person trusts the folder).
+    pub fn apply_held(&mut self) -> Result<(), String> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        merge(&mut self.table, self.held.table.clone());
+        self.config = toml::Value::Table(self.table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                format!("config: {}", e.message().trim_end_matches('\n'))
+            })?;
+        Ok(())
+    }
 }
 
 /// Where the agent keeps its files: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
@@ -440,6 +462,8 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         files: settings.files,
         ..Loaded::default()
     };
+    loaded.held.folder = cwd.to_path_buf();
+    loaded.held.table = settings.project_held;
     let project_file = files.last().cloned();
     for file in files {
         let text = match std::fs::read_to_string(&file) {
@@ -457,9 +481,14 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         {
             loaded.project_approval = a.try_into().ok();
         }
+        if Some(&file) == project_file.as_ref() {
+            let held = trust::split(&mut table, &merged);
+            merge(&mut loaded.held.table, held);
+        }
         merge(&mut merged, table);
         loaded.files.push(file);
     }
+    loaded.table = merged.clone();
     loaded.config = toml::Value::Table(merged)
         .try_into()
         .map_err(|e: toml::de::Error| format!("config: {}", e.message().trim_end_matches('\n')))?;

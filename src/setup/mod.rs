@@ -13,6 +13,7 @@
 pub mod approval;
 pub mod patterns;
 pub mod select;
+pub mod trust;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -92,6 +93,9 @@ pub struct Options {
     /// The front end can put approval requests to a person (the interactive view); without
     /// one, `ask` refuses what no rule allows.
     pub asks_person: bool,
+    /// `--trust-project`: the project's settings that act for someone else apply to this run
+    /// without the folder being trusted ([`trust`]).
+    pub trust_project: bool,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -117,6 +121,7 @@ impl Options {
             approval: None,
             dialect: None,
             asks_person: false,
+            trust_project: false,
             env,
             cwd,
         }
@@ -203,13 +208,21 @@ pub struct Started {
 
 /// Load `config.toml` (agent folder, then project) over the Node.js pi's `settings.json`, and
 /// the catalogue with the providers of both, the Node.js pi's `models.json` and its
-/// `auth.json` keys.
+/// `auth.json` keys. The project's settings that act for someone else are in only when
+/// [`trust::decide`] says so (`trust_project` is the flag); otherwise the first warning says
+/// what was left out.
 pub fn load_config(
     agent_dir: Option<&Path>,
     cwd: &Path,
     env: &EnvLookup,
+    trust_project: bool,
 ) -> Result<(Config, Catalog, Vec<String>), String> {
     let mut loaded = config::load(agent_dir, cwd)?;
+    let (apply, notice) = trust::decide(&loaded.held, agent_dir, trust_project);
+    if apply {
+        loaded.apply_held()?;
+    }
+    loaded.warnings.splice(0..0, notice);
     let e = env.clone();
     let mut catalog = Catalog::builtin(&move |k| e(k));
     // The Node.js pi's models first, so config.toml's providers win where both name one; its
@@ -428,7 +441,12 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
 pub async fn start(options: Options) -> Result<Started, StartError> {
     let agent_dir = options.agent_dir();
     let (config, mut catalog, mut warnings) =
-        load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+        load_config(
+            agent_dir.as_deref(),
+            &options.cwd,
+            &options.env,
+            options.trust_project,
+        )?;
     // What the tools' commands may see of the environment, and the secrets withheld from them
     // (masked in the session file should one ever appear in a message).
     let policy = EnvPolicy::new(
