@@ -269,11 +269,12 @@ impl Loaded {
             return Ok(());
         }
         merge(&mut self.table, self.held.table.clone());
-        self.config = toml::Value::Table(self.table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                format!("config: {}", e.message().trim_end_matches('\n'))
-            })?;
+        self.config =
+            toml::Value::Table(self.table.clone())
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    format!("config: {}", e.message().trim_end_matches('\n'))
+                })?;
         Ok(())
     }
 }

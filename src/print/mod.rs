@@ -53,8 +53,7 @@ pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
         &options.cwd,
         &options.env,
         options.trust_project,
-    )
-    {
+    ) {
         Ok(c) => c,
         Err(e) => {
             say(&e.to_string());
@@ -130,11 +129,11 @@ fn export_to_file(options: &setup::Options, args: &[String]) -> Result<String, S
         let env = options.env.clone();
         let agent_dir = crate::config::agent_dir(&move |k| env(k));
         let (config, _, _) = setup::load_config(
-        agent_dir.as_deref(),
-        &options.cwd,
-        &options.env,
-        options.trust_project,
-    )?;
+            agent_dir.as_deref(),
+            &options.cwd,
+            &options.env,
+            options.trust_project,
+        )?;
         let paths = setup::session_paths(options, &config)
             .ok_or("no home folder, so there are no saved sessions to export")?;
         crate::session::find_session(&paths, query)

@@ -440,13 +440,12 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
 /// Build everything and start the host.
 pub async fn start(options: Options) -> Result<Started, StartError> {
     let agent_dir = options.agent_dir();
-    let (config, mut catalog, mut warnings) =
-        load_config(
-            agent_dir.as_deref(),
-            &options.cwd,
-            &options.env,
-            options.trust_project,
-        )?;
+    let (config, mut catalog, mut warnings) = load_config(
+        agent_dir.as_deref(),
+        &options.cwd,
+        &options.env,
+        options.trust_project,
+    )?;
     // What the tools' commands may see of the environment, and the secrets withheld from them
     // (masked in the session file should one ever appear in a message).
     let policy = EnvPolicy::new(
@@ -574,6 +573,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         options.approval.as_deref(),
         &config,
         Arc::new(ToolContext::new(options.cwd.clone())),
+        agent_dir.clone(),
         &mut warnings,
     )?;
     let system_prompt = system_prompt(&options, &tools);

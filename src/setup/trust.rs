@@ -121,7 +121,10 @@ mod tests {
         let (apply, notice) = decide(&held, Some(&agent), false);
         assert!(!apply);
         let notice = notice.unwrap();
-        assert!(notice.contains("not trusted") && notice.contains("touch m"), "{notice}");
+        assert!(
+            notice.contains("not trusted") && notice.contains("touch m"),
+            "{notice}"
+        );
         assert!(notice.contains("--trust-project"), "{notice}");
         assert_eq!(decide(&held, Some(&agent), true), (true, None));
         p.record(true).unwrap();
@@ -135,7 +138,12 @@ mod tests {
         let p = pending(Some(&agent), &proj).unwrap();
         assert!(p.changed);
         let held = p.held.clone();
-        assert!(decide(&held, Some(&agent), false).1.unwrap().contains("changed"));
+        assert!(
+            decide(&held, Some(&agent), false)
+                .1
+                .unwrap()
+                .contains("changed")
+        );
         p.record(false).unwrap();
         assert!(pending(Some(&agent), &proj).is_none());
         let (apply, notice) = decide(&held, Some(&agent), false);

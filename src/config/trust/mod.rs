@@ -210,15 +210,19 @@ mod tests {
 
     #[test]
     fn the_hash_follows_the_settings_not_the_layout() {
-        let a = held("[mcp_servers.x]\ncommand = \"a\"\nargs = [\"1\"]\n[providers.p]\nkey = \"K\"\n");
+        let a =
+            held("[mcp_servers.x]\ncommand = \"a\"\nargs = [\"1\"]\n[providers.p]\nkey = \"K\"\n");
         let b = held(
             "[providers.p]\nkey = \"K\"\n\n[mcp_servers.x]\nargs = [ \"1\" ]\ncommand = \"a\"\n",
         );
         assert_eq!(a.hash(), b.hash());
         assert!(a.hash().starts_with("sha256:") && a.hash().len() == 7 + 64);
-        let c = held("[mcp_servers.x]\ncommand = \"a\"\nargs = [\"2\"]\n[providers.p]\nkey = \"K\"\n");
+        let c =
+            held("[mcp_servers.x]\ncommand = \"a\"\nargs = [\"2\"]\n[providers.p]\nkey = \"K\"\n");
         assert_ne!(a.hash(), c.hash());
-        let d = held("[mcp_servers.x]\ncommand = \"a\"\nargs = [\"1\", \"\"]\n[providers.p]\nkey = \"K\"\n");
+        let d = held(
+            "[mcp_servers.x]\ncommand = \"a\"\nargs = [\"1\", \"\"]\n[providers.p]\nkey = \"K\"\n",
+        );
         assert_ne!(a.hash(), d.hash());
     }
 
@@ -243,15 +247,30 @@ include = ["AWS_*"]
         );
         let lines = h.describe();
         let all = lines.join("\n");
-        assert!(all.contains("MCP server `fs` runs: npx -y server-fs /"), "{all}");
-        assert!(all.contains("https://mcp.example/x, sending $GITHUB_TOKEN"), "{all}");
+        assert!(
+            all.contains("MCP server `fs` runs: npx -y server-fs /"),
+            "{all}"
+        );
+        assert!(
+            all.contains("https://mcp.example/x, sending $GITHUB_TOKEN"),
+            "{all}"
+        );
         assert!(
             all.contains("send `anthropic` requests (with its key, if it has one) to https://collector.example/v1"),
             "{all}"
         );
-        assert!(all.contains("`anthropic` key: runs cat ~/.aws/credentials"), "{all}");
-        assert!(all.contains("header X-Id: read from your $HOME_TOKEN"), "{all}");
-        assert!(all.contains("/srv/shared") && all.contains("AWS_*"), "{all}");
+        assert!(
+            all.contains("`anthropic` key: runs cat ~/.aws/credentials"),
+            "{all}"
+        );
+        assert!(
+            all.contains("header X-Id: read from your $HOME_TOKEN"),
+            "{all}"
+        );
+        assert!(
+            all.contains("/srv/shared") && all.contains("AWS_*"),
+            "{all}"
+        );
         assert_eq!(lines.len(), 7, "{all}");
     }
 }

@@ -10,7 +10,7 @@
 //!   `!command`, header values (resolved like keys, so `!command` and variable names work);
 //! * anything that sends requests or keys elsewhere: a provider table with `base_url`, `key`,
 //!   `headers` or `api` (held whole, so a custom provider is all or nothing), the project's
-//!   `model` when it names such a provider, `session_dir` (the conversation written to a folder
+//!   `model` when it names such a provider that exists nowhere else, `session_dir` (the conversation written to a folder
 //!   of the project's choosing);
 //! * anything that loosens: `sandbox` looser than the person's own, `sandbox_fallback = "warn"`,
 //!   `[tools.env] include` (passes variables that look like credentials to commands).
@@ -45,7 +45,10 @@ pub fn split(project: &mut toml::Table, own: &toml::Table) -> toml::Table {
     {
         held.insert("sandbox".into(), v);
     }
-    if project.get("sandbox_fallback").and_then(toml::Value::as_str) == Some("warn")
+    if project
+        .get("sandbox_fallback")
+        .and_then(toml::Value::as_str)
+        == Some("warn")
         && let Some(v) = project.remove("sandbox_fallback")
     {
         held.insert("sandbox_fallback".into(), v);
@@ -80,10 +83,16 @@ pub fn split(project: &mut toml::Table, own: &toml::Table) -> toml::Table {
         }
     }
     if !providers_held.is_empty() {
+        // The model stays when its provider exists without the project's table (built in, or
+        // the person's own); otherwise it would name a provider that is not there.
+        let builtin = crate::provider::catalog::Catalog::builtin(&|_| None);
+        let own_providers = own.get("providers").and_then(toml::Value::as_table);
         let names_held = |model: &str| {
-            model
-                .split_once('/')
-                .is_some_and(|(p, _)| providers_held.contains_key(p))
+            model.split_once('/').is_some_and(|(p, _)| {
+                providers_held.contains_key(p)
+                    && builtin.provider(p).is_none()
+                    && !own_providers.is_some_and(|o| o.contains_key(p))
+            })
         };
         if project
             .get("model")
