@@ -452,7 +452,7 @@ mod tests {
             g.decide("write", &write, &signal).await,
             BeforeToolCall::Proceed
         );
-        let seen = lock(&seen);
+        let seen = lock(&seen).clone();
         assert_eq!(seen.len(), 2, "asked each time");
         assert_eq!(seen[0].subject, ".pi/config.toml");
         assert!(seen[0].session_scope.contains("this call only"));
