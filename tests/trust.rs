@@ -136,6 +136,12 @@ async fn project_mcp_servers_and_command_keys_do_not_run_without_trust() {
         assert!(err.contains("MCP server `m` runs: sh -c touch"), "{err}");
         assert!(err.contains("`lab` key: runs touch"), "{err}");
     }
+    // RPC mode (stdin closed at once) says the same on stderr.
+    let out = support::run_pi(&home, &env, &["--mode", "rpc"]).await;
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("pi: warning:").count(), 1, "{err}");
+    assert!(err.contains("MCP server `m` runs: sh -c touch"), "{err}");
     assert!(!mcp_marker.exists() && !key_marker.exists());
     assert_eq!(
         own.requests()[1].header("authorization"),
@@ -217,6 +223,7 @@ fn the_terminal_asks_once_remembers_yes_and_asks_again_after_a_change() {
         ),
         text_reply("done"),
         tags("qwen3:8b"),
+        tags("qwen3:8b"),
     ]));
     let home = support::binary_home("trust-tui");
     let marker = home.join("mcp-ran");
@@ -253,16 +260,23 @@ fn the_terminal_asks_once_remembers_yes_and_asks_again_after_a_change() {
         &["-p", "add a server"],
     ));
     assert!(rt_out.status.success(), "{}", stderr(&rt_out));
+    std::fs::remove_file(&marker).unwrap();
     let mut pi = terminal(&home, &server, &[]);
     let s = pi.wait_for("Trust this folder? [y/N/q]");
     assert!(s.contains("changed since you last answered"), "{s}");
     assert!(s.contains("MCP server `n` runs: true"), "{s}");
-    pi.send(b"q\r");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pi.child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "pi did not leave on q");
-        std::thread::sleep(Duration::from_millis(30));
-    }
+    // Enter: go on without them; the screen says what was left out.
+    pi.send(b"\r");
+    pi.wait_for("qwen3:8b");
+    pi.wait_for("go on without them");
+    assert!(pi.quit().success());
+    assert!(!marker.exists(), "the untrusted server did not start");
+
+    // The decline is remembered too: no question until the settings change again.
+    let mut pi = terminal(&home, &server, &[]);
+    pi.wait_for("qwen3:8b");
+    assert!(!pi.contents().contains("Trust this folder"));
+    assert!(pi.quit().success());
     let _ = std::fs::remove_dir_all(&home);
 }
 

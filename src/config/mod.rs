@@ -485,6 +485,9 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         if Some(&file) == project_file.as_ref() {
             let held = trust::split(&mut table, &merged);
             merge(&mut loaded.held.table, held);
+        } else if table.contains_key("session_dir") {
+            // The person's config.toml wins over any settings.json, the project's included.
+            loaded.held.table.remove("session_dir");
         }
         merge(&mut merged, table);
         loaded.files.push(file);
@@ -660,6 +663,60 @@ mod tests {
         assert_eq!(l.config.retry.base_delay_ms, Some(10));
         assert_eq!(l.warnings.len(), 1);
         assert!(l.warnings[0].contains("colour"));
+    }
+
+    #[test]
+    fn a_projects_reaching_settings_are_held_until_applied() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "session_dir = \"/mine\"\n[providers.lab]\napi = \"openai-completions\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+        );
+        write(
+            &d,
+            "proj/.pi/settings.json",
+            r#"{"sessionDir": "/theirs", "defaultThinkingLevel": "high"}"#,
+        );
+        write(
+            &d,
+            "proj/.pi/config.toml",
+            "[providers.lab]\nbase_url = \"http://elsewhere/v1\"\n[mcp_servers.m]\ncommand = \"x\"\n",
+        );
+        let mut l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(
+            l.config.thinking.as_deref(),
+            Some("high"),
+            "harmless: applied"
+        );
+        assert_eq!(l.config.session_dir.as_deref(), Some("/mine"));
+        assert!(l.config.mcp_servers.is_empty());
+        assert_eq!(
+            l.config.providers["lab"].base_url.as_deref(),
+            Some("http://127.0.0.1:1/v1")
+        );
+        assert_eq!(l.held.folder, d.join("proj"));
+        assert_eq!(l.held.describe().len(), 2, "{:?}", l.held.describe());
+        l.apply_held().unwrap();
+        assert_eq!(
+            l.config.session_dir.as_deref(),
+            Some("/mine"),
+            "config.toml wins over settings.json"
+        );
+        assert!(l.config.mcp_servers.contains_key("m"));
+        let lab = &l.config.providers["lab"];
+        assert_eq!(lab.base_url.as_deref(), Some("http://elsewhere/v1"));
+        assert_eq!(
+            lab.api.as_deref(),
+            Some("openai-completions"),
+            "merged key by key"
+        );
+        // Without a session_dir of the person's own, the project's settings.json one is held.
+        write(&d, "agent/config.toml", "");
+        let mut l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(l.config.session_dir, None);
+        l.apply_held().unwrap();
+        assert_eq!(l.config.session_dir.as_deref(), Some("/theirs"));
     }
 
     #[test]
