@@ -53,6 +53,7 @@ pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
         &options.cwd,
         &options.env,
         options.trust_project,
+        options.trusted_hash.as_deref(),
     ) {
         Ok(c) => c,
         Err(e) => {
@@ -133,6 +134,7 @@ fn export_to_file(options: &setup::Options, args: &[String]) -> Result<String, S
             &options.cwd,
             &options.env,
             options.trust_project,
+            options.trusted_hash.as_deref(),
         )?;
         let paths = setup::session_paths(options, &config)
             .ok_or("no home folder, so there are no saved sessions to export")?;
@@ -459,6 +461,7 @@ fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> 
         &options.cwd,
         &options.env,
         options.trust_project,
+        options.trusted_hash.as_deref(),
     )?;
     let paths = setup::session_paths(options, &config)
         .ok_or("sessions are not saved here, so there is none to resume")?;

@@ -96,6 +96,9 @@ pub struct Options {
     /// `--trust-project`: the project's settings that act for someone else apply to this run
     /// without the folder being trusted ([`trust`]).
     pub trust_project: bool,
+    /// The hash of the held settings the person has just trusted (the interactive question);
+    /// they apply if the files still say exactly that.
+    pub trusted_hash: Option<String>,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -122,6 +125,7 @@ impl Options {
             dialect: None,
             asks_person: false,
             trust_project: false,
+            trusted_hash: None,
             env,
             cwd,
         }
@@ -216,9 +220,10 @@ pub fn load_config(
     cwd: &Path,
     env: &EnvLookup,
     trust_project: bool,
+    trusted_hash: Option<&str>,
 ) -> Result<(Config, Catalog, Vec<String>), String> {
     let mut loaded = config::load(agent_dir, cwd)?;
-    let (apply, notice) = trust::decide(&loaded.held, agent_dir, trust_project);
+    let (apply, notice) = trust::decide(&loaded.held, agent_dir, trust_project, trusted_hash);
     if apply {
         loaded.apply_held()?;
     }
@@ -445,6 +450,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         &options.cwd,
         &options.env,
         options.trust_project,
+        options.trusted_hash.as_deref(),
     )?;
     // What the tools' commands may see of the environment, and the secrets withheld from them
     // (masked in the session file should one ever appear in a message).

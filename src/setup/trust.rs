@@ -11,12 +11,16 @@ use std::path::Path;
 use crate::config::trust::Held;
 use crate::config::trust::store::{Standing, Store};
 
-/// The held settings apply (`true`), or not, with the notice to show.
-pub fn decide(held: &Held, agent_dir: Option<&Path>, flag: bool) -> (bool, Option<String>) {
-    if held.is_empty() {
-        return (true, None);
-    }
-    if flag {
+/// The held settings apply (`true`), or not, with the notice to show. `accepted` is the hash
+/// the person just said yes to (the interactive question), which applies only if the files
+/// still hold exactly those settings.
+pub fn decide(
+    held: &Held,
+    agent_dir: Option<&Path>,
+    flag: bool,
+    accepted: Option<&str>,
+) -> (bool, Option<String>) {
+    if held.is_empty() || flag || accepted == Some(held.hash().as_str()) {
         return (true, None);
     }
     let store = Store::load(agent_dir);
@@ -73,6 +77,11 @@ impl Pending {
         self.held.describe()
     }
 
+    /// The hash of the settings asked about.
+    pub fn hash(&self) -> String {
+        self.held.hash()
+    }
+
     /// Remember the answer (`trusted`, or going on without them) for these exact settings.
     pub fn record(mut self, trusted: bool) -> Result<(), String> {
         let hash = self.held.hash();
@@ -118,7 +127,7 @@ mod tests {
         assert!(!p.changed);
         assert_eq!(p.lines(), ["MCP server `x` runs: touch m"]);
         let held = p.held.clone();
-        let (apply, notice) = decide(&held, Some(&agent), false);
+        let (apply, notice) = decide(&held, Some(&agent), false, None);
         assert!(!apply);
         let notice = notice.unwrap();
         assert!(
@@ -126,10 +135,15 @@ mod tests {
             "{notice}"
         );
         assert!(notice.contains("--trust-project"), "{notice}");
-        assert_eq!(decide(&held, Some(&agent), true), (true, None));
+        assert_eq!(decide(&held, Some(&agent), true, None), (true, None));
+        assert_eq!(
+            decide(&held, Some(&agent), false, Some(&held.hash())),
+            (true, None)
+        );
+        assert!(!decide(&held, Some(&agent), false, Some("sha256:other")).0);
         p.record(true).unwrap();
         assert!(pending(Some(&agent), &proj).is_none(), "answered");
-        assert_eq!(decide(&held, Some(&agent), false), (true, None));
+        assert_eq!(decide(&held, Some(&agent), false, None), (true, None));
         std::fs::write(
             proj.join(".pi/config.toml"),
             "[mcp_servers.x]\ncommand = \"touch\"\nargs = [\"n\"]\n",
@@ -139,14 +153,14 @@ mod tests {
         assert!(p.changed);
         let held = p.held.clone();
         assert!(
-            decide(&held, Some(&agent), false)
+            decide(&held, Some(&agent), false, None)
                 .1
                 .unwrap()
                 .contains("changed")
         );
         p.record(false).unwrap();
         assert!(pending(Some(&agent), &proj).is_none());
-        let (apply, notice) = decide(&held, Some(&agent), false);
+        let (apply, notice) = decide(&held, Some(&agent), false, None);
         assert!(!apply && notice.unwrap().contains("go on without them"));
     }
 }

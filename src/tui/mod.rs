@@ -139,8 +139,9 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         let remembered = match choice {
             Some(trust::TrustChoice::Quit) => return 1,
             Some(trust::TrustChoice::Trust) => {
-                // Used for this run even if it cannot be remembered.
-                options.trust_project = true;
+                // Used for this run even if it cannot be remembered, as long as the files
+                // still say what the person was shown.
+                options.trusted_hash = Some(pending.hash());
                 pending.record(true)
             }
             Some(trust::TrustChoice::Without) => pending.record(false),
