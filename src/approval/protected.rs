@@ -5,7 +5,9 @@
 //! the next run, so these are guarded: a project's `.pi/config.toml`, `.pi/settings.json`,
 //! `.pi/models.json`, `.claude/settings.json`, `.claude/settings.local.json` and `.mcp.json`
 //! in any folder (pi may be started in a subfolder later), and everything in the agent folder
-//! (the person's own config, keys and `trusted-projects.json`).
+//! (the person's own config, keys and `trusted-projects.json`). Git's `.git/config` and
+//! `.git/hooks/` are guarded too: what is written there runs at the person's next `git`
+//! command, outside pi altogether.
 //!
 //! The path is checked as the tool will open it (lexically cleaned, like the tools do) and
 //! again with every symlink on it followed, even a dangling one (a link to a file not yet
@@ -24,7 +26,11 @@ const GUARDED: &[&[&str]] = &[
     &[".claude", "settings.json"],
     &[".claude", "settings.local.json"],
     &[".mcp.json"],
+    &[".git", "config"],
 ];
+
+/// Guarded folders: anything inside them.
+const GUARDED_DIRS: &[&[&str]] = &[&[".git", "hooks"]];
 
 /// How many symlinks are followed before giving up (as the kernel's limit).
 const MAX_LINKS: usize = 40;
@@ -47,13 +53,16 @@ fn lower(c: &std::ffi::OsStr) -> String {
 
 fn guarded_name(path: &Path) -> bool {
     let names: Vec<String> = path.components().map(|c| lower(c.as_os_str())).collect();
-    GUARDED.iter().any(|tail| {
-        names.len() >= tail.len()
-            && names[names.len() - tail.len()..]
-                .iter()
-                .zip(tail.iter())
-                .all(|(a, b)| a == b)
-    })
+    let same = |names: &[String], want: &[&str]| names.iter().zip(want).all(|(a, b)| a == b);
+    let file = GUARDED
+        .iter()
+        .any(|tail| names.len() >= tail.len() && same(&names[names.len() - tail.len()..], tail));
+    // A folder's components anywhere but last (something inside it is written).
+    let inside = GUARDED_DIRS.iter().any(|dir| {
+        names.len() > dir.len()
+            && (0..names.len() - dir.len()).any(|i| same(&names[i..i + dir.len()], dir))
+    });
+    file || inside
 }
 
 /// `path` is `dir` or inside it (names compared case-insensitively).
@@ -137,6 +146,8 @@ mod tests {
             "/w/.claude/settings.local.json",
             "/w/.mcp.json",
             "/w/.pi/models.json",
+            "/w/.git/config",
+            "/w/.git/hooks/pre-commit",
         ] {
             assert!(is_guarded(Path::new(p), None), "{p}");
         }
@@ -145,6 +156,9 @@ mod tests {
             "/w/.pi/notes.md",
             "/w/config.toml",
             "/w/x.mcp.json",
+            "/w/.git/hooks",
+            "/w/src/config",
+            "/w/hooks/x",
         ] {
             assert!(!is_guarded(Path::new(p), None), "{p}");
         }
