@@ -8,6 +8,7 @@
 //! order (the loop prepares a batch's calls one after another).
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -16,6 +17,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::command;
+use super::protected;
 use super::rules::{Rules, Verdict, relative_path};
 use super::{ApprovalMode, ApprovalRequest, Decision, may_change};
 use crate::agent::protocol::abort::AbortSignal;
@@ -41,6 +43,9 @@ struct Remembered {
 
 pub struct Gate {
     mode: Mutex<ApprovalMode>,
+    /// The agent folder, whose files `write` and `edit` change only with a yes
+    /// ([`protected`]).
+    agent_dir: Option<PathBuf>,
     rules: Rules,
     ctx: Arc<ToolContext>,
     remembered: Mutex<Remembered>,
@@ -53,6 +58,7 @@ impl Gate {
     pub fn new(mode: ApprovalMode, rules: Rules, ctx: Arc<ToolContext>) -> Self {
         Gate {
             mode: Mutex::new(mode),
+            agent_dir: None,
             rules,
             ctx,
             remembered: Mutex::new(Remembered::default()),
@@ -60,6 +66,24 @@ impl Gate {
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         }
+    }
+
+    /// Guard the agent folder's files too (the person's config, keys, trust store).
+    pub fn with_agent_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.agent_dir = dir;
+        self
+    }
+
+    /// The file a `write` or `edit` call would change, as shown to the person, when it is one
+    /// that decides what pi trusts.
+    fn guarded_target(&self, tool: &str, args: &Value) -> Option<String> {
+        if tool != "write" && tool != "edit" {
+            return None;
+        }
+        let raw = args.get("path").and_then(Value::as_str)?;
+        let path = self.ctx.resolve_existing(raw).ok()?;
+        protected::is_guarded(&path, self.agent_dir.as_deref())
+            .then(|| relative_path(raw, self.ctx.cwd()))
     }
 
     /// Let `asker` put requests to the person (once; later calls are ignored).
@@ -86,28 +110,31 @@ impl Gate {
 
     /// The decision for one call, asking if the mode says so.
     pub async fn decide(&self, tool: &str, args: &Value, signal: &AbortSignal) -> BeforeToolCall {
-        match self.rules.check(tool, args, self.ctx.cwd()) {
-            Verdict::Denied(rule) => {
-                return BeforeToolCall::Block(Some(format!(
-                    "Not run: the approval rule `deny = \"{rule}\"` in pi's config refuses this \
-                     {tool} call. Do something else, or ask the person."
-                )));
-            }
-            Verdict::Allowed => return BeforeToolCall::Proceed,
-            Verdict::Unmatched => {}
+        let verdict = self.rules.check(tool, args, self.ctx.cwd());
+        if let Verdict::Denied(rule) = &verdict {
+            return BeforeToolCall::Block(Some(format!(
+                "Not run: the approval rule `deny = \"{rule}\"` in pi's config refuses this \
+                 {tool} call. Do something else, or ask the person."
+            )));
         }
-        if !may_change(tool) {
+        // Files that decide what pi trusts: asked about in every mode, allow rules and
+        // "allow for this session" notwithstanding.
+        if let Some(file) = self.guarded_target(tool, args) {
+            return match self.mode() {
+                ApprovalMode::ReadOnly => read_only_refusal(tool),
+                ApprovalMode::Auto | ApprovalMode::Ask => {
+                    self.ask(tool, args, signal, Some(&file)).await
+                }
+            };
+        }
+        if verdict == Verdict::Allowed || !may_change(tool) {
             return BeforeToolCall::Proceed;
         }
         match self.mode() {
             ApprovalMode::Auto => BeforeToolCall::Proceed,
-            ApprovalMode::ReadOnly => BeforeToolCall::Block(Some(format!(
-                "Not run: pi is in read-only mode, where tools that can change files or run \
-                 commands ({tool} among them) are refused. Use read, grep, find and ls, or ask \
-                 the person to change the mode."
-            ))),
+            ApprovalMode::ReadOnly => read_only_refusal(tool),
             ApprovalMode::Ask if self.remembers(tool, args) => BeforeToolCall::Proceed,
-            ApprovalMode::Ask => self.ask(tool, args, signal).await,
+            ApprovalMode::Ask => self.ask(tool, args, signal, None).await,
         }
     }
 
@@ -140,15 +167,36 @@ impl Gate {
         }
     }
 
-    async fn ask(&self, tool: &str, args: &Value, signal: &AbortSignal) -> BeforeToolCall {
-        let Some(asker) = self.asker.get().cloned() else {
+    /// Put the call to the person; `guarded` names a file that decides what pi trusts (then
+    /// the answer covers this call only).
+    async fn ask(
+        &self,
+        tool: &str,
+        args: &Value,
+        signal: &AbortSignal,
+        guarded: Option<&str>,
+    ) -> BeforeToolCall {
+        let asker = self.asker.get().cloned();
+        if let (None, Some(file)) = (&asker, guarded) {
+            return BeforeToolCall::Block(Some(format!(
+                "Not run: {file} decides what pi trusts in a folder (commands it may run, where \
+                 it sends keys), so {tool} may create or change it only when the person says \
+                 yes, and nobody can answer here (print or RPC mode). Tell the person what you \
+                 would change and let them make the change."
+            )));
+        }
+        let Some(asker) = asker else {
             return BeforeToolCall::Block(Some(format!(
                 "Not run: pi is in `ask` approval mode and runs without a person to ask (print \
                  or RPC mode), so this {tool} call was refused. An `[approval] allow` rule in \
                  config, or `--approval auto`, lets such calls run."
             )));
         };
-        let request = self.request(tool, args).await;
+        let mut request = self.request(tool, args).await;
+        if guarded.is_some() {
+            request.session_scope =
+                "this call only (the file decides what pi trusts, so each change is asked)".into();
+        }
         let id = request.id;
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert(id, tx);
@@ -161,7 +209,9 @@ impl Gate {
         match decision {
             Some(Decision::Once) => BeforeToolCall::Proceed,
             Some(Decision::Session) => {
-                self.remember(tool, args);
+                if guarded.is_none() {
+                    self.remember(tool, args);
+                }
                 BeforeToolCall::Proceed
             }
             Some(Decision::Refuse(reason)) => {
@@ -224,6 +274,14 @@ impl Gate {
             session_scope,
         }
     }
+}
+
+fn read_only_refusal(tool: &str) -> BeforeToolCall {
+    BeforeToolCall::Block(Some(format!(
+        "Not run: pi is in read-only mode, where tools that can change files or run commands \
+         ({tool} among them) are refused. Use read, grep, find and ls, or ask the person to \
+         change the mode."
+    )))
 }
 
 fn bash_command(args: &Value) -> Option<&str> {
@@ -361,6 +419,58 @@ mod tests {
         let shown = lock(&seen)[0].clone();
         assert_eq!(shown.subject, "a.txt");
         assert!(shown.detail.unwrap().contains("+new"));
+    }
+
+    #[tokio::test]
+    async fn trust_files_are_asked_about_in_every_mode_and_refused_without_a_person() {
+        let signal = AbortSignal::new();
+        let write = json!({"path": "sub/../.pi/config.toml", "content": "x"});
+        let (_d, g) = gate(ApprovalMode::Auto, &["write", "edit"], &[]);
+        let why = g.decide("write", &write, &signal).await;
+        assert!(
+            blocked(&why).contains(".pi/config.toml decides what pi trusts"),
+            "{why:?}"
+        );
+        let edit = json!({"path": ".MCP.json", "oldText": "a", "newText": "b"});
+        assert!(blocked(&g.decide("edit", &edit, &signal).await).contains("nobody can answer"));
+        assert_eq!(
+            g.decide(
+                "write",
+                &json!({"path": "src/a.rs", "content": ""}),
+                &signal
+            )
+            .await,
+            BeforeToolCall::Proceed
+        );
+        // With a person, auto asks; "for the session" still covers this call only.
+        let seen = person(&g, Decision::Session);
+        assert_eq!(
+            g.decide("write", &write, &signal).await,
+            BeforeToolCall::Proceed
+        );
+        assert_eq!(
+            g.decide("write", &write, &signal).await,
+            BeforeToolCall::Proceed
+        );
+        let seen = lock(&seen).clone();
+        assert_eq!(seen.len(), 2, "asked each time");
+        assert_eq!(seen[0].subject, ".pi/config.toml");
+        assert!(seen[0].session_scope.contains("this call only"));
+        // Read-only refuses as for any change.
+        let (_d, g) = gate(ApprovalMode::ReadOnly, &["write"], &[]);
+        assert!(blocked(&g.decide("write", &write, &signal).await).contains("read-only"));
+        // The agent folder's files are guarded too.
+        let (d, g) = gate(ApprovalMode::Auto, &[], &[]);
+        let agent = d.path().join("agent");
+        let g = Arc::new(
+            Gate::new(ApprovalMode::Auto, Rules::new(&[], &[]).0, g.ctx.clone())
+                .with_agent_dir(Some(agent.clone())),
+        );
+        let path = agent.join("config.toml").display().to_string();
+        let why = g
+            .decide("write", &json!({"path": path, "content": ""}), &signal)
+            .await;
+        assert!(blocked(&why).contains("decides what pi trusts"), "{why:?}");
     }
 
     #[tokio::test]

@@ -7,10 +7,13 @@
 //! mode: a `deny` rule refuses a call even in `auto`, an `allow` rule lets it through without
 //! asking (even in `read-only`). The [`gate::Gate`] is the loop hook that decides; a front end
 //! that can ask the person answers its [`ApprovalRequest`]s with a [`Decision`]. Every refusal
-//! reaches the model as an error tool result saying why.
+//! reaches the model as an error tool result saying why. `write` and `edit` calls on files
+//! that decide what pi trusts ([`protected`]) are put to the person in every mode, `auto`
+//! included, and refused where nobody can answer.
 
 pub mod command;
 pub mod gate;
+pub mod protected;
 pub mod rules;
 
 pub use gate::Gate;

@@ -151,6 +151,11 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub dialect: Option<String>,
 
+    /// Use this folder's `.pi` settings that act for you (MCP servers, `!command` keys, a
+    /// provider's `base_url`, headers or key, …) for this run, without trusting the folder.
+    #[arg(long = "trust-project")]
+    pub trust_project: bool,
+
     /// List the models pi knows (optionally only those matching SEARCH) and exit.
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
@@ -205,6 +210,7 @@ impl Cli {
         o.verbose = self.verbose;
         o.approval = self.approval.clone();
         o.dialect = self.dialect.clone();
+        o.trust_project = self.trust_project;
         o
     }
 }

@@ -8,6 +8,7 @@
 pub mod context;
 pub mod node;
 pub mod theme;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -254,6 +255,28 @@ pub struct Loaded {
     /// project may make approval stricter (a stricter mode, more `deny` rules), never looser,
     /// so a cloned repository cannot switch asking off.
     pub project_approval: Option<ApprovalSetting>,
+    /// The project's settings that could act for someone else (`trust::split`), not in
+    /// `config` until [`Loaded::apply_held`] puts them there (the folder is trusted).
+    pub held: trust::Held,
+    /// The merged table `config` was read from, for `apply_held`.
+    table: toml::Table,
+}
+
+impl Loaded {
+    /// Lay the held project settings over the config (the person trusts the folder).
+    pub fn apply_held(&mut self) -> Result<(), String> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        merge(&mut self.table, self.held.table.clone());
+        self.config =
+            toml::Value::Table(self.table.clone())
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    format!("config: {}", e.message().trim_end_matches('\n'))
+                })?;
+        Ok(())
+    }
 }
 
 /// Where the agent keeps its files: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
@@ -440,6 +463,8 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         files: settings.files,
         ..Loaded::default()
     };
+    loaded.held.folder = cwd.to_path_buf();
+    loaded.held.table = settings.project_held;
     let project_file = files.last().cloned();
     for file in files {
         let text = match std::fs::read_to_string(&file) {
@@ -457,9 +482,17 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         {
             loaded.project_approval = a.try_into().ok();
         }
+        if Some(&file) == project_file.as_ref() {
+            let held = trust::split(&mut table, &merged);
+            merge(&mut loaded.held.table, held);
+        } else if table.contains_key("session_dir") {
+            // The person's config.toml wins over any settings.json, the project's included.
+            loaded.held.table.remove("session_dir");
+        }
         merge(&mut merged, table);
         loaded.files.push(file);
     }
+    loaded.table = merged.clone();
     loaded.config = toml::Value::Table(merged)
         .try_into()
         .map_err(|e: toml::de::Error| format!("config: {}", e.message().trim_end_matches('\n')))?;
@@ -630,6 +663,60 @@ mod tests {
         assert_eq!(l.config.retry.base_delay_ms, Some(10));
         assert_eq!(l.warnings.len(), 1);
         assert!(l.warnings[0].contains("colour"));
+    }
+
+    #[test]
+    fn a_projects_reaching_settings_are_held_until_applied() {
+        let d = temp();
+        write(
+            &d,
+            "agent/config.toml",
+            "session_dir = \"/mine\"\n[providers.lab]\napi = \"openai-completions\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+        );
+        write(
+            &d,
+            "proj/.pi/settings.json",
+            r#"{"sessionDir": "/theirs", "defaultThinkingLevel": "high"}"#,
+        );
+        write(
+            &d,
+            "proj/.pi/config.toml",
+            "[providers.lab]\nbase_url = \"http://elsewhere/v1\"\n[mcp_servers.m]\ncommand = \"x\"\n",
+        );
+        let mut l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(
+            l.config.thinking.as_deref(),
+            Some("high"),
+            "harmless: applied"
+        );
+        assert_eq!(l.config.session_dir.as_deref(), Some("/mine"));
+        assert!(l.config.mcp_servers.is_empty());
+        assert_eq!(
+            l.config.providers["lab"].base_url.as_deref(),
+            Some("http://127.0.0.1:1/v1")
+        );
+        assert_eq!(l.held.folder, d.join("proj"));
+        assert_eq!(l.held.describe().len(), 2, "{:?}", l.held.describe());
+        l.apply_held().unwrap();
+        assert_eq!(
+            l.config.session_dir.as_deref(),
+            Some("/mine"),
+            "config.toml wins over settings.json"
+        );
+        assert!(l.config.mcp_servers.contains_key("m"));
+        let lab = &l.config.providers["lab"];
+        assert_eq!(lab.base_url.as_deref(), Some("http://elsewhere/v1"));
+        assert_eq!(
+            lab.api.as_deref(),
+            Some("openai-completions"),
+            "merged key by key"
+        );
+        // Without a session_dir of the person's own, the project's settings.json one is held.
+        write(&d, "agent/config.toml", "");
+        let mut l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
+        assert_eq!(l.config.session_dir, None);
+        l.apply_held().unwrap();
+        assert_eq!(l.config.session_dir.as_deref(), Some("/theirs"));
     }
 
     #[test]

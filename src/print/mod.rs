@@ -48,8 +48,13 @@ pub struct PrintOptions {
 pub fn list_models(options: &setup::Options, search: Option<&str>) -> u8 {
     let env = options.env.clone();
     let agent_dir = crate::config::agent_dir(&move |k| env(k));
-    let (_, catalog, _) = match setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)
-    {
+    let (_, catalog, _) = match setup::load_config(
+        agent_dir.as_deref(),
+        &options.cwd,
+        &options.env,
+        options.trust_project,
+        options.trusted_hash.as_deref(),
+    ) {
         Ok(c) => c,
         Err(e) => {
             say(&e.to_string());
@@ -124,7 +129,13 @@ fn export_to_file(options: &setup::Options, args: &[String]) -> Result<String, S
     } else {
         let env = options.env.clone();
         let agent_dir = crate::config::agent_dir(&move |k| env(k));
-        let (config, _, _) = setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+        let (config, _, _) = setup::load_config(
+            agent_dir.as_deref(),
+            &options.cwd,
+            &options.env,
+            options.trust_project,
+            options.trusted_hash.as_deref(),
+        )?;
         let paths = setup::session_paths(options, &config)
             .ok_or("no home folder, so there are no saved sessions to export")?;
         crate::session::find_session(&paths, query)
@@ -445,7 +456,13 @@ fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> 
     use std::io::BufRead;
     let env = options.env.clone();
     let agent_dir = crate::config::agent_dir(&move |k| env(k));
-    let (config, _, _) = setup::load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+    let (config, _, _) = setup::load_config(
+        agent_dir.as_deref(),
+        &options.cwd,
+        &options.env,
+        options.trust_project,
+        options.trusted_hash.as_deref(),
+    )?;
     let paths = setup::session_paths(options, &config)
         .ok_or("sessions are not saved here, so there is none to resume")?;
     let list =

@@ -56,11 +56,13 @@ pub fn with_project(
     ApprovalSetting::Table(table)
 }
 
-/// The gate for this run; `flag` is `--approval`.
+/// The gate for this run; `flag` is `--approval`. Files in `agent_dir` are guarded from
+/// `write` and `edit` like a project's trust files.
 pub fn gate(
     flag: Option<&str>,
     config: &Config,
     ctx: Arc<ToolContext>,
+    agent_dir: Option<std::path::PathBuf>,
     warnings: &mut Vec<String>,
 ) -> Result<Arc<Gate>, String> {
     let mode = match flag {
@@ -80,7 +82,9 @@ pub fn gate(
     };
     let (rules, rule_warnings) = Rules::new(allow, deny);
     warnings.extend(rule_warnings);
-    Ok(Arc::new(Gate::new(mode, rules, ctx)))
+    Ok(Arc::new(
+        Gate::new(mode, rules, ctx).with_agent_dir(agent_dir),
+    ))
 }
 
 #[cfg(test)]
@@ -122,17 +126,19 @@ mod tests {
         };
         let mut w = Vec::new();
         assert_eq!(
-            gate(Some("ask"), &config, ctx.clone(), &mut w)
+            gate(Some("ask"), &config, ctx.clone(), None, &mut w)
                 .unwrap()
                 .mode(),
             ApprovalMode::Ask
         );
         assert_eq!(
-            gate(None, &config, ctx.clone(), &mut w).unwrap().mode(),
+            gate(None, &config, ctx.clone(), None, &mut w)
+                .unwrap()
+                .mode(),
             ApprovalMode::ReadOnly
         );
-        assert!(gate(Some("never"), &config, ctx.clone(), &mut w).is_err());
+        assert!(gate(Some("never"), &config, ctx.clone(), None, &mut w).is_err());
         config.approval = Some(ApprovalSetting::Mode("sometimes".into()));
-        assert!(gate(None, &config, ctx, &mut w).is_err());
+        assert!(gate(None, &config, ctx, None, &mut w).is_err());
     }
 }

@@ -13,6 +13,7 @@
 pub mod approval;
 pub mod patterns;
 pub mod select;
+pub mod trust;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -94,6 +95,12 @@ pub struct Options {
     /// The front end can put approval requests to a person (the interactive view); without
     /// one, `ask` refuses what no rule allows.
     pub asks_person: bool,
+    /// `--trust-project`: the project's settings that act for someone else apply to this run
+    /// without the folder being trusted ([`trust`]).
+    pub trust_project: bool,
+    /// The hash of the held settings the person has just trusted (the interactive question);
+    /// they apply if the files still say exactly that.
+    pub trusted_hash: Option<String>,
     pub env: EnvLookup,
     pub cwd: PathBuf,
 }
@@ -119,6 +126,8 @@ impl Options {
             approval: None,
             dialect: None,
             asks_person: false,
+            trust_project: false,
+            trusted_hash: None,
             env,
             cwd,
         }
@@ -205,13 +214,22 @@ pub struct Started {
 
 /// Load `config.toml` (agent folder, then project) over the Node.js pi's `settings.json`, and
 /// the catalogue with the providers of both, the Node.js pi's `models.json` and its
-/// `auth.json` keys.
+/// `auth.json` keys. The project's settings that act for someone else are in only when
+/// [`trust::decide`] says so (`trust_project` is the flag); otherwise the first warning says
+/// what was left out.
 pub fn load_config(
     agent_dir: Option<&Path>,
     cwd: &Path,
     env: &EnvLookup,
+    trust_project: bool,
+    trusted_hash: Option<&str>,
 ) -> Result<(Config, Catalog, Vec<String>), String> {
     let mut loaded = config::load(agent_dir, cwd)?;
+    let (apply, notice) = trust::decide(&loaded.held, agent_dir, trust_project, trusted_hash);
+    if apply {
+        loaded.apply_held()?;
+    }
+    loaded.warnings.splice(0..0, notice);
     let e = env.clone();
     let mut catalog = Catalog::builtin(&move |k| e(k));
     // The Node.js pi's models first, so config.toml's providers win where both name one; its
@@ -498,8 +516,13 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
 /// Build everything and start the host.
 pub async fn start(options: Options) -> Result<Started, StartError> {
     let agent_dir = options.agent_dir();
-    let (config, mut catalog, mut warnings) =
-        load_config(agent_dir.as_deref(), &options.cwd, &options.env)?;
+    let (config, mut catalog, mut warnings) = load_config(
+        agent_dir.as_deref(),
+        &options.cwd,
+        &options.env,
+        options.trust_project,
+        options.trusted_hash.as_deref(),
+    )?;
     // What the tools' commands may see of the environment, and the secrets withheld from them
     // (masked in the session file should one ever appear in a message).
     let policy = EnvPolicy::new(
@@ -632,6 +655,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         options.approval.as_deref(),
         &config,
         Arc::new(ToolContext::new(options.cwd.clone())),
+        agent_dir.clone(),
         &mut warnings,
     )?;
     let system_prompt = system_prompt(&options, &tools);

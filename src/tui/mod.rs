@@ -45,6 +45,7 @@ pub mod terminal;
 pub mod theme;
 pub mod transcript;
 pub mod tree;
+pub mod trust;
 pub mod wrap;
 
 use std::io::stdout;
@@ -130,6 +131,26 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     options.model.allow_missing = true;
     // Approval requests are put to the person here.
     options.asks_person = true;
+    // A folder's settings that act for the person: asked about once, before the full screen.
+    if !options.trust_project
+        && let Some(pending) = crate::setup::trust::pending(agent_dir.as_deref(), &options.cwd)
+    {
+        let choice = trust::ask(&pending);
+        let remembered = match choice {
+            Some(trust::TrustChoice::Quit) => return 1,
+            Some(trust::TrustChoice::Trust) => {
+                // Used for this run even if it cannot be remembered, as long as the files
+                // still say what the person was shown.
+                options.trusted_hash = Some(pending.hash());
+                pending.record(true)
+            }
+            Some(trust::TrustChoice::Without) => pending.record(false),
+            None => Ok(()),
+        };
+        if let Err(e) = remembered {
+            eprintln!("pi: {}", crate::visible::visible(&e));
+        }
+    }
     let started = match start_or_choose(options).await {
         Ok(s) => s,
         Err(Some(e)) => {

@@ -12,6 +12,9 @@ pub struct Settings {
     pub table: toml::Table,
     pub files: Vec<PathBuf>,
     pub warnings: Vec<String>,
+    /// The project file's settings that act for someone else (its `sessionDir`, as
+    /// `session_dir`), kept out of `table` until the folder is trusted (`config::trust`).
+    pub project_held: toml::Table,
 }
 
 /// Read and merge the settings files.
@@ -20,7 +23,8 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, String> {
     if let Some(d) = agent_dir {
         candidates.push(d.join("settings.json"));
     }
-    candidates.push(cwd.join(".pi").join("settings.json"));
+    let project_file = cwd.join(".pi").join("settings.json");
+    candidates.push(project_file.clone());
     let mut merged = Map::new();
     let mut out = Settings::default();
     for file in candidates {
@@ -28,7 +32,16 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, String> {
             continue;
         };
         match value {
-            Value::Object(o) => merge(&mut merged, o),
+            Value::Object(mut o) => {
+                if file == project_file
+                    && let Some(dir) = o.remove("sessionDir")
+                    && let Some(dir) = dir.as_str().filter(|d| !d.trim().is_empty())
+                {
+                    out.project_held
+                        .insert("session_dir".into(), dir.trim().into());
+                }
+                merge(&mut merged, o)
+            }
             _ => {
                 out.warnings.push(format!(
                     "{}: expected a JSON object; ignored",
