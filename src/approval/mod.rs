@@ -12,6 +12,7 @@
 pub mod command;
 pub mod gate;
 pub mod rules;
+pub mod scope;
 
 pub use gate::Gate;
 
