@@ -183,7 +183,7 @@ impl Gate {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let cwd = self.ctx.cwd();
         let (subject, session_scope) = if tool == "bash" {
-            let c = bash_command(args).unwrap_or("").trim().to_string();
+            let c = scope::trimmed(bash_command(args).unwrap_or("")).to_string();
             let scope = scope::of_command(&c).describe();
             (c, scope)
         } else if let Some(p) = args.get("path").and_then(Value::as_str) {

@@ -55,10 +55,20 @@ impl Remember {
     }
 }
 
+/// `command` without the blanks around it that the shell ignores (spaces, tabs, line
+/// breaks); any other character at either end is part of the command and stays.
+pub fn trimmed(command: &str) -> &str {
+    command.trim_matches([' ', '\t', '\n'])
+}
+
 /// What `a` on `command` remembers.
 pub fn of_command(command: &str) -> Remember {
-    let line = command.trim();
+    let line = trimmed(command);
     let exact = || Remember::Exact(line.to_string());
+    // Splitting trims Unicode blanks the shell does not: such a line is only ever exact.
+    if line.chars().any(odd_char) {
+        return exact();
+    }
     let Some(segments) = command::segments(line).filter(|s| !s.is_empty()) else {
         return exact();
     };
@@ -76,9 +86,12 @@ pub fn of_command(command: &str) -> Remember {
 /// Whether `command` is covered by what was remembered: the same line exactly, or every
 /// simple command of it prefix-scoped and starting with a remembered prefix.
 pub fn covered(command: &str, exact: &HashSet<String>, prefixes: &HashSet<String>) -> bool {
-    let line = command.trim();
+    let line = trimmed(command);
     if exact.contains(line) {
         return true;
+    }
+    if line.chars().any(odd_char) {
+        return false;
     }
     let Some(segments) = command::segments(line).filter(|s| !s.is_empty()) else {
         return false;
@@ -401,6 +414,7 @@ mod tests {
             Remember::Exact("echo hi | bash".into())
         );
         assert_eq!(of_command("bash -c x").describe(), "this exact command");
+        assert_eq!(trimmed("\u{a0}ls\r \n"), "\u{a0}ls\r");
         assert_eq!(
             of_command("git status; ls").describe(),
             "commands starting with `git status`, `ls`"
@@ -425,5 +439,10 @@ mod tests {
         assert!(covered("git log", exact, all));
         assert!(!covered("git -c core.pager=sh log", exact, all));
         assert!(!covered("git config core.pager sh", exact, all));
+        assert!(!covered("git status;\u{a0}evil", exact, all));
+        assert_eq!(
+            of_command("ls;\u{a0}evil"),
+            Remember::Exact("ls;\u{a0}evil".into())
+        );
     }
 }
