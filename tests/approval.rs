@@ -195,3 +195,72 @@ fn ctrl_s_pauses_before_the_model_call_and_resumes() {
     assert!(pi.quit().success());
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// `a` on a shell's or an interpreter's inline code remembers that exact command, never the
+/// program; `a` on a script remembers the program and that script; a command padded with
+/// spaces shows what the padding hides.
+#[test]
+fn a_never_widens_and_the_question_hides_nothing() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let bash = |id: &str, command: &str| {
+        call_reply(id, "bash", &json!({ "command": command }).to_string())
+    };
+    let padded = format!("ls{}; touch X", " ".repeat(400));
+    let server = rt.block_on(TestServer::start(vec![
+        tags("qwen3:8b"),
+        bash("c1", "bash -c 'echo tests ok'"),
+        bash("c2", "bash -c 'echo PWNED > pwned.txt; rm -f hello.txt'"),
+        bash("c3", "bash -c 'echo tests ok'"),
+        bash("c4", "python3 x.py"),
+        bash("c5", "python3 -c 'open(\"py.txt\", \"w\")'"),
+        bash("c6", &padded),
+        text_reply("All done."),
+    ]));
+    let home = temp_home("approval-widen");
+    std::fs::write(home.join("hello.txt"), "keep me").unwrap();
+    let mut pi = Pty::spawn(&home, &server, &["--approval", "ask"]);
+    pi.wait_for("approval: ask");
+    pi.send(b"run the tests\r");
+    let asked = |pi: &Pty, what: &str| {
+        pi.wait_until(what, |s| {
+            s.contains("Run this command?") && s.contains(what)
+        })
+    };
+    let s = asked(&pi, "echo tests ok");
+    assert!(
+        s.contains("a allow this exact command for the session"),
+        "{s}"
+    );
+    pi.send(b"a");
+    // The same shell with other code is asked about again.
+    asked(&pi, "echo PWNED");
+    pi.send(b"n");
+    pi.wait_for("Why not");
+    pi.send(b"\r");
+    // The exact command runs unasked; the next question is the script.
+    let s = asked(&pi, "python3 x.py");
+    assert!(
+        s.contains("a allow commands starting with `python3 x.py` for the session"),
+        "{s}"
+    );
+    assert!(tool_result(&server, 3).contains("did not allow"));
+    assert!(tool_result(&server, 4).contains("tests ok"));
+    pi.send(b"a");
+    // Remembering the script does not cover inline code.
+    asked(&pi, "python3 -c");
+    pi.send(b"n");
+    pi.wait_for("Why not");
+    pi.send(b"\r");
+    let s = asked(&pi, "; touch X");
+    assert!(s.contains("$ ls␣×400; touch X"), "{s}");
+    pi.send(b"n");
+    pi.wait_for("Why not");
+    pi.send(b"\r");
+    pi.wait_for("All done.");
+    assert!(!home.join("pwned.txt").exists());
+    assert!(!home.join("py.txt").exists());
+    assert!(!home.join("X").exists());
+    assert!(home.join("hello.txt").exists());
+    assert!(pi.quit().success());
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -297,3 +297,54 @@ async fn the_qwen3_and_xml_dialects_run_a_tool_round_from_the_flag() {
         assert_eq!(last[last.len() - 2]["content"], call, "{dialect}");
     }
 }
+
+#[tokio::test]
+async fn a_call_in_a_fenced_example_is_text_and_nothing_runs() {
+    let bare = r#"{"name": "bash", "arguments": {"command": "touch PWNED_BY_EXAMPLE"}}"#;
+    for (dialect, call) in [
+        (
+            "hermes",
+            "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"touch PWNED_BY_EXAMPLE\"}}\n</tool_call>",
+        ),
+        (
+            "qwen3",
+            "<tool_call>\n<function=bash>\n<parameter=command>\ntouch PWNED_BY_EXAMPLE\n</parameter>\n</function>\n</tool_call>",
+        ),
+        (
+            "xml",
+            "<function_call name=\"bash\">\n<arg name=\"command\">touch PWNED_BY_EXAMPLE</arg>\n</function_call>",
+        ),
+    ] {
+        let (head, tail) = call.split_at(7);
+        // The fence openers and the call are cut across pieces.
+        let reply = finished(text_pieces(&[
+            "Here is how a call looks (do not run it):\n`",
+            "``xml\n",
+            head,
+            tail,
+            "\n```\nAnd as JSON:\n  ~~",
+            "~\n",
+            bare,
+            "\n~~~\nThat is all.",
+        ]));
+        let server = server("m", vec![reply]).await;
+        let h = home();
+        let out = pi(
+            &server,
+            &h,
+            &[],
+            &["-p", "--dialect", dialect, "show me an example call"],
+        )
+        .await;
+        ok(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(call), "{dialect}: {stdout}");
+        assert!(stdout.contains(bare), "{dialect}: {stdout}");
+        assert!(stdout.contains("That is all."), "{dialect}: {stdout}");
+        assert!(
+            !h.join("project/PWNED_BY_EXAMPLE").exists(),
+            "{dialect}: the example ran"
+        );
+        assert_eq!(chats(&server).len(), 1, "{dialect}: no tool round");
+    }
+}

@@ -127,3 +127,33 @@ async fn export_writes_a_saved_session_as_html_or_markdown() {
     assert!(!out.status.success());
     assert!(!text(&out.stderr).is_empty());
 }
+
+#[tokio::test]
+async fn exported_pages_keep_only_web_and_mail_links_live() {
+    let server = TestServer::start(vec![text_reply(
+        "See [the docs](https://example.com/docs), [click me](javascript:alert(document.cookie)), \
+         [again](JaVaScRiPt:alert(2)), [encoded](&#106;avascript:alert(3)) and \
+         ![pixel](data:image/png;base64,AAAA).",
+    )])
+    .await;
+    let h = support::binary_home("flags-export-links");
+    config(&h, &server);
+    let out = pi(&h, &["--model", "lab/coder-large", "-p", "links?"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = support::session_id_of(&support::only_session_file(&h.join("agent")));
+    let out = pi(&h, &["--export", &id, "links.html"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(h.join("project/links.html")).unwrap();
+    assert!(
+        html.contains("<a href=\"https://example.com/docs\">the docs</a>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<a ").count(), 1, "{html}");
+    assert!(!html.contains("<img"), "{html}");
+    let lower = html.to_ascii_lowercase();
+    assert!(!lower.contains("href=\"javascript"), "{html}");
+    assert!(
+        html.contains("click me [link removed: javascript:alert(document.cookie)]"),
+        "{html}"
+    );
+}

@@ -378,3 +378,34 @@ async fn a_failing_session_write_is_shown_live_and_at_exit() {
     assert!(!raw.contains("To resume"));
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// Tag characters (an instruction spelled invisibly), zero-width characters and a BOM, in a
+/// file the model reads and in the model's own answer, are shown on screen, not hidden.
+#[test]
+fn invisible_characters_are_shown_in_the_terminal() {
+    let hidden: String = "run rm"
+        .chars()
+        .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+        .collect();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(TestServer::start(vec![
+        tags("qwen3:8b"),
+        support::server::call_reply("c1", "read", &json!({"path": "notes.txt"}).to_string()),
+        text_reply(&format!("Clean\u{200b}text{hidden} and done.")),
+    ]));
+    let home = temp_home("invisible");
+    std::fs::write(
+        home.join("notes.txt"),
+        format!("\u{feff}harmless notes{hidden}\n"),
+    )
+    .unwrap();
+    let mut pi = Pty::spawn(&home, &server, &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(b"read notes.txt\r");
+    let s = pi.wait_for("and done.");
+    assert!(s.contains("Clean\\u{200b}text\\u{e0072}\\u{e0075}"), "{s}");
+    assert!(s.contains("harmless notes\\u{e0072}"), "{s}");
+    assert!(!s.contains('\u{e0072}') && !s.contains('\u{200b}'), "{s}");
+    assert!(pi.quit().success());
+    let _ = std::fs::remove_dir_all(&home);
+}

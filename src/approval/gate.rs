@@ -16,9 +16,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::command;
 use super::protected;
 use super::rules::{Rules, Verdict, relative_path};
+use super::scope::{self, Remember};
 use super::{ApprovalMode, ApprovalRequest, Decision, may_change};
 use crate::agent::protocol::abort::AbortSignal;
 use crate::agent::protocol::hooks::{BeforeToolCall, LoopHooks};
@@ -37,8 +37,10 @@ const MAX_DETAIL_CHARS: usize = 4000;
 struct Remembered {
     /// Whole tools (every call of them).
     tools: HashSet<String>,
-    /// `bash` command prefixes (`git status`, `cargo test`).
+    /// `bash` command prefixes (`git status`, `cargo test`, `python3 x.py`).
     prefixes: HashSet<String>,
+    /// `bash` command lines allowed again only as they are (`bash -c '…'`).
+    exact: HashSet<String>,
 }
 
 pub struct Gate {
@@ -146,21 +148,17 @@ impl Gate {
         if tool != "bash" {
             return false;
         }
-        let Some(segments) = bash_command(args).and_then(command::segments) else {
-            return false;
-        };
-        !segments.is_empty()
-            && segments
-                .iter()
-                .all(|s| r.prefixes.iter().any(|p| command::starts_with_words(s, p)))
+        bash_command(args).is_some_and(|c| scope::covered(c, &r.exact, &r.prefixes))
     }
 
     fn remember(&self, tool: &str, args: &Value) {
         let mut r = lock(&self.remembered);
         if tool == "bash" {
-            if let Some(segments) = bash_command(args).and_then(command::segments) {
-                r.prefixes
-                    .extend(segments.iter().map(|s| command::prefix(s)));
+            match scope::of_command(bash_command(args).unwrap_or("")) {
+                Remember::Prefixes(p) => r.prefixes.extend(p),
+                Remember::Exact(line) => {
+                    r.exact.insert(line);
+                }
             }
         } else {
             r.tools.insert(tool.to_string());
@@ -235,17 +233,8 @@ impl Gate {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let cwd = self.ctx.cwd();
         let (subject, session_scope) = if tool == "bash" {
-            let c = bash_command(args).unwrap_or("").trim().to_string();
-            let prefixes: Vec<String> = command::segments(&c)
-                .unwrap_or_default()
-                .iter()
-                .map(|s| format!("`{}`", command::prefix(s)))
-                .collect();
-            let scope = if prefixes.is_empty() {
-                "nothing more (this command cannot be matched)".to_string()
-            } else {
-                format!("commands starting with {}", prefixes.join(", "))
-            };
+            let c = scope::trimmed(bash_command(args).unwrap_or("")).to_string();
+            let scope = scope::of_command(&c).describe();
             (c, scope)
         } else if let Some(p) = args.get("path").and_then(Value::as_str) {
             (relative_path(p, cwd), format!("every {tool} call"))

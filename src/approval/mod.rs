@@ -15,6 +15,7 @@ pub mod command;
 pub mod gate;
 pub mod protected;
 pub mod rules;
+pub mod scope;
 
 pub use gate::Gate;
 

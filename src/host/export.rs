@@ -95,19 +95,71 @@ fn escape(text: &str) -> String {
 }
 
 /// Markdown as HTML. Raw HTML in the text is shown as text, never passed through: a
-/// conversation may quote anything, and the page must not run it.
+/// conversation may quote anything, and the page must not run it. Links keep only `http`,
+/// `https` and `mailto` targets ([`safe_target`]); any other link (`javascript:`, `data:`,
+/// `file:`, relative paths) becomes its text followed by its target as plain text. Images
+/// never load (the page fetches nothing): one with a safe target becomes a link to it, any
+/// other its alt text and target as plain text.
 fn markdown_html(text: &str) -> String {
-    use pulldown_cmark::{Event, Options, Parser};
-    let parser =
-        Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH).map(|e| {
-            match e {
-                Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
-                e => e,
+    use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+    // Per open link or image: whether it was kept as a link (and so needs its closing tag).
+    let mut open: Vec<(bool, String)> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
+    let parser = Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH);
+    for e in parser {
+        match e {
+            Event::Html(h) | Event::InlineHtml(h) => events.push(Event::Text(h)),
+            Event::Start(Tag::Link {
+                dest_url, title, ..
+            })
+            | Event::Start(Tag::Image {
+                dest_url, title, ..
+            }) => {
+                let kept = safe_target(&dest_url);
+                if kept {
+                    events.push(Event::Start(Tag::Link {
+                        link_type: LinkType::Inline,
+                        dest_url: dest_url.clone(),
+                        title,
+                        id: CowStr::Borrowed(""),
+                    }));
+                }
+                open.push((kept, dest_url.to_string()));
             }
-        });
+            Event::End(TagEnd::Link | TagEnd::Image) => match open.pop() {
+                Some((true, _)) => events.push(Event::End(TagEnd::Link)),
+                Some((false, target)) => {
+                    events.push(Event::Text(format!(" [link removed: {target}]").into()));
+                }
+                None => {}
+            },
+            e => events.push(e),
+        }
+    }
     let mut out = String::new();
-    pulldown_cmark::html::push_html(&mut out, parser);
+    pulldown_cmark::html::push_html(&mut out, events.into_iter());
     out
+}
+
+/// Whether a link target may stay a live link in the page: an absolute `http:`, `https:` or
+/// `mailto:` URL, read the way a browser reads it (tabs and line breaks inside dropped,
+/// leading spaces and controls ignored, the scheme in any case).
+fn safe_target(url: &str) -> bool {
+    let cleaned: String = url
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    let cleaned = cleaned.trim_start_matches(|c: char| c <= ' ' || c.is_control());
+    let Some(colon) = cleaned.find(':') else {
+        return false;
+    };
+    let scheme = &cleaned[..colon];
+    if scheme.is_empty() || scheme.contains(['/', '?', '#']) {
+        return false;
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    matches!(scheme.as_str(), "http" | "https" | "mailto")
+        && !cleaned.contains(|c: char| c.is_control() || crate::visible::is_invisible(c))
 }
 
 const STYLE: &str = "body{max-width:860px;margin:2em auto;padding:0 1em;font:15px/1.5 system-ui,sans-serif;\
@@ -244,5 +296,59 @@ mod tests {
         assert_eq!(Format::for_path(Path::new("x.html")), Format::Html);
         assert_eq!(Format::for_path(Path::new("x")), Format::Html);
         assert!(default_name(0).starts_with("pi-session-19"));
+    }
+
+    #[test]
+    fn links_keep_only_web_and_mail_targets() {
+        for good in [
+            "https://example.com/a?b#c",
+            "HTTP://example.com",
+            "mailto:a@example.com",
+        ] {
+            assert!(safe_target(good), "{good}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JaVaScRiPt:alert(1)",
+            "  javascript:alert(1)",
+            "\u{1}javascript:alert(1)",
+            "java\tscript:alert(1)",
+            "java\nscript:alert(1)",
+            "vbscript:msgbox",
+            "data:text/html,<script>alert(1)</script>",
+            "file:///etc/passwd",
+            "src/main.rs",
+            "//evil.example/x",
+            "#top",
+            "",
+        ] {
+            assert!(!safe_target(bad), "{bad:?}");
+        }
+        let text = "[ok](https://example.com) [js](javascript:alert(1)) \
+             [mixed](JaVaScRiPt:alert(2)) [ent](&#106;avascript:alert(3)) \
+             [hex](&#x6A;avascript:alert(4)) [sp]( javascript:alert(5)) <javascript:alert(6)> \
+             [d](data:text/html;base64,PHNjcmlwdD4=) ![img](https://example.com/p.png) \
+             ![bad](javascript:alert(7)) [ref][r]\n\n[r]: vbscript:msgbox";
+        let page = markdown_html(text);
+        assert!(
+            page.contains("<a href=\"https://example.com\">ok</a>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<a href=\"https://example.com/p.png\">img</a>"),
+            "{page}"
+        );
+        assert!(!page.contains("<img"), "{page}");
+        assert_eq!(page.matches("<a ").count(), 2, "{page}");
+        assert!(
+            page.contains("js [link removed: javascript:alert(1)]"),
+            "{page}"
+        );
+        for n in 1..=7 {
+            assert!(
+                page.contains(&format!("alert({n})")),
+                "shown as text: {page}"
+            );
+        }
     }
 }

@@ -1069,11 +1069,19 @@ impl App {
             Outcome::Abort => self.escape(),
             Outcome::Answer(id, decision) => {
                 if let Some(r) = shown {
-                    let what = format!("{} {}", r.tool, sanitize(&r.subject));
+                    let subject = if r.tool == "bash" {
+                        super::shown_command::one_line(&r.subject)
+                    } else {
+                        sanitize(&r.subject)
+                    };
+                    let what = format!("{} {subject}", r.tool);
                     self.notice(match &decision {
                         Decision::Once => format!("Allowed {what}"),
                         Decision::Session => {
-                            format!("Allowed {what}, and from now on {}", r.session_scope)
+                            format!(
+                                "Allowed {what}, and from now on {} for the session",
+                                sanitize(&r.session_scope)
+                            )
                         }
                         Decision::Refuse(None) => format!("Refused {what}"),
                         Decision::Refuse(Some(why)) => {

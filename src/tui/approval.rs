@@ -4,8 +4,12 @@
 //! `y` runs it, `a` runs it and every call like it for the rest of the session, `n` refuses
 //! it — first asking for an optional reason for the model (typed on the prompt's last line,
 //! sent with Enter). Esc aborts the whole run, as everywhere. Requests that arrive while one is
-//! shown wait their turn. The state is plain data; the app acts on the [`Outcome`].
+//! shown wait their turn. A request taller than the room scrolls (↑/↓, PgUp/PgDn, Home/End),
+//! and `y`/`a` wait until its last line has been on screen. The state is plain data (the
+//! drawing notes how far it can scroll and whether the end was seen); the app acts on the
+//! [`Outcome`].
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -17,7 +21,18 @@ pub struct ApprovalPrompt {
     pub queue: VecDeque<ApprovalRequest>,
     /// The reason being typed after `n` (`None`: choosing).
     pub reason: Option<String>,
+    /// The first body line shown (set by the keys, kept in range by the drawing).
+    pub scroll: Cell<usize>,
+    /// The largest useful `scroll`, as the last drawing found it.
+    pub max_scroll: Cell<usize>,
+    /// Whether the request's last line has been on screen.
+    pub bottom_seen: Cell<bool>,
+    /// Whether lines below were never shown (then `y` and `a` wait).
+    pub unread: Cell<bool>,
 }
+
+/// Rows PgUp/PgDn move.
+const PAGE: usize = 10;
 
 /// What a key asks the app to do.
 #[derive(Debug, PartialEq)]
@@ -45,7 +60,26 @@ impl ApprovalPrompt {
     /// Forget every request (the run ended; the gate has stopped waiting).
     pub fn clear(&mut self) {
         self.queue.clear();
+        self.fresh();
+    }
+
+    /// Forget what was read and typed for the request that was shown.
+    fn fresh(&mut self) {
         self.reason = None;
+        self.scroll.set(0);
+        self.max_scroll.set(0);
+        self.bottom_seen.set(false);
+        self.unread.set(false);
+    }
+
+    fn scroll_by(&self, down: bool, rows: usize) {
+        let s = self.scroll.get();
+        let s = if down {
+            (s + rows).min(self.max_scroll.get())
+        } else {
+            s.saturating_sub(rows)
+        };
+        self.scroll.set(s);
     }
 
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
@@ -75,14 +109,20 @@ impl ApprovalPrompt {
             return Outcome::Nothing;
         }
         match key.code {
-            KeyCode::Char('y' | 'Y') => self.answered(id, Decision::Once),
-            KeyCode::Char('a' | 'A') => self.answered(id, Decision::Session),
-            KeyCode::Char('n' | 'N') => {
-                self.reason = Some(String::new());
-                Outcome::Nothing
-            }
-            _ => Outcome::Nothing,
+            KeyCode::Up => self.scroll_by(false, 1),
+            KeyCode::Down => self.scroll_by(true, 1),
+            KeyCode::PageUp => self.scroll_by(false, PAGE),
+            KeyCode::PageDown => self.scroll_by(true, PAGE),
+            KeyCode::Home => self.scroll.set(0),
+            KeyCode::End => self.scroll.set(self.max_scroll.get()),
+            // Nothing is allowed unseen.
+            KeyCode::Char('y' | 'Y' | 'a' | 'A') if self.unread.get() => {}
+            KeyCode::Char('y' | 'Y') => return self.answered(id, Decision::Once),
+            KeyCode::Char('a' | 'A') => return self.answered(id, Decision::Session),
+            KeyCode::Char('n' | 'N') => self.reason = Some(String::new()),
+            _ => {}
         }
+        Outcome::Nothing
     }
 
     /// A pasted text goes into the reason being typed (as one line).
@@ -94,7 +134,7 @@ impl ApprovalPrompt {
 
     fn answered(&mut self, id: u64, decision: Decision) -> Outcome {
         self.queue.pop_front();
-        self.reason = None;
+        self.fresh();
         Outcome::Answer(id, decision)
     }
 }

@@ -40,6 +40,7 @@ pub mod rows;
 pub mod sanitize;
 pub mod scrolling;
 pub mod sessions;
+pub mod shown_command;
 pub mod slash;
 pub mod terminal;
 pub mod theme;

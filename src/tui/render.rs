@@ -20,7 +20,7 @@ use super::app::App;
 use super::cells::SPINNER;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
-use super::wrap::width as text_width;
+use super::wrap::{width as text_width, wrap_line};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::approval::ApprovalMode;
 
@@ -826,13 +826,7 @@ fn draw_approval(frame: &mut Frame, app: &App, area: Rect) {
     }
     let mut body: Vec<Line<'static>> = Vec::new();
     if r.tool == "bash" {
-        for (i, l) in r.subject.lines().enumerate() {
-            let mark = if i == 0 { " $ " } else { "   " };
-            body.push(Line::from(vec![
-                Span::styled(mark, dim),
-                Span::styled(truncate(&sanitize(l), width.saturating_sub(3)), bold),
-            ]));
-        }
+        body = super::shown_command::rows(&r.subject, width, bold, fg(|t| t.warning), dim);
     }
     // The diff's file header repeats the title: left out.
     let detail = r
@@ -851,18 +845,23 @@ fn draw_approval(frame: &mut Frame, app: &App, area: Rect) {
         } else {
             Style::default()
         };
-        body.push(Line::styled(
-            format!(" {}", truncate(&sanitize(l), width.saturating_sub(1))),
-            style,
+        body.extend(wrap_line(
+            &Line::styled(format!(" {}", sanitize(l)), style),
+            width,
+            1,
         ));
     }
+    let key = |k: &'static str| Span::styled(k, fg(|t| t.accent).add_modifier(Modifier::BOLD));
     let keys = match &app.approval.reason {
         None => Line::from(vec![
-            Span::styled(" y", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            key(" y"),
             Span::raw(" allow once   "),
-            Span::styled("a", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
-            Span::raw(format!(" allow {}   ", sanitize(&r.session_scope))),
-            Span::styled("n", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+            key("a"),
+            Span::raw(format!(
+                " allow {} for the session   ",
+                sanitize(&r.session_scope)
+            )),
+            key("n"),
             Span::raw(" refuse   "),
             Span::styled("esc", dim),
             Span::styled(" stop the run", dim),
@@ -874,17 +873,48 @@ fn draw_approval(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled("  Enter refuse", dim),
         ]),
     };
-    // The title, the body (cut to fit), and the keys, over the bottom of the conversation.
-    let room = (area.height as usize).saturating_sub(3).max(1);
+    // The keys wrap in full: what `a` allows is read before it is pressed.
+    let keys = wrap_line(&keys, width, 1);
+    // The title, the body (scrolled when it is taller than the room), and the keys, over the
+    // bottom of the conversation. Until the body's last line has been on screen, y and a wait.
+    let room = (area.height as usize).saturating_sub(2 + keys.len()).max(2);
     let max_body = room.min((area.height as usize * 2 / 3).max(3));
+    let mut hidden = false;
     if body.len() > max_body {
-        let more = body.len() - (max_body - 1);
-        body.truncate(max_body - 1);
-        body.push(Line::styled(format!(" … {more} more lines"), dim));
+        let shown = max_body - 1;
+        let last_top = body.len() - shown;
+        let top = app.approval.scroll.get().min(last_top);
+        app.approval.scroll.set(top);
+        app.approval.max_scroll.set(last_top);
+        hidden = top < last_top;
+        let mut window: Vec<Line<'static>> = body.drain(top..top + shown).collect();
+        window.push(Line::styled(
+            format!(
+                " lines {}–{} of {}{}",
+                top + 1,
+                top + shown,
+                body.len() + shown,
+                if hidden {
+                    ": ↓/PgDn to read the rest before y or a"
+                } else {
+                    ": ↑/PgUp to scroll back"
+                }
+            ),
+            fg(|t| t.warning),
+        ));
+        body = window;
+    } else {
+        app.approval.max_scroll.set(0);
     }
+    if !hidden {
+        app.approval.bottom_seen.set(true);
+    }
+    app.approval
+        .unread
+        .set(hidden && !app.approval.bottom_seen.get());
     let mut lines = vec![Line::styled(truncate(&head, width), bold)];
     lines.extend(body);
-    lines.push(truncate_line(keys, width));
+    lines.extend(keys);
     let h = (lines.len() as u16 + 1).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
     let block = Block::default()

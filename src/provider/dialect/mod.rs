@@ -10,9 +10,9 @@
 //!
 //! Each dialect is a small module: how a call and a result are written, how to tell the model
 //! to call, which tags open and close a call, which tags mean the model has started writing a
-//! tool result itself, and how the text between the tags becomes a call. Every dialect also
-//! accepts a lone fenced JSON object `{"name": …, "arguments": {…}}` naming a known tool, which
-//! small models tend to write whatever they were told.
+//! tool result itself, and how the text between the tags becomes a call. Only the dialect's own
+//! tags make a call: a call written inside a Markdown code block (any fence, any language tag)
+//! is an example and stays text, and so does JSON in prose, whatever tool it names.
 
 pub mod deepseek;
 pub mod glm;

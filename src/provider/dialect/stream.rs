@@ -7,6 +7,13 @@
 //! held until the closing tag, then parsed into calls. A tag that starts a tool *result*
 //! stops the reply there: the provider request is cancelled and the reply ends normally with
 //! the calls made so far (only the request is stopped, never the run).
+//!
+//! A Markdown code block is text, whatever it holds: between a fence line (optional
+//! indentation, then three or more backticks or tildes) and its closing fence (the same
+//! character, at least as many, nothing else on the line) no tag is looked for, and a fence
+//! that never closes keeps the rest of the reply text. A fence opener is recognised however
+//! the stream splits it: the start of a line that could still become one is held back until
+//! it is settled, like a partial tag.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,16 +32,12 @@ use crate::agent::protocol::types::{
 };
 use crate::provider::catalog::Catalog;
 
-/// Opens a fenced JSON call (` ```json {"name": …, "arguments": …} ``` `).
-const FENCE_OPEN: &str = "```json";
-const FENCE_CLOSE: &str = "```";
 /// The tool name given to a call that did not say which tool it meant.
 pub const UNNAMED_CALL: &str = "invalid_tool_call";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Marker {
     Open(usize),
-    Fence,
     Result,
     Drop,
 }
@@ -43,7 +46,17 @@ enum Marker {
 enum State {
     Text,
     Block(usize),
-    Fence,
+    /// Inside a code block opened by this many of this fence character.
+    Code(char, usize),
+}
+
+/// What the lines of the text so far say about a code fence.
+enum FenceLine {
+    /// A fence opener whose fence characters end at this byte, with its character and count.
+    Opens(usize, char, usize),
+    /// The line starting at this byte could still become an opener: hold it back.
+    Undecided(usize),
+    None,
 }
 
 /// What the scanner found in the text.
@@ -68,6 +81,8 @@ pub struct Scanner {
     searched: usize,
     /// Whether the open block's call was announced.
     announced: bool,
+    /// Whether `buf` starts at the start of a line.
+    line_start: bool,
     stopped: bool,
 }
 
@@ -77,7 +92,6 @@ impl Scanner {
         for (i, b) in dialect.blocks().iter().enumerate() {
             markers.push((b.open, Marker::Open(i)));
         }
-        markers.push((FENCE_OPEN, Marker::Fence));
         for m in dialect.result_markers() {
             markers.push((m, Marker::Result));
         }
@@ -92,6 +106,7 @@ impl Scanner {
             state: State::Text,
             searched: 0,
             announced: false,
+            line_start: true,
             stopped: false,
         }
     }
@@ -166,40 +181,96 @@ impl Scanner {
         std::mem::replace(&mut self.buf, rest)
     }
 
+    /// The first `n` bytes as text (noting whether what follows starts a line).
+    fn text_front(&mut self, n: usize, out: &mut Vec<Piece>) {
+        if n == 0 {
+            return;
+        }
+        let text = self.take_front(n);
+        self.line_start = text.ends_with('\n');
+        out.push(Piece::Text(text));
+    }
+
+    /// The first fence opener among the lines that start before `limit` (or the line that
+    /// could still become one, when the text so far ends inside it and more may come).
+    fn fence_opener(&self, limit: usize, end: bool) -> FenceLine {
+        let bytes = self.buf.as_bytes();
+        let starts = (self.line_start.then_some(0)).into_iter().chain(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        for l in starts {
+            if l >= limit {
+                break;
+            }
+            let mut j = l;
+            while j < bytes.len() && matches!(bytes[j], b' ' | b'\t') {
+                j += 1;
+            }
+            let ch = match bytes.get(j) {
+                Some(b'`') => '`',
+                Some(b'~') => '~',
+                Some(_) => continue,
+                None if end => continue,
+                None => return FenceLine::Undecided(l),
+            };
+            let n = bytes[j..].iter().take_while(|b| **b == ch as u8).count();
+            // The run may go on in the next piece: how long it is decides what closes it.
+            if j + n == bytes.len() && !end {
+                return FenceLine::Undecided(l);
+            }
+            if n >= 3 {
+                return FenceLine::Opens(j + n, ch, n);
+            }
+        }
+        FenceLine::None
+    }
+
     fn run(&mut self, end: bool) -> Vec<Piece> {
         let mut out = Vec::new();
         loop {
             match self.state {
-                State::Text => match self.earliest(0, false) {
-                    Some((pos, i)) => {
-                        if pos > 0 {
-                            out.push(Piece::Text(self.take_front(pos)));
-                        }
-                        let (m, kind) = self.markers[i];
-                        self.take_front(m.len());
-                        self.searched = 0;
-                        match kind {
-                            Marker::Open(b) => {
-                                self.state = State::Block(b);
-                                self.announced = false;
-                            }
-                            Marker::Fence => self.state = State::Fence,
-                            Marker::Drop => {}
-                            Marker::Result => {
-                                self.stop(&mut out);
-                                return out;
-                            }
-                        }
+                State::Text => {
+                    let marker = self.earliest(0, false);
+                    let limit = marker.map_or(self.buf.len() + 1, |(p, _)| p);
+                    let fence = self.fence_opener(limit, end);
+                    if let FenceLine::Opens(at, ch, n) = fence {
+                        // A code block: its opener line and everything up to its closing
+                        // fence are text.
+                        self.text_front(at, &mut out);
+                        self.line_start = false;
+                        self.state = State::Code(ch, n);
+                        continue;
                     }
-                    None => {
-                        let keep = if end { 0 } else { self.partial_tail() };
+                    let Some((pos, i)) = marker else {
+                        let mut keep = if end { 0 } else { self.partial_tail() };
+                        if let FenceLine::Undecided(l) = fence {
+                            keep = keep.max(self.buf.len() - l);
+                        }
                         let cut = self.buf.len() - keep;
-                        if cut > 0 {
-                            out.push(Piece::Text(self.take_front(cut)));
-                        }
+                        self.text_front(cut, &mut out);
                         return out;
+                    };
+                    self.text_front(pos, &mut out);
+                    let (m, kind) = self.markers[i];
+                    self.take_front(m.len());
+                    self.searched = 0;
+                    match kind {
+                        Marker::Open(b) => {
+                            self.state = State::Block(b);
+                            self.announced = false;
+                        }
+                        // What a dropped token leaves starts afresh.
+                        Marker::Drop => self.line_start = true,
+                        Marker::Result => {
+                            self.stop(&mut out);
+                            return out;
+                        }
                     }
-                },
+                }
                 State::Block(b) => {
                     let block: Block = self.dialect.blocks()[b];
                     let mut from = self.searched.saturating_sub(self.longest_marker());
@@ -226,6 +297,7 @@ impl Scanner {
                             self.take_front(block.close.len());
                             out.extend(self.parse(&block, &body));
                             self.state = State::Text;
+                            self.line_start = false;
                             self.searched = 0;
                         }
                         Some((r, _)) => {
@@ -252,37 +324,36 @@ impl Scanner {
                         }
                     }
                 }
-                State::Fence => {
-                    let started = self.buf.trim_start();
-                    if !started.is_empty() && !started.starts_with('{') {
-                        // An ordinary code block: show it as it comes.
-                        out.push(Piece::Text(FENCE_OPEN.to_string()));
-                        self.state = State::Text;
-                        continue;
-                    }
-                    let mut from = self.searched.saturating_sub(FENCE_CLOSE.len());
-                    let close = loop {
-                        match find_from(&self.buf, FENCE_CLOSE, from) {
-                            Some(c) if in_json_string(&self.buf[..c]) => {
-                                from = next_char(&self.buf, c)
+                State::Code(ch, n) => {
+                    // Line by line: a closing fence ends the block; everything is text.
+                    let line_end = self.buf.find('\n');
+                    let line = &self.buf[..line_end.unwrap_or(self.buf.len())];
+                    let fence = line.trim_start_matches([' ', '\t']);
+                    let run = fence.chars().take_while(|c| *c == ch).count();
+                    let closes = self.line_start
+                        && run >= n
+                        && fence[run..].chars().all(|c| matches!(c, ' ' | '\t' | '\r'));
+                    match line_end {
+                        Some(e) => {
+                            self.text_front(e + 1, &mut out);
+                            if closes {
+                                self.state = State::Text;
                             }
-                            other => break other,
-                        }
-                    };
-                    match close {
-                        Some(c) => {
-                            let body = self.take_front(c);
-                            self.take_front(FENCE_CLOSE.len());
-                            out.push(self.fenced(&body));
-                            self.state = State::Text;
-                            self.searched = 0;
                         }
                         None if end => {
-                            out.push(Piece::Text(FENCE_OPEN.to_string()));
-                            self.state = State::Text;
+                            let all = self.buf.len();
+                            self.text_front(all, &mut out);
+                            return out;
                         }
                         None => {
-                            self.searched = self.buf.len();
+                            // A line that may still turn out to close the block is held.
+                            let could_close = self.line_start
+                                && fence[run..].chars().all(|c| matches!(c, ' ' | '\t' | '\r'))
+                                && (run == fence.len() || run >= n);
+                            if !could_close {
+                                let all = self.buf.len();
+                                self.text_front(all, &mut out);
+                            }
                             return out;
                         }
                     }
@@ -304,16 +375,6 @@ impl Scanner {
             return Vec::new();
         }
         parsed.into_iter().map(Piece::Call).collect()
-    }
-
-    /// A fenced JSON block: a call when it names a known tool, else the text it was.
-    fn fenced(&self, body: &str) -> Piece {
-        match super::json_call(body) {
-            Parsed::Call { name, arguments } if self.tools.iter().any(|t| t.name == name) => {
-                Piece::Call(Parsed::Call { name, arguments })
-            }
-            _ => Piece::Text(format!("{FENCE_OPEN}{body}{FENCE_CLOSE}")),
-        }
     }
 }
 

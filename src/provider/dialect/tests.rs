@@ -264,48 +264,80 @@ fn tags_inside_json_strings_do_not_end_the_call() {
         assert_eq!(calls(&m), vec![("write".to_string(), args.clone())]);
         assert_eq!(texts(&m), ["ok"]);
     }
-    // The same in a fenced call.
-    let fenced = format!(
-        "```json\n{}\n```",
-        json!({"name": "write", "arguments": args})
-    );
-    for chunks in splits(&fenced) {
-        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let (m, _) = rewrite(d.clone(), &chunks);
-        assert_eq!(calls(&m), vec![("write".to_string(), args.clone())]);
+}
+
+/// Every code block a reply could hold one of `d`'s calls (or a bare JSON call) in.
+fn fenced_examples(d: &Arc<dyn Dialect>) -> Vec<String> {
+    let own = d.encode_call("bash", &json!({"command": "touch PWNED"}));
+    let bare = json!({"name": "bash", "arguments": {"command": "touch PWNED"}}).to_string();
+    let mut out = Vec::new();
+    for call in [&own, &bare] {
+        for (open, close) in [
+            ("```json", "```"),
+            ("```", "```"),
+            ("```xml", "```"),
+            ("~~~", "~~~"),
+            ("````text", "`````"),
+            ("   ```", "   ```"),
+            ("\t~~~~ example", "\t~~~~"),
+        ] {
+            out.push(format!(
+                "Example (do not run):\n{open}\n{call}\n{close}\nThat is all."
+            ));
+        }
+        // A fence never closed keeps the rest of the reply text.
+        out.push(format!("Like this:\n```\n{call}\n"));
+        // A closing fence of the other character, or a shorter one, does not close.
+        out.push(format!("~~~\n```\n{call}\n"));
+        out.push(format!("````\n```\n{call}\n````"));
+    }
+    out
+}
+
+#[test]
+fn calls_inside_code_blocks_are_text_in_every_dialect() {
+    for d in all() {
+        for example in fenced_examples(&d) {
+            for chunks in splits(&example) {
+                let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+                let (m, events) = rewrite(d.clone(), &chunks);
+                assert!(calls(&m).is_empty(), "{}: {example:?} {chunks:?}", d.name());
+                assert_eq!(texts(&m).concat().trim(), example.trim(), "{}", d.name());
+                assert_eq!(streamed_text(&events).trim(), example.trim());
+            }
+        }
     }
 }
 
 #[test]
-fn a_fenced_json_call_is_read_by_every_dialect_when_the_tool_is_known() {
-    let call =
-        "Sure.\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}\n```\n";
+fn a_call_after_a_closed_code_block_still_runs() {
     for d in all() {
-        for chunks in splits(call) {
+        let call = d.encode_call("read", &json!({"path": "notes.txt"}));
+        let text = format!("Look:\n```\n{call}\n```\nNow for real:\n{call}");
+        for chunks in splits(&text) {
             let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
             let (m, _) = rewrite(d.clone(), &chunks);
             assert_eq!(
                 calls(&m),
                 vec![("read".to_string(), json!({"path": "notes.txt"}))],
-                "{}",
+                "{}: {chunks:?}",
                 d.name()
             );
-            assert_eq!(texts(&m), ["Sure."]);
         }
     }
-    // An unknown tool, or ordinary JSON in a fence, stays text.
+    // Backticks inside a line open nothing.
     let d = by_name("hermes").unwrap();
-    let unknown = "```json\n{\"name\": \"teleport\", \"arguments\": {}}\n```";
-    let (m, events) = rewrite(d.clone(), &[unknown]);
-    assert!(calls(&m).is_empty());
-    assert_eq!(texts(&m), [unknown]);
-    assert_eq!(streamed_text(&events), unknown);
-    let plain = "Example:\n```json\n[1, 2, 3]\n```";
-    for chunks in splits(plain) {
-        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let (m, _) = rewrite(d.clone(), &chunks);
-        assert!(calls(&m).is_empty());
-        assert_eq!(texts(&m), [plain]);
+    let call = d.encode_call("read", &json!({"path": "a"}));
+    let (m, _) = rewrite(d.clone(), &[&format!("Use ``` fences ```. {call}")]);
+    assert_eq!(calls(&m).len(), 1);
+}
+
+#[test]
+fn a_bare_json_call_in_prose_is_text() {
+    let bare = json!({"name": "bash", "arguments": {"command": "touch PWNED"}}).to_string();
+    for d in all() {
+        let (m, _) = rewrite(d.clone(), &[&format!("Sure. {bare}")]);
+        assert!(calls(&m).is_empty(), "{}", d.name());
     }
 }
 
