@@ -805,30 +805,11 @@ fn assert_none(left: Vec<String>, context: &str) {
     assert!(left.is_empty(), "{context}: still running: {left:?}");
 }
 
-/// Processes whose command line holds `marker` and that are not zombies.
-fn running_with(marker: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in fs::read_dir("/proc").unwrap().flatten() {
-        let dir = e.path();
-        let Ok(cmdline) = fs::read(dir.join("cmdline")) else {
-            continue;
-        };
-        let stat = fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
-            out.push(dir.display().to_string());
-        }
-    }
-    out
-}
-
 /// Wait (bounded) until no process carries `marker`; the ones left.
 async fn gone(marker: &str) -> Vec<String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        let left = running_with(marker);
+        let left = support::running_with(marker);
         if left.is_empty() || std::time::Instant::now() > deadline {
             return left;
         }
@@ -868,7 +849,7 @@ async fn a_setsid_child_ends_when_the_call_returns() {
         let (text, is_error) = bash(&sh, &command).await;
         assert!(!is_error && text.contains("started"), "{text}");
         // No waiting: by the time the call has returned, they are gone.
-        assert_none(running_with(&m), &text);
+        assert_none(support::running_with(&m), &text);
     }
 }
 
@@ -903,7 +884,7 @@ async fn the_commands_processes_die_with_pi() {
             appears(&ready, std::time::Duration::from_secs(10)).await,
             "the command never got going ({args:?})"
         );
-        let before = running_with(&m);
+        let before = support::running_with(&m);
         child.start_kill().unwrap();
         let _ = child.wait().await;
         let left = gone(&m).await;

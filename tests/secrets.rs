@@ -119,7 +119,7 @@ async fn pi_s_key_files_are_refused_to_the_tools_and_their_keys_masked() {
         call_reply(
             "c3",
             "grep",
-            &json!({ "pattern": "sk-", "path": agent_dir }).to_string(),
+            &json!({ "pattern": "s[k]-", "path": agent_dir }).to_string(),
         ),
         call_reply(
             "c4",

@@ -210,17 +210,6 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// Whether a process with this id is still running (not gone, not a zombie).
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(|st| st != "Z"))
-        })
-        .unwrap_or(false)
-}
-
 /// SIGINT, SIGTERM and SIGHUP sent to the TUI while a command runs: each restores the
 /// terminal, stops the command's process group, saves the session (the call answered) and
 /// exits with 128 + the signal.
@@ -232,8 +221,10 @@ async fn signals_restore_the_terminal_stop_the_command_and_save_the_session() {
         (libc::SIGHUP, 129),
     ] {
         let home = temp_home(&format!("signal-{signal}"));
-        let pidfile = home.join("group");
-        let command = format!("echo $$ > {}; sleep 300", pidfile.display());
+        // The command runs in a PID namespace of its own: its `$$` means nothing out here, so
+        // it is found by a marker in its command line.
+        let marker = format!("299.{}{signal}", std::process::id());
+        let command = format!("sleep {marker}");
         let server = TestServer::start(vec![
             tags("qwen3:8b"),
             Reply::sse(vec![
@@ -247,16 +238,10 @@ async fn signals_restore_the_terminal_stop_the_command_and_save_the_session() {
         pi.wait_for("qwen3:8b");
         pi.send(b"start the long job\r");
         let deadline = Instant::now() + Duration::from_secs(20);
-        let group: i32 = loop {
-            if let Some(g) = std::fs::read_to_string(&pidfile)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                break g;
-            }
+        while support::running_with(&marker).is_empty() {
             assert!(Instant::now() < deadline, "the command never started");
             std::thread::sleep(Duration::from_millis(20));
-        };
+        }
         pi.wait_for("esc to interrupt");
         let pid = pi.child.process_id().unwrap() as i32;
         // SAFETY: a plain signal to the child this test started.
@@ -283,7 +268,7 @@ async fn signals_restore_the_terminal_stop_the_command_and_save_the_session() {
         }
         // The command's group was stopped with pi.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while running(group) {
+        while !support::running_with(&marker).is_empty() {
             assert!(
                 Instant::now() < deadline,
                 "the command outlived pi (signal {signal})"

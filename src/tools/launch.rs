@@ -111,6 +111,11 @@ impl Launch {
         let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
         if self.tree == Tree::Namespaces {
             flags |= libc::CLONE_NEWUSER;
+            // pi is not dumpable (see `cli::harden`), and a process that is not may not write
+            // its own `uid_map` unless it is root. This child is about to become the command
+            // (exec resets the flag anyway); pi itself stays closed.
+            // SAFETY: integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
         }
         // SAFETY: integer flags.
         if unsafe { libc::unshare(flags) } != 0 {

@@ -408,3 +408,22 @@ pub fn only_session_file(agent: &std::path::Path) -> std::path::PathBuf {
         .unwrap()
         .path()
 }
+
+/// Processes whose command line holds `marker` and that are not zombies.
+pub fn running_with(marker: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = e.path();
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            out.push(dir.display().to_string());
+        }
+    }
+    out
+}

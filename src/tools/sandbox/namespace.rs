@@ -237,6 +237,8 @@ pub fn probe() -> Result<(), String> {
     // SAFETY: the hook makes system calls only (see `Plan::enter`).
     unsafe {
         cmd.pre_exec(move || {
+            // See `launch`: a process that is not dumpable may not write its own id maps.
+            libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
             if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID) != 0 {
                 return Err(io::Error::last_os_error());
             }
