@@ -563,7 +563,9 @@ impl Builder {
             let Some(parent) = self.entries[at].parent_id.as_deref() else {
                 continue;
             };
-            if self.index.contains_key(parent) {
+            // Usually the parent is the entry just before: no hash lookup then.
+            let follows = at > 0 && self.entries[at - 1].id == parent;
+            if follows || self.index.contains_key(parent) {
                 continue;
             }
             let line = self.lines[at];
@@ -622,11 +624,14 @@ impl Builder {
         const ON_PATH: u8 = 1;
         const DONE: u8 = 2;
         let n = self.entries.len();
+        // As `Session::parent_index` finds it (a repeated id means the later entry).
         let parent = |i: usize| {
-            self.entries[i]
-                .parent_id
-                .as_deref()
-                .and_then(|p| self.index.get(p).copied())
+            let p = self.entries[i].parent_id.as_deref()?;
+            if !self.duplicate_ids && i > 0 && self.entries[i - 1].id == p {
+                Some(i - 1)
+            } else {
+                self.index.get(p).copied()
+            }
         };
         let mut state = vec![NEW; n];
         let mut path = Vec::new();
