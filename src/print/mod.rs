@@ -6,7 +6,9 @@
 //! stderr; an error or aborted ending exits 1. JSON mode writes a session header line and then
 //! every agent event as one JSON object per line (a `message_update` carries the delta, not the
 //! whole partial message; the complete message comes with `message_end`). SIGTERM, SIGHUP and
-//! Ctrl+C abort the run cleanly and exit 143, 129 and 130.
+//! Ctrl+C abort the run cleanly and exit 143, 129 and 130. `-r` asks for a session on the
+//! terminal; without one on stdin it lists this folder's sessions on stdout instead (one line
+//! each, the whole id first, for `--session`).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;

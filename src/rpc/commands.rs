@@ -1,7 +1,11 @@
 //! The RPC commands, mapped onto the host: agent commands (prompt, steer, follow-up, abort,
 //! model, thinking, queue modes, compaction, state) go straight to the agent; session commands
-//! (new session, name, `bash`) are answered when the host reports back. A command this pi has no
-//! feature for gets `success: false` saying so.
+//! (new session, name, `bash`) are answered when the host reports back. `compact` is answered
+//! when its run's `compaction_end` arrives: with what it did (the first kept entry named by
+//! the session recorder, through the host), or `success: false` when nothing was compacted.
+//! `set_model` names models by the rule `--model` and `/model` follow
+//! ([`crate::setup::select::model_by_id`]). A command this pi has no feature for gets
+//! `success: false` saying so.
 
 use std::collections::VecDeque;
 

@@ -7,10 +7,14 @@
 //! session). Every new entry is a child of the previous one (the leaf); [`SessionRecorder::branch_from`]
 //! moves the leaf to continue from an earlier entry.
 //!
-//! A new session touches the disk when its first message (the person's prompt) is recorded:
-//! until then entries (the model and level at start) wait in memory, and the directory and file
-//! are created with the header and all waiting entries in one write, then synced, so a prompt
-//! survives a crash before the first reply. A resumed session appends to its file (after a
+//! A new session touches the disk when its first message (the person's prompt) is recorded, or
+//! just before, when the host asks ([`SessionRecorder::ready_for_prompt`]: nothing is sent to a
+//! model before the session's first write succeeded; a failed try removes the file and lock it
+//! made and keeps its lines queued). Until then entries (the model and level at start) wait in
+//! memory; the file's lock is taken, then the directory and file are created with the header
+//! and all waiting entries in one write, then synced, so a prompt survives a crash before the
+//! first reply. A file this recorder created but could write nothing into is removed when it
+//! closes. A resumed session appends to its file (after a
 //! newline if the file ended in a torn line, so the first new entry is not glued to it). When a
 //! tool starts, a `custom` entry (`pi/tool_started`) says so: a session cut off while it ran is
 //! resumed knowing the call started, with an unknown outcome, rather than as "not run".
