@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi::agent::engine::facade::{Agent, AgentSettings};
-use pi::agent::protocol::command::{Accepted, AgentCommand, WhenBusy};
+use pi::agent::protocol::command::{Accepted, AgentCommand, AgentError, WhenBusy};
 use pi::agent::protocol::events::AgentEvent;
 use pi::agent::protocol::thinking::ThinkingLevel;
 use pi::agent::protocol::types::AgentMessage;
@@ -397,11 +397,11 @@ async fn dropping_the_client_aborts_the_run_and_flushes_the_session() {
     let sessions = dir.path().join("sessions");
     let file = tokio::time::timeout(WAIT, async {
         loop {
-            if let Some(f) = std::fs::read_dir(&sessions)
-                .ok()
-                .and_then(|mut rd| rd.next())
-                .and_then(Result::ok)
-            {
+            // The session file, not the lock beside it.
+            if let Some(f) = std::fs::read_dir(&sessions).ok().and_then(|rd| {
+                rd.flatten()
+                    .find(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            }) {
                 let path = f.path();
                 if texts(&path).len() == 2 {
                     return path;
@@ -416,51 +416,76 @@ async fn dropping_the_client_aborts_the_run_and_flushes_the_session() {
 }
 
 #[tokio::test]
-async fn a_failing_session_write_is_reported_once_live_and_at_shutdown() {
-    let p = scripts(vec![
-        reply::text("first"),
-        reply::text("second"),
-        reply::text("third"),
-    ]);
+async fn a_prompt_waits_for_the_session_file_and_is_refused_while_it_cannot_be_made() {
+    let p = scripts(vec![reply::text("answer")]);
     let mut rig = Rig::new(&p, true);
     // A file stands where the session folder goes.
     let blocker = rig.dir.path().join("sessions");
     std::fs::write(&blocker, "not a folder").unwrap();
-    rig.prompt("one").await;
-    let HostEvent::SessionWriteFailed(why) = rig.answer().await else {
-        panic!("expected a write failure");
+    let refused = rig
+        .client
+        .commands
+        .prompt(vec![AgentMessage::user("one")], WhenBusy::Refuse)
+        .await;
+    let Err(AgentError::Refused(why)) = refused else {
+        panic!("expected a refusal, got {refused:?}");
     };
     assert!(why.contains("cannot create the folder"), "{why}");
-    rig.prompt("two").await;
-    // The same failure again is not repeated.
-    assert!(rig.client.host_events.try_recv().is_err());
+    assert!(
+        why.contains("nothing was sent to the model and nothing was saved"),
+        "{why}"
+    );
+    assert!(p.requests().is_empty(), "no model was asked");
+    // The same through a prompt that carries no reply: the front end is told.
+    rig.client.commands.send(Command::PromptWithFiles {
+        text: "one again".into(),
+        files: Vec::new(),
+        when_busy: WhenBusy::Refuse,
+    });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("expected a failure");
+    };
+    assert!(why.contains("nothing was sent"), "{why}");
+    assert!(p.requests().is_empty());
 
-    // The disk comes back: the queued entries go out with the next write, nothing is lost.
+    // The folder can be made now: the next prompt goes out, and the session holds it whole.
     std::fs::remove_file(&blocker).unwrap();
-    rig.prompt("three").await;
+    rig.prompt("two").await;
+    assert_eq!(p.requests().len(), 1);
     let closed = rig.client.commands.shutdown().await.unwrap();
     assert!(closed.saved);
     assert_eq!(closed.unsaved, None);
     assert!(closed.farewell().unwrap().contains("To resume"));
-    let files = rig.session_files();
-    assert_eq!(
-        texts(&files[0]),
-        ["one", "first", "two", "second", "three", "third"]
-    );
+    let files: Vec<PathBuf> = rig
+        .session_files()
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1);
+    assert_eq!(texts(&files[0]), ["two", "answer"]);
 }
 
 #[tokio::test]
 async fn a_session_that_could_not_be_written_is_not_offered_for_resuming() {
     let p = scripts(vec![reply::text("lost")]);
-    let mut rig = Rig::new(&p, true);
+    let rig = Rig::new(&p, true);
     std::fs::write(rig.dir.path().join("sessions"), "not a folder").unwrap();
-    rig.prompt("one").await;
+    let refused = rig
+        .client
+        .commands
+        .prompt(vec![AgentMessage::user("one")], WhenBusy::Refuse)
+        .await;
+    assert!(
+        matches!(refused, Err(AgentError::Refused(_))),
+        "{refused:?}"
+    );
     let closed = rig.client.commands.shutdown().await.unwrap();
     assert!(!closed.saved);
-    let why = closed.unsaved.clone().expect("the loss is reported");
-    assert!(why.contains("cannot create the folder"), "{why}");
-    let farewell = closed.farewell().unwrap();
-    assert!(farewell.contains("could not be saved") && !farewell.contains("To resume"));
+    assert_eq!(
+        closed.unsaved, None,
+        "nothing was said, so nothing is missing"
+    );
+    assert_eq!(closed.farewell(), None, "no way to resume is offered");
 }
 
 /// Texts of request `i`'s messages (user and assistant text), in order.

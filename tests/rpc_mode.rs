@@ -21,8 +21,19 @@ struct Client {
 
 impl Client {
     fn start(server: &TestServer, home: &std::path::Path) -> Client {
+        Self::start_with(server, home, &[], Stdio::null())
+    }
+
+    /// With more arguments, and stderr going where `stderr` says.
+    fn start_with(
+        server: &TestServer,
+        home: &std::path::Path,
+        args: &[&str],
+        stderr: Stdio,
+    ) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
             .args(["--mode", "rpc"])
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", home)
@@ -31,7 +42,7 @@ impl Client {
             .current_dir(home.join("project"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -519,4 +530,156 @@ async fn approval_ask_refuses_in_rpc_mode_where_nobody_can_answer() {
             .contains("without a person to ask"),
         "the refusal reaches the model"
     );
+}
+
+#[tokio::test]
+async fn compact_answers_with_what_it_did_and_fails_when_nothing_was_compacted() {
+    let server = TestServer::responding(std::sync::Arc::new(|r| {
+        if r.path == "/api/tags" {
+            tags("qwen3:8b")
+        } else {
+            text_reply("a reply long enough to be worth condensing later on")
+        }
+    }))
+    .await;
+    let h = home();
+    // Keep as little as possible as it is, so two exchanges are enough to condense.
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "[compaction]\nkeep_recent_tokens = 1\n",
+    )
+    .unwrap();
+    let mut c = Client::start(&server, &h);
+
+    // Nothing said yet: nothing to compact, and the answer says so.
+    c.send(json!({"id": "c0", "type": "compact"})).await;
+    let r = c.response("c0").await;
+    assert_eq!(r["success"], false, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("nothing"), "{r}");
+
+    for (id, text) in [("p1", "first question"), ("p2", "second question")] {
+        c.send(json!({"id": id, "type": "prompt", "message": text}))
+            .await;
+        c.response(id).await;
+        c.until("agent_end", |v| v["type"] == "agent_end").await;
+    }
+    c.send(json!({"id": "c1", "type": "compact", "customInstructions": "the plan"}))
+        .await;
+    let r = c.response("c1").await;
+    assert_eq!(r["success"], true, "{r}");
+    let data = &r["data"];
+    assert!(
+        data["summary"]
+            .as_str()
+            .unwrap()
+            .contains("worth condensing"),
+        "{r}"
+    );
+    let before = data["tokensBefore"].as_u64().unwrap();
+    let after = data["tokensAfter"].as_u64().unwrap();
+    assert!(before > 0 && after > 0, "{r}");
+    assert!(data["details"].is_object(), "{r}");
+    // The entry it keeps from is the one the session file's compaction names.
+    let kept = data["firstKeptEntryId"]
+        .as_str()
+        .expect("an entry id")
+        .to_string();
+    drop(c.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(5), c.child.wait()).await;
+    let file = support::only_session_file(&h.join("agent"));
+    let entries: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compaction = entries
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("a compaction entry");
+    assert_eq!(compaction["firstKeptEntryId"], kept.as_str());
+    assert_eq!(compaction["tokensBefore"], before);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["id"] == kept.as_str() && e["type"] == "message")
+    );
+}
+
+#[tokio::test]
+async fn set_model_takes_the_ids_model_takes_with_the_same_warning() {
+    let server = TestServer::start(vec![tags("qwen3:8b")]).await;
+    let h = home();
+    // An id the catalogue does not list, on a known provider: `--model` uses it with a warning.
+    let log = h.join("start.log");
+    let mut c = Client::start_with(
+        &server,
+        &h,
+        &["--model", "anthropic/claude-opus-9"],
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    c.send(json!({"id": "1", "type": "get_state"})).await;
+    assert_eq!(
+        c.response("1").await["data"]["model"]["id"],
+        "claude-opus-9"
+    );
+    drop(c.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(5), c.child.wait()).await;
+    let at_start = std::fs::read_to_string(&log).unwrap();
+    let warning = at_start
+        .lines()
+        .find(|l| l.contains("not in the catalogue"))
+        .unwrap_or_else(|| panic!("no warning: {at_start}"))
+        .to_string();
+
+    // RPC `set_model` takes the same id, with the same warning.
+    let log = h.join("rpc.log");
+    let mut c = Client::start_with(
+        &server,
+        &h,
+        &[],
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    c.send(
+        json!({"id": "2", "type": "set_model", "provider": "anthropic",
+                  "modelId": "claude-opus-9"}),
+    )
+    .await;
+    let r = c.response("2").await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["id"], "claude-opus-9");
+    c.send(json!({"id": "3", "type": "get_state"})).await;
+    assert_eq!(
+        c.response("3").await["data"]["model"]["id"],
+        "claude-opus-9"
+    );
+    // An unknown provider is refused, as `--model` refuses it.
+    c.send(json!({"id": "4", "type": "set_model", "provider": "nobody", "modelId": "x"}))
+        .await;
+    let r = c.response("4").await;
+    assert_eq!(r["success"], false);
+    assert!(
+        r["error"].as_str().unwrap().contains("unknown provider"),
+        "{r}"
+    );
+    drop(c.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(5), c.child.wait()).await;
+    let in_rpc = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        in_rpc.lines().any(|l| l == warning),
+        "{in_rpc}\nvs {warning}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_pi"))
+        .args(["--model", "nobody/x", "-p", "hi"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &h)
+        .env("PI_CODING_AGENT_DIR", h.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(h.join("project"))
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "refused at the start too");
 }

@@ -1090,7 +1090,8 @@ fn node_extra_roles_reach_the_model_as_user_messages() {
     let hidden = r#"{"type":"message","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"bashExecution","command":"env","output":"SECRET=1","exitCode":0,"cancelled":false,"truncated":false,"excludeFromContext":true,"timestamp":6}}"#;
     let other = r#"{"type":"message","id":"cccccccc","parentId":"bbbbbbbb","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"someExtension","x":1,"timestamp":7}}"#;
     let text = format!("{header}\n{bash}\n{hidden}\n{other}\n");
-    let ctx = Session::read(text.as_bytes(), None).unwrap().context();
+    let session = Session::read(text.as_bytes(), None).unwrap();
+    let ctx = session.context();
     assert_eq!(ctx.messages.len(), 2);
     let u = ctx.messages[0].as_user().unwrap();
     assert_eq!(
@@ -1098,7 +1099,18 @@ fn node_extra_roles_reach_the_model_as_user_messages() {
         "Ran `ls`\n```\na.txt\n```\n(exit code 2)\n(output truncated; full output in /tmp/out)"
     );
     assert_eq!(u.timestamp, 5);
-    assert!(matches!(&ctx.messages[1], AgentMessage::Custom(c) if c.role == "someExtension"));
+    // A role this pi does not know is reported at load and quoted, never silently dropped.
+    assert_eq!(session.warnings.len(), 1, "{:?}", session.warnings);
+    assert_eq!(session.warnings[0].line, 4);
+    assert!(session.warnings[0].message.contains("`someExtension`"));
+    let quoted = ctx.messages[1].as_user().unwrap();
+    assert!(quoted.synthetic);
+    let q = quoted.content.joined_text();
+    assert!(
+        q.contains("`someExtension`") && q.contains("\"x\":1"),
+        "{q}"
+    );
+    assert_eq!(quoted.timestamp, 7);
 }
 
 // ----- finding, listing, forking ----------------------------------------------------------

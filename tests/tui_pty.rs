@@ -342,6 +342,69 @@ async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
     let _ = std::fs::remove_dir_all(&home);
 }
 
+/// `pi -c` whose newest session file has no valid header asks, before the full screen, which
+/// way to go on: the next newest session (the default), a repaired copy, or a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuing_a_damaged_newest_file_asks_which_way_on() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("First answer."),
+        tags("qwen3:8b"),
+        tags("qwen3:8b"),
+    ])
+    .await;
+    let home = temp_home("newest");
+    let mut first = Pty::spawn(&home, &server, &[]);
+    first.wait_for("qwen3:8b");
+    first.send(b"hello there\r");
+    first.wait_for("First answer.");
+    assert!(first.quit().success());
+    let sessions = || -> Vec<std::path::PathBuf> {
+        walk(&home)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect()
+    };
+    let good = sessions().remove(0);
+    let entry = json!({"type": "message", "id": "aaaaaaaa", "parentId": null,
+                       "timestamp": "2026-01-01T00:00:01.000Z",
+                       "message": {"role": "user", "content": "the damaged question",
+                                   "timestamp": 1}});
+    let damaged = format!("{{\"type\":\"sess\n{entry}\n");
+    let bad = good
+        .parent()
+        .unwrap()
+        .join("2030-01-01T00-00-00-000Z_019b0000-0000-7000-8000-00000000abcd.jsonl");
+    std::fs::write(&bad, &damaged).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&good)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(100))
+        .unwrap();
+
+    // The default: the next newest session opens with its conversation.
+    let mut second = Pty::spawn(&home, &server, &["-c"]);
+    let s = second.wait_for("Choice [n/r/s/q]");
+    assert!(s.contains("no valid session header"), "{s}");
+    assert!(s.contains("00000000abcd.jsonl"), "names the file: {s}");
+    second.send(b"\r");
+    let s = second.wait_for("First answer.");
+    assert!(s.contains("hello there"), "{s}");
+    assert!(second.quit().success());
+    assert_eq!(sessions().len(), 2);
+
+    // Repair: a copy goes on with what the damaged file holds; the file stays as it was.
+    let mut third = Pty::spawn(&home, &server, &["-c"]);
+    third.wait_for("Choice [n/r/s/q]");
+    third.send(b"r\r");
+    third.wait_for("the damaged question");
+    assert!(third.quit().success());
+    assert_eq!(sessions().len(), 3, "the repaired copy");
+    assert_eq!(std::fs::read_to_string(&bad).unwrap(), damaged);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
 /// A session file that cannot grow (a 2 KB file-size limit, failing writes as a full disk
 /// does): the TUI shows the failure as it happens, and on quit says what was not saved instead
 /// of how to resume, and exits 1.

@@ -136,6 +136,9 @@ pub enum Command {
     SetApproval(crate::approval::ApprovalMode),
     /// The MCP servers, their state and tools; answered with [`HostEvent::McpStatus`].
     McpStatus,
+    /// The first kept entry of the compaction the session recorded last (after every event
+    /// so far); answered with [`HostEvent::CompactionRecorded`].
+    RecordedCompaction,
     /// Replies once no MCP server is still starting (each is bounded by its startup timeout;
     /// at once when there are none). Print mode waits for it before its first request.
     McpReady(Reply<()>),
@@ -188,6 +191,9 @@ pub enum HostEvent {
     SessionWriteFailed(String),
     /// The MCP servers (empty: none configured).
     McpStatus(Vec<crate::mcp::ServerStatus>),
+    /// The id of the first entry the latest recorded compaction keeps (`None` when nothing
+    /// is recorded, or it could not be named).
+    CompactionRecorded(Option<String>),
 }
 
 /// A saved session, now the current one.
@@ -343,7 +349,8 @@ impl Closed {
     /// The line for stderr on the way out: what could not be saved, or how to resume.
     pub fn farewell(&self) -> Option<String> {
         match (&self.unsaved, self.saved) {
-            (Some(why), _) => Some(format!(
+            (Some(why), false) => Some(format!("pi: nothing of this session was saved ({why})")),
+            (Some(why), true) => Some(format!(
                 "pi: part of this session could not be saved ({why}); its file may lack the \
                  latest messages"
             )),
@@ -494,14 +501,54 @@ impl Host {
         let _ = self.out.send(event);
     }
 
+    /// Before a prompt goes to a model: what the session has queued must be on disk (a new
+    /// session's file is made now). `Err` says why not; nothing was saved or sent then.
+    async fn ready_for_prompt(&self) -> Result<(), String> {
+        let Some(r) = &self.recorder else {
+            return Ok(());
+        };
+        match r.ready_for_prompt().await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!(
+                "the session cannot be saved ({e}), so nothing was sent to the model and \
+                 nothing was saved. Free some space, choose another folder with --session-dir, \
+                 or run with --no-session"
+            )),
+            Err(_) => Err("the session recorder stopped; nothing was sent to the model".into()),
+        }
+    }
+
     async fn handle(&mut self, command: Command) {
         match command {
+            Command::Agent(AgentCommand::Prompt {
+                messages,
+                when_busy,
+                reply,
+            }) => match self.ready_for_prompt().await {
+                Ok(()) => {
+                    let prompt = AgentCommand::Prompt {
+                        messages,
+                        when_busy,
+                        reply,
+                    };
+                    task::apply(&self.agent, prompt).await
+                }
+                Err(why) => match reply {
+                    Some(reply) => {
+                        let _ = reply.send(Err(AgentError::Refused(why)));
+                    }
+                    None => self.tell(HostEvent::Failed(why)),
+                },
+            },
             Command::Agent(c) => task::apply(&self.agent, c).await,
             Command::PromptWithFiles {
                 text,
                 files,
                 when_busy,
-            } => self.prompt_with_files(text, files, when_busy).await,
+            } => match self.ready_for_prompt().await {
+                Ok(()) => self.prompt_with_files(text, files, when_busy).await,
+                Err(why) => self.tell(HostEvent::Failed(why)),
+            },
             Command::SetModel(model) => self.set_model(*model),
             Command::SetThinking(level) => self.set_thinking(level),
             Command::NewSession => self.new_session().await,
@@ -560,6 +607,16 @@ impl Host {
                 );
                 self.tell(HostEvent::Stats(Box::new(stats)));
             }
+            Command::RecordedCompaction => match &self.recorder {
+                Some(r) => {
+                    let out = self.out.clone();
+                    r.with(move |r| {
+                        let first_kept = r.last_compaction_kept().map(str::to_string);
+                        let _ = out.send(HostEvent::CompactionRecorded(first_kept));
+                    });
+                }
+                None => self.tell(HostEvent::CompactionRecorded(None)),
+            },
             Command::McpStatus => {
                 let status = self.mcp.as_ref().map(|m| m.status()).unwrap_or_default();
                 self.tell(HostEvent::McpStatus(status));
@@ -715,7 +772,7 @@ impl Host {
         }
         let (saved, unsaved) = match self.recorder.take() {
             Some(task) => match task.finish().await {
-                Some(r) => (r.is_persisted(), r.unsaved()),
+                Some(r) => (!r.nothing_saved(), r.unsaved()),
                 None => (
                     false,
                     Some("the session recorder stopped unexpectedly".into()),
@@ -873,15 +930,16 @@ impl Host {
         let file = path.clone();
         let loaded = tokio::task::spawn_blocking(move || {
             let name = session::session_info(&file).and_then(|i| i.name);
-            let mut opened = session::open_session(&paths, &cwd, StartFrom::File(&file))
-                .map_err(|e| e.to_string())?;
-            match opened.recorder.lock() {
-                Ok(()) => Ok((opened, name)),
-                Err(session::SessionError::Locked { pid, .. }) => {
-                    let id = opened.recorder.session_id().to_string();
+            // Locked before it is read, so nothing slips in before our first entry.
+            match session::open_session_to_write(&paths, &cwd, StartFrom::File(&file)) {
+                Ok(opened) => Ok((opened, name)),
+                Err(session::SessionError::Locked { pid, path }) => {
+                    let id = session::list::header_id(&path)
+                        .unwrap_or_else(|| path.display().to_string());
                     Err(format!(
-                        "it is open in another pi (process {pid}). To go on in a copy, quit \
-                         and run `pi --fork {id}`; to look at it, `pi --session {id} --read-only`"
+                        "it is open in {}. To go on in a copy, quit \
+                         and run `pi --fork {id}`; to look at it, `pi --session {id} --read-only`",
+                        session::error::another_pi(pid)
                     ))
                 }
                 Err(e) => Err(e.to_string()),

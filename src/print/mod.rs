@@ -6,7 +6,9 @@
 //! stderr; an error or aborted ending exits 1. JSON mode writes a session header line and then
 //! every agent event as one JSON object per line (a `message_update` carries the delta, not the
 //! whole partial message; the complete message comes with `message_end`). SIGTERM, SIGHUP and
-//! Ctrl+C abort the run cleanly and exit 143, 129 and 130.
+//! Ctrl+C abort the run cleanly and exit 143, 129 and 130. `-r` asks for a session on the
+//! terminal; without one on stdin it lists this folder's sessions on stdout instead (one line
+//! each, the whole id first, for `--session`).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -187,6 +189,10 @@ fn prompts(print: &PrintOptions) -> Vec<String> {
 /// Run print or JSON mode. Returns the exit code.
 pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     let prompts = prompts(&print);
+    // `-r` with nothing to read a choice from: the list is the answer.
+    if print.pick_session && !std::io::stdin().is_terminal() {
+        return list_for_resume(&options, !prompts.is_empty());
+    }
     if prompts.is_empty() {
         eprintln!("pi: nothing to do: give a message, e.g. pi -p \"explain this repo\"");
         return 1;
@@ -451,9 +457,48 @@ impl Pump {
     }
 }
 
-/// A plain numbered list on stderr; the choice is read from the terminal.
-fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> {
-    use std::io::BufRead;
+/// `-r` without a terminal to pick on: this folder's sessions on stdout, newest first, one
+/// line each (id, last written, messages, title), so a script can choose one for `--session`. With a
+/// prompt to send, nothing is sent (pi cannot choose for the person): exit 1 with the way on.
+fn list_for_resume(options: &setup::Options, had_prompt: bool) -> u8 {
+    let list = match resume_list(options) {
+        Ok(list) => list,
+        Err(e) => {
+            say(&e);
+            return 1;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for s in &list {
+        let messages = crate::session::count_messages(&s.path)
+            .map_or_else(|| "?".to_string(), |n| n.to_string());
+        let modified = s
+            .modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let _ = writeln!(
+            out,
+            "{}  {}  {:>4} msgs  {}",
+            visible(&s.id),
+            crate::session::time::iso_from_ms(modified),
+            messages,
+            visible(s.title())
+        );
+    }
+    let _ = out.flush();
+    if had_prompt {
+        say(
+            "--resume needs a terminal to pick from, so nothing was sent; the sessions are \
+             listed above: run again with --session <id> (or -c for the newest)",
+        );
+        return 1;
+    }
+    0
+}
+
+/// This folder's sessions for `-r`, newest first (an error when there are none to resume).
+fn resume_list(options: &setup::Options) -> Result<Vec<crate::session::SessionInfo>, String> {
     let env = options.env.clone();
     let agent_dir = crate::config::agent_dir(&move |k| env(k));
     let (config, _, _) = setup::load_config(
@@ -470,9 +515,13 @@ fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> 
     if list.is_empty() {
         return Err("no saved sessions in this folder to resume".into());
     }
-    if !std::io::stdin().is_terminal() {
-        return Err("--resume needs a terminal to pick from; use --session <id> or -c".into());
-    }
+    Ok(list)
+}
+
+/// A plain numbered list on stderr; the choice is read from the terminal.
+fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> {
+    use std::io::BufRead;
+    let list = resume_list(options)?;
     let shown = list.len().min(30);
     for (i, s) in list.iter().take(shown).enumerate() {
         let title: String = s.title().chars().take(70).collect();

@@ -1,7 +1,11 @@
 //! The RPC commands, mapped onto the host: agent commands (prompt, steer, follow-up, abort,
 //! model, thinking, queue modes, compaction, state) go straight to the agent; session commands
-//! (new session, name, `bash`) are answered when the host reports back. A command this pi has no
-//! feature for gets `success: false` saying so.
+//! (new session, name, `bash`) are answered when the host reports back. `compact` is answered
+//! when its run's `compaction_end` arrives: with what it did (the first kept entry named by
+//! the session recorder, through the host), or `success: false` when nothing was compacted.
+//! `set_model` names models by the rule `--model` and `/model` follow
+//! ([`crate::setup::select::model_by_id`]). A command this pi has no feature for gets
+//! `success: false` saying so.
 
 use std::collections::VecDeque;
 
@@ -10,14 +14,15 @@ use tokio::sync::oneshot;
 
 use super::response;
 use crate::agent::protocol::command::{AgentCommand, AgentError, AgentState, QueueMode, WhenBusy};
-use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::events::{AgentEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
     AgentMessage, ContentBlock, ImageContent, Message, UserContent, UserMessage,
 };
 use crate::host::{Command, Commands, HostEvent};
-use crate::provider::catalog::ModelInfo;
+use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::setup::StartInfo;
+use crate::setup::select::model_by_id;
 
 /// Commands of the Node.js pi this pi has no feature for (extensions and their dialogs).
 const UNSUPPORTED: &[&str] = &["extension_ui_response"];
@@ -26,12 +31,21 @@ const UNSUPPORTED: &[&str] = &["extension_ui_response"];
 struct Waiting {
     id: Option<Value>,
     command: &'static str,
+    /// What the answer is built on (a compaction's result, waiting for its entry id).
+    partial: Option<Value>,
+}
+
+/// A `compact` whose run is going.
+struct Compacting {
+    id: Option<Value>,
+    run: RunId,
 }
 
 /// What RPC mode keeps between commands.
 pub struct Session {
     commands: Commands,
     models: Vec<ModelInfo>,
+    catalog: std::sync::Arc<Catalog>,
     model: ModelInfo,
     thinking: ThinkingLevel,
     session_id: String,
@@ -48,6 +62,8 @@ pub struct Session {
     /// Providers with no key (skipped by `cycle_model` without a scope).
     keyless: Vec<String>,
     waiting: VecDeque<Waiting>,
+    /// `compact` commands answered when their run's `compaction_end` arrives.
+    compactions: Vec<Compacting>,
 }
 
 /// The Node.js pi's `Model` object.
@@ -115,6 +131,7 @@ impl Session {
         Session {
             commands,
             models: info.models,
+            catalog: info.catalog,
             model: info.model,
             thinking: info.thinking,
             session_id: info.session_id,
@@ -134,21 +151,68 @@ impl Session {
             scoped: info.scoped_models,
             keyless: info.providers_without_key,
             waiting: VecDeque::new(),
+            compactions: Vec::new(),
         }
     }
 
-    /// Follow the run's state from its events.
-    pub fn observe(&mut self, event: &AgentEvent) {
+    /// Follow the run's state from its events; returns the responses they complete (a
+    /// `compact` whose compaction failed or did nothing).
+    pub fn observe(&mut self, run: Option<RunId>, event: &AgentEvent) -> Vec<String> {
         match event {
             AgentEvent::AgentStart => self.streaming = true,
             AgentEvent::AgentEnd { .. } => {
                 self.streaming = false;
                 self.compacting = false;
+                // A compaction run that ended without saying what it did.
+                return self
+                    .take_compaction(run)
+                    .map(|c| response(&c.id, "compact", Err("nothing was compacted".to_string())))
+                    .into_iter()
+                    .collect();
             }
             AgentEvent::CompactionStart { .. } => self.compacting = true,
-            AgentEvent::CompactionEnd { .. } => self.compacting = false,
+            AgentEvent::CompactionEnd {
+                result,
+                aborted,
+                error_message,
+                ..
+            } => {
+                self.compacting = false;
+                let Some(c) = self.take_compaction(run) else {
+                    return Vec::new();
+                };
+                let Some(r) = result else {
+                    let why = match (error_message, aborted) {
+                        (Some(e), _) if e.starts_with("nothing") => e.clone(),
+                        (Some(e), _) => format!("nothing was compacted: {e}"),
+                        (None, true) => "the compaction was stopped; nothing was compacted".into(),
+                        (None, false) => "nothing was compacted".into(),
+                    };
+                    return vec![response(&c.id, "compact", Err(why))];
+                };
+                // The entry it keeps from is the recorder's to name: ask the host.
+                let data = json!({
+                    "summary": r.summary,
+                    "firstKeptEntryId": Value::Null,
+                    "tokensBefore": r.tokens_before,
+                    "tokensAfter": r.tokens_after,
+                    "details": r.details,
+                });
+                self.commands.send(Command::RecordedCompaction);
+                self.waiting.push_back(Waiting {
+                    id: c.id,
+                    command: "compact",
+                    partial: Some(data),
+                });
+            }
             _ => {}
         }
+        Vec::new()
+    }
+
+    fn take_compaction(&mut self, run: Option<RunId>) -> Option<Compacting> {
+        let at = self.compactions.iter().position(|c| Some(c.run) == run)?;
+        Some(self.compactions.remove(at))
     }
 
     /// One line from stdin; returns the lines to write (its response, when it has one now).
@@ -258,6 +322,7 @@ impl Session {
                 self.waiting.push_back(Waiting {
                     id: id.clone(),
                     command: "new_session",
+                    partial: None,
                 });
                 None
             }
@@ -304,23 +369,20 @@ impl Session {
             "set_model" => {
                 let provider = cmd.get("provider").and_then(Value::as_str).unwrap_or("");
                 let model_id = cmd.get("modelId").and_then(Value::as_str).unwrap_or("");
-                // The catalogue's models, and the one in use (a local model it does not list).
-                match self
-                    .models
-                    .iter()
-                    .chain(std::iter::once(&self.model))
-                    .find(|m| m.provider == provider && m.id == model_id)
-                    .cloned()
-                {
-                    Some(m) => {
+                // The rule `--model` and `/model` follow too.
+                match model_by_id(&self.catalog, provider, model_id, Some(&self.model)) {
+                    Ok((m, warning)) => {
+                        if let Some(w) = warning {
+                            eprintln!("pi: warning: {}", crate::visible::visible(&w));
+                        }
                         self.commands.send(Command::SetModel(Box::new(m.clone())));
                         let data = model_json(&m);
                         self.model = m;
                         done("set_model", Ok(Some(data)))
                     }
-                    None => done(
+                    Err(e) => done(
                         "set_model",
-                        Err(format!("Model not found: {provider}/{model_id}")),
+                        Err(format!("Model not found: {provider}/{model_id} ({e})")),
                     ),
                 }
             }
@@ -375,7 +437,14 @@ impl Session {
                     reply: Some(reply),
                 });
                 match rx.await {
-                    Ok(Ok(_)) => done("compact", Ok(None)),
+                    // Answered with what it did when its `compaction_end` arrives.
+                    Ok(Ok(run)) => {
+                        self.compactions.push(Compacting {
+                            id: id.clone(),
+                            run,
+                        });
+                        None
+                    }
                     Ok(Err(e)) => done("compact", Err(e.to_string())),
                     Err(_) => done("compact", Err("the agent is gone".into())),
                 }
@@ -406,6 +475,7 @@ impl Session {
                     self.waiting.push_back(Waiting {
                         id: id.clone(),
                         command: "bash",
+                        partial: None,
                     });
                     None
                 }
@@ -417,6 +487,7 @@ impl Session {
                     self.waiting.push_back(Waiting {
                         id: id.clone(),
                         command: "set_session_name",
+                        partial: None,
                     });
                     None
                 }
@@ -525,6 +596,7 @@ impl Session {
         self.waiting.push_back(Waiting {
             id: id.clone(),
             command: name,
+            partial: None,
         });
         None
     }
@@ -613,6 +685,15 @@ impl Session {
                     .map(|(id, text)| json!({"entryId": id, "text": text}))
                     .collect();
                 Some(("get_fork_messages", Ok(Some(json!({"messages": messages})))))
+            }
+            HostEvent::CompactionRecorded(first_kept) => {
+                let at = self.waiting.iter().position(|w| w.command == "compact");
+                let Some(w) = at.and_then(|at| self.waiting.remove(at)) else {
+                    return Vec::new();
+                };
+                let mut data = w.partial.unwrap_or_else(|| json!({}));
+                data["firstKeptEntryId"] = json!(first_kept);
+                return vec![response(&w.id, "compact", Ok(Some(data)))];
             }
             HostEvent::Failed(why) => self
                 .waiting

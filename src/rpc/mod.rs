@@ -47,10 +47,13 @@ pub async fn run(mut options: setup::Options) -> u8 {
                 }
                 None => break,
             },
-            Some(RunEvent { event, .. }) = client.events.recv() => {
-                session.observe(&event);
+            Some(RunEvent { event, run }) = client.events.recv() => {
+                let replies = session.observe(run, &event);
                 if let Ok(text) = serde_json::to_string(&event) {
                     out.line(&text);
+                }
+                for reply in replies {
+                    out.line(&reply);
                 }
                 if client.events.is_empty() {
                     out.flush();

@@ -12,6 +12,8 @@
 //!   then everything after it;
 //! * the model is the last `model_change` or assistant message on the branch, the thinking
 //!   level the last `thinking_level_change`;
+//! * a message of a role this pi does not know becomes a user message quoting it (the load
+//!   warns about it), so nothing in the history is hidden from the model;
 //! * tool calls without results (the process died while a tool ran) are answered with
 //!   placeholder results, so a provider accepts the history: a call the file records as started
 //!   (a `pi/tool_started` entry) is reported as started with an unknown outcome, any other as
@@ -197,8 +199,34 @@ pub fn convert_custom(message: AgentMessage) -> Option<AgentMessage> {
         }),
         "compactionSummary" => compaction_summary_message(field_str(&c, "summary")?, ts),
         "branchSummary" => branch_summary_message(field_str(&c, "summary")?, ts),
-        _ => AgentMessage::Custom(c),
+        // A role this pi does not know (a newer program's): quoted, never silently dropped.
+        _ => synthetic_user(unknown_role_text(&c), ts),
     })
+}
+
+/// A message of a role this pi does not know, quoted for the model.
+fn unknown_role_text(c: &CustomMessage) -> String {
+    let body = match c.fields.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(content @ Value::Array(_)) => match user_content_of(Some(content)) {
+            UserContent::Text(text) => text,
+            UserContent::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| b.as_text())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        },
+        _ => {
+            let mut fields = c.fields.clone();
+            fields.remove("timestamp");
+            Value::Object(fields).to_string()
+        }
+    };
+    format!(
+        "(A message with the role `{}` from the saved session, which this pi does not know; \
+         it is quoted here for reference.)\n{body}",
+        c.role
+    )
 }
 
 /// One step of building a context: a message entry to take, or a message made here.

@@ -502,8 +502,16 @@ fn unknown_from_map(
     }))
 }
 
-/// Parse one line of a session file. `Err` holds a short reason for the warning.
+/// `line` without a UTF-8 byte order mark in front (an editor on Windows may add one to the
+/// first line of a file).
+pub fn without_bom(line: &[u8]) -> &[u8] {
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
+/// Parse one line of a session file (a byte order mark in front is skipped). `Err` holds a
+/// short reason for the warning.
 pub fn parse_line(line: &[u8]) -> Result<ParsedLine, String> {
+    let line = without_bom(line);
     match serde_json::from_slice::<RawLine>(line) {
         Ok(raw) if raw.line_type == "session" => {
             // Headers are short and rare: read them as a map to keep unknown fields.

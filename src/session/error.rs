@@ -27,10 +27,13 @@ pub enum SessionError {
     },
     /// The file exists but is not a session file (no session header and no entries).
     NotASession(PathBuf),
-    /// Another running pi writes this session (its lock file names `pid`).
+    /// Another running pi writes this session (its lock file names `pid`; 0 when it had not
+    /// written its id yet).
     Locked { path: PathBuf, pid: u32 },
     /// A session name that is empty or only whitespace.
     EmptyName,
+    /// `--continue`: the newest session file has no valid header (the choices are in it).
+    UnreadableNewest(Box<super::list::UnreadableNewest>),
 }
 
 impl SessionError {
@@ -71,12 +74,14 @@ impl fmt::Display for SessionError {
             }
             SessionError::Locked { path, pid } => write!(
                 f,
-                "session {} is open in another pi (process {pid})",
-                path.display()
+                "session {} is open in {}",
+                path.display(),
+                another_pi(*pid)
             ),
             SessionError::EmptyName => {
                 f.write_str("a session name needs at least one visible character")
             }
+            SessionError::UnreadableNewest(found) => write!(f, "{found}"),
             SessionError::NotASession(p) => write!(
                 f,
                 "{} is not a pi session file (its first line is not a session header)",
@@ -92,6 +97,15 @@ impl std::error::Error for SessionError {
             SessionError::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// "another pi (process 4242)", or without the id when the holder had not written it yet.
+pub fn another_pi(pid: u32) -> String {
+    if pid == 0 {
+        "another pi".into()
+    } else {
+        format!("another pi (process {pid})")
     }
 }
 

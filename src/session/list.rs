@@ -375,10 +375,113 @@ pub fn newest_session(dir: &Path) -> Option<PathBuf> {
         .find(|p| header_id(p).is_some())
 }
 
+/// What `--continue` finds in a folder ([`newest_candidate`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Newest {
+    /// No session file (empty files do not count).
+    None,
+    /// The newest file, a session.
+    Session(PathBuf),
+    /// The newest file has no valid session header.
+    Unreadable(UnreadableNewest),
+}
+
+/// The newest session file of a folder, whose header cannot be read, and the ways on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnreadableNewest {
+    pub path: PathBuf,
+    /// What is wrong with it, in a few words.
+    pub reason: String,
+    /// The newest file after it that is a session.
+    pub next: Option<PathBuf>,
+    /// It holds entries a repaired copy can go on from (`--session` with its path makes one).
+    pub repairable: bool,
+}
+
+impl std::fmt::Display for UnreadableNewest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        write!(
+            f,
+            "the newest session file of this folder has no valid session header ({}), so it \
+             was not opened and nothing was started:\n  {path}\nTo go on, run pi again with one of:",
+            self.reason
+        )?;
+        if let Some(next) = &self.next {
+            write!(
+                f,
+                "\n  --session {}   continue the next newest session",
+                next.display()
+            )?;
+        }
+        if self.repairable {
+            write!(
+                f,
+                "\n  --session {path}   continue in a repaired copy of it (the file is left as it is)"
+            )?;
+        }
+        write!(f, "\n  (no -c)   start a new session")
+    }
+}
+
+/// Why the first line of `path` is not a session header.
+fn header_problem(path: &Path) -> String {
+    let Ok(mut file) = File::open(path) else {
+        return "it cannot be opened".into();
+    };
+    let head = match read_at(&mut file, 0, MAX_HEADER_BYTES) {
+        Ok(h) => h,
+        Err(e) => return format!("it cannot be read: {e}"),
+    };
+    let end = head.iter().position(|b| *b == b'\n').unwrap_or(head.len());
+    let line = head[..end].strip_suffix(b"\r").unwrap_or(&head[..end]);
+    match parse_line(line) {
+        Ok(ParsedLine::Entry(_)) => "its first line is an entry, not the header".into(),
+        Ok(ParsedLine::Header(_)) => "its header is damaged".into(),
+        Err(reason) => format!("its first line cannot be read: {reason}"),
+    }
+}
+
+/// The newest file of a folder for `--continue`: a session, or a file without a valid header
+/// (reported, never passed over), or nothing. Empty files are passed over: there is nothing in
+/// them to lose.
+pub fn newest_candidate(dir: &Path) -> Newest {
+    let mut files: Vec<(SystemTime, PathBuf)> = jsonl_files(dir)
+        .into_iter()
+        .filter_map(|p| {
+            let meta = fs::metadata(&p).ok()?;
+            (meta.len() > 0).then_some(())?;
+            Some((meta.modified().ok()?, p))
+        })
+        .collect();
+    files.sort_by(|a, b| b.cmp(a));
+    let mut files = files.into_iter().map(|(_, p)| p);
+    let Some(newest) = files.next() else {
+        return Newest::None;
+    };
+    if header_id(&newest).is_some() {
+        return Newest::Session(newest);
+    }
+    let repairable = match super::load::Session::load(&newest) {
+        // A header further down (after damaged lines) still makes it a session.
+        Ok(s) if !s.header_missing() => return Newest::Session(newest),
+        Ok(s) => !s.entries.is_empty(),
+        Err(_) => false,
+    };
+    Newest::Unreadable(UnreadableNewest {
+        reason: header_problem(&newest),
+        next: files.find(|p| header_id(p).is_some()),
+        path: newest,
+        repairable,
+    })
+}
+
 /// A session found by [`find_session`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoundSession {
     pub path: PathBuf,
+    /// From the header (from the file name, or empty, for a file given by path whose header
+    /// cannot be read).
     pub id: String,
     /// False when it belongs to another project's folder (the Node.js `pi` then offers to
     /// fork it into the current one).
@@ -449,7 +552,14 @@ pub fn find_session(paths: &SessionPaths, query: &str) -> Result<FoundSession, S
         if !path.is_file() {
             return Err(SessionError::NotFound(query.to_string()));
         }
-        let id = header_id(&path).ok_or_else(|| SessionError::NotASession(path.clone()))?;
+        // A file without a readable header is still named: opening it makes a repaired copy
+        // when it holds entries, and says it is not a session when it holds none.
+        let id = header_id(&path)
+            .or_else(|| {
+                let name = path.file_name()?.to_str()?;
+                id_from_file_name(name).map(str::to_string)
+            })
+            .unwrap_or_default();
         let in_current_folder = path
             .parent()
             .and_then(|p| fs::canonicalize(p).ok())

@@ -5,8 +5,17 @@
 //! threads, and the halves joined in order); a line that is not valid JSON — a torn last line
 //! after a crash, a corrupt line in the middle — is skipped with a [`LoadWarning`] naming its
 //! line number, and the rest loads. A damaged line that still holds entries (invalid UTF-8, two
-//! entries on one line) gives them up, with a warning (see `salvage`). The file itself is never modified. Only I/O failures (missing file, no permission)
-//! and files with nothing session-like in them are errors.
+//! entries on one line) gives them up, with a warning (see `salvage`). A byte order mark in
+//! front of the header is skipped.
+//!
+//! Links between entries are checked once all lines are read, and every repair is made in
+//! memory only and named in a warning with its line: an entry whose parent is not in the file
+//! (a lost line, a hand edit) continues from the entry before it in file order, so what came
+//! before is still its history; a loop of parents is broken at its first entry in file order,
+//! which continues from the entry before it. A message of a role this pi does not know is kept
+//! and reported (the context quotes it to the model). The file itself is never modified. Only
+//! I/O failures (missing file, no permission) and files with nothing session-like in them are
+//! errors.
 //!
 //! Old formats are read as well: version 1 files have no entry ids, so each entry gets a stable
 //! id derived from its line number (`0000002a`) and is chained to the previous one; version 1
@@ -357,7 +366,24 @@ impl Session {
 /// True for a line that is, or is the start of, a session header.
 fn is_header_start(line: &[u8]) -> bool {
     const START: &[u8] = br#"{"type":"session""#;
+    let line = super::entry::without_bom(line);
     START.starts_with(line) || line.starts_with(START)
+}
+
+/// Roles of messages this pi reads (the loop's own, and the Node.js `pi`'s extra ones).
+fn is_known_role(role: &str) -> bool {
+    matches!(
+        role,
+        "user"
+            | "assistant"
+            | "toolResult"
+            | "developer"
+            | "bashExecution"
+            | "custom"
+            | "hookMessage"
+            | "compactionSummary"
+            | "branchSummary"
+    )
 }
 
 /// Collects lines into a session.
@@ -379,8 +405,10 @@ struct Builder {
     torn_header: bool,
     /// A line was skipped since the last entry.
     after_gap: bool,
-    /// (entry index, line) of entries that directly follow skipped lines.
-    gap_followers: Vec<(usize, usize)>,
+    /// Entries that directly follow skipped lines (their indices).
+    gap_followers: HashSet<usize>,
+    /// The line of each entry (1-based), for warnings about links between entries.
+    lines: Vec<usize>,
 }
 
 impl Builder {
@@ -503,8 +531,21 @@ impl Builder {
             self.v1_compactions.push((at, index));
         }
         if std::mem::take(&mut self.after_gap) {
-            self.gap_followers.push((at, line_no));
+            self.gap_followers.insert(at);
         }
+        if let EntryKind::Message(AgentMessage::Custom(c)) = &kind
+            && !is_known_role(&c.role)
+        {
+            self.warn(
+                line_no,
+                format!(
+                    "a message with the role `{}`, which this pi does not know; the model \
+                     sees it as a quoted note",
+                    c.role
+                ),
+            );
+        }
+        self.lines.push(line_no);
         self.index.insert(id.clone(), at);
         self.by_position.push(Some(at));
         self.entries.push(SessionEntry {
@@ -515,26 +556,115 @@ impl Builder {
         });
     }
 
-    fn finish(mut self, path: Option<&Path>, name: &Path) -> Result<Session, SessionError> {
-        // An entry whose parent was on a skipped line continues from the entry before the gap
-        // (in memory only), so one bad line does not cut the conversation short.
-        for (at, line) in std::mem::take(&mut self.gap_followers) {
-            let lost = self.entries[at]
-                .parent_id
-                .as_ref()
-                .is_some_and(|p| !self.index.contains_key(p));
-            if lost && at > 0 {
-                let bridge = self.entries[at - 1].id.clone();
-                self.warn(
-                    line,
-                    format!(
-                        "the parent of entry {} was on a damaged line; continuing from entry {bridge}",
-                        self.entries[at].id
-                    ),
-                );
-                self.entries[at].parent_id = Some(bridge);
+    /// Re-attach every entry whose parent is not in the file to the entry before it in file
+    /// order (in memory only), so one lost line does not cut off the conversation before it.
+    fn bridge_missing_parents(&mut self) {
+        for at in 0..self.entries.len() {
+            let Some(parent) = self.entries[at].parent_id.as_deref() else {
+                continue;
+            };
+            // Usually the parent is the entry just before: no hash lookup then.
+            let follows = at > 0 && self.entries[at - 1].id == parent;
+            if follows || self.index.contains_key(parent) {
+                continue;
+            }
+            let line = self.lines[at];
+            let id = &self.entries[at].id;
+            let cause = if self.gap_followers.contains(&at) {
+                format!("the parent of entry {id} was on a damaged line")
+            } else {
+                format!("the parent of entry {id} ({parent}) is not in the file")
+            };
+            let bridge = at.checked_sub(1).map(|b| self.entries[b].id.clone());
+            let message = match &bridge {
+                Some(b) => format!("{cause}; continuing from entry {b}, the one before it"),
+                None => format!("{cause}; the conversation starts with it"),
+            };
+            self.warn(line, message);
+            self.entries[at].parent_id = bridge;
+        }
+    }
+
+    /// Break every loop of parents (an entry that is, through its parents, its own ancestor):
+    /// the loop's first entry in file order is re-attached to the entry before it, with a
+    /// warning, so its branch reads in file order and nothing on it is repeated or lost.
+    fn break_parent_loops(&mut self) {
+        while let Some(cycle) = self.find_parent_loop() {
+            let Some(&first) = cycle.iter().min() else {
+                return;
+            };
+            let bridge = first.checked_sub(1).map(|b| self.entries[b].id.clone());
+            let mut members: Vec<usize> = cycle.clone();
+            members.sort_unstable();
+            let names: Vec<&str> = members
+                .iter()
+                .map(|&i| self.entries[i].id.as_str())
+                .collect();
+            let id = &self.entries[first].id;
+            let message = match &bridge {
+                Some(b) => format!(
+                    "the parents of entry {id} loop back to it (through {}); continuing from \
+                     entry {b}, the one before it",
+                    names.join(", ")
+                ),
+                None => format!(
+                    "the parents of entry {id} loop back to it (through {}); the conversation \
+                     starts with it",
+                    names.join(", ")
+                ),
+            };
+            self.warn(self.lines[first], message);
+            self.entries[first].parent_id = bridge;
+        }
+    }
+
+    /// The entries of one loop of parents, if the file has any.
+    fn find_parent_loop(&self) -> Option<Vec<usize>> {
+        const NEW: u8 = 0;
+        const ON_PATH: u8 = 1;
+        const DONE: u8 = 2;
+        let n = self.entries.len();
+        // As `Session::parent_index` finds it (a repeated id means the later entry).
+        let parent = |i: usize| {
+            let p = self.entries[i].parent_id.as_deref()?;
+            if !self.duplicate_ids && i > 0 && self.entries[i - 1].id == p {
+                Some(i - 1)
+            } else {
+                self.index.get(p).copied()
+            }
+        };
+        let mut state = vec![NEW; n];
+        let mut path = Vec::new();
+        for start in 0..n {
+            if state[start] != NEW {
+                continue;
+            }
+            path.clear();
+            let mut current = Some(start);
+            while let Some(i) = current {
+                match state[i] {
+                    NEW => {
+                        state[i] = ON_PATH;
+                        path.push(i);
+                        current = parent(i);
+                    }
+                    ON_PATH => {
+                        let from = path.iter().position(|&p| p == i).unwrap_or(0);
+                        return Some(path[from..].to_vec());
+                    }
+                    _ => break,
+                }
+            }
+            for &i in &path {
+                state[i] = DONE;
             }
         }
+        None
+    }
+
+    fn finish(mut self, path: Option<&Path>, name: &Path) -> Result<Session, SessionError> {
+        self.bridge_missing_parents();
+        self.break_parent_loops();
         for (at, line_index) in std::mem::take(&mut self.v1_compactions) {
             let target = usize::try_from(line_index)
                 .ok()
@@ -635,15 +765,112 @@ mod tests {
         assert_eq!(s.name(), Some("n"));
     }
 
+    fn user(id: &str, parent: Option<&str>, text: &str) -> String {
+        serde_json::json!({
+            "type": "message", "id": id, "parentId": parent, "timestamp": "t",
+            "message": {"role": "user", "content": text, "timestamp": 1}
+        })
+        .to_string()
+    }
+
+    fn branch_ids(s: &Session) -> Vec<&str> {
+        s.branch(s.leaf_id())
+            .iter()
+            .map(|e| e.id.as_str())
+            .collect()
+    }
+
     #[test]
-    fn cycles_do_not_hang() {
+    fn a_loop_of_parents_is_cut_at_its_first_entry_and_reported() {
         let text = format!(
-            "{HEADER}\n{}\n{}\n",
-            r#"{"type":"session_info","id":"aaaaaaaa","parentId":"bbbbbbbb","timestamp":"t"}"#,
-            r#"{"type":"session_info","id":"bbbbbbbb","parentId":"aaaaaaaa","timestamp":"t"}"#
+            "{HEADER}\n{}\n{}\n{}\n{}\n",
+            user("root0000", None, "first"),
+            user("aaaaaaaa", Some("cccccccc"), "a"),
+            user("bbbbbbbb", Some("aaaaaaaa"), "b"),
+            user("cccccccc", Some("bbbbbbbb"), "c"),
         );
         let s = read(&text);
-        assert!(s.branch(s.leaf_id()).len() <= 3);
+        // Read in file order, each entry once, the earlier history kept.
+        assert_eq!(
+            branch_ids(&s),
+            ["root0000", "aaaaaaaa", "bbbbbbbb", "cccccccc"]
+        );
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert_eq!(s.warnings[0].line, 3, "the line of the loop's first entry");
+        let w = &s.warnings[0].message;
+        assert!(
+            w.contains("loop") && w.contains("continuing from entry root0000"),
+            "{w}"
+        );
+
+        // An entry that names itself, at the very start: it starts the conversation.
+        let text = format!("{HEADER}\n{}\n", user("aaaaaaaa", Some("aaaaaaaa"), "a"));
+        let s = read(&text);
+        assert_eq!(branch_ids(&s), ["aaaaaaaa"]);
+        assert!(s.warnings[0].message.contains("starts with it"));
+    }
+
+    #[test]
+    fn a_missing_middle_entry_keeps_what_came_before_it() {
+        // The entry `bbbbbbbb` was lost: `cccccccc` points at nothing.
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n{}\n",
+            user("aaaaaaaa", None, "one"),
+            user("a2a2a2a2", Some("aaaaaaaa"), "two"),
+            user("cccccccc", Some("bbbbbbbb"), "three"),
+            user("dddddddd", Some("cccccccc"), "four"),
+        );
+        let s = read(&text);
+        assert_eq!(
+            branch_ids(&s),
+            ["aaaaaaaa", "a2a2a2a2", "cccccccc", "dddddddd"]
+        );
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert_eq!(s.warnings[0].line, 4);
+        let w = &s.warnings[0].message;
+        assert!(
+            w.contains("bbbbbbbb") && w.contains("not in the file") && w.contains("a2a2a2a2"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn a_message_of_an_unknown_role_is_reported_and_quoted() {
+        let odd = serde_json::json!({
+            "type": "message", "id": "bbbbbbbb", "parentId": "aaaaaaaa", "timestamp": "t",
+            "message": {"role": "observer", "content": "the build is green", "timestamp": 2}
+        });
+        let text = format!(
+            "{HEADER}\n{}\n{odd}\n{}\n",
+            user("aaaaaaaa", None, "one"),
+            user("cccccccc", Some("bbbbbbbb"), "two"),
+        );
+        let s = read(&text);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert_eq!(s.warnings[0].line, 3);
+        assert!(s.warnings[0].message.contains("`observer`"));
+        let context = s.context();
+        let texts: Vec<String> = context
+            .messages
+            .iter()
+            .map(|m| match m.as_user().map(|u| &u.content) {
+                Some(crate::agent::protocol::types::UserContent::Text(t)) => t.clone(),
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(texts.len(), 3, "nothing dropped or moved: {texts:?}");
+        assert_eq!(texts[0], "one");
+        assert!(texts[1].contains("`observer`") && texts[1].contains("the build is green"));
+        assert_eq!(texts[2], "two");
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_skipped() {
+        let text = format!("\u{feff}{HEADER}\n{}\n", user("aaaaaaaa", None, "one"));
+        let s = read(&text);
+        assert!(!s.header_missing());
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        assert_eq!(s.entries.len(), 1);
     }
 
     #[test]

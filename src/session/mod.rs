@@ -56,11 +56,11 @@ pub use entry::{
 pub use error::{LoadWarning, SessionError};
 pub use fork::{Forked, branch_to_new, fork};
 pub use list::{
-    FoundSession, ListScope, SessionInfo, SessionList, count_messages, find_session, list_sessions,
-    newest_session, session_info,
+    FoundSession, ListScope, Newest, SessionInfo, SessionList, UnreadableNewest, count_messages,
+    find_session, list_sessions, newest_candidate, newest_session, session_info,
 };
 pub use load::Session;
-pub use open::{OpenedSession, StartFrom, open_session, resume_hint};
+pub use open::{OpenedSession, StartFrom, open_session, open_session_to_write, resume_hint};
 pub use paths::{SessionPaths, encode_cwd};
 pub use recorder::SessionRecorder;
 pub use task::RecorderTask;

@@ -4,14 +4,24 @@
 //! [`SessionRecorder`] (new entries go to the right file) and a [`SessionContext`] (what the
 //! agent resumes with), plus the load warnings to show. `--no-session` is simply not calling
 //! it. On exit, print [`resume_hint`] when [`SessionRecorder::is_persisted`].
+//!
+//! [`open_session_to_write`] does the same for a run that will write the session: it takes the
+//! session's lock ([`super::lock`]) before reading the file, so what it resumes from is still
+//! the end of the file when it appends (another pi cannot slip entries in between).
+//!
+//! `--continue` never starts a new session while one is there to go on with: when the newest
+//! file of the folder has no valid header, the answer is [`SessionError::UnreadableNewest`],
+//! which names the file and the ways on (the next newest session, a repaired copy, a new
+//! session) for the front end to offer.
 
 use std::path::Path;
 
 use super::context::SessionContext;
 use super::error::{LoadWarning, SessionError};
 use super::fork::fork;
-use super::list::{find_session, is_path_query, newest_session};
+use super::list::{Newest, find_session, is_path_query, newest_candidate};
 use super::load::Session;
+use super::lock::SessionLock;
 use super::paths::SessionPaths;
 use super::recorder::SessionRecorder;
 
@@ -48,12 +58,25 @@ pub struct OpenedSession {
     pub recorded_cwd: Option<String>,
 }
 
+/// Whether opening takes the session's lock first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    Lock,
+    ReadOnly,
+}
+
 fn resumed_from(
     path: &Path,
     cwd: &Path,
     other_folder: bool,
     dest_dir: &Path,
+    claim: Claim,
 ) -> Result<OpenedSession, SessionError> {
+    // Locked before it is read: nobody appends between the read and our first write.
+    let mut lock = match claim {
+        Claim::Lock => Some(SessionLock::acquire(path)?),
+        Claim::ReadOnly => None,
+    };
     let mut session = Session::load(path)?;
     let mut warnings = session.warnings.clone();
     if session.header_missing() && !session.entries.is_empty() {
@@ -67,9 +90,15 @@ fn resumed_from(
                 copy.path.display()
             ),
         });
+        if claim == Claim::Lock {
+            lock = Some(SessionLock::acquire(&copy.path)?);
+        }
         session = Session::load(&copy.path)?;
     }
     let mut recorder = SessionRecorder::resume(&session)?;
+    if let Some(lock) = lock {
+        recorder.adopt_lock(lock);
+    }
     let recorded = session.cwd().to_string();
     let recorded_cwd = (!recorded.is_empty() && Path::new(&recorded) != cwd).then_some(recorded);
     let context = session.into_context();
@@ -95,30 +124,57 @@ fn fresh(recorder: SessionRecorder) -> OpenedSession {
     }
 }
 
-/// Resolve the session flags (see [`StartFrom`]).
+/// Resolve the session flags (see [`StartFrom`]) without taking the session's lock (to look
+/// at a session, or when the caller locks it).
 pub fn open_session(
     paths: &SessionPaths,
     cwd: &Path,
     from: StartFrom<'_>,
 ) -> Result<OpenedSession, SessionError> {
+    open_with(paths, cwd, from, Claim::ReadOnly)
+}
+
+/// Resolve the session flags for a run that writes the session: an existing session is
+/// locked before it is read ([`SessionError::Locked`] when another pi writes it).
+pub fn open_session_to_write(
+    paths: &SessionPaths,
+    cwd: &Path,
+    from: StartFrom<'_>,
+) -> Result<OpenedSession, SessionError> {
+    open_with(paths, cwd, from, Claim::Lock)
+}
+
+fn open_with(
+    paths: &SessionPaths,
+    cwd: &Path,
+    from: StartFrom<'_>,
+    claim: Claim,
+) -> Result<OpenedSession, SessionError> {
     match from {
         StartFrom::New => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
-        StartFrom::Continue => match newest_session(&paths.dir) {
-            Some(path) => resumed_from(&path, cwd, false, &paths.dir),
-            None => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
+        StartFrom::Continue => match newest_candidate(&paths.dir) {
+            Newest::Session(path) => resumed_from(&path, cwd, false, &paths.dir, claim),
+            Newest::None => Ok(fresh(SessionRecorder::new_session(&paths.dir, cwd))),
+            Newest::Unreadable(found) => Err(SessionError::UnreadableNewest(Box::new(found))),
         },
-        StartFrom::File(path) => resumed_from(path, cwd, false, &paths.dir),
+        StartFrom::File(path) => resumed_from(path, cwd, false, &paths.dir, claim),
         StartFrom::Session(query) => {
             if is_path_query(query) && !Path::new(query).exists() {
                 return Ok(fresh(SessionRecorder::new_at(Path::new(query), cwd)));
             }
             let found = find_session(paths, query)?;
-            resumed_from(&found.path, cwd, !found.in_current_folder, &paths.dir)
+            resumed_from(
+                &found.path,
+                cwd,
+                !found.in_current_folder,
+                &paths.dir,
+                claim,
+            )
         }
         StartFrom::Fork(query) => {
             let found = find_session(paths, query)?;
             let forked = fork(&found.path, &paths.dir, cwd)?;
-            resumed_from(&forked.path, cwd, false, &paths.dir)
+            resumed_from(&forked.path, cwd, false, &paths.dir, claim)
         }
     }
 }

@@ -7,10 +7,14 @@
 //! session). Every new entry is a child of the previous one (the leaf); [`SessionRecorder::branch_from`]
 //! moves the leaf to continue from an earlier entry.
 //!
-//! A new session touches the disk when its first message (the person's prompt) is recorded:
-//! until then entries (the model and level at start) wait in memory, and the directory and file
-//! are created with the header and all waiting entries in one write, then synced, so a prompt
-//! survives a crash before the first reply. A resumed session appends to its file (after a
+//! A new session touches the disk when its first message (the person's prompt) is recorded, or
+//! just before, when the host asks ([`SessionRecorder::ready_for_prompt`]: nothing is sent to a
+//! model before the session's first write succeeded; a failed try removes the file and lock it
+//! made and keeps its lines queued). Until then entries (the model and level at start) wait in
+//! memory; the file's lock is taken, then the directory and file are created with the header
+//! and all waiting entries in one write, then synced, so a prompt survives a crash before the
+//! first reply. A file this recorder created but could write nothing into is removed when it
+//! closes. A resumed session appends to its file (after a
 //! newline if the file ended in a torn line, so the first new entry is not glued to it). When a
 //! tool starts, a `custom` entry (`pi/tool_started`) says so: a session cut off while it ran is
 //! resumed knowing the call started, with an unknown outcome, rather than as "not run".
@@ -76,6 +80,12 @@ pub struct SessionRecorder {
     last_error: Option<String>,
     /// This process's claim to write the file (see [`super::lock`]).
     lock: Option<SessionLock>,
+    /// This recorder created the file (a new session).
+    created_here: bool,
+    /// Bytes this recorder has written to the file.
+    bytes_written: u64,
+    /// The first kept entry of the last compaction recorded.
+    last_compaction_kept: Option<String>,
     /// The entry of each message recorded or resumed, by the message's address (the `Arc`
     /// is held so the address stays its own): a compaction names its first kept message.
     entry_of: HashMap<usize, (Arc<Message>, String)>,
@@ -139,6 +149,9 @@ impl SessionRecorder {
             errors: Vec::new(),
             last_error: None,
             lock: None,
+            created_here: false,
+            bytes_written: 0,
+            last_compaction_kept: None,
             entry_of: HashMap::new(),
         }
     }
@@ -170,6 +183,9 @@ impl SessionRecorder {
             errors: Vec::new(),
             last_error: None,
             lock: None,
+            created_here: false,
+            bytes_written: 0,
+            last_compaction_kept: None,
             entry_of: HashMap::new(),
         })
     }
@@ -298,10 +314,12 @@ impl SessionRecorder {
     /// one `result.first_kept` was recorded as. `None` (nothing written) when that message is
     /// unknown here; the session then resumes with its whole history, which is safe.
     pub fn append_compaction(&mut self, result: &CompactionResult) -> Option<String> {
+        self.last_compaction_kept = None;
         let first_kept = match result.first_kept.as_ref()? {
             AgentMessage::Llm(m) => self.entry_of.get(&(Arc::as_ptr(m) as usize))?.1.clone(),
             AgentMessage::Custom(_) => return None,
         };
+        self.last_compaction_kept = Some(first_kept.clone());
         let id = self.append(EntryKind::Compaction(Compaction {
             summary: result.summary.clone(),
             first_kept_entry_id: first_kept,
@@ -312,6 +330,11 @@ impl SessionRecorder {
         // Messages only this map still holds are gone from the conversation.
         self.entry_of.retain(|_, (m, _)| Arc::strong_count(m) > 1);
         Some(id)
+    }
+
+    /// The first kept entry of the last compaction this recorder wrote.
+    pub fn last_compaction_kept(&self) -> Option<&str> {
+        self.last_compaction_kept.as_deref()
     }
 
     fn write_message(&mut self, message: &AgentMessage) -> String {
@@ -395,6 +418,11 @@ impl SessionRecorder {
                     create_private_dir(dir)
                         .map_err(|e| SessionError::io("create the folder of", &self.path, e))?;
                 }
+                // Locked before the file can be seen: a `pi -c` that finds it finds it taken.
+                // Without a lock (one cannot be written) the session is still written.
+                if self.lock.is_none() {
+                    self.lock = SessionLock::acquire(&self.path).ok();
+                }
                 // Sessions hold whole conversations: readable by their owner only.
                 let f = OpenOptions::new()
                     .append(true)
@@ -403,11 +431,8 @@ impl SessionRecorder {
                     .open(&self.path)
                     .map_err(|e| SessionError::io("create", &self.path, e))?;
                 self.on_disk = true;
+                self.created_here = true;
                 sync_dir(&self.path);
-                // A new file is ours alone; the lock tells a later `pi -c` so.
-                if self.lock.is_none() {
-                    self.lock = SessionLock::acquire(&self.path).ok();
-                }
                 f
             };
             self.file = Some(file);
@@ -449,6 +474,7 @@ impl SessionRecorder {
         };
         if written > 0 {
             self.unsynced = true;
+            self.bytes_written += written as u64;
         }
         // Drop the lines that made it to the file.
         let mut done = if needs_newline && written > 0 {
@@ -522,12 +548,74 @@ impl SessionRecorder {
     }
 
     /// Final write and sync. Entries still waiting for a first message are dropped
-    /// (a session in which nothing was said is not kept).
+    /// (a session in which nothing was said is not kept), and so is a file this recorder
+    /// created but could write nothing into.
     pub fn close(&mut self) -> Result<(), SessionError> {
         let r = self.sync();
         self.file = None;
+        if self.created_here && self.bytes_written == 0 {
+            self.forget_file();
+        }
         self.lock = None;
         r
+    }
+
+    /// Remove the (empty) file this recorder created, and go back to having none.
+    fn forget_file(&mut self) {
+        self.file = None;
+        if self.created_here {
+            let _ = std::fs::remove_file(&self.path);
+            sync_dir(&self.path);
+        }
+        self.created_here = false;
+        self.on_disk = false;
+        self.bytes_written = 0;
+        self.needs_newline = false;
+        self.unsynced = false;
+    }
+
+    /// True when not a byte of this session reached its file (a new session whose every
+    /// write failed, or was never tried).
+    pub fn nothing_saved(&self) -> bool {
+        !self.on_disk || (self.created_here && self.bytes_written == 0)
+    }
+
+    /// Make sure what is queued is on disk before a prompt is sent to a model: a new session's
+    /// file is created now with its header (and the entries waiting for the first message),
+    /// and whatever a resumed session has queued is written, then synced. Nothing to do when
+    /// nothing waits. On failure nothing is left half done: a new session's file and lock are
+    /// removed and its lines stay queued for the next try, so the caller can refuse the
+    /// prompt and lose nothing.
+    pub fn ready_for_prompt(&mut self) -> Result<(), SessionError> {
+        if self.on_disk && self.pending.is_empty() {
+            return Ok(());
+        }
+        let fresh = !self.on_disk;
+        let queued = fresh.then(|| self.pending.clone());
+        let result = self.write_pending().and_then(|()| {
+            if let Some(f) = &self.file {
+                f.sync_data()
+                    .map_err(|e| SessionError::io("sync", &self.path, e))?;
+            }
+            self.unsynced = false;
+            Ok(())
+        });
+        if let Err(e) = &result {
+            self.last_error = Some(e.to_string());
+            if let Some(queued) = queued {
+                self.forget_file();
+                self.lock = None;
+                self.pending = queued;
+            }
+        } else if self.pending.is_empty() {
+            self.last_error = None;
+        }
+        result
+    }
+
+    /// Hold `lock` (taken by whoever opened the session) until the recorder is closed.
+    pub fn adopt_lock(&mut self, lock: SessionLock) {
+        self.lock = Some(lock);
     }
 
     /// Claim the file for this process, refusing when another running pi writes it
@@ -607,14 +695,19 @@ impl SessionRecorder {
         create_private_dir(dir)
             .map_err(|e| SessionError::io("create the folder of", &self.path, e))?;
         let probe = dir.join(format!(".pi-write-check-{}", std::process::id()));
+        // A byte is written too: a full disk still lets an empty file be made.
         let made = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&probe);
-        let _ = std::fs::remove_file(&probe);
-        made.map(drop)
+            .open(&probe)
             .map_err(|e| SessionError::io("create files in the folder of", &self.path, e))
+            .and_then(|mut f| {
+                f.write_all(b"\n")
+                    .map_err(|e| SessionError::io("write files in the folder of", &self.path, e))
+            });
+        let _ = std::fs::remove_file(&probe);
+        made
     }
 
     /// Write and sync, sending a failure to the reporter.

@@ -23,6 +23,8 @@ type Change = Box<dyn FnOnce(&mut SessionRecorder) + Send>;
 
 enum Command {
     Apply(Change),
+    /// [`SessionRecorder::ready_for_prompt`], on the blocking pool.
+    Ready(oneshot::Sender<Result<(), String>>),
     Finish(oneshot::Sender<()>),
 }
 
@@ -66,6 +68,15 @@ impl RecorderTask {
                     },
                     cmd = command_rx.recv() => match cmd {
                         Some(Command::Apply(f)) => f(&mut lock(&task_shared)),
+                        Some(Command::Ready(tx)) => {
+                            let shared = task_shared.clone();
+                            let done = tokio::task::spawn_blocking(move || {
+                                lock(&shared).ready_for_prompt().map_err(|e| e.to_string())
+                            })
+                            .await
+                            .unwrap_or_else(|e| Err(e.to_string()));
+                            let _ = tx.send(done);
+                        }
                         Some(Command::Finish(tx)) => {
                             while let Ok(ev) = events.try_recv() {
                                 feed(&task_shared, ev.event).await;
@@ -116,6 +127,18 @@ impl RecorderTask {
             r.write_due();
             let _ = tx.send(());
         });
+        rx
+    }
+
+    /// Resolves once what is queued so far is on disk, or with why it cannot be (see
+    /// [`SessionRecorder::ready_for_prompt`]): a host waits for it before sending a prompt.
+    pub fn ready_for_prompt(&self) -> oneshot::Receiver<Result<(), String>> {
+        let (tx, rx) = oneshot::channel();
+        if let Err(mpsc::error::SendError(Command::Ready(tx))) =
+            self.commands.send(Command::Ready(tx))
+        {
+            let _ = tx.send(Err("the session recorder stopped".into()));
+        }
         rx
     }
 

@@ -146,6 +146,8 @@ pub struct StartInfo {
     pub thinking: ThinkingLevel,
     /// Every model the catalogue knows (for a model picker).
     pub models: Vec<ModelInfo>,
+    /// The catalogue itself, for naming a model by id ([`select::model_by_id`]).
+    pub catalog: Arc<Catalog>,
     /// The models Ctrl+P cycles through (`--models`, else `enabled_models`), each with the
     /// thinking level its pattern names; empty when neither is set.
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
@@ -182,6 +184,9 @@ pub struct StartError {
     /// The session asked for is being written by another pi; a front end can offer to fork
     /// it or open it read-only instead.
     pub locked: Option<LockedSession>,
+    /// `-c` found a newest session file without a valid header; a front end can offer the
+    /// next newest session, a repaired copy or a new session.
+    pub unreadable_newest: Option<session::UnreadableNewest>,
 }
 
 /// A session another running pi writes.
@@ -196,6 +201,7 @@ impl From<String> for StartError {
         StartError {
             message,
             locked: None,
+            unreadable_newest: None,
         }
     }
 }
@@ -329,22 +335,28 @@ pub fn config_sources(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
     candidates.into_iter().filter(|p| p.is_file()).collect()
 }
 
-/// Lock the session about to be written, or explain the choice a front end can offer.
-fn claim(opened: &mut session::OpenedSession) -> Result<(), StartError> {
-    match opened.recorder.lock() {
-        Ok(()) => Ok(()),
-        Err(SessionError::Locked { path, pid }) => {
-            let id = opened.recorder.session_id().to_string();
-            Err(StartError {
+/// Why the session could not be opened, with the choices a front end can offer.
+fn open_failed(e: SessionError) -> StartError {
+    match e {
+        SessionError::Locked { path, pid } => {
+            let id = session::list::header_id(&path).unwrap_or_else(|| path.display().to_string());
+            StartError {
                 message: format!(
-                    "session {id} is open in another pi (process {pid}). Continue it in a \
+                    "session {id} is open in {}. Continue it in a \
                      copy with `pi --fork {id}`, or look at it without saving anything with \
-                     `pi --session {id} --read-only`"
+                     `pi --session {id} --read-only`",
+                    session::error::another_pi(pid)
                 ),
                 locked: Some(LockedSession { path, pid }),
-            })
+                unreadable_newest: None,
+            }
         }
-        Err(e) => Err(e.to_string().into()),
+        SessionError::UnreadableNewest(found) => StartError {
+            message: found.to_string(),
+            locked: None,
+            unreadable_newest: Some(*found),
+        },
+        e => e.to_string().into(),
     }
 }
 
@@ -572,10 +584,14 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
                 SessionChoice::Fork(q) => StartFrom::Fork(q),
                 SessionChoice::File(p) => StartFrom::File(p),
             };
-            let mut opened =
-                session::open_session(paths, &options.cwd, from).map_err(|e| e.to_string())?;
+            let opened = if options.read_only {
+                session::open_session(paths, &options.cwd, from)
+            } else {
+                // Locked before it is read (`Locked` when another pi writes it).
+                session::open_session_to_write(paths, &options.cwd, from)
+            };
+            let opened = opened.map_err(open_failed)?;
             if !options.read_only {
-                claim(&mut opened)?;
                 // Refuse now rather than lose the conversation later.
                 opened.recorder.check_writable().map_err(|e| {
                     format!(
@@ -753,6 +769,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             model: selection.model,
             thinking: selection.thinking,
             models: catalog.models().to_vec(),
+            catalog: catalog.clone(),
             scoped_models,
             providers_without_key,
             key_providers,

@@ -56,6 +56,25 @@ pub fn parse_model_arg(
     Ok((None, rest.to_string(), thinking))
 }
 
+/// The model `provider`/`id` names, by the one rule every way of choosing a model follows
+/// (`--model`, `/model`, RPC `set_model`): a catalogued model as listed; the model in use
+/// (`current`, which may be a local one the catalogue lacks) as it is; any other id on a known
+/// provider as given, with default limits and a warning to show (new models work on day one);
+/// an unknown provider is an error.
+pub fn model_by_id(
+    catalog: &Catalog,
+    provider: &str,
+    id: &str,
+    current: Option<&ModelInfo>,
+) -> Result<(ModelInfo, Option<String>), String> {
+    if catalog.find(provider, id).is_none()
+        && let Some(m) = current.filter(|m| m.provider == provider && m.id == id)
+    {
+        return Ok((m.clone(), None));
+    }
+    catalog.resolve(provider, id)
+}
+
 /// Resolve the model named on the command line or in config: an exact `provider/id` or id, else
 /// a pattern (see [`patterns`]); an unknown id on a known provider is used as given (new models
 /// work on day one), with a warning.
@@ -80,7 +99,7 @@ fn resolve_named(
             if !own.is_empty() {
                 return Ok((patterns::best_match(&id, &own, has_key)?, thinking, None));
             }
-            let (m, warning) = catalog.resolve(&p, &id)?;
+            let (m, warning) = model_by_id(catalog, &p, &id, None)?;
             Ok((m, thinking, warning))
         }
         None => {

@@ -61,6 +61,9 @@ pub enum Effect {
 pub struct ModelPicker {
     pub query: String,
     pub selected: usize,
+    /// The model a `provider/id` query names that the catalogue does not list (used as given,
+    /// as `--model` would use it).
+    pub named: Option<ModelInfo>,
 }
 
 /// What the footer shows about where we are.
@@ -90,6 +93,8 @@ pub struct App {
     pub model: ModelInfo,
     pub thinking: ThinkingLevel,
     pub models: Vec<ModelInfo>,
+    /// The catalogue, to name a model it does not list by `provider/id` in the picker.
+    pub catalog: Option<std::sync::Arc<crate::provider::catalog::Catalog>>,
     /// The models Ctrl+P cycles through (`--models` / `enabled_models`), with the level each
     /// pattern names; empty: every model whose provider has a key.
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
@@ -179,6 +184,7 @@ impl App {
             model,
             thinking,
             models: Vec::new(),
+            catalog: None,
             scoped_models: Vec::new(),
             providers_without_key: Default::default(),
             header_cell: None,
@@ -1359,6 +1365,8 @@ impl App {
                 self.transcript.push(Cell::Info(sanitize(&text)));
                 self.transcript.follow();
             }
+            // Only RPC mode asks for it.
+            HostEvent::CompactionRecorded(_) => {}
             HostEvent::Failed(why) => {
                 self.end_summarizing();
                 self.awaiting_sessions = false;
@@ -1735,7 +1743,9 @@ impl App {
         self.picker = Some(ModelPicker {
             query: query.to_string(),
             selected: 0,
+            named: None,
         });
+        self.name_picked_model();
         // Open on the current model, so Enter keeps it and arrows move from it.
         let current = self
             .picker_matches()
@@ -1746,6 +1756,34 @@ impl App {
         }
     }
 
+    /// The model the picker's query names as `provider/id` when the catalogue does not list
+    /// it, by the rule `--model` and RPC `set_model` follow ([`model_by_id`]).
+    ///
+    /// [`model_by_id`]: crate::setup::select::model_by_id
+    fn name_picked_model(&mut self) {
+        let Some(p) = self.picker.as_mut() else {
+            return;
+        };
+        p.named = None;
+        let query = p.query.trim();
+        let Some((provider, id)) = query.split_once('/') else {
+            return;
+        };
+        if provider.is_empty() || id.is_empty() || query.contains(char::is_whitespace) {
+            return;
+        }
+        let listed = |m: &ModelInfo| m.provider == provider && m.id == id;
+        if listed(&self.model) || self.models.iter().any(listed) {
+            return;
+        }
+        if let Some(catalog) = &self.catalog
+            && let Ok((m, _)) =
+                crate::setup::select::model_by_id(catalog, provider, id, Some(&self.model))
+        {
+            p.named = Some(m);
+        }
+    }
+
     /// Models matching the picker's query (every word must appear in `provider/id name`).
     pub fn picker_matches(&self) -> Vec<&ModelInfo> {
         let Some(p) = &self.picker else {
@@ -1753,7 +1791,7 @@ impl App {
         };
         let q = p.query.to_lowercase();
         // The current model is listed even when the catalogue lacks it (a local model, a new
-        // id given with --model).
+        // id given with --model), and so is a new id the query names.
         let listed = self
             .models
             .iter()
@@ -1761,6 +1799,7 @@ impl App {
         let extra = (!listed).then_some(&self.model);
         extra
             .into_iter()
+            .chain(p.named.as_ref())
             .chain(self.models.iter())
             .filter(|m| {
                 let hay = format!("{}/{} {}", m.provider, m.id, m.name).to_lowercase();
@@ -1798,11 +1837,22 @@ impl App {
                 self.picker = None;
                 if let Some(m) = chosen {
                     self.notice(format!("Model: {}/{}", m.provider, m.id));
+                    // The warning `--model` and RPC `set_model` give for an uncatalogued id.
+                    let warning = self.catalog.as_ref().and_then(|c| {
+                        crate::setup::select::model_by_id(c, &m.provider, &m.id, Some(&self.model))
+                            .ok()
+                            .and_then(|(_, w)| w)
+                    });
+                    if let Some(w) = warning {
+                        self.notice(format!("warning: {w}"));
+                    }
                     self.set_model(m);
                 }
+                return;
             }
             _ => {}
         }
+        self.name_picked_model();
     }
 }
 

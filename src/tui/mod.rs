@@ -16,7 +16,8 @@
 //! row fast), `frame`, `keymap` (which key does what, and keybindings.json), `external` (Ctrl+G
 //! in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys, paused for the external editor),
 //! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
-//! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config).
+//! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config),
+//! `newest` (what `-c` asks when the newest session file is damaged).
 
 pub mod app;
 pub mod approval;
@@ -33,6 +34,7 @@ pub mod input;
 pub mod keymap;
 pub mod login;
 pub mod markdown;
+pub mod newest;
 pub mod paint;
 pub mod port;
 pub mod render;
@@ -169,6 +171,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         info.thinking,
     );
     app.models = info.models;
+    app.catalog = Some(info.catalog.clone());
     app.scoped_models = info.scoped_models;
     app.providers_without_key = info.providers_without_key.into_iter().collect();
     app.key_providers = info.key_providers;
@@ -259,6 +262,22 @@ async fn start_or_choose(
             locked: Some(locked),
             ..
         }) if std::io::stdin().is_terminal() => locked,
+        Err(crate::setup::StartError {
+            unreadable_newest: Some(found),
+            ..
+        }) if std::io::stdin().is_terminal() => {
+            let choice = newest::ask(&found);
+            options.session = match choice {
+                newest::Choice::Next => match &found.next {
+                    Some(next) => crate::setup::SessionChoice::File(next.clone()),
+                    None => return Err(None),
+                },
+                newest::Choice::Repair => crate::setup::SessionChoice::File(found.path.clone()),
+                newest::Choice::New => crate::setup::SessionChoice::New,
+                newest::Choice::Quit => return Err(None),
+            };
+            return Box::pin(start_or_choose(options)).await;
+        }
         Err(e) => return Err(Some(e.message)),
     };
     match ask_about_locked(&locked) {
@@ -282,11 +301,11 @@ enum LockedChoice {
 fn ask_about_locked(locked: &crate::setup::LockedSession) -> LockedChoice {
     use std::io::BufRead;
     eprintln!(
-        "pi: this session is open in another pi (process {}):\n  {}\n\n  \
+        "pi: this session is open in {}:\n  {}\n\n  \
          f  fork it: go on in a new copy (the default)\n  \
          r  open it read-only: nothing from this run is saved\n  \
          q  quit",
-        locked.pid,
+        crate::session::error::another_pi(locked.pid),
         crate::visible::visible(&locked.path.display().to_string())
     );
     eprint!("Choice [f/r/q]: ");

@@ -1741,6 +1741,38 @@ fn the_picker_opens_on_the_current_model_marks_keyless_ones_and_edits_its_filter
 }
 
 #[test]
+fn the_picker_takes_an_uncatalogued_id_as_model_and_rpc_take_it() {
+    let (mut app, port) = app();
+    let catalog = std::sync::Arc::new(crate::provider::catalog::Catalog::builtin(&|_| None));
+    app.catalog = Some(catalog.clone());
+    // `/model provider/id` naming an id the catalogue does not list, on a known provider.
+    app.run_command("model", "anthropic/claude-opus-9");
+    let named: Vec<String> = app
+        .picker_matches()
+        .iter()
+        .map(|m| format!("{}/{}", m.provider, m.id))
+        .collect();
+    assert_eq!(named, ["anthropic/claude-opus-9"]);
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.log().models, ["claude-opus-9"]);
+    assert_eq!(app.model.id, "claude-opus-9");
+    // The warning is the one `--model` and RPC `set_model` give.
+    let (_, warning) =
+        crate::setup::select::model_by_id(&catalog, "anthropic", "claude-opus-9", None).unwrap();
+    let warning = warning.expect("an uncatalogued id is warned about");
+    let s = screen(&mut app, 400, 30, Instant::now());
+    assert!(s.contains(&warning), "{s}");
+    // An unknown provider names nothing, as it is refused there.
+    app.run_command("model", "nobody/x");
+    assert!(app.picker_matches().is_empty());
+    // Typing the id in the open picker names it too.
+    app.handle_key(key(KeyCode::Esc));
+    app.run_command("model", "");
+    type_text(&mut app, "openai/gpt-9");
+    assert_eq!(app.picker_matches()[0].id, "gpt-9");
+}
+
+#[test]
 fn shift_tab_on_a_model_that_does_not_reason_says_so() {
     let (mut app, port) = app();
     let mut plain = model("llama3", "ollama");

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::protocol::stream::{Model, ToolSpec};
 use crate::agent::protocol::tool::{AgentTool, IntentMode, ToolExample, ToolSet};
-use crate::agent::protocol::types::{AgentMessage, ContentBlock, Message};
+use crate::agent::protocol::types::{AgentMessage, ContentBlock, Message, StopReason};
 
 /// Name of the optional argument in which the model states why it calls a tool.
 pub const INTENT_FIELD: &str = "i";
@@ -34,15 +34,24 @@ const DEFAULT_EXAMPLE_INTENT: &str = "example";
 const MAX_EXAMPLE_INTENT_CHARS: usize = 60;
 
 /// Keep user, tool results and assistant messages (except provider refusals); drop the rest.
+/// A reply that broke (an error stop) never goes back with its partial text: one without tool
+/// calls is left out, one with calls keeps them (their results follow) without its text.
 pub fn default_convert_to_llm(messages: &[AgentMessage]) -> Vec<Arc<Message>> {
     messages
         .iter()
         .filter_map(|m| match m {
             AgentMessage::Llm(llm) => match &**llm {
                 Message::User(_) | Message::ToolResult(_) => Some(llm.clone()),
-                Message::Assistant(a) if !a.is_provider_refusal() && !a.is_retried_attempt() => {
-                    Some(llm.clone())
+                Message::Assistant(a) if a.is_provider_refusal() || a.is_retried_attempt() => None,
+                Message::Assistant(a) if a.stop_reason == StopReason::Error => {
+                    if !a.has_tool_calls() {
+                        return None;
+                    }
+                    let mut kept = a.clone();
+                    kept.content.retain(|b| !matches!(b, ContentBlock::Text(_)));
+                    Some(Arc::new(Message::Assistant(kept)))
                 }
+                Message::Assistant(_) => Some(llm.clone()),
                 _ => None,
             },
             AgentMessage::Custom(_) => None,

@@ -107,6 +107,9 @@ pub enum AgentError {
     Busy,
     /// Nothing to continue from.
     CannotContinue(String),
+    /// The host would not start the run (the text says why, e.g. the session cannot be
+    /// saved); nothing was sent to a model.
+    Refused(String),
 }
 
 impl std::fmt::Display for AgentError {
@@ -115,7 +118,7 @@ impl std::fmt::Display for AgentError {
             AgentError::Busy => f.write_str(
                 "The agent is still working. Queue a message with steer or follow-up, or wait until it finishes.",
             ),
-            AgentError::CannotContinue(m) => f.write_str(m),
+            AgentError::CannotContinue(m) | AgentError::Refused(m) => f.write_str(m),
         }
     }
 }
