@@ -19,6 +19,8 @@ pub mod glm;
 pub mod harmony;
 pub mod hermes;
 pub mod qwen3;
+pub mod rewriter;
+pub mod scanner;
 pub mod stream;
 pub mod xml;
 
