@@ -14,14 +14,22 @@
 //! tags make a call: a call written inside a Markdown code block (any fence, any language tag)
 //! is an example and stays text, and so does JSON in prose, whatever tool it names.
 
+pub mod anthropic;
 pub mod deepseek;
+pub mod gemini;
+pub mod gemma;
 pub mod glm;
 pub mod harmony;
 pub mod hermes;
+pub mod invoke;
+pub mod kimi;
+pub mod minimax;
+pub mod python;
 pub mod qwen3;
 pub mod rewriter;
 pub mod scanner;
 pub mod stream;
+pub mod values;
 pub mod xml;
 
 use std::sync::Arc;
@@ -88,12 +96,44 @@ pub trait Dialect: Send + Sync {
         None
     }
 
+    /// Whether `body`, the text of a call so far (after `block.open`), ends inside one of its
+    /// argument values: a closing or result tag found there is part of the value. By default,
+    /// inside a string of a JSON object.
+    fn inside_value(&self, _block: &Block, body: &str) -> bool {
+        values::json_string_open(body)
+    }
+
+    /// Whether `block.open` opens a call only at the start of a line (after blanks), as a
+    /// Markdown fence does; elsewhere it is text.
+    fn opens_at_line_start(&self, _block: &Block) -> bool {
+        false
+    }
+
+    /// Whether a call with this text (between `block.open` and `block.close`) could have been
+    /// cut short by a value holding the tags that end it: values between tags can be, JSON
+    /// strings cannot. The closing tag coming again after such a call shows it was.
+    fn cuttable(&self, _block: &Block, _body: &str) -> bool {
+        false
+    }
+
     /// The calls in the text between `block.open` and `block.close`.
     fn parse(&self, block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed>;
 }
 
 /// Every dialect's name, as accepted by `--dialect`, `PI_DIALECT` and config.
-pub const NAMES: &[&str] = &["hermes", "qwen3", "xml", "glm", "deepseek", "harmony"];
+pub const NAMES: &[&str] = &[
+    "hermes",
+    "qwen3",
+    "xml",
+    "glm",
+    "deepseek",
+    "harmony",
+    "kimi",
+    "anthropic",
+    "gemini",
+    "gemma",
+    "minimax",
+];
 
 /// A dialect by name (case-insensitive; `qwen` and `qwen2.5` mean hermes).
 pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
@@ -104,6 +144,11 @@ pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
         "glm" | "glm4" | "glm-4.5" => Some(Arc::new(glm::GLM)),
         "deepseek" => Some(Arc::new(deepseek::DeepSeek)),
         "harmony" | "gpt-oss" => Some(Arc::new(harmony::Harmony)),
+        "kimi" | "kimi-k2" => Some(Arc::new(kimi::Kimi)),
+        "anthropic" | "claude" => Some(Arc::new(anthropic::Anthropic)),
+        "gemini" => Some(Arc::new(gemini::Gemini)),
+        "gemma" | "gemma4" => Some(Arc::new(gemma::Gemma)),
+        "minimax" | "minimax-m2" => Some(Arc::new(minimax::MiniMax)),
         _ => None,
     }
 }
@@ -210,15 +255,19 @@ fn encode_assistant(dialect: &dyn Dialect, a: &AssistantMessage) -> AssistantMes
     out
 }
 
-/// The arguments of a call to write back: what the model wrote when they did not parse.
+/// The arguments of a call to write back: what the model wrote when they did not parse (as
+/// an object again where what it wrote was one).
 fn replay_arguments(call: &ToolCall) -> Value {
-    match call.arguments.get(PARSE_ERROR_KEY) {
-        Some(_) => call
-            .arguments
-            .get(RAW_JSON_KEY)
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new())),
-        None => call.arguments.clone(),
+    if call.arguments.get(PARSE_ERROR_KEY).is_none() {
+        return call.arguments.clone();
+    }
+    match call.arguments.get(RAW_JSON_KEY) {
+        Some(Value::String(raw)) => serde_json::from_str::<Value>(raw)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| Value::String(raw.clone())),
+        Some(other) => other.clone(),
+        None => Value::Object(Map::new()),
     }
 }
 
@@ -378,13 +427,6 @@ pub fn name_in_broken_json(raw: &str) -> Option<String> {
     let rest = rest.strip_prefix('"')?;
     let end = rest.find('"')?;
     Some(rest[..end].to_string())
-}
-
-/// The text between `open` and `close` tags after `from`, and the position after `close`.
-pub fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<(&'a str, usize)> {
-    let start = s.find(open)? + open.len();
-    let len = s[start..].find(close)?;
-    Some((&s[start..start + len], start + len + close.len()))
 }
 
 /// The text inside a Markdown code fence (```json … ```), or the text itself.

@@ -1,7 +1,10 @@
 //! The event rewriter: a provider's events in, the same reply out with the calls found in
 //! its text as tool-call events (see [`super::scanner`]). [`rewrite_stream`] wraps a whole
-//! provider stream with it and stops the provider request when the model starts writing a
-//! tool result itself (only the request is stopped, never the run).
+//! provider stream with it. When the model starts writing a tool result itself, the reply
+//! ends there with the calls made so far: by default the provider request is stopped at once
+//! (only the request, never the run); in drain mode the request is read to its end and the
+//! rest of the reply is dropped. A text block's signature (some providers give one) stays on
+//! the text that came from that block.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -41,8 +44,15 @@ pub struct Rewriter {
     after_call: bool,
     /// A call announced before its text was complete: content index, id, name.
     open_call: Option<(usize, String, String)>,
+    /// The content index of each call read from the text, in order.
+    text_calls: Vec<usize>,
     calls: usize,
     finished: bool,
+    /// Keep reading the request after a made-up result (dropping the rest) instead of ending
+    /// the reply there.
+    drain: bool,
+    /// Where our content stood when the provider's current text block started.
+    text_block_from: usize,
 }
 
 impl Rewriter {
@@ -57,9 +67,24 @@ impl Rewriter {
             pending_space: String::new(),
             after_call: false,
             open_call: None,
+            text_calls: Vec::new(),
             calls: 0,
             finished: false,
+            drain: false,
+            text_block_from: 0,
         }
+    }
+
+    /// Read the request to its end after a made-up result, dropping what follows it, rather
+    /// than ending the reply there.
+    pub fn draining(mut self, drain: bool) -> Self {
+        self.drain = drain;
+        self
+    }
+
+    /// Whether the reply ended before the provider's stream did (the request should stop).
+    pub fn ended_early(&self) -> bool {
+        self.finished && self.scanner.stopped() && !self.drain
     }
 
     /// Whether the model began a tool result of its own (the request should stop).
@@ -93,16 +118,31 @@ impl Rewriter {
         if self.finished {
             return Vec::new();
         }
+        if self.scanner.stopped() {
+            // Draining: everything after the made-up result is dropped; the end of the
+            // request ends the reply with what came before it.
+            match event {
+                StreamEvent::Done { message, .. } => self.done(*message),
+                StreamEvent::Error { .. } => self.finish_stopped(),
+                _ => {}
+            }
+            return std::mem::take(&mut self.out);
+        }
         match event {
             StreamEvent::Start { partial } => {
                 self.partial = (*partial).clone();
                 self.out.push(StreamEvent::Start { partial });
             }
-            StreamEvent::TextStart { .. } | StreamEvent::TextEnd { .. } => {}
+            StreamEvent::TextStart { .. } => self.text_block_from = self.content.len(),
+            StreamEvent::TextEnd { signature, .. } => {
+                if let Some(signature) = signature {
+                    self.sign_text(signature);
+                }
+            }
             StreamEvent::TextDelta { delta, .. } => {
                 let pieces = self.scanner.push(&delta);
                 self.apply(pieces);
-                if self.scanner.stopped() {
+                if self.scanner.stopped() && !self.drain {
                     self.finish_stopped();
                 }
             }
@@ -216,22 +256,7 @@ impl Rewriter {
                     content,
                 });
             }
-            StreamEvent::Done { message, .. } => {
-                let pieces = self.scanner.finish();
-                self.apply(pieces);
-                self.settle_open_call();
-                self.close_text();
-                let mut message = *message;
-                message.content = std::mem::take(&mut self.content);
-                if self.calls > 0 && message.stop_reason == StopReason::Stop {
-                    message.stop_reason = StopReason::ToolUse;
-                }
-                self.finished = true;
-                self.out.push(StreamEvent::Done {
-                    reason: message.stop_reason,
-                    message: Box::new(message),
-                });
-            }
+            StreamEvent::Done { message, .. } => self.done(*message),
             StreamEvent::Error { reason, error } => {
                 // A failed reply keeps its text; a call still open stays unfinished, as a
                 // native call cut off by the failure does (the loop drops it).
@@ -254,6 +279,40 @@ impl Rewriter {
             }
         }
         std::mem::take(&mut self.out)
+    }
+
+    /// The provider's reply ended: settle what the scanner holds and finish with our content
+    /// (the provider's usage and stop reason kept).
+    fn done(&mut self, mut message: AssistantMessage) {
+        let pieces = self.scanner.finish();
+        self.apply(pieces);
+        self.settle_open_call();
+        self.close_text();
+        message.content = std::mem::take(&mut self.content);
+        if self.calls > 0 && message.stop_reason == StopReason::Stop {
+            message.stop_reason = StopReason::ToolUse;
+        }
+        self.finished = true;
+        self.out.push(StreamEvent::Done {
+            reason: message.stop_reason,
+            message: Box::new(message),
+        });
+    }
+
+    /// The provider's text block ended with a signature: it belongs to the text that came from
+    /// that block (the open text block, else the last one made from it).
+    fn sign_text(&mut self, signature: String) {
+        let from = self.text_block_from;
+        let target = self.text_open.or_else(|| {
+            (from..self.content.len())
+                .rev()
+                .find(|&i| matches!(self.content[i], ContentBlock::Text(_)))
+        });
+        if let Some(i) = target
+            && let Some(ContentBlock::Text(t)) = self.content.get_mut(i)
+        {
+            t.text_signature = Some(signature);
+        }
     }
 
     /// End the reply where the model began to write a result itself.
@@ -331,6 +390,7 @@ impl Rewriter {
                     self.open_call = Some((index, id, name));
                 }
                 Piece::Fabricated => {}
+                Piece::CutShort { calls, tag } => self.cut_short(calls, tag),
             }
         }
     }
@@ -366,6 +426,25 @@ impl Rewriter {
         }
     }
 
+    /// The last `n` calls read from the text were cut short by a value holding `tag`: each
+    /// becomes a call whose result says so, and nothing of it runs. (Their tool cells were
+    /// shown already; the finished message carries the change.)
+    fn cut_short(&mut self, n: usize, tag: &str) {
+        let error = format!(
+            "the call was not run: its closing tag {tag} comes again later in the reply, so one \
+             of its values probably holds the tags that end a value and a call, and was cut \
+             there. Send the call again without that sequence in a value (for a file that \
+             needs it, write it in parts or with another tool)."
+        );
+        let from = self.text_calls.len().saturating_sub(n);
+        for &i in &self.text_calls[from..] {
+            if let Some(ContentBlock::ToolCall(call)) = self.content.get_mut(i) {
+                let raw = call.arguments.to_string();
+                call.arguments = bad_arguments(&error, &raw);
+            }
+        }
+    }
+
     fn close_text(&mut self) {
         if let Some(i) = self.text_open.take() {
             let content = self
@@ -374,10 +453,14 @@ impl Rewriter {
                 .and_then(ContentBlock::as_text)
                 .unwrap_or_default()
                 .to_string();
+            let signature = match self.content.get(i) {
+                Some(ContentBlock::Text(t)) => t.text_signature.clone(),
+                _ => None,
+            };
             self.out.push(StreamEvent::TextEnd {
                 content_index: i,
                 content,
-                signature: None,
+                signature,
             });
         }
     }
@@ -425,6 +508,7 @@ impl Rewriter {
             }
         };
         self.calls += 1;
+        self.text_calls.push(index);
         self.out.push(StreamEvent::ToolCallDelta {
             content_index: index,
             delta: call.arguments.to_string(),
@@ -465,7 +549,7 @@ pub fn rewrite_stream(
                 Some(Ok(event)) => {
                     st.queue.extend(st.rewriter.event(event));
                     if st.rewriter.is_finished() {
-                        if st.rewriter.stopped() {
+                        if st.rewriter.ended_early() {
                             // Only this request stops; the run goes on with the calls made.
                             st.request.cancel();
                         }

@@ -2,8 +2,15 @@
 //!
 //! The scanner never lets a tag reach the text: the end of each text delta that could be the
 //! start of a tag is held back until the next delta settles it. Text inside a call's tags is
-//! held until the closing tag, then parsed into calls. A tag that starts a tool *result*
-//! stops the scan there: the reply ends with the calls made so far.
+//! held until the closing tag, then parsed into calls; a closing or result tag inside one of
+//! the call's argument values (as the dialect tells them, see [`super::values`]) is part of
+//! the value. A tag that starts a tool *result* stops the scan there: the reply ends with the
+//! calls made so far.
+//!
+//! A result tag that reads as text (`<tool_response>`, `<function_result …>`) counts only
+//! where a made-up result could start: at the start of a line, or right after a call. Prose
+//! that mentions one (`` `<tool_response>` `` in a sentence) is text. Control tokens
+//! (`<|im_start|>user`, `<｜tool▁outputs▁begin｜>`) count wherever they appear outside code.
 //!
 //! A Markdown code block is text, whatever it holds: between a fence line (optional
 //! indentation, then three or more backticks or tildes) and its closing fence (the same
@@ -20,6 +27,8 @@ use crate::agent::protocol::stream::ToolSpec;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Marker {
     Open(usize),
+    /// The closing tag of this block, looked for after a call of it that may have been cut.
+    Close(usize),
     Result,
     Drop,
 }
@@ -50,6 +59,11 @@ pub enum Piece {
     Opening(String),
     /// The model began writing a tool result itself.
     Fabricated,
+    /// The last `calls` calls were cut short: their closing `tag` came again after them.
+    CutShort {
+        calls: usize,
+        tag: &'static str,
+    },
 }
 
 /// Finds calls in streamed text.
@@ -65,6 +79,12 @@ pub struct Scanner {
     announced: bool,
     /// Whether `buf` starts at the start of a line.
     line_start: bool,
+    /// The last character other than a blank let out on the current line (`None`: the line
+    /// is blank so far, or a call has just ended — where a result could start).
+    line_last: Option<char>,
+    /// The block of the last call and how many calls it made, while its closing tag coming
+    /// again would mean one of its values held that tag and cut the call short.
+    suspect: Option<(usize, usize)>,
     stopped: bool,
 }
 
@@ -80,6 +100,9 @@ impl Scanner {
         for m in dialect.dropped() {
             markers.push((m, Marker::Drop));
         }
+        for (i, b) in dialect.blocks().iter().enumerate() {
+            markers.push((b.close, Marker::Close(i)));
+        }
         Scanner {
             dialect,
             tools,
@@ -89,6 +112,8 @@ impl Scanner {
             searched: 0,
             announced: false,
             line_start: true,
+            line_last: None,
+            suspect: None,
             stopped: false,
         }
     }
@@ -119,13 +144,21 @@ impl Scanner {
         self.markers.iter().map(|(m, _)| m.len()).max().unwrap_or(0)
     }
 
+    /// Whether the marker is looked for now (a closing tag only after a call it may have cut).
+    fn active(&self, kind: Marker) -> bool {
+        match kind {
+            Marker::Close(b) => self.suspect.is_some_and(|(s, _)| s == b),
+            _ => true,
+        }
+    }
+
     /// The first marker in the buffer (at a tie, the longest).
     fn earliest(&self, from: usize, only_results: bool) -> Option<(usize, usize)> {
         let from = floor_boundary(&self.buf, from);
         let hay = &self.buf[from..];
         let mut best: Option<(usize, usize)> = None;
         for (i, (m, kind)) in self.markers.iter().enumerate() {
-            if only_results && *kind != Marker::Result {
+            if (only_results && *kind != Marker::Result) || !self.active(*kind) {
                 continue;
             }
             if let Some(pos) = hay.find(m) {
@@ -141,10 +174,58 @@ impl Scanner {
         best.map(|(p, i)| (p + from, i))
     }
 
+    /// Whether only blanks come before `pos` on its line (and, where the line started before
+    /// the buffer, before the buffer too).
+    fn at_line_start(&self, pos: usize) -> bool {
+        self.last_on_line(pos).is_none()
+    }
+
+    /// The last character other than a blank before `pos` on its line.
+    fn last_on_line(&self, pos: usize) -> Option<char> {
+        let before = &self.buf[..pos];
+        let line = before.rfind('\n').map_or(before, |nl| &before[nl + 1..]);
+        match line.trim_end_matches([' ', '\t', '\r']).chars().next_back() {
+            Some(c) => Some(c),
+            None if line.len() < before.len() => None,
+            None => self.line_last,
+        }
+    }
+
+    /// Whether the marker `i` found at `pos` means what it says there: a result tag that
+    /// reads as text only where a result could start, a call that must start a line only
+    /// there.
+    fn counts(&self, pos: usize, i: usize) -> bool {
+        let (m, kind) = self.markers[i];
+        let placed = match kind {
+            Marker::Result => reads_as_text(m),
+            Marker::Open(b) => self.dialect.opens_at_line_start(&self.dialect.blocks()[b]),
+            // A closing tag after a cut call stands after blanks or another tag, as the
+            // frame of a call does — not inside a sentence or in `code`.
+            Marker::Close(_) => return matches!(self.last_on_line(pos), None | Some('>')),
+            Marker::Drop => false,
+        };
+        !placed || self.at_line_start(pos)
+    }
+
+    /// The first marker in the buffer that counts where it is.
+    fn next_marker(&self) -> Option<(usize, usize)> {
+        let mut from = 0;
+        loop {
+            let (pos, i) = self.earliest(from, false)?;
+            if self.counts(pos, i) {
+                return Some((pos, i));
+            }
+            from = next_char(&self.buf, pos);
+        }
+    }
+
     /// How many bytes at the end of the buffer could be the start of a marker.
     fn partial_tail(&self) -> usize {
         let mut keep = 0;
-        for (m, _) in &self.markers {
+        for (m, kind) in &self.markers {
+            if !self.active(*kind) {
+                continue;
+            }
             for k in (1..m.len()).rev() {
                 if k <= keep {
                     break;
@@ -170,6 +251,12 @@ impl Scanner {
         }
         let text = self.take_front(n);
         self.line_start = text.ends_with('\n');
+        let line = text.rfind('\n').map_or(text.as_str(), |nl| &text[nl + 1..]);
+        match line.trim_end_matches([' ', '\t', '\r']).chars().next_back() {
+            Some(c) => self.line_last = Some(c),
+            None if line.len() < text.len() => self.line_last = None,
+            None => {}
+        }
         out.push(Piece::Text(text));
     }
 
@@ -199,6 +286,22 @@ impl Scanner {
                 None if end => continue,
                 None => return FenceLine::Undecided(l),
             };
+            // A line that starts with one of the dialect's own tags (a call or result written
+            // as a fence, like ```tool_code) is that tag, not a code block; one that could
+            // still become such a tag waits.
+            let rest = &self.buf[j..];
+            let tags = || {
+                self.markers
+                    .iter()
+                    .filter(|(_, kind)| matches!(kind, Marker::Open(_) | Marker::Result))
+                    .map(|(m, _)| *m)
+            };
+            if tags().any(|m| rest.starts_with(m)) {
+                continue;
+            }
+            if !end && tags().any(|m| m.starts_with(rest)) {
+                return FenceLine::Undecided(l);
+            }
             let n = bytes[j..].iter().take_while(|b| **b == ch as u8).count();
             // The run may go on in the next piece: how long it is decides what closes it.
             if j + n == bytes.len() && !end {
@@ -216,7 +319,7 @@ impl Scanner {
         loop {
             match self.state {
                 State::Text => {
-                    let marker = self.earliest(0, false);
+                    let marker = self.next_marker();
                     let limit = marker.map_or(self.buf.len() + 1, |(p, _)| p);
                     let fence = self.fence_opener(limit, end);
                     if let FenceLine::Opens(at, ch, n) = fence {
@@ -238,15 +341,28 @@ impl Scanner {
                     };
                     self.text_front(pos, &mut out);
                     let (m, kind) = self.markers[i];
+                    if let Marker::Close(_) = kind {
+                        // The tag is text as the model wrote it; the calls before it were cut.
+                        if let Some((_, calls)) = self.suspect.take() {
+                            out.push(Piece::CutShort { calls, tag: m });
+                        }
+                        self.text_front(m.len(), &mut out);
+                        continue;
+                    }
                     self.take_front(m.len());
                     self.searched = 0;
                     match kind {
                         Marker::Open(b) => {
                             self.state = State::Block(b);
                             self.announced = false;
+                            self.suspect = None;
                         }
+                        Marker::Close(_) => {}
                         // What a dropped token leaves starts afresh.
-                        Marker::Drop => self.line_start = true,
+                        Marker::Drop => {
+                            self.line_start = true;
+                            self.line_last = None;
+                        }
                         Marker::Result => {
                             self.stop(&mut out);
                             return out;
@@ -256,18 +372,19 @@ impl Scanner {
                 State::Block(b) => {
                     let block: Block = self.dialect.blocks()[b];
                     let mut from = self.searched.saturating_sub(self.longest_marker());
-                    // The first closing tag or result tag that is not inside a JSON string.
+                    // The first closing tag or result tag that is not inside an argument value
+                    // (at a tie the result tag: it is the longer one).
                     let found = loop {
                         let close = find_from(&self.buf, block.close, from);
                         let result = self.earliest(from, true).map(|(p, _)| p);
                         let first = match (close, result) {
-                            (Some(c), Some(r)) if r < c => Some((r, true)),
+                            (Some(c), Some(r)) if r <= c => Some((r, true)),
                             (Some(c), _) => Some((c, false)),
                             (None, Some(r)) => Some((r, true)),
                             (None, None) => None,
                         };
                         match first {
-                            Some((p, _)) if in_json_string(&self.buf[..p]) => {
+                            Some((p, _)) if self.dialect.inside_value(&block, &self.buf[..p]) => {
                                 from = next_char(&self.buf, p);
                             }
                             other => break other,
@@ -277,9 +394,18 @@ impl Scanner {
                         Some((c, false)) => {
                             let body = self.take_front(c);
                             self.take_front(block.close.len());
-                            out.extend(self.parse(&block, &body));
+                            let pieces = self.parse(&block, &body);
+                            let calls = pieces
+                                .iter()
+                                .filter(|p| matches!(p, Piece::Call(Parsed::Call { .. })))
+                                .count();
+                            self.suspect = (calls > 0 && self.dialect.cuttable(&block, &body))
+                                .then_some((b, calls));
+                            out.extend(pieces);
                             self.state = State::Text;
                             self.line_start = false;
+                            // Right after a call is where a made-up result would start.
+                            self.line_last = None;
                             self.searched = 0;
                         }
                         Some((r, _)) => {
@@ -373,26 +499,15 @@ fn next_char(s: &str, at: usize) -> usize {
     at + s[at..].chars().next().map_or(1, char::len_utf8)
 }
 
-/// Whether `body`, a JSON object cut short, ends inside a string literal (so a tag found
-/// there is part of an argument, not the end of the call).
-fn in_json_string(body: &str) -> bool {
-    let t = body.trim_start();
-    if !t.starts_with('{') {
-        return false;
+/// Whether a marker reads as ordinary text — a tag like `<tool_response>`, a heading, a
+/// fence — rather than a control token.
+fn reads_as_text(m: &str) -> bool {
+    let mut c = m.chars();
+    match c.next() {
+        Some('<') => c.next().is_some_and(|c| c.is_ascii_alphabetic()),
+        Some('#' | '`' | '~') => true,
+        _ => false,
     }
-    let (mut inside, mut escaped) = (false, false);
-    for c in t.chars() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' if inside => escaped = true,
-            '"' => inside = !inside,
-            _ => {}
-        }
-    }
-    inside
 }
 
 fn find_from(s: &str, pat: &str, from: usize) -> Option<usize> {

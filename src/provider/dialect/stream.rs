@@ -33,6 +33,10 @@ pub struct DialectSettings {
     /// `provider/id` → the model's `dialect` key.
     pub per_model: HashMap<String, Setting>,
     pub global: Option<Setting>,
+    /// When the model starts writing a tool result itself, read the request to its end and
+    /// drop the rest of the reply instead of stopping the request there (config
+    /// `abort_on_fabricated_tool_result = false`).
+    pub drain_fabricated: bool,
 }
 
 impl DialectSettings {
@@ -60,6 +64,7 @@ impl DialectSettings {
             forced,
             per_model: models,
             global,
+            drain_fabricated: false,
         })
     }
 
@@ -175,7 +180,8 @@ impl Shared {
             // Nothing to call: the text is left as it is.
             return inner;
         }
-        let rewriter = Rewriter::new(dialect, tools, &request.model);
+        let rewriter =
+            Rewriter::new(dialect, tools, &request.model).draining(self.settings.drain_fabricated);
         rewrite_stream(rewriter, inner, child)
     }
 }

@@ -313,7 +313,10 @@ fn calls_inside_code_blocks_are_text_in_every_dialect() {
 fn a_call_after_a_closed_code_block_still_runs() {
     for d in all() {
         let call = d.encode_call("read", &json!({"path": "notes.txt"}));
-        let text = format!("Look:\n```\n{call}\n```\nNow for real:\n{call}");
+        // Gemini's call is a fence itself: shown in a code block, the block's fence must be
+        // the longer one (as Markdown wants).
+        let fence = if d.name() == "gemini" { "````" } else { "```" };
+        let text = format!("Look:\n{fence}\n{call}\n{fence}\nNow for real:\n{call}");
         for chunks in splits(&text) {
             let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
             let (m, _) = rewrite(d.clone(), &chunks);
