@@ -203,7 +203,7 @@ pub fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> String {
 }
 
 /// The request as sent under `dialect`: no native tools or tool choice, the catalogue in the
-/// system prompt, and earlier calls and results written as text.
+/// system prompt, earlier calls and results written as text, and the roles alternating.
 pub fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> ProviderRequest {
     let mut out = request.clone();
     let tools = std::mem::take(&mut out.context.tools);
@@ -235,7 +235,44 @@ pub fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> Provi
         }
     }
     flush(&mut results, &mut messages);
-    out.context.messages = Arc::new(messages);
+    out.context.messages = Arc::new(merge_users(messages));
+    out
+}
+
+/// Consecutive user messages as one (results written as a user message, then the user's own
+/// words): many chat templates refuse a conversation whose roles do not alternate.
+fn merge_users(messages: Vec<Arc<Message>>) -> Vec<Arc<Message>> {
+    let mut out: Vec<Arc<Message>> = Vec::with_capacity(messages.len());
+    for m in messages {
+        if let Message::User(next) = &*m
+            && let Some(last) = out.last_mut()
+            && let Message::User(prev) = &**last
+        {
+            let joined = join_users(prev, next);
+            *last = Arc::new(Message::User(joined));
+            continue;
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// Two user messages as one: texts joined by a blank line, blocks one after the other.
+fn join_users(a: &UserMessage, b: &UserMessage) -> UserMessage {
+    let blocks = |c: &UserContent| match c {
+        UserContent::Text(t) => vec![ContentBlock::text(t.clone())],
+        UserContent::Blocks(b) => b.clone(),
+    };
+    let mut out = a.clone();
+    out.content = match (&a.content, &b.content) {
+        (UserContent::Text(x), UserContent::Text(y)) => UserContent::Text(format!("{x}\n\n{y}")),
+        (x, y) => {
+            let mut all = blocks(x);
+            all.extend(blocks(y));
+            UserContent::Blocks(all)
+        }
+    };
+    out.timestamp = a.timestamp.max(b.timestamp);
     out
 }
 

@@ -91,13 +91,21 @@ pub fn parse_functions(t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
                         }
                         f = after.trim_start();
                     } else {
-                        out.push(bad(
-                            &open,
-                            format!(
-                                "text outside the parameters: `{}` (does a value hold </parameter>?)",
-                                excerpt(f, 60)
-                            ),
-                        ));
+                        // Text after a finished call was most likely part of its last value.
+                        let error = format!(
+                            "text outside the parameters: `{}` (does a value hold </parameter>?)",
+                            excerpt(f, 60)
+                        );
+                        let blamed = match (&open, out.last()) {
+                            (None, Some(Parsed::Call { name, .. })) => {
+                                Some((name.clone(), Map::new()))
+                            }
+                            _ => None,
+                        };
+                        if blamed.is_some() {
+                            out.pop();
+                        }
+                        out.push(bad(&blamed.or(open), error));
                         return out;
                     }
                 }
