@@ -75,8 +75,10 @@ impl Dialect for Gemini {
         while let Some(paren) = rest.find('(') {
             let head = rest[..paren].trim_end();
             let start = head
-                .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
-                .map_or(0, |i| i + 1);
+                .char_indices()
+                .rev()
+                .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '.'))
+                .map_or(0, |(i, c)| i + c.len_utf8());
             let path = &head[start..];
             let name = path.rsplit('.').next().unwrap_or(path);
             if !name.is_empty() && name != "print" {

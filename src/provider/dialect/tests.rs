@@ -1216,3 +1216,76 @@ async fn in_drain_mode_a_made_up_result_is_read_to_the_end_and_dropped() {
         "the request was not stopped"
     );
 }
+
+#[test]
+fn no_text_makes_a_dialect_panic_or_lose_a_call_end() {
+    // Replies assembled at random from every tag and the characters the readers care about,
+    // cut at random: whatever comes out, nothing panics and every call that starts ends.
+    let mut pieces: Vec<&str> = every_tag();
+    pieces.extend([
+        "é",
+        "日本",
+        "\n",
+        " ",
+        "`",
+        "```",
+        "~~~",
+        "\"",
+        "'",
+        "\\",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        "=",
+        ":",
+        ",",
+        "x",
+        "read",
+        "write",
+        "<parameter=path>",
+        "<arg name=\"path\">",
+        "<invoke name=\"read\">",
+        "<parameter name=\"path\">",
+        "<arg_key>path</arg_key>",
+        "<arg_value>",
+        "<function=read>",
+        "functions.read:0",
+        "call:read{",
+        "default_api.read(",
+        "print(",
+        "{\"name\": \"read\", \"arguments\": {",
+        "<|tool_call_argument_begin|>",
+        "<｜tool▁sep｜>",
+        "<|message|>",
+        "<|\"|>",
+    ]);
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for d in all() {
+        for _ in 0..150 {
+            let len = 1 + next(40);
+            let text: String = (0..len).map(|_| pieces[next(pieces.len())]).collect();
+            let mut chunks = Vec::new();
+            let mut rest = text.as_str();
+            while !rest.is_empty() {
+                let mut cut = 1 + next(12).min(rest.len() - 1);
+                while !rest.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                let (a, b) = rest.split_at(cut);
+                chunks.push(a);
+                rest = b;
+            }
+            let (_, events) = rewrite(d.clone(), &chunks);
+            call_events(&events);
+        }
+    }
+}
