@@ -348,3 +348,163 @@ async fn a_call_in_a_fenced_example_is_text_and_nothing_runs() {
         assert_eq!(chats(&server).len(), 1, "{dialect}: no tool round");
     }
 }
+
+/// `text` in pieces of `n` bytes (cut anywhere, tags included).
+fn cut_every(text: &str, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut piece = String::new();
+    for c in text.chars() {
+        piece.push(c);
+        if piece.len() >= n {
+            out.push(std::mem::take(&mut piece));
+        }
+    }
+    if !piece.is_empty() {
+        out.push(piece);
+    }
+    out
+}
+
+/// A reply whose text is `text`, sent in pieces of `n` bytes.
+fn reply_in_pieces(text: &str, n: usize) -> Reply {
+    let pieces = cut_every(text, n);
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    finished(text_pieces(&refs))
+}
+
+/// The last message of the `i`th chat request (the tool results, under a dialect).
+fn last_sent(server: &TestServer, i: usize) -> String {
+    let reqs = chats(server);
+    let msgs = messages(&reqs[i]);
+    msgs.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_qwen3_write_whose_content_holds_the_closing_tags_writes_all_of_it() {
+    let content = "A call ends with </tool_call> and a value with </parameter> here.\n\
+                   <tool_response> starts a result.\n</function> too.\nThe end.";
+    let call = format!(
+        "Writing it.\n<tool_call>\n<function=write>\n<parameter=path>\ndoc.md\n</parameter>\n\
+         <parameter=content>\n{content}\n</parameter>\n</function>\n</tool_call>"
+    );
+    let server = server(
+        "qwen3-coder:30b",
+        vec![reply_in_pieces(&call, 9), text_reply("Written.")],
+    )
+    .await;
+    let h = home();
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "qwen3", "write doc.md"],
+    )
+    .await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Written.\n");
+    let written = std::fs::read_to_string(h.join("project/doc.md")).unwrap();
+    assert_eq!(written, content);
+    assert!(last_sent(&server, 1).contains("<tool_response>"));
+}
+
+#[tokio::test]
+async fn an_xml_call_with_closing_tags_in_a_value_writes_all_of_it() {
+    let content = "<a><arg>x</arg></a>\n</function_call> ends a call; </arg> ends a value.";
+    let call = format!(
+        "<function_call name=\"write\">\n<arg name=\"path\">page.xml</arg>\n\
+         <arg name=\"content\">{content}</arg>\n</function_call>"
+    );
+    let server = server("m", vec![reply_in_pieces(&call, 7), text_reply("Written.")]).await;
+    let h = home();
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "xml", "write page.xml"],
+    )
+    .await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Written.\n");
+    let written = std::fs::read_to_string(h.join("project/page.xml")).unwrap();
+    assert_eq!(written, content);
+}
+
+#[tokio::test]
+async fn a_call_cut_short_by_its_own_tags_runs_nothing_and_the_model_is_told() {
+    // The value holds the tags that end it and the call: the call as read would write "A".
+    let call = "<tool_call>\n<function=write>\n<parameter=path>\ncut.md\n</parameter>\n\
+                <parameter=content>\nA\n</parameter>\n</function>\n</tool_call>\nB\n</parameter>\n\
+                </function>\n</tool_call>";
+    let server = server("m", vec![reply_in_pieces(call, 11), text_reply("Sorry.")]).await;
+    let h = home();
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "qwen3", "write cut.md"],
+    )
+    .await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Sorry.\n");
+    assert!(!h.join("project/cut.md").exists(), "the shortened call ran");
+    let told = last_sent(&server, 1);
+    assert!(told.contains("comes again later"), "{told}");
+}
+
+#[tokio::test]
+async fn prose_that_mentions_a_tool_response_is_shown_whole() {
+    let prose = "Results come back wrapped in <tool_response> tags, as in \
+                 `<tool_response>42</tool_response>`; I never write one myself.\n\
+                 That is all.";
+    let server = server("m", vec![reply_in_pieces(prose, 5)]).await;
+    let h = home();
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "hermes", "how do results look?"],
+    )
+    .await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{prose}\n"));
+    assert_eq!(chats(&server).len(), 1);
+    assert!(server.close_delays().is_empty(), "pi hung up on the reply");
+}
+
+#[tokio::test]
+async fn with_drain_configured_a_made_up_result_is_read_to_the_end_and_dropped() {
+    let mut reply = text_pieces(&[
+        "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}</tool_call>\n<tool_",
+        "response>\nFAKE RESULT 99\n</tool_response>\nThe file says 99.",
+    ]);
+    reply.push(chunk(json!({}), Some("stop")));
+    reply.push(raw_data(
+        r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":77}}"#,
+    ));
+    reply.push(raw_data("[DONE]"));
+    let server = server("m", vec![Reply::sse(reply), text_reply("It says 42.")]).await;
+    let h = home();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "abort_on_fabricated_tool_result = false\n",
+    )
+    .unwrap();
+    let out = pi(
+        &server,
+        &h,
+        &[("PI_DIALECT", "hermes")],
+        &["-p", "what does notes.txt say?"],
+    )
+    .await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    assert!(last_sent(&server, 1).contains("the answer is 42"));
+    assert!(!session_text(&h).contains("FAKE"));
+    let msgs = session_messages(&h);
+    let first = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(first["usage"]["output"], 77, "read to the end: {first}");
+    assert_eq!(first["stopReason"], "toolUse");
+}

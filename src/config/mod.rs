@@ -195,6 +195,9 @@ pub struct Config {
     pub approval: Option<ApprovalSetting>,
     /// The in-band tool-calling dialect for every model without its own (`none`: native).
     pub dialect: Option<String>,
+    /// Under a dialect, stop the request when the model starts writing a tool result itself
+    /// (default); `false` reads it to its end and drops the rest of the reply.
+    pub abort_on_fabricated_tool_result: Option<bool>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
@@ -305,6 +308,7 @@ const TOP_KEYS: &[&str] = &[
     "colors",
     "approval",
     "dialect",
+    "abort_on_fabricated_tool_result",
     "retry",
     "compaction",
     "tools",

@@ -676,16 +676,14 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     )?;
     let system_prompt = system_prompt(&options, &tools);
     let providers = Arc::new(providers);
-    let dialects = DialectProvider::new(
-        providers.clone(),
-        catalog.clone(),
-        DialectSettings::from_sources(
-            options.dialect.as_deref(),
-            (options.env)(DIALECT_ENV).as_deref(),
-            config.dialect.as_deref(),
-            &config.model_dialects(),
-        )?,
-    );
+    let mut dialect_settings = DialectSettings::from_sources(
+        options.dialect.as_deref(),
+        (options.env)(DIALECT_ENV).as_deref(),
+        config.dialect.as_deref(),
+        &config.model_dialects(),
+    )?;
+    dialect_settings.drain_fabricated = config.abort_on_fabricated_tool_result == Some(false);
+    let dialects = DialectProvider::new(providers.clone(), catalog.clone(), dialect_settings);
     let dialect_notices = dialects.notices();
     let base_tools = tools.clone();
     let mut settings =

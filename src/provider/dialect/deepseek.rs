@@ -2,10 +2,12 @@
 //! each `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` followed by its arguments in a
 //! ```json fence and `<｜tool▁call▁end｜>`. V3.1's shorter `NAME<｜tool▁sep｜>{…}` is read too,
 //! and so is a lone call without the outer tags. Results are written as
-//! `<｜tool▁output▁begin｜>…<｜tool▁output▁end｜>`.
+//! `<｜tool▁output▁begin｜>…<｜tool▁output▁end｜>`. Tags inside the JSON arguments' strings are
+//! part of them.
 
 use serde_json::Value;
 
+use super::values::split_outside_json;
 use super::{Block, Dialect, Parsed, arguments_value, strip_fence};
 use crate::agent::protocol::stream::ToolSpec;
 
@@ -91,9 +93,8 @@ impl Dialect for DeepSeek {
             return vec![one_call(body)];
         }
         let mut out = Vec::new();
-        for piece in body.split(CALL_BEGIN).skip(1) {
-            let piece = piece.split(CALL_END).next().unwrap_or(piece);
-            out.push(one_call(piece));
+        for piece in split_outside_json(body, CALL_BEGIN).into_iter().skip(1) {
+            out.push(one_call(split_outside_json(piece, CALL_END)[0]));
         }
         if out.is_empty() && !body.trim().is_empty() {
             out.push(Parsed::Bad {

@@ -3,12 +3,21 @@
 //!
 //! The body parser here reads every body form that comes inside `<tool_call>` tags: the JSON
 //! object, qwen3-coder's `<function=…>` form and GLM's `<arg_key>` form. A model that mixes
-//! them up still gets its call run.
+//! them up still gets its call run. Whatever the form, a tag inside an argument value is part
+//! of the value (see [`super::values`]).
 
 use serde_json::{Map, Value, json};
 
-use super::{Block, Dialect, Parsed, arguments_value, between, json_call, typed_value};
+use super::values::{Part, Tagged, excerpt, json_string_open};
+use super::{Block, Dialect, Parsed, arguments_value, json_call, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
+
+/// GLM's values: `<arg_value>…</arg_value>`, each after its `<arg_key>`.
+const ARG_VALUE: Tagged = Tagged {
+    open: "<arg_value",
+    close: "</arg_value>",
+    next: &["<arg_key>"],
+};
 
 pub const TOOL_CALL: Block = Block {
     open: "<tool_call>",
@@ -79,6 +88,14 @@ impl Dialect for ToolCallFamily {
         peek_tool_call_name(partial)
     }
 
+    fn inside_value(&self, _block: &Block, body: &str) -> bool {
+        inside_tool_call_value(body)
+    }
+
+    fn cuttable(&self, _block: &Block, body: &str) -> bool {
+        tagged_values(body)
+    }
+
     fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
         parse_tool_call_body(body, tools)
     }
@@ -99,16 +116,63 @@ pub fn peek_tool_call_name(partial: &str) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
+/// Which form a `<tool_call>` body takes.
+enum Form {
+    Json,
+    Functions,
+    Glm,
+}
+
+fn form(t: &str) -> Form {
+    if t.starts_with('{') {
+        Form::Json
+    } else if t.starts_with("<function=") {
+        Form::Functions
+    } else {
+        Form::Glm
+    }
+}
+
+/// Whether a `<tool_call>` body writes its values between tags (qwen3's and GLM's forms).
+pub fn tagged_values(body: &str) -> bool {
+    let t = body.trim_start();
+    let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
+    match form(t) {
+        Form::Json => false,
+        Form::Functions => true,
+        Form::Glm => !t[t.find(['\n', '<', '{']).unwrap_or(t.len())..]
+            .trim_start()
+            .starts_with('{'),
+    }
+}
+
+/// Whether a `<tool_call>` body cut short ends inside an argument value, whichever form it
+/// takes.
+pub fn inside_tool_call_value(body: &str) -> bool {
+    let t = body.trim_start();
+    let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
+    match form(t) {
+        Form::Json => json_string_open(t),
+        Form::Functions => super::qwen3::PARAMETER.inside_value(t),
+        Form::Glm => {
+            let rest = &t[t.find(['\n', '<', '{']).unwrap_or(t.len())..];
+            if rest.trim_start().starts_with('{') {
+                json_string_open(rest)
+            } else {
+                ARG_VALUE.inside_value(rest)
+            }
+        }
+    }
+}
+
 /// The calls inside one `<tool_call>` … `</tool_call>` pair, whichever form they take.
 pub fn parse_tool_call_body(body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
     let t = super::strip_fence(body);
-    if t.starts_with('{') {
-        return json_calls(t);
+    match form(t) {
+        Form::Json => json_calls(t),
+        Form::Functions => super::qwen3::parse_functions(t, tools),
+        Form::Glm => vec![glm_call(t, tools)],
     }
-    if t.contains("<function=") {
-        return super::qwen3::parse_functions(t, tools);
-    }
-    vec![glm_call(t, tools)]
 }
 
 /// One or more JSON call objects written one after the other.
@@ -159,20 +223,49 @@ pub fn glm_call(t: &str, tools: &[ToolSpec]) -> Parsed {
             },
         };
     }
+    let bad = |error: String| Parsed::Bad {
+        name: name.clone(),
+        error,
+        raw: t.to_string(),
+    };
+    let split = ARG_VALUE.split(rest);
+    if split.open.is_some() {
+        return bad("an <arg_value> is not closed with </arg_value>".into());
+    }
     let mut args = Map::new();
-    let mut s = rest;
-    while let Some((key, after)) = between(s, "<arg_key>", "</arg_key>") {
-        s = &s[after..];
-        let Some((value, after)) = between(s, "<arg_value>", "</arg_value>") else {
-            return Parsed::Bad {
-                name,
-                error: format!("the argument `{}` has no <arg_value>", key.trim()),
-                raw: t.to_string(),
-            };
-        };
-        s = &s[after..];
-        let key = key.trim();
-        args.insert(key.to_string(), typed_value(tools, &name, key, value));
+    let mut key: Option<&str> = None;
+    for part in split.parts {
+        match part {
+            Part::Frame(frame) => {
+                let mut f = frame.trim();
+                while let Some(after) = f.strip_prefix("<arg_key>") {
+                    let Some(end) = after.find("</arg_key>") else {
+                        return bad("an <arg_key> is not closed with </arg_key>".into());
+                    };
+                    if let Some(k) = key {
+                        return bad(format!("the argument `{}` has no <arg_value>", k.trim()));
+                    }
+                    key = Some(&after[..end]);
+                    f = after[end + "</arg_key>".len()..].trim_start();
+                }
+                if !f.is_empty() {
+                    return bad(format!(
+                        "text outside the arguments: `{}` (does a value hold </arg_value>?)",
+                        excerpt(f, 60)
+                    ));
+                }
+            }
+            Part::Value { text, .. } => {
+                let Some(k) = key.take() else {
+                    return bad("an <arg_value> has no <arg_key> before it".into());
+                };
+                let k = k.trim();
+                args.insert(k.to_string(), typed_value(tools, &name, k, text));
+            }
+        }
+    }
+    if let Some(k) = key {
+        return bad(format!("the argument `{}` has no <arg_value>", k.trim()));
     }
     Parsed::Call {
         name,

@@ -14,12 +14,22 @@
 //! tags make a call: a call written inside a Markdown code block (any fence, any language tag)
 //! is an example and stays text, and so does JSON in prose, whatever tool it names.
 
+pub mod anthropic;
 pub mod deepseek;
+pub mod gemini;
+pub mod gemma;
 pub mod glm;
 pub mod harmony;
 pub mod hermes;
+pub mod invoke;
+pub mod kimi;
+pub mod minimax;
+pub mod python;
 pub mod qwen3;
+pub mod rewriter;
+pub mod scanner;
 pub mod stream;
+pub mod values;
 pub mod xml;
 
 use std::sync::Arc;
@@ -86,12 +96,44 @@ pub trait Dialect: Send + Sync {
         None
     }
 
+    /// Whether `body`, the text of a call so far (after `block.open`), ends inside one of its
+    /// argument values: a closing or result tag found there is part of the value. By default,
+    /// inside a string of a JSON object.
+    fn inside_value(&self, _block: &Block, body: &str) -> bool {
+        values::json_string_open(body)
+    }
+
+    /// Whether `block.open` opens a call only at the start of a line (after blanks), as a
+    /// Markdown fence does; elsewhere it is text.
+    fn opens_at_line_start(&self, _block: &Block) -> bool {
+        false
+    }
+
+    /// Whether a call with this text (between `block.open` and `block.close`) could have been
+    /// cut short by a value holding the tags that end it: values between tags can be, JSON
+    /// strings cannot. The closing tag coming again after such a call shows it was.
+    fn cuttable(&self, _block: &Block, _body: &str) -> bool {
+        false
+    }
+
     /// The calls in the text between `block.open` and `block.close`.
     fn parse(&self, block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed>;
 }
 
 /// Every dialect's name, as accepted by `--dialect`, `PI_DIALECT` and config.
-pub const NAMES: &[&str] = &["hermes", "qwen3", "xml", "glm", "deepseek", "harmony"];
+pub const NAMES: &[&str] = &[
+    "hermes",
+    "qwen3",
+    "xml",
+    "glm",
+    "deepseek",
+    "harmony",
+    "kimi",
+    "anthropic",
+    "gemini",
+    "gemma",
+    "minimax",
+];
 
 /// A dialect by name (case-insensitive; `qwen` and `qwen2.5` mean hermes).
 pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
@@ -102,6 +144,11 @@ pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
         "glm" | "glm4" | "glm-4.5" => Some(Arc::new(glm::GLM)),
         "deepseek" => Some(Arc::new(deepseek::DeepSeek)),
         "harmony" | "gpt-oss" => Some(Arc::new(harmony::Harmony)),
+        "kimi" | "kimi-k2" => Some(Arc::new(kimi::Kimi)),
+        "anthropic" | "claude" => Some(Arc::new(anthropic::Anthropic)),
+        "gemini" => Some(Arc::new(gemini::Gemini)),
+        "gemma" | "gemma4" => Some(Arc::new(gemma::Gemma)),
+        "minimax" | "minimax-m2" => Some(Arc::new(minimax::MiniMax)),
         _ => None,
     }
 }
@@ -156,7 +203,7 @@ pub fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> String {
 }
 
 /// The request as sent under `dialect`: no native tools or tool choice, the catalogue in the
-/// system prompt, and earlier calls and results written as text.
+/// system prompt, earlier calls and results written as text, and the roles alternating.
 pub fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> ProviderRequest {
     let mut out = request.clone();
     let tools = std::mem::take(&mut out.context.tools);
@@ -188,7 +235,44 @@ pub fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> Provi
         }
     }
     flush(&mut results, &mut messages);
-    out.context.messages = Arc::new(messages);
+    out.context.messages = Arc::new(merge_users(messages));
+    out
+}
+
+/// Consecutive user messages as one (results written as a user message, then the user's own
+/// words): many chat templates refuse a conversation whose roles do not alternate.
+fn merge_users(messages: Vec<Arc<Message>>) -> Vec<Arc<Message>> {
+    let mut out: Vec<Arc<Message>> = Vec::with_capacity(messages.len());
+    for m in messages {
+        if let Message::User(next) = &*m
+            && let Some(last) = out.last_mut()
+            && let Message::User(prev) = &**last
+        {
+            let joined = join_users(prev, next);
+            *last = Arc::new(Message::User(joined));
+            continue;
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// Two user messages as one: texts joined by a blank line, blocks one after the other.
+fn join_users(a: &UserMessage, b: &UserMessage) -> UserMessage {
+    let blocks = |c: &UserContent| match c {
+        UserContent::Text(t) => vec![ContentBlock::text(t.clone())],
+        UserContent::Blocks(b) => b.clone(),
+    };
+    let mut out = a.clone();
+    out.content = match (&a.content, &b.content) {
+        (UserContent::Text(x), UserContent::Text(y)) => UserContent::Text(format!("{x}\n\n{y}")),
+        (x, y) => {
+            let mut all = blocks(x);
+            all.extend(blocks(y));
+            UserContent::Blocks(all)
+        }
+    };
+    out.timestamp = a.timestamp.max(b.timestamp);
     out
 }
 
@@ -208,15 +292,19 @@ fn encode_assistant(dialect: &dyn Dialect, a: &AssistantMessage) -> AssistantMes
     out
 }
 
-/// The arguments of a call to write back: what the model wrote when they did not parse.
+/// The arguments of a call to write back: what the model wrote when they did not parse (as
+/// an object again where what it wrote was one).
 fn replay_arguments(call: &ToolCall) -> Value {
-    match call.arguments.get(PARSE_ERROR_KEY) {
-        Some(_) => call
-            .arguments
-            .get(RAW_JSON_KEY)
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new())),
-        None => call.arguments.clone(),
+    if call.arguments.get(PARSE_ERROR_KEY).is_none() {
+        return call.arguments.clone();
+    }
+    match call.arguments.get(RAW_JSON_KEY) {
+        Some(Value::String(raw)) => serde_json::from_str::<Value>(raw)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| Value::String(raw.clone())),
+        Some(other) => other.clone(),
+        None => Value::Object(Map::new()),
     }
 }
 
@@ -376,13 +464,6 @@ pub fn name_in_broken_json(raw: &str) -> Option<String> {
     let rest = rest.strip_prefix('"')?;
     let end = rest.find('"')?;
     Some(rest[..end].to_string())
-}
-
-/// The text between `open` and `close` tags after `from`, and the position after `close`.
-pub fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<(&'a str, usize)> {
-    let start = s.find(open)? + open.len();
-    let len = s[start..].find(close)?;
-    Some((&s[start..start + len], start + len + close.len()))
 }
 
 /// The text inside a Markdown code fence (```json … ```), or the text itself.

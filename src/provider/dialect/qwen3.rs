@@ -1,10 +1,12 @@
 //! qwen3-coder: `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`,
 //! results in `<tool_response>` tags. Values are plain text; a parameter whose schema type is
-//! not `string` is read as JSON.
+//! not `string` is read as JSON. A value may hold any tag, `</tool_call>` and `</parameter>`
+//! included, as long as its own `</parameter>` is followed by the next tag.
 
 use serde_json::{Map, Value};
 
 use super::hermes::ToolCallFamily;
+use super::values::{Part, Tagged, excerpt};
 use super::{Parsed, text_arguments, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
@@ -28,65 +30,108 @@ fn encode_call(name: &str, arguments: &Value) -> String {
     s
 }
 
-/// Every `<function=NAME>` … `</function>` in `t` (the closing tag may be missing on the last).
+/// qwen3-coder's values: `<parameter=KEY>…</parameter>`.
+pub const PARAMETER: Tagged = Tagged {
+    open: "<parameter=",
+    close: "</parameter>",
+    next: &["<parameter=", "</function>"],
+};
+
+/// Every `<function=NAME>` … `</function>` in `t`. A value runs to the `</parameter>` that is
+/// followed by the next tag (see [`super::values`]); a call whose frame holds anything else,
+/// or that is not closed, is a call that could not be read.
 pub fn parse_functions(t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
     let mut out = Vec::new();
-    let mut rest = t;
-    while let Some(at) = rest.find("<function=") {
-        let after = &rest[at + "<function=".len()..];
-        let Some(gt) = after.find('>') else {
-            out.push(Parsed::Bad {
-                name: String::new(),
-                error: "the <function=…> tag is not closed".into(),
-                raw: t.to_string(),
-            });
-            break;
-        };
-        let name = after[..gt].trim().to_string();
-        let body_and_more = &after[gt + 1..];
-        let (body, next) = match body_and_more.find("</function>") {
-            Some(end) => (
-                &body_and_more[..end],
-                &body_and_more[end + "</function>".len()..],
+    let mut open: Option<(String, Map<String, Value>)> = None;
+    let bad = |open: &Option<(String, Map<String, Value>)>, error: String| Parsed::Bad {
+        name: open.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
+        error,
+        raw: t.to_string(),
+    };
+    let split = PARAMETER.split(t);
+    if let Some(tag) = split.open {
+        out.push(bad(
+            &open_name(t),
+            format!(
+                "the value of `{}` is not closed with </parameter>",
+                tag.trim()
             ),
-            None => (body_and_more, ""),
-        };
-        out.push(parameters(&name, body, tools));
-        rest = next;
+        ));
+        return out;
+    }
+    for part in split.parts {
+        match part {
+            Part::Frame(frame) => {
+                let mut f = frame.trim_start();
+                while !f.is_empty() {
+                    if let Some(after) = f.strip_prefix("<function=") {
+                        let Some(gt) = after.find('>') else {
+                            out.push(bad(&open, "the <function=…> tag is not closed".into()));
+                            return out;
+                        };
+                        if open.is_some() {
+                            out.push(bad(&open, "the call is not closed with </function>".into()));
+                            return out;
+                        }
+                        open = Some((after[..gt].trim().to_string(), Map::new()));
+                        f = after[gt + 1..].trim_start();
+                    } else if let Some(after) = f.strip_prefix("</function>") {
+                        match open.take() {
+                            Some((name, args)) => out.push(Parsed::Call {
+                                name,
+                                arguments: Value::Object(args),
+                            }),
+                            None => {
+                                out.push(bad(
+                                    &open,
+                                    "a </function> without its <function=…>".into(),
+                                ));
+                                return out;
+                            }
+                        }
+                        f = after.trim_start();
+                    } else {
+                        // Text after a finished call was most likely part of its last value.
+                        let error = format!(
+                            "text outside the parameters: `{}` (does a value hold </parameter>?)",
+                            excerpt(f, 60)
+                        );
+                        let blamed = match (&open, out.last()) {
+                            (None, Some(Parsed::Call { name, .. })) => {
+                                Some((name.clone(), Map::new()))
+                            }
+                            _ => None,
+                        };
+                        if blamed.is_some() {
+                            out.pop();
+                        }
+                        out.push(bad(&blamed.or(open), error));
+                        return out;
+                    }
+                }
+            }
+            Part::Value { tag, text } => {
+                let Some((name, args)) = open.as_mut() else {
+                    out.push(bad(
+                        &open,
+                        "a <parameter=…> outside any <function=…>".into(),
+                    ));
+                    return out;
+                };
+                let key = tag.trim().to_string();
+                let value = typed_value(tools, name, &key, text);
+                args.insert(key, value);
+            }
+        }
+    }
+    if open.is_some() {
+        out.push(bad(&open, "the call is not closed with </function>".into()));
     }
     out
 }
 
-fn parameters(name: &str, body: &str, tools: &[ToolSpec]) -> Parsed {
-    let mut args = Map::new();
-    let mut s = body;
-    while let Some(at) = s.find("<parameter=") {
-        let after = &s[at + "<parameter=".len()..];
-        let Some(gt) = after.find('>') else {
-            return Parsed::Bad {
-                name: name.to_string(),
-                error: "a <parameter=…> tag is not closed".into(),
-                raw: body.to_string(),
-            };
-        };
-        let key = after[..gt].trim().to_string();
-        let value_and_more = &after[gt + 1..];
-        // The value runs to its closing tag, or (when that is missing) to the next parameter.
-        let (value, next) = match value_and_more.find("</parameter>") {
-            Some(end) => (
-                &value_and_more[..end],
-                &value_and_more[end + "</parameter>".len()..],
-            ),
-            None => match value_and_more.find("<parameter=") {
-                Some(next) => (&value_and_more[..next], &value_and_more[next..]),
-                None => (value_and_more, ""),
-            },
-        };
-        args.insert(key.clone(), typed_value(tools, name, &key, value));
-        s = next;
-    }
-    Parsed::Call {
-        name: name.to_string(),
-        arguments: Value::Object(args),
-    }
+/// The function named at the start of `t`, for an error about a call that has no end.
+fn open_name(t: &str) -> Option<(String, Map<String, Value>)> {
+    let rest = t.trim_start().strip_prefix("<function=")?;
+    Some((rest[..rest.find('>')?].trim().to_string(), Map::new()))
 }

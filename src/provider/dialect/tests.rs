@@ -313,7 +313,10 @@ fn calls_inside_code_blocks_are_text_in_every_dialect() {
 fn a_call_after_a_closed_code_block_still_runs() {
     for d in all() {
         let call = d.encode_call("read", &json!({"path": "notes.txt"}));
-        let text = format!("Look:\n```\n{call}\n```\nNow for real:\n{call}");
+        // Gemini's call is a fence itself: shown in a code block, the block's fence must be
+        // the longer one (as Markdown wants).
+        let fence = if d.name() == "gemini" { "````" } else { "```" };
+        let text = format!("Look:\n{fence}\n{call}\n{fence}\nNow for real:\n{call}");
         for chunks in splits(&text) {
             let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
             let (m, _) = rewrite(d.clone(), &chunks);
@@ -721,6 +724,8 @@ struct Fixed {
     events: Vec<crate::agent::protocol::stream::StreamEvent>,
     token: std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>,
     requests: std::sync::Mutex<Vec<ProviderRequest>>,
+    /// Whether the reply never ends by itself after its events.
+    endless: bool,
 }
 
 impl crate::agent::protocol::stream::Provider for Fixed {
@@ -733,6 +738,9 @@ impl crate::agent::protocol::stream::Provider for Fixed {
         *self.token.lock().unwrap() = Some(cancel);
         self.requests.lock().unwrap().push(request);
         let events: Vec<_> = self.events.iter().cloned().map(Ok).collect();
+        if !self.endless {
+            return futures::stream::iter(events).boxed();
+        }
         // Never ends by itself: only a stop from the wrapper ends this reply.
         futures::stream::iter(events)
             .chain(futures::stream::pending())
@@ -757,6 +765,7 @@ async fn a_fabricated_result_cancels_the_request_but_not_the_run() {
         ],
         token: Default::default(),
         requests: Default::default(),
+        endless: true,
     });
     let provider = DialectProvider::new(
         inner.clone(),
@@ -796,4 +805,487 @@ async fn a_fabricated_result_cancels_the_request_but_not_the_run() {
     let sent = &inner.requests.lock().unwrap()[0];
     assert!(sent.context.tools.is_empty());
     assert_eq!(provider.dialect_for(&model()), Some("hermes"));
+}
+
+/// Every tag any dialect uses to open or close a call or a value, or to start a result.
+fn every_tag() -> Vec<&'static str> {
+    let mut tags: Vec<&'static str> = vec![
+        "</parameter>",
+        "</function>",
+        "</arg>",
+        "</arg_value>",
+        "</invoke>",
+        "<|\"|>",
+        "```",
+    ];
+    for name in NAMES {
+        let d = by_name(name).unwrap();
+        for b in d.blocks() {
+            tags.extend([b.open, b.close]);
+        }
+        tags.extend(d.result_markers());
+    }
+    tags
+}
+
+#[test]
+fn a_call_holding_any_tag_in_a_value_is_read_whole() {
+    for d in all() {
+        // Gemma's strings are wrapped in <|"|>: that one token cannot be in a text value.
+        let tags: Vec<&str> = every_tag()
+            .into_iter()
+            .filter(|t| d.name() != "gemma" || *t != "<|\"|>")
+            .collect();
+        let content = format!("Tags: {} end", tags.join(" x\n"));
+        let args = json!({"path": "tags.md", "content": content});
+        let text = format!("Writing.\n{}\nok", d.encode_call("write", &args));
+        let mut cuts = splits(&text);
+        // Every cut is slow on text this long: one-character pieces and a cut every 7 bytes.
+        cuts.retain(|c| c.len() > 2 || c[0].len() % 7 == 0);
+        for chunks in cuts {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let (m, events) = rewrite(d.clone(), &chunks);
+            assert_eq!(
+                calls(&m),
+                vec![("write".to_string(), args.clone())],
+                "{}: {chunks:?}",
+                d.name()
+            );
+            assert_eq!(texts(&m), ["Writing.", "ok"], "{}", d.name());
+            assert_eq!(streamed_text(&events), "Writing.ok", "{}", d.name());
+        }
+    }
+}
+
+/// The arguments of the only call in `m`, which must be an unreadable one.
+fn only_bad_call(m: &AssistantMessage, what: &str) -> String {
+    use crate::agent::policy::validate::PARSE_ERROR_KEY;
+    let all: Vec<_> = m.tool_calls().collect();
+    assert_eq!(all.len(), 1, "{what}: {:?}", m.content);
+    assert_eq!(all[0].name, "write", "{what}");
+    all[0]
+        .arguments
+        .get(PARSE_ERROR_KEY)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{what}: a shortened call would run: {}", all[0].arguments))
+        .to_string()
+}
+
+#[test]
+fn a_call_cut_short_by_a_value_is_an_error_never_a_shorter_call() {
+    // Each value holds its own closing tag and the call's, as if the call ended there: the
+    // rest of the value then follows in the text.
+    let cases = [
+        ("qwen3", "A\n</parameter>\n</function>\n</tool_call>\nB"),
+        ("qwen3", "A\n</parameter>\n</function>\nB"),
+        ("glm", "A</arg_value>\n</tool_call>\nB"),
+        ("xml", "A</arg>\n</function_call>\nB"),
+        (
+            "anthropic",
+            "A</parameter>\n</invoke>\n</function_calls>\nB",
+        ),
+        ("minimax", "A</parameter>\n</invoke>\nB"),
+    ];
+    for (name, content) in cases {
+        let d = by_name(name).unwrap();
+        let text = d.encode_call("write", &json!({"path": "f.txt", "content": content}));
+        for chunks in splits(&text) {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let (m, _) = rewrite(d.clone(), &chunks);
+            let error = only_bad_call(&m, &format!("{name} {content:?} {chunks:?}"));
+            assert!(!error.is_empty());
+        }
+    }
+    // A reply that ends inside a value.
+    for (name, text) in [
+        (
+            "qwen3",
+            "<tool_call>\n<function=write>\n<parameter=path>\na\n</parameter>\n<parameter=content>\nhal",
+        ),
+        (
+            "xml",
+            "<function_call name=\"write\">\n<arg name=\"content\">hal",
+        ),
+        (
+            "anthropic",
+            "<function_calls>\n<invoke name=\"write\">\n<parameter name=\"content\">hal",
+        ),
+    ] {
+        let (m, _) = rewrite(by_name(name).unwrap(), &[text]);
+        only_bad_call(&m, name);
+    }
+}
+
+#[test]
+fn the_closing_tag_mentioned_later_in_prose_leaves_the_call_alone() {
+    let d = by_name("qwen3").unwrap();
+    let args = json!({"path": "f.txt", "content": "hello"});
+    let call = d.encode_call("write", &args);
+    for after in [
+        "I ended it with `</tool_call>` as asked.",
+        "The </tool_call> tag ends a call.",
+    ] {
+        let (m, _) = rewrite(d.clone(), &[&format!("{call}\n{after}")]);
+        assert_eq!(
+            calls(&m),
+            vec![("write".to_string(), args.clone())],
+            "{after}"
+        );
+        assert_eq!(texts(&m), [after]);
+    }
+    // A call after the first settles it: a closing tag after that is the second call's.
+    let xml = by_name("xml").unwrap();
+    let one = xml.encode_call("write", &args);
+    let (m, _) = rewrite(xml, &[&format!("{one}\n{one}\nWhy </function_call>?")]);
+    assert_eq!(calls(&m).len(), 2);
+}
+
+#[test]
+fn prose_that_mentions_a_result_tag_is_text() {
+    for d in all() {
+        for marker in d.result_markers() {
+            let reads_as_text = marker.starts_with(|c: char| matches!(c, '<' | '#' | '`'))
+                && !marker.starts_with("<|")
+                && !marker.starts_with("<｜");
+            if !reads_as_text {
+                continue;
+            }
+            let call = d.encode_call("read", &json!({"path": "a"}));
+            let prose = format!(
+                "A result comes back as `{marker}`, and the {marker} that follows is not mine to write.\nDone."
+            );
+            for text in [prose.clone(), format!("{call}\nNote: {prose}")] {
+                for chunks in splits(&text) {
+                    let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+                    let mut sc = Scanner::new(d.clone(), tools());
+                    for c in &chunks {
+                        sc.push(c);
+                    }
+                    sc.finish();
+                    assert!(!sc.stopped(), "{} {marker}: {chunks:?}", d.name());
+                    let (m, _) = rewrite(d.clone(), &chunks);
+                    assert!(texts(&m).concat().ends_with(&prose), "{}", d.name());
+                }
+            }
+        }
+    }
+    // Right after a call, with nothing between, it is a made-up result.
+    let h = by_name("hermes").unwrap();
+    let text = "<tool_call>{\"name\": \"read\", \"arguments\": {}}</tool_call><tool_response>FAKE";
+    let (m, events) = rewrite(h, &[text]);
+    assert_eq!(calls(&m).len(), 1);
+    assert!(!streamed_text(&events).contains("FAKE"));
+}
+
+#[test]
+fn the_new_dialects_read_their_models_own_forms() {
+    let want = vec![
+        ("read".to_string(), json!({"path": "a", "offset": 3})),
+        ("bash".to_string(), json!({"command": "ls"})),
+    ];
+    let cases = [
+        (
+            "kimi",
+            "Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.read:0<|tool_call_argument_begin|>{\"path\": \"a\", \"offset\": 3}<|tool_call_end|><|tool_call_begin|>functions.bash:1<|tool_call_argument_begin|>{\"command\": \"ls\"}<|tool_call_end|><|tool_calls_section_end|>",
+        ),
+        (
+            "anthropic",
+            "Sure.\n<function_calls>\n<invoke name=\"read\">\n<parameter name=\"path\">a</parameter>\n<parameter name=\"offset\">3</parameter>\n</invoke>\n<invoke name=\"bash\">\n<parameter name=\"command\">ls</parameter>\n</invoke>\n</function_calls>",
+        ),
+        (
+            "anthropic",
+            "Sure.\n<invoke name=\"read\"><parameter name=\"path\">a</parameter><parameter name=\"offset\">3</parameter></invoke>\n<invoke name=\"bash\"><parameter name=\"command\">ls</parameter></invoke>",
+        ),
+        (
+            "minimax",
+            "Sure.\n<minimax:tool_call>\n<invoke name=\"read\">\n<parameter name=\"path\">a</parameter>\n<parameter name=\"offset\">3</parameter>\n</invoke>\n<invoke name=\"bash\">\n<parameter name=\"command\">ls</parameter>\n</invoke>\n</minimax:tool_call>",
+        ),
+        (
+            "gemini",
+            "Sure.\n```tool_code\n[default_api.read(path='a', offset=3), default_api.bash(command=\"ls\")]\n```",
+        ),
+        (
+            "gemini",
+            "Sure.\n```tool_code\nprint(default_api.read(path=\"a\", offset=3))\nprint(default_api.bash(command='ls'))\n```",
+        ),
+        (
+            "gemma",
+            "Sure.<|tool_call>call:read{path:<|\"|>a<|\"|>,offset:3}<tool_call|><|tool_call>call:bash{command:<|\"|>ls<|\"|>}<tool_call|>",
+        ),
+    ];
+    for (name, text) in cases {
+        let d = by_name(name).unwrap();
+        for chunks in splits(text) {
+            let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+            let (m, _) = rewrite(d.clone(), &chunks);
+            assert_eq!(calls(&m), want, "{name}: {chunks:?}");
+            assert_eq!(texts(&m), ["Sure."], "{name}");
+        }
+    }
+    // A tool_code fence inside a line is text, not a call.
+    let (m, _) = rewrite(
+        by_name("gemini").unwrap(),
+        &["Write ```tool_code\nprint(default_api.bash(command=\"ls\"))\n``` to call."],
+    );
+    assert!(calls(&m).is_empty());
+    for name in ["kimi", "anthropic", "gemini", "gemma", "minimax"] {
+        assert_eq!(parse_setting(name), Ok(Setting::On(name.into())));
+    }
+}
+
+#[test]
+fn roles_alternate_in_requests_rebuilt_for_a_dialect() {
+    let mut messages = history();
+    let mut steer = UserMessage::new("also check todo.txt");
+    steer.steering = true;
+    messages.push(Arc::new(Message::User(steer)));
+    let mut picture = UserMessage::new("");
+    picture.content = UserContent::Blocks(vec![
+        ContentBlock::text("and this"),
+        ContentBlock::Image(crate::agent::protocol::types::ImageContent {
+            data: "aGk=".into(),
+            mime_type: "image/png".into(),
+            detail: None,
+        }),
+    ]);
+    messages.push(Arc::new(Message::User(picture)));
+    let req = ProviderRequest {
+        model: model(),
+        context: LlmContext {
+            system_prompt: vec!["You are pi.".into()],
+            messages: Arc::new(messages),
+            tools: tools(),
+        },
+        options: StreamOptions::default(),
+    };
+    for d in all() {
+        let out = encode_request(&*d, &req);
+        let roles: Vec<&str> = out.context.messages.iter().map(|m| m.role()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"], "{}", d.name());
+        let Message::User(last) = &*out.context.messages[2] else {
+            panic!()
+        };
+        let UserContent::Blocks(blocks) = &last.content else {
+            panic!("{:?}", last.content)
+        };
+        let text = last.content.joined_text();
+        let result = d.encode_result("read", "the answer is 42", false);
+        assert!(
+            text.starts_with(&format!("{result}\n\nalso check todo.txt")),
+            "{text}"
+        );
+        assert!(text.ends_with("and this"));
+        assert!(matches!(blocks.last(), Some(ContentBlock::Image(_))));
+    }
+}
+
+#[test]
+fn text_end_signatures_stay_on_the_text() {
+    use crate::agent::protocol::stream::StreamEvent;
+    let run = |deltas: &[&str]| {
+        let mut rw = Rewriter::new(by_name("hermes").unwrap(), tools(), &model());
+        let mut ev = rw.event(StreamEvent::Start {
+            partial: Box::new(AssistantMessage::empty("a", "p", "m")),
+        });
+        ev.extend(rw.event(StreamEvent::TextStart { content_index: 0 }));
+        for d in deltas {
+            ev.extend(rw.event(StreamEvent::TextDelta {
+                content_index: 0,
+                delta: d.to_string(),
+            }));
+        }
+        ev.extend(rw.event(StreamEvent::TextEnd {
+            content_index: 0,
+            content: deltas.concat(),
+            signature: Some("sig-1".into()),
+        }));
+        ev.extend(rw.event(StreamEvent::Done {
+            reason: StopReason::Stop,
+            message: Box::new(AssistantMessage::empty("a", "p", "m")),
+        }));
+        ev
+    };
+    let signed = |ev: &[StreamEvent]| {
+        let StreamEvent::Done { message, .. } = ev.last().unwrap() else {
+            panic!()
+        };
+        let ends: Vec<Option<String>> = ev
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::TextEnd { signature, .. } => Some(signature.clone()),
+                _ => None,
+            })
+            .collect();
+        let blocks: Vec<(String, Option<String>)> = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some((t.text.clone(), t.text_signature.clone())),
+                _ => None,
+            })
+            .collect();
+        (blocks, ends)
+    };
+    // Text still open when the block ends: its end carries the signature.
+    let (blocks, ends) = signed(&run(&["Hello ", "there"]));
+    assert_eq!(
+        blocks,
+        [("Hello there".to_string(), Some("sig-1".to_string()))]
+    );
+    assert_eq!(ends, [Some("sig-1".to_string())]);
+    // Text around a call: the last text made from the block carries it.
+    let (blocks, _) = signed(&run(&[
+        "Before ",
+        "<tool_call>{\"name\": \"read\", \"arguments\": {}}</tool_call>",
+        " after",
+    ]));
+    assert_eq!(
+        blocks,
+        [
+            ("Before".to_string(), None),
+            ("after".to_string(), Some("sig-1".to_string()))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn in_drain_mode_a_made_up_result_is_read_to_the_end_and_dropped() {
+    use crate::agent::protocol::stream::{Provider, StreamEvent};
+    use futures::StreamExt;
+    let mut done = AssistantMessage::empty("a", "ollama", "m");
+    done.usage.output = 77;
+    let inner = Arc::new(Fixed {
+        events: vec![
+            StreamEvent::Start {
+                partial: Box::new(AssistantMessage::empty("a", "ollama", "m")),
+            },
+            StreamEvent::TextDelta {
+                content_index: 0,
+                delta: "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}</tool_call>\n<tool_response>FAKE".into(),
+            },
+            StreamEvent::TextDelta {
+                content_index: 0,
+                delta: " MORE FAKE</tool_response>".into(),
+            },
+            StreamEvent::ThinkingStart { content_index: 1 },
+            StreamEvent::Done {
+                reason: StopReason::Stop,
+                message: Box::new(done),
+            },
+        ],
+        token: Default::default(),
+        requests: Default::default(),
+        endless: false,
+    });
+    let provider = DialectProvider::new(
+        inner.clone(),
+        Arc::new(crate::provider::catalog::Catalog::default()),
+        DialectSettings {
+            forced: Some(Setting::On("hermes".into())),
+            drain_fabricated: true,
+            ..Default::default()
+        },
+    );
+    let req = ProviderRequest {
+        model: model(),
+        context: LlmContext {
+            system_prompt: vec![],
+            messages: Arc::new(history()),
+            tools: tools(),
+        },
+        options: StreamOptions::default(),
+    };
+    let events: Vec<_> = provider
+        .stream(req, tokio_util::sync::CancellationToken::new())
+        .collect()
+        .await;
+    let events: Vec<StreamEvent> = events.into_iter().map(Result::unwrap).collect();
+    let StreamEvent::Done { message, reason } = events.last().unwrap() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(*reason, StopReason::ToolUse);
+    assert_eq!(
+        calls(message),
+        vec![("read".to_string(), json!({"path": "a"}))]
+    );
+    assert_eq!(message.usage.output, 77, "the reply was read to its end");
+    assert_eq!(message.content.len(), 1, "{:?}", message.content);
+    assert!(!streamed_text(&events).contains("FAKE"));
+    assert!(
+        !inner.token.lock().unwrap().as_ref().unwrap().is_cancelled(),
+        "the request was not stopped"
+    );
+}
+
+#[test]
+fn no_text_makes_a_dialect_panic_or_lose_a_call_end() {
+    // Replies assembled at random from every tag and the characters the readers care about,
+    // cut at random: whatever comes out, nothing panics and every call that starts ends.
+    let mut pieces: Vec<&str> = every_tag();
+    pieces.extend([
+        "é",
+        "日本",
+        "\n",
+        " ",
+        "`",
+        "```",
+        "~~~",
+        "\"",
+        "'",
+        "\\",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        "=",
+        ":",
+        ",",
+        "x",
+        "read",
+        "write",
+        "<parameter=path>",
+        "<arg name=\"path\">",
+        "<invoke name=\"read\">",
+        "<parameter name=\"path\">",
+        "<arg_key>path</arg_key>",
+        "<arg_value>",
+        "<function=read>",
+        "functions.read:0",
+        "call:read{",
+        "default_api.read(",
+        "print(",
+        "{\"name\": \"read\", \"arguments\": {",
+        "<|tool_call_argument_begin|>",
+        "<｜tool▁sep｜>",
+        "<|message|>",
+        "<|\"|>",
+    ]);
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for d in all() {
+        for _ in 0..150 {
+            let len = 1 + next(40);
+            let text: String = (0..len).map(|_| pieces[next(pieces.len())]).collect();
+            let mut chunks = Vec::new();
+            let mut rest = text.as_str();
+            while !rest.is_empty() {
+                let mut cut = 1 + next(12).min(rest.len() - 1);
+                while !rest.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                let (a, b) = rest.split_at(cut);
+                chunks.push(a);
+                rest = b;
+            }
+            let (_, events) = rewrite(d.clone(), &chunks);
+            call_events(&events);
+        }
+    }
 }

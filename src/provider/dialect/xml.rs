@@ -8,12 +8,15 @@
 //! ```
 //!
 //! Argument values are raw text (no entity escaping, so code needs none); a parameter whose
-//! schema type is not `string` is read as JSON. Results come back as
+//! schema type is not `string` is read as JSON. A value may hold any tag, `</arg>` and
+//! `</function_call>` included, as long as its own `</arg>` is followed by the next `<arg>`
+//! or the end of the call. Results come back as
 //! `<function_result name="read">…</function_result>`; a reply that starts writing one is cut
 //! there.
 
 use serde_json::{Map, Value};
 
+use super::values::{Part, Tagged, attribute, excerpt, stray};
 use super::{Block, Dialect, Parsed, text_arguments, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
@@ -22,6 +25,13 @@ pub struct Xml;
 const CALL: Block = Block {
     open: "<function_call",
     close: "</function_call>",
+};
+
+/// An argument's value: `<arg name="KEY">…</arg>`.
+const ARG: Tagged = Tagged {
+    open: "<arg",
+    close: "</arg>",
+    next: &["<arg ", "<arg>", "<arg\t", "<arg\n"],
 };
 
 impl Dialect for Xml {
@@ -63,6 +73,15 @@ impl Dialect for Xml {
         attribute(&partial[..partial.find('>')?], "name").filter(|n| !n.is_empty())
     }
 
+    fn cuttable(&self, _block: &Block, _body: &str) -> bool {
+        true
+    }
+
+    fn inside_value(&self, _block: &Block, body: &str) -> bool {
+        body.find('>')
+            .is_some_and(|gt| ARG.inside_value(&body[gt + 1..]))
+    }
+
     fn parse(&self, _block: &Block, body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
         // `body` starts right after `<function_call`: the attributes, `>`, then the args.
         let Some(gt) = body.find('>') else {
@@ -80,53 +99,40 @@ impl Dialect for Xml {
             }];
         };
         let mut args = Map::new();
-        let mut s = &body[gt + 1..];
-        while let Some(at) = s.find("<arg") {
-            let after = &s[at + 4..];
-            let Some(gt) = after.find('>') else {
-                break;
-            };
-            let Some(key) = attribute(&after[..gt], "name") else {
-                return vec![Parsed::Bad {
-                    name,
-                    error: "an <arg> has no name=\"…\"".into(),
-                    raw: body.to_string(),
-                }];
-            };
-            let value_and_more = &after[gt + 1..];
-            let Some(end) = value_and_more.find("</arg>") else {
-                return vec![Parsed::Bad {
-                    name,
-                    error: format!("the <arg name=\"{key}\"> is not closed"),
-                    raw: body.to_string(),
-                }];
-            };
-            args.insert(
-                key.clone(),
-                typed_value(tools, &name, &key, &value_and_more[..end]),
-            );
-            s = &value_and_more[end + "</arg>".len()..];
+        let bad = |error: String| {
+            vec![Parsed::Bad {
+                name: name.clone(),
+                error,
+                raw: body.to_string(),
+            }]
+        };
+        let split = ARG.split(&body[gt + 1..]);
+        if let Some(tag) = split.open {
+            let key = attribute(tag, "name").unwrap_or_default();
+            return bad(format!("the <arg name=\"{key}\"> is not closed"));
+        }
+        for part in split.parts {
+            match part {
+                Part::Frame(f) => {
+                    if let Some(text) = stray(f, &[]) {
+                        return bad(format!(
+                            "text outside the <arg> elements: `{}` (does a value hold </arg>?)",
+                            excerpt(text, 60)
+                        ));
+                    }
+                }
+                Part::Value { tag, text } => {
+                    let Some(key) = attribute(tag, "name") else {
+                        return bad("an <arg> has no name=\"…\"".into());
+                    };
+                    let value = typed_value(tools, &name, &key, text);
+                    args.insert(key, value);
+                }
+            }
         }
         vec![Parsed::Call {
             name,
             arguments: Value::Object(args),
         }]
     }
-}
-
-/// The value of `key="…"` (or `'…'`) among a tag's attributes.
-fn attribute(attrs: &str, key: &str) -> Option<String> {
-    let mut s = attrs;
-    while let Some(at) = s.find(key) {
-        let rest = s[at + key.len()..].trim_start();
-        if let Some(rest) = rest.strip_prefix('=') {
-            let rest = rest.trim_start();
-            let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-            let rest = &rest[1..];
-            let end = rest.find(quote)?;
-            return Some(rest[..end].to_string());
-        }
-        s = &s[at + key.len()..];
-    }
-    None
 }
