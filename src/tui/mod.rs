@@ -33,6 +33,7 @@ pub mod input;
 pub mod keymap;
 pub mod login;
 pub mod markdown;
+pub mod open_line;
 pub mod paint;
 pub mod port;
 pub mod render;
