@@ -23,6 +23,7 @@ pub mod approval;
 pub mod cells;
 pub mod complete;
 pub mod editor;
+pub mod editor_view;
 pub mod external;
 pub mod file_picker;
 pub mod files;

@@ -33,6 +33,7 @@ use crate::session::{ListScope, SessionInfo};
 mod approval;
 mod attach;
 mod dialect;
+mod editing;
 mod keys;
 mod streaming;
 
