@@ -103,6 +103,8 @@ class Terminal:
         self.tail = b""
         self.last = time.monotonic()
         self.lock = threading.Lock()
+        # Called with (bytes read, when) for every read, on the reading thread.
+        self.listeners = []
         threading.Thread(target=self.pump, daemon=True).start()
 
     def pump(self):
@@ -116,10 +118,13 @@ class Terminal:
                 return
             if not data:
                 return
+            now = time.monotonic()
             with self.lock:
                 self.bytes += len(data)
                 self.tail = (self.tail + data)[-65536:]
-                self.last = time.monotonic()
+                self.last = now
+            for listen in self.listeners:
+                listen(data, now)
 
     def count(self):
         with self.lock:

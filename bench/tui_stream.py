@@ -9,7 +9,10 @@ window:
   * CPU time of the pi process (user+sys from /proc/<pid>/stat) and its average as % of a core;
   * peak resident memory (VmHWM from /proc/<pid>/status);
   * bytes pi wrote to the terminal, next to the bytes of text streamed;
-  * CPU used while idle afterwards (IDLE seconds, nothing happening).
+  * CPU used while idle afterwards (IDLE seconds, nothing happening);
+  * the delay from a delta leaving the server to its text reaching the terminal (p50, p99,
+    max): every MARK-th token is a marker word (`q00042`) whose first appearance in pi's
+    output is timed; markers pi never wrote whole (a redraw that reused cells) are counted.
 
 With PACED=1 the server writes each SSE event on its own, one every 1/RATE seconds, as real
 providers send them (each event then wakes the whole chain); by default it writes RATE/100
@@ -17,9 +20,11 @@ events together every 10 ms.
 
 Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and calls this)
 Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1: one event per
-write).
+write), SHAPE (`markdown`, the default, or `line`: one paragraph without a newline, as in
+issue 25's 300-word answer), MARK (default 20).
 """
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -34,6 +39,8 @@ COLS = int(os.environ.get("COLS", "200"))
 IDLE = float(os.environ.get("IDLE", "5"))
 CODE = os.environ.get("CODE", "1") != "0"  # CODE=0: no fenced code blocks (no highlighting)
 PACED = os.environ.get("PACED", "0") == "1"
+SHAPE = os.environ.get("SHAPE", "markdown")
+MARK = int(os.environ.get("MARK", "20"))
 # The server sends RATE*TICK tokens every TICK seconds (one token per write when paced).
 TICK = 1.0 / RATE if PACED else 0.01
 
@@ -42,12 +49,19 @@ WORDS = ("the agent reads files runs commands and edits code while the person wa
          "must stay calm fast and correct under load").split()
 
 
+def marker(i):
+    return f"q{i:05d}"
+
+
 def tokens():
-    """About 5.7 bytes per token: words, paragraphs, a list, headings and code now and then."""
+    """About 5.7 bytes per token: words, paragraphs, a list, headings and code now and then
+    (SHAPE=line: words only, one long line). Every MARK-th word is a marker."""
     out = []
     for i in range(TOKENS):
-        w = WORDS[i % len(WORDS)]
-        if i % 600 == 0:
+        w = marker(i) if i % MARK == MARK // 2 else WORDS[i % len(WORDS)]
+        if SHAPE == "line":
+            pass
+        elif i % 600 == 0:
             out.append(f"\n\n## Part {i // 600 + 1}\n\n")
         elif CODE and i % 250 == 125:
             out.append("\n\n```rust\nfn main() { println!(\"step\"); }\n```\n\n")
@@ -63,6 +77,28 @@ TOKEN_LIST = tokens()
 TEXT_BYTES = sum(len(t.encode()) for t in TOKEN_LIST)
 STREAM_DONE = threading.Event()
 STREAM_STARTED = threading.Event()
+# Marker number -> when the server sent it / when pi first wrote it.
+SENT = {}
+SHOWN = {}
+MARKER = re.compile(rb"q(\d{5})")
+
+
+class Shown:
+    """Finds marker words in pi's output (a marker may be split across two reads)."""
+
+    def __init__(self):
+        self.carry = b""
+
+    def __call__(self, data, when):
+        text = self.carry + data
+        for m in MARKER.finditer(text):
+            SHOWN.setdefault(int(m.group(1)), when)
+        self.carry = text[-6:]
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p / 100 * len(values)))]
 
 
 class Handler(ModelsHandler):
@@ -79,7 +115,13 @@ class Handler(ModelsHandler):
             pause = due - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-            send(b"".join(chunk({"content": t}) for t in TOKEN_LIST[n:n + per_tick]))
+            batch = TOKEN_LIST[n:n + per_tick]
+            send(b"".join(chunk({"content": t}) for t in batch))
+            sent = time.monotonic()
+            for t in batch:
+                m = MARKER.search(t.encode())
+                if m:
+                    SENT[int(m.group(1))] = sent
         send(chunk({}, "stop"))
         send(b'data: {"id":"b","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":%d}}\n\n' % TOKENS)
         send(b"data: [DONE]\n\n")
@@ -109,6 +151,7 @@ def main():
     agent = write_config(work, port)
     pid, fd = spawn_pi(pi, work, agent, ROWS, COLS)
     term = Terminal(fd)
+    term.listeners.append(Shown())
 
     deadline = time.monotonic() + 10
     while not term.seen(b"bench") and time.monotonic() < deadline:
@@ -143,7 +186,8 @@ def main():
     wall = t1 - t0
     cpu = cpu1 - cpu0
     writes = "one SSE event per write" if PACED else f"{max(1, int(RATE * TICK))} events per write"
-    print(f"pi TUI, {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
+    delays = [1000 * (SHOWN[k] - t) for k, t in SENT.items() if k in SHOWN]
+    print(f"pi TUI, {SHAPE}, {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
           f"{writes}, {COLS}x{ROWS} pty, {os.cpu_count()} cores")
     print(f"  streaming window  {wall:6.2f} s wall, {cpu * 1000:7.1f} ms CPU = {100 * cpu / wall:5.2f}% of a core")
     print(f"  peak memory       {peak:6.1f} MB (VmHWM)")
@@ -151,6 +195,9 @@ def main():
           f"(startup screen {startup_bytes / 1e3:.1f} KB)")
     print(f"  idle              {100 * (idle_cpu1 - idle_cpu0) / IDLE:5.2f}% of a core over {IDLE:.0f} s, "
           f"{idle_bytes1 - idle_bytes0} bytes written")
+    if delays:
+        print(f"  delta to terminal p50 {percentile(delays, 50):7.1f} ms, p99 {percentile(delays, 99):7.1f} ms, "
+              f"max {max(delays):7.1f} ms ({len(delays)} of {len(SENT)} markers seen)")
 
 
 main()

@@ -2,6 +2,11 @@
 //! fenced code in several languages, tables, quotes) arriving in 10-byte deltas, with a
 //! 120×40 frame drawn after every delta, the way the UI does while a model streams. One
 //! iteration is the whole stream; the throughput figure is steps (delta + frame) per second.
+//!
+//! Two more shapes: `frame_per_66_deltas` is 2,000 tokens/s at the UI's 30 frames a second
+//! (6-byte deltas, a frame after every 66), and `frames_without_new_text` draws 100 frames of
+//! a half-streamed answer with nothing new (a spinner's frames), which should cost only the
+//! drawing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -62,6 +67,79 @@ fn document() -> String {
     s
 }
 
+fn streaming_app() -> (App, Terminal<TestBackend>) {
+    let mut app = App::new(idle_port(), model(), ThinkingLevel::Medium);
+    let term = match Terminal::new(TestBackend::new(120, 40)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    app.handle_agent_event(AgentEvent::AgentStart);
+    app.handle_agent_event(AgentEvent::MessageStart {
+        message: AgentMessage::from(Message::Assistant(AssistantMessage::default())),
+    });
+    (app, term)
+}
+
+fn delta(app: &mut App, text: &str) {
+    app.handle_agent_event(AgentEvent::MessageUpdate {
+        assistant_message_event: StreamEvent::TextDelta {
+            content_index: 0,
+            delta: text.to_string(),
+        },
+    });
+}
+
+/// `doc` cut into pieces of about `size` bytes (on character boundaries).
+fn pieces(doc: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < doc.len() {
+        let mut end = (at + size).min(doc.len());
+        while !doc.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&doc[at..end]);
+        at = end;
+    }
+    out
+}
+
+fn paced(c: &mut Criterion) {
+    let doc = document();
+    let deltas = pieces(&doc, 6);
+    let mut group = c.benchmark_group("md_stream_57k");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(deltas.len().div_ceil(66) as u64));
+    group.bench_function("frame_per_66_deltas_120x40", |b| {
+        b.iter(|| {
+            let (mut app, mut term) = streaming_app();
+            let now = Instant::now();
+            for frame in deltas.chunks(66) {
+                for d in frame {
+                    delta(&mut app, d);
+                }
+                let _ = term.draw(|f| render::draw(f, &mut app, now));
+            }
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("md_stream_half");
+    group.throughput(Throughput::Elements(100));
+    let (mut app, mut term) = streaming_app();
+    let half = pieces(&doc, doc.len() / 2 + 1);
+    delta(&mut app, half[0]);
+    let now = Instant::now();
+    group.bench_function("frames_without_new_text_120x40", |b| {
+        b.iter(|| {
+            for _ in 0..100 {
+                let _ = term.draw(|f| render::draw(f, &mut app, now));
+            }
+        })
+    });
+    group.finish();
+}
+
 fn stream(c: &mut Criterion) {
     let doc = document();
     let steps = doc.len().div_ceil(10);
@@ -102,5 +180,5 @@ fn stream(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, stream);
+criterion_group!(benches, stream, paced);
 criterion_main!(benches);

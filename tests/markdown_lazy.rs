@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use pi::tui::highlight::syntaxes_loaded;
-use pi::tui::markdown::{StreamCache, committed, render};
+use pi::tui::markdown::{StreamCache, render};
 
 #[test]
 fn grammars_load_only_for_a_code_block_with_a_language() {
@@ -15,7 +15,7 @@ fn grammars_load_only_for_a_code_block_with_a_language() {
     assert!(out.len() > 10);
     let mut cache = StreamCache::default();
     for end in 0..md.len() {
-        cache.render(committed(&md[..end]), 60);
+        cache.render(&md[..end], 60);
     }
     assert!(!syntaxes_loaded());
 

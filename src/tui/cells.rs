@@ -22,6 +22,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::markdown;
+use super::open_line;
 use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
@@ -138,7 +139,7 @@ impl StreamRows {
     fn rows(&self, text: &str, width: usize) -> Rows {
         match self.0.try_borrow_mut() {
             Ok(mut cache) => cache.rows(text, width),
-            Err(_) => markdown::render(text, width).into(),
+            Err(_) => markdown::render(&open_line::shown(text), width).into(),
         }
     }
 }
@@ -349,23 +350,22 @@ fn assistant_rows(a: &AssistantCell, width: usize, view: &View) -> Rows {
         let last = i + 1 == blocks;
         match block {
             ContentBlock::Text(t) => {
-                let live = a.streaming && last;
-                let text = if live {
-                    markdown::committed(&t.text)
+                if t.text.trim().is_empty() {
+                    continue;
+                }
+                // The block still streaming is drawn whole, its open line included.
+                let rows = if a.streaming && last {
+                    a.stream.rows(&t.text, width)
                 } else {
-                    &t.text
+                    markdown::render(&t.text, width).into()
                 };
-                if text.trim().is_empty() {
+                if rows.is_empty() {
                     continue;
                 }
                 if !out.is_empty() {
                     out.push(Line::default());
                 }
-                if live {
-                    out.append(a.stream.rows(text, width));
-                } else {
-                    out.extend(markdown::render(text, width));
-                }
+                out.append(rows);
             }
             ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => {
                 if !out.is_empty() {

@@ -1,14 +1,22 @@
-//! The prompt editor: tui-textarea plus prompt history and paste markers.
+//! The prompt editor: tui-textarea's editing plus soft-wrapped drawing, prompt history and
+//! paste markers.
 //!
-//! Owns the text being typed. Large pastes (more than 10 lines or 1000 characters) are shown
-//! as a marker `[paste #1 +42 lines]` and expanded when the text is taken for sending. Up/Down
-//! walk the history of sent prompts when the editor is empty or already browsing history.
-//! The word before the cursor can be read and replaced (path completion, the `@` picker).
-//! Key routing (which key is which [`Edit`], what Enter or Esc mean) belongs to the app and
-//! its keymap, not here.
+//! Owns the text being typed. tui-textarea keeps the lines, the cursor, undo and the kill
+//! buffer; drawing is `editor_view`'s, which wraps the lines to the width and scrolls to keep
+//! the cursor in view. Up/Down move by screen rows of that wrapped view. Large pastes (more
+//! than 10 lines or 1000 characters) are shown as a marker `[paste #1 +42 lines]` (the Node
+//! pi's) and expanded when the text is taken for sending; history keeps them, so a recalled
+//! prompt sends its pastes again. Up/Down walk the history of sent prompts when the editor is
+//! empty or already browsing history. The word before the cursor can be read and replaced
+//! (path completion, the `@` picker). Key routing (which key is which [`Edit`], what Enter or
+//! Esc mean) belongs to the app and its keymap, not here.
 
-use ratatui::style::Style;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use tui_textarea::{CursorMove, TextArea};
+
+use super::editor_view::{self, Look, View};
 
 /// What [`Editor::edit`] does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,18 +40,26 @@ pub enum Edit {
     Undo,
 }
 
+/// A large paste: the marker the editor shows and the text it stands for.
+type Paste = (String, String);
+
 pub struct Editor {
     area: TextArea<'static>,
-    pastes: Vec<(String, String)>,
-    history: Vec<String>,
+    pastes: Vec<Paste>,
+    /// Sent prompts as typed, with the pastes their markers stand for.
+    history: Vec<(String, Vec<Paste>)>,
     /// Position while walking history (an index into `history`), and the draft it replaced.
-    browsing: Option<(usize, String)>,
+    browsing: Option<(usize, (String, Vec<Paste>))>,
+    view: View,
 }
+
+/// What an empty editor shows.
+const PLACEHOLDER: &str = "Type a message · / for commands";
 
 fn fresh() -> TextArea<'static> {
     let mut a = TextArea::default();
     a.set_cursor_line_style(Style::default());
-    a.set_placeholder_text("Type a message · / for commands");
+    a.set_placeholder_text(PLACEHOLDER);
     a.set_placeholder_style(Style::new().fg(super::theme::current().dim));
     a
 }
@@ -55,6 +71,7 @@ impl Default for Editor {
             pastes: Vec::new(),
             history: Vec::new(),
             browsing: None,
+            view: View::default(),
         }
     }
 }
@@ -62,6 +79,88 @@ impl Default for Editor {
 impl Editor {
     pub fn textarea(&self) -> &TextArea<'static> {
         &self.area
+    }
+
+    /// Rows the editor takes at `width` columns: one per wrapped row, at most `max`.
+    pub fn height(&self, width: u16, max: u16) -> u16 {
+        let rows = View::height(self.area.lines(), usize::from(width), usize::from(max));
+        u16::try_from(rows).unwrap_or(max)
+    }
+
+    /// Draw the text, wrapped, into `area`, scrolled to show the cursor. Returns how many rows
+    /// are hidden above and below.
+    pub fn draw(&mut self, area: Rect, buf: &mut Buffer) -> (usize, usize) {
+        let dim = Style::new().fg(super::theme::current().dim);
+        let look = Look {
+            cursor: editor_view::cursor_style(),
+            selection: Style::new().add_modifier(Modifier::REVERSED),
+            placeholder: PLACEHOLDER,
+            placeholder_style: dim,
+            selected: self.area.selection_range(),
+        };
+        self.view
+            .draw(self.area.lines(), self.area.cursor(), &look, area, buf)
+    }
+
+    /// The wrapped rows at the width last drawn, and the one the cursor is on.
+    fn rows(&self) -> Option<(Vec<editor_view::Row>, usize, usize)> {
+        if self.view.width == 0 {
+            return None;
+        }
+        let lines = self.area.lines();
+        let rows = editor_view::wrap(lines, self.view.width);
+        let (row, x) = editor_view::locate(&rows, lines, self.area.cursor());
+        Some((rows, row, x))
+    }
+
+    /// Move the cursor one wrapped row up or down, keeping its column; false at the edge.
+    fn move_row(&mut self, down: bool) -> bool {
+        let Some((rows, row, x)) = self.rows() else {
+            let (line, _) = self.area.cursor();
+            let edge = if down {
+                line + 1 >= self.line_count()
+            } else {
+                line == 0
+            };
+            self.area.move_cursor(if down {
+                CursorMove::Down
+            } else {
+                CursorMove::Up
+            });
+            return !edge;
+        };
+        let target = if down {
+            row + 1
+        } else {
+            match row.checked_sub(1) {
+                Some(r) => r,
+                None => return false,
+            }
+        };
+        if target >= rows.len() {
+            return false;
+        }
+        let (line, col) = editor_view::column_in(&rows, self.area.lines(), target, x);
+        let clamp = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+        self.area
+            .move_cursor(CursorMove::Jump(clamp(line), clamp(col)));
+        true
+    }
+
+    /// The cursor is on the first wrapped row.
+    fn on_first_row(&self) -> bool {
+        match self.rows() {
+            Some((_, row, _)) => row == 0,
+            None => self.area.cursor().0 == 0,
+        }
+    }
+
+    /// The cursor is on the last wrapped row.
+    fn on_last_row(&self) -> bool {
+        match self.rows() {
+            Some((rows, row, _)) => row + 1 >= rows.len(),
+            None => self.area.cursor().0 + 1 >= self.line_count(),
+        }
     }
 
     /// The text as typed (markers unexpanded).
@@ -139,8 +238,12 @@ impl Editor {
         self.browsing = None;
         let a = &mut self.area;
         match edit {
-            Edit::Up => a.move_cursor(CursorMove::Up),
-            Edit::Down => a.move_cursor(CursorMove::Down),
+            Edit::Up => {
+                self.move_row(false);
+            }
+            Edit::Down => {
+                self.move_row(true);
+            }
             Edit::Left => a.move_cursor(CursorMove::Back),
             Edit::Right => a.move_cursor(CursorMove::Forward),
             Edit::WordLeft => a.move_cursor(CursorMove::WordBack),
@@ -233,8 +336,8 @@ impl Editor {
     pub fn take(&mut self) -> String {
         let typed = self.text();
         let text = self.expanded();
-        if !typed.trim().is_empty() && self.history.last() != Some(&typed) {
-            self.history.push(typed);
+        if !typed.trim().is_empty() && self.history.last().map(|(t, _)| t) != Some(&typed) {
+            self.history.push((typed, std::mem::take(&mut self.pastes)));
             if self.history.len() > 100 {
                 self.history.remove(0);
             }
@@ -243,23 +346,31 @@ impl Editor {
         text
     }
 
+    /// Show history entry `idx`: its text, with its pastes behind their markers again.
+    fn recall(&mut self, idx: usize) {
+        self.area = fresh();
+        self.pastes.clear();
+        if let Some((text, pastes)) = self.history.get(idx) {
+            self.area.insert_str(text);
+            self.pastes = pastes.clone();
+        }
+    }
+
     /// Up: the previous prompt, if the editor is empty or already showing history.
     /// Returns false when the key should move the cursor instead.
     pub fn history_prev(&mut self) -> bool {
         if self.history.is_empty() || (!self.is_empty() && self.browsing.is_none()) {
             return false;
         }
-        if self.browsing.is_some() && self.area.cursor().0 > 0 {
+        if self.browsing.is_some() && !self.on_first_row() {
             return false;
         }
         let (idx, draft) = match self.browsing.take() {
             Some((0, d)) => (0, d),
             Some((i, d)) => (i - 1, d),
-            None => (self.history.len() - 1, self.text()),
+            None => (self.history.len() - 1, (self.text(), self.pastes.clone())),
         };
-        let text = self.history[idx].clone();
-        self.area = fresh();
-        self.area.insert_str(&text);
+        self.recall(idx);
         self.area.move_cursor(CursorMove::Top);
         self.browsing = Some((idx, draft));
         true
@@ -270,16 +381,18 @@ impl Editor {
         let Some((idx, draft)) = self.browsing.take() else {
             return false;
         };
-        if self.area.cursor().0 + 1 < self.line_count() {
+        if !self.on_last_row() {
             self.browsing = Some((idx, draft));
             return false;
         }
-        self.area = fresh();
         if idx + 1 < self.history.len() {
-            self.area.insert_str(&self.history[idx + 1]);
+            self.recall(idx + 1);
             self.browsing = Some((idx + 1, draft));
         } else {
-            self.area.insert_str(&draft);
+            let (text, pastes) = draft;
+            self.area = fresh();
+            self.area.insert_str(&text);
+            self.pastes = pastes;
         }
         true
     }

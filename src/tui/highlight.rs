@@ -107,7 +107,8 @@ pub fn syntax_for(info: &str) -> Option<&'static SyntaxReference> {
     assets()?.syntaxes.find_syntax_by_token(token)
 }
 
-/// The coloured lines of the last block highlighted, and the parser state after them.
+/// The coloured lines of the last block highlighted, and the parser state after them and
+/// before the last one (a streaming block's last line is usually the one still changing).
 #[derive(Default)]
 pub struct Memo {
     syntax: String,
@@ -116,6 +117,7 @@ pub struct Memo {
     lines: Vec<String>,
     spans: Vec<Vec<Span<'static>>>,
     state: Option<(ParseState, HighlightState)>,
+    before_last: Option<(ParseState, HighlightState)>,
 }
 
 /// Colour `lines` (one code line each, without newlines) as `syntax`, reusing `memo` when the
@@ -144,12 +146,17 @@ fn highlight_with(
     let theme = assets.theme()?;
     let highlighter = Highlighter::new(theme);
     let theme_name = super::theme::current().syntax;
-    let reusable = memo.syntax == syntax.name
-        && memo.theme == theme_name
-        && memo.state.is_some()
-        && memo.lines.len() <= lines.len()
-        && memo.lines.iter().zip(lines).all(|(a, b)| a == b);
-    if !reusable {
+    let same_kind = memo.syntax == syntax.name && memo.theme == theme_name;
+    let known = memo.lines.len();
+    let same_start = |n: usize| n <= lines.len() && memo.lines[..n] == lines[..n];
+    if same_kind && memo.state.is_some() && same_start(known) {
+        // Everything remembered is still there: go on after it.
+    } else if same_kind && known > 0 && memo.before_last.is_some() && same_start(known - 1) {
+        // Only the last line remembered changed: colour it again from the state before it.
+        memo.lines.pop();
+        memo.spans.pop();
+        memo.state = memo.before_last.take();
+    } else {
         *memo = Memo {
             syntax: syntax.name.clone(),
             theme: theme_name,
@@ -164,7 +171,11 @@ fn highlight_with(
         ),
     };
     let mut text = String::new();
-    for line in &lines[memo.lines.len()..] {
+    let count = lines.len();
+    for (i, line) in lines.iter().enumerate().skip(memo.lines.len()) {
+        if i + 1 == count {
+            memo.before_last = Some((parse.clone(), colours.clone()));
+        }
         text.clear();
         text.push_str(line);
         text.push('\n');

@@ -572,6 +572,20 @@ fn named(name: &str) -> Option<KeyCode> {
     })
 }
 
+/// The key a legacy terminal's byte stands for, where the byte is ambiguous: xterm and tmux
+/// send Ctrl+- (like Ctrl+_ and Ctrl+/) as 0x1F, which crossterm reads as Ctrl+7. Used only
+/// when the key as read has no binding of its own.
+fn legacy_alias(key: Key) -> Option<Key> {
+    (key == Key {
+        code: KeyCode::Char('7'),
+        mods: KeyModifiers::CONTROL,
+    })
+    .then_some(Key {
+        code: KeyCode::Char('-'),
+        mods: KeyModifiers::CONTROL,
+    })
+}
+
 /// The keys of every action, and what each key does.
 #[derive(Clone, Debug)]
 pub struct Keymap {
@@ -628,12 +642,21 @@ impl Keymap {
 
     /// The actions a key event asks for, in the order to try them.
     pub fn actions(&self, event: &KeyEvent) -> &[Action] {
-        self.by_key.get(&Key::of(event)).map_or(&[], Vec::as_slice)
+        let key = Key::of(event);
+        match self.by_key.get(&key) {
+            Some(actions) => actions,
+            None => legacy_alias(key)
+                .and_then(|k| self.by_key.get(&k))
+                .map_or(&[], Vec::as_slice),
+        }
     }
 
     /// A key that had an action by default and has none now (it does nothing).
     pub fn released(&self, event: &KeyEvent) -> bool {
-        self.released.contains(&Key::of(event))
+        let key = Key::of(event);
+        self.released.contains(&key)
+            || (!self.by_key.contains_key(&key)
+                && legacy_alias(key).is_some_and(|k| self.released.contains(&k)))
     }
 
     /// An action's keys.
@@ -907,6 +930,9 @@ mod tests {
             [Action::ThinkingCycle]
         );
         assert_eq!(map.actions(&k(KeyCode::Char('j'), CTRL)), [Action::NewLine]);
+        // Byte 0x1F (Ctrl+- in xterm and tmux) reaches crossterm as Ctrl+7.
+        assert_eq!(map.actions(&k(KeyCode::Char('7'), CTRL)), [Action::Undo]);
+        assert_eq!(map.actions(&k(KeyCode::Char('-'), CTRL)), [Action::Undo]);
         // A typed symbol with Shift is the symbol.
         let question = k(KeyCode::Char('?'), SHIFT);
         assert_eq!(Key::of(&question), Key::parse("?").unwrap());

@@ -7,29 +7,22 @@
 //! rules and tables (cells joined by `│`). Fenced blocks that name a language are coloured by
 //! `highlight` (syntect, loaded on the first such block); others keep the one code colour.
 //!
-//! Streaming: [`committed`] returns the part of a growing text that is safe to show, i.e. up to
-//! the last completed line. A partial last line is held back, so a frame never shows `**bo`
-//! turning into **bold** a moment later. [`StreamCache`] renders that growing text without
-//! re-parsing it all each frame: the complete top-level blocks before the last one are
-//! rendered once and kept (per width); only the last, unfinished block is parsed again.
+//! Streaming: [`StreamCache`] renders a growing text without re-parsing it all each frame: the
+//! complete top-level blocks before the last one are rendered once and kept (per width); only
+//! the last, unfinished block is parsed again, the line still being written included (what of
+//! that line is drawn, and how its open markup is closed, is `open_line`'s business). A frame
+//! with no new text costs a comparison.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::{self, Memo};
+use super::open_line;
 use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::theme;
 use super::wrap::wrap_line;
-
-/// The prefix of a streaming `text` that can be rendered now: up to its last newline.
-pub fn committed(text: &str) -> &str {
-    match text.rfind('\n') {
-        Some(i) => &text[..i],
-        None => "",
-    }
-}
 
 struct Builder<'m> {
     out: Vec<(Line<'static>, usize)>,
@@ -153,6 +146,8 @@ struct Rendered {
     lines: Vec<Line<'static>>,
     /// Newlines before the line where the last top-level block starts (0: one block only).
     last_block_line: usize,
+    /// Newlines in the (sanitised) source.
+    newlines: usize,
     /// The text defines link references, which may resolve links anywhere in it.
     has_refdefs: bool,
 }
@@ -403,6 +398,7 @@ fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
             .bytes()
             .filter(|&c| c == b'\n')
             .count(),
+        newlines: source.bytes().filter(|&c| c == b'\n').count(),
         has_refdefs,
     }
 }
@@ -442,14 +438,14 @@ fn stable_cut(text: &str, lines: usize) -> Option<usize> {
 
 /// Renders a growing markdown text (a streaming answer) at a cost proportional to what is new.
 ///
-/// Markdown is parsed line by line into blocks; once a later top-level block has started, the
-/// blocks before it can no longer change. The cache keeps the rendered rows of that stable
-/// prefix, keyed by the prefix text and the width, and each call parses only the rest (the
-/// last block, usually). The rows are exactly [`render`]'s for the whole text: a text that is
-/// not an extension of the cached prefix, or a new width, starts over; a text with link
-/// reference definitions (which resolve links anywhere, earlier ones included) is rendered
-/// whole every time. Code blocks still streaming are coloured incrementally by the
-/// highlighter's [`Memo`].
+/// Markdown is parsed line by line into blocks; once a later top-level block has started on a
+/// complete line, the blocks before it can no longer change. The cache keeps the rendered rows
+/// of that stable prefix, keyed by the prefix text and the width, and each call parses only the
+/// rest (the last block, usually), the open line drawn as [`open_line::shown`] says. The rows
+/// are exactly [`render`]'s for the prefix followed by that: a text that is not an extension of
+/// the cached prefix, or a new width, starts over; a text with link reference definitions
+/// (which resolve links anywhere, earlier ones included) is rendered whole every time. Code
+/// blocks still streaming are coloured incrementally by the highlighter's [`Memo`].
 #[derive(Default)]
 pub struct StreamCache {
     width: usize,
@@ -459,10 +455,13 @@ pub struct StreamCache {
     lines: Rows,
     memo: Memo,
     whole: bool,
+    /// The rest of the text as last drawn (after a prefix of this many bytes), and the rows of
+    /// the whole text then.
+    last: Option<(usize, String, Rows)>,
 }
 
 impl StreamCache {
-    /// `render(text, width)`, reusing the rows of the part of `text` seen before.
+    /// The rows of a streaming `text`, reusing the rows of the part seen before.
     pub fn render(&mut self, text: &str, width: usize) -> Vec<Line<'static>> {
         self.rows(text, width).to_vec()
     }
@@ -474,21 +473,43 @@ impl StreamCache {
             self.prefix.clear();
             self.lines = Rows::default();
             self.whole = false;
+            self.last = None;
         }
+        let at = self.prefix.len();
+        let tail = &text[at..];
+        let shown = open_line::shown(tail);
+        if let Some((len, drawn, rows)) = &self.last
+            && *len == at
+            && *drawn == *shown
+        {
+            return rows.clone();
+        }
+        let out = self.render_tail(text, tail, &shown, width);
+        self.last = Some((at, shown.into_owned(), out.clone()));
+        out
+    }
+
+    fn render_tail(&mut self, text: &str, tail: &str, shown: &str, width: usize) -> Rows {
         if self.whole {
-            return render_source(text, width, &mut self.memo).lines.into();
+            return render_source(shown, width, &mut self.memo).lines.into();
         }
-        let tail = &text[self.prefix.len()..];
-        let rendered = render_source(tail, width, &mut self.memo);
+        let rendered = render_source(shown, width, &mut self.memo);
         if rendered.has_refdefs {
             self.whole = true;
             self.prefix.clear();
             self.lines = Rows::default();
-            return render_source(text, width, &mut self.memo).lines.into();
+            self.last = None;
+            return render_source(&open_line::shown(text), width, &mut self.memo)
+                .lines
+                .into();
         }
         let mut out = self.lines.clone();
         append(&mut out, rendered.lines);
-        if let Some(cut) = stable_cut(tail, rendered.last_block_line) {
+        // Only a block that starts on a complete line makes the ones before it final: the open
+        // line may still turn out to belong to the block above.
+        if rendered.last_block_line < rendered.newlines
+            && let Some(cut) = stable_cut(tail, rendered.last_block_line)
+        {
             let done = &tail[..cut];
             let rows = render_source(done, width, &mut self.memo).lines;
             append(&mut self.lines, rows);
@@ -506,7 +527,7 @@ impl StreamCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ratatui::style::Color;
+    use ratatui::style::{Color, Modifier};
 
     fn plain(lines: &[Line<'static>]) -> Vec<String> {
         lines
@@ -516,9 +537,19 @@ mod tests {
     }
 
     #[test]
-    fn committed_holds_back_the_partial_line() {
-        assert_eq!(committed("one\ntwo\nthr"), "one\ntwo");
-        assert_eq!(committed("partial"), "");
+    fn the_line_still_being_written_is_drawn() {
+        let mut cache = StreamCache::default();
+        assert_eq!(
+            plain(&cache.render("A single line without a newline", 40)),
+            ["A single line without a newline"]
+        );
+        assert_eq!(
+            plain(&cache.render("A single line without a newline, grow", 20)),
+            ["A single line", "without a newline,", "grow"]
+        );
+        let out = cache.render("Done.\n\nNow **bol", 40);
+        assert_eq!(plain(&out), ["Done.", "", "Now bol"]);
+        assert!(out[2].spans[1].style.add_modifier.contains(Modifier::BOLD));
     }
 
     #[test]
@@ -594,7 +625,8 @@ mod tests {
     }
 
     /// Stream `doc` in random chunks through one cache; at every step the rows must equal a
-    /// fresh full render. Returns how many bytes the cache held at the end.
+    /// fresh full render of what the frame shows. Returns how many bytes the cache held at the
+    /// end.
     fn stream_matches_full_render(doc: &str, width: usize, seed: u64) -> usize {
         let mut cache = StreamCache::default();
         let mut at = 0;
@@ -608,14 +640,14 @@ mod tests {
                 end += 1;
             }
             at = end;
-            let text = committed(&doc[..at]);
+            let text = &doc[..at];
             if last == Some(text.len()) {
                 continue;
             }
             last = Some(text.len());
             assert_eq!(
                 cache.render(text, width),
-                render(text, width),
+                render(&open_line::shown(text), width),
                 "width {width}, after {} bytes",
                 text.len()
             );
@@ -766,8 +798,42 @@ mod tests {
         let full = "```python\ndef f():\n    return \"s\"\n\nprint(f())\n```\n";
         let mut cache = StreamCache::default();
         for end in 1..full.len() {
-            let text = committed(&full[..end]);
-            assert_eq!(cache.render(text, 40), render(text, 40), "{text:?}");
+            let text = &full[..end];
+            let shown = open_line::shown(text);
+            assert_eq!(cache.render(text, 40), render(&shown, 40), "{text:?}");
         }
+    }
+
+    /// Open lines that could still change the blocks above them: a setext underline, an HTML
+    /// block start, a table's delimiter row, list items right under a paragraph, a fence.
+    const TRICKY: &str = "Intro line\n- item\n- two\n\nTitle\n---\n\nPara\n===\n\npara\n<div>\nx\n</div>\n\n\
+        | a | b |\n|---|:-:|\n| 1 | 2 |\n\n1. one\n2) two\n\n> quote\ncontinued lazily\n\n\
+        ```\ncode ``` not closing\n```\n\n    indented **code\n\nend **bold** and `code` *it*\n";
+
+    #[test]
+    fn streaming_byte_by_byte_equals_a_full_render() {
+        for width in [40, 13] {
+            let mut cache = StreamCache::default();
+            for end in 1..=TRICKY.len() {
+                let text = &TRICKY[..end];
+                let shown = open_line::shown(text);
+                assert_eq!(
+                    cache.render(text, width),
+                    render(&shown, width),
+                    "width {width}: {text:?}"
+                );
+            }
+        }
+        stream_matches_full_render(TRICKY, 30, 5);
+    }
+
+    #[test]
+    fn a_frame_without_new_text_reuses_the_last_rows() {
+        let mut cache = StreamCache::default();
+        let text = "Done.\n\nA paragraph still being wri";
+        let first = cache.rows(text, 40);
+        let again = cache.rows(text, 40);
+        assert!(first.shares_with(&again));
+        assert_eq!(again.len(), first.len());
     }
 }

@@ -4,13 +4,15 @@
 //! queued steering/follow-up messages, the status line (spinner, elapsed, "esc to interrupt"
 //! while working), the editor between two rules coloured by thinking level, and a two-line
 //! footer (folder, git branch, session name; tokens ↑ ↓, cache R/W, cost, context %, model and
-//! thinking level). Files and images waiting to be sent show as chips on a row above the
-//! editor. The `/` completion list, the `@` file picker and the model picker draw over the
-//! transcript.
+//! thinking level). The editor grows with its wrapped text up to a third of the screen, then
+//! scrolls (the rules say how many rows are hidden). Files and images waiting to be sent show
+//! as chips on a row above the editor. The `/` completion list, the `@` file picker and the
+//! model picker draw over the transcript.
 
 use std::time::Instant;
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -230,7 +232,10 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     let width = area.width as usize;
     let queued = queued_lines(app, width);
     let chips = chips_line(app, width);
-    let editor_rows = app.editor.line_count().clamp(1, 8) as u16;
+    // The editor grows with its wrapped text up to a third of the screen (3 to 12 rows).
+    let editor_rows = app
+        .editor
+        .height(area.width, (area.height / 3).clamp(3, 12));
     let [
         main,
         queue_area,
@@ -263,7 +268,8 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
         .border_style(rule);
     let inner = block.inner(editor_area);
     frame.render_widget(block, editor_area);
-    frame.render_widget(app.editor.textarea(), inner);
+    let hidden = app.editor.draw(inner, frame.buffer_mut());
+    draw_hidden_rows(frame.buffer_mut(), editor_area, hidden, rule);
 
     frame.render_widget(
         Paragraph::new(footer_lines(app, width, now).to_vec()),
@@ -312,6 +318,24 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     }
     if app.approval.is_open() {
         draw_approval(frame, app, main);
+    }
+}
+
+/// "↑ 3 more" / "↓ 2 more" at the right of the editor's rules when its text is taller than
+/// its room.
+fn draw_hidden_rows(buf: &mut Buffer, area: Rect, (above, below): (usize, usize), rule: Style) {
+    for (n, arrow, y) in [
+        (above, '↑', area.y),
+        (below, '↓', area.bottom().saturating_sub(1)),
+    ] {
+        if n == 0 || area.height < 2 {
+            continue;
+        }
+        let label = format!(" {arrow} {n} more ");
+        let w = text_width(&label) as u16;
+        if w + 2 <= area.width {
+            buf.set_string(area.right() - w - 1, y, label, rule);
+        }
     }
 }
 

@@ -33,7 +33,9 @@ use crate::session::{ListScope, SessionInfo};
 mod approval;
 mod attach;
 mod dialect;
+mod editing;
 mod keys;
+mod streaming;
 
 /// What the app sent to the host, sorted by kind.
 #[derive(Default)]
@@ -600,32 +602,6 @@ fn a_message_queued_as_the_run_ended_is_sent_on() {
     });
     assert_eq!(port.log().continued, 1, "the queued message starts a run");
     assert!(!app.is_busy(), "shown as working once that run starts");
-}
-
-#[test]
-fn streaming_text_is_committed_line_by_line() {
-    let (mut app, _port) = app();
-    app.handle_agent_event(AgentEvent::AgentStart);
-    app.handle_agent_event(AgentEvent::MessageStart {
-        message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
-    });
-    let delta = |d: &str| AgentEvent::MessageUpdate {
-        assistant_message_event: StreamEvent::TextDelta {
-            content_index: 0,
-            delta: d.into(),
-        },
-    };
-    app.handle_agent_event(delta("Hello **wor"));
-    let s = screen(&mut app, 40, 10, Instant::now());
-    assert!(!s.contains("Hello"), "{s}");
-    app.handle_agent_event(delta("ld**\nsecond \u{1b}[31mline"));
-    let s = screen(&mut app, 40, 10, Instant::now());
-    assert!(s.contains("Hello world"), "{s}");
-    assert!(!s.contains("second"), "{s}");
-    app.handle_agent_event(delta("\n"));
-    let s = screen(&mut app, 40, 10, Instant::now());
-    assert!(s.contains("second ␛[31mline"), "{s}");
-    assert!(!s.contains('\u{1b}'));
 }
 
 #[test]

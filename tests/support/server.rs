@@ -20,6 +20,19 @@ pub enum Chunk {
     Stall,
     /// Close the socket without finishing the body.
     Disconnect,
+    /// Wait until the test opens the gate: a reply paced by what the test has seen.
+    Gate(Gate),
+}
+
+/// A point a scripted reply waits at until the test calls [`Gate::open`] (which may come
+/// first: the opening is kept).
+#[derive(Clone, Debug, Default)]
+pub struct Gate(Arc<tokio::sync::Notify>);
+
+impl Gate {
+    pub fn open(&self) {
+        self.0.notify_one();
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -289,6 +302,10 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
                 sock.flush().await?;
             }
             Chunk::Delay(d) => tokio::time::sleep(d).await,
+            Chunk::Gate(g) => {
+                sock.flush().await?;
+                g.0.notified().await;
+            }
             Chunk::Disconnect => return Ok(()),
             Chunk::Stall => {
                 sock.flush().await?;
