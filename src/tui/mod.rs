@@ -450,6 +450,9 @@ async fn event_loop(
         while let Ok(e) = client.events.try_recv() {
             app.handle_run_event(e);
         }
+        // What the keys and events asked for; after the external editor, the events that
+        // came meanwhile are folded in before the next frame.
+        let mut took_terminal = false;
         for effect in app.take_effects() {
             match effect {
                 Effect::Quit => return Ok(0),
@@ -457,7 +460,7 @@ async fn event_loop(
                     screen.hand_over()?;
                     terminal::suspend()?;
                     screen.take_back()?;
-                    app.dirty = true;
+                    took_terminal = true;
                 }
                 Effect::Copy(text) => terminal::copy_osc52(&text),
                 Effect::Notify(text) => {
@@ -469,7 +472,7 @@ async fn event_loop(
                     screen.hand_over()?;
                     let edited = edit_externally(&text, env, &mut input, &mut signals).await?;
                     screen.take_back()?;
-                    app.dirty = true;
+                    took_terminal = true;
                     match edited {
                         Edited::Done(outcome) => app.external_edit_done(outcome),
                         Edited::Quit(code) => {
@@ -479,6 +482,12 @@ async fn event_loop(
                     }
                 }
             }
+        }
+        if took_terminal {
+            while let Ok(e) = client.events.try_recv() {
+                app.handle_run_event(e);
+            }
+            app.dirty = true;
         }
         if app.dirty {
             if by_person {
