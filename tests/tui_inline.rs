@@ -22,7 +22,10 @@ use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags, text_repl
 fn long_answer(n: usize) -> Reply {
     let mut chunks = Vec::new();
     for i in 0..n {
-        chunks.push(chunk(json!({"content": format!("Answer line {i:03}.\n\n")}), None));
+        chunks.push(chunk(
+            json!({"content": format!("Answer line {i:03}.\n\n")}),
+            None,
+        ));
         if i % 10 == 9 {
             chunks.push(Chunk::Delay(Duration::from_millis(20)));
         }
@@ -57,7 +60,10 @@ async fn after_quitting_the_whole_conversation_is_in_the_scrollback() {
     {
         let p = pi.parser.lock().unwrap();
         let sc = p.screen();
-        assert!(!sc.alternate_screen(), "inline mode keeps the normal screen");
+        assert!(
+            !sc.alternate_screen(),
+            "inline mode keeps the normal screen"
+        );
         assert_eq!(
             sc.mouse_protocol_mode(),
             vt100::MouseProtocolMode::None,
@@ -89,11 +95,26 @@ async fn after_quitting_the_whole_conversation_is_in_the_scrollback() {
     assert_eq!(count(&history, "The end."), 1, "{text}");
     // The live region is gone: no editor, footer or status left behind; what pi says last
     // comes right after the conversation.
-    assert_eq!(count(&history, "qwen3:8b"), 1, "only the header names the model:\n{text}");
+    assert_eq!(
+        count(&history, "qwen3:8b"),
+        1,
+        "only the header names the model:\n{text}"
+    );
     assert!(!text.contains("approval:"), "no footer left:\n{text}");
-    let last = history.iter().rposition(|r| r.contains("Short second answer.")).unwrap();
-    assert!(history[last + 1..history.len() - 1].iter().all(|r| r.is_empty()), "{text}");
-    assert!(history[history.len() - 1].contains("pi --session"), "{text}");
+    let last = history
+        .iter()
+        .rposition(|r| r.contains("Short second answer."))
+        .unwrap();
+    assert!(
+        history[last + 1..history.len() - 1]
+            .iter()
+            .all(|r| r.is_empty()),
+        "{text}"
+    );
+    assert!(
+        history[history.len() - 1].contains("pi --session"),
+        "{text}"
+    );
     let raw = String::from_utf8_lossy(&pi.raw.lock().unwrap()).to_string();
     assert!(!raw.contains("\x1b[?1049h"), "never the alternate screen");
     assert!(!raw.contains("\x1b[?1000h"), "never mouse capture");
@@ -289,7 +310,10 @@ async fn notify_osc_sends_a_desktop_notification_where_the_terminal_shows_one() 
         if raw.contains("\x1b]9;pi: the run is done\x07") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "no OSC 9 notification");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no OSC 9 notification"
+        );
         std::thread::sleep(Duration::from_millis(30));
     }
     assert_eq!(

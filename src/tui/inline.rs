@@ -260,30 +260,27 @@ impl Pen {
     }
 }
 
+/// A terminal emulator for tests, with the scrollback a real terminal keeps.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ratatui::style::Style;
-    use ratatui::text::Span;
-
+pub mod emulator {
     /// A terminal emulator that keeps every row scrolled off its top. (vt100 keeps a
     /// scrollback but shows only as many of its rows as the screen has: the bytes are fed in
     /// pieces too short to scroll more than that, and the rows that left are read after each.)
-    struct Term {
-        parser: vt100::Parser,
+    pub struct Term {
+        pub parser: vt100::Parser,
         /// The rows that left the screen, in order.
         gone: Vec<String>,
     }
 
     impl Term {
-        fn new(height: u16, width: u16) -> Term {
+        pub fn new(height: u16, width: u16) -> Term {
             Term {
                 parser: vt100::Parser::new(height, width, 1 << 20),
                 gone: Vec::new(),
             }
         }
 
-        fn process(&mut self, bytes: &[u8]) {
+        pub fn process(&mut self, bytes: &[u8]) {
             let (height, width) = self.parser.screen().size();
             for piece in bytes.chunks(height as usize - 1) {
                 self.parser.process(piece);
@@ -303,7 +300,7 @@ mod tests {
             }
         }
 
-        fn screen_rows(&self) -> Vec<String> {
+        pub fn screen_rows(&self) -> Vec<String> {
             let (_, width) = self.parser.screen().size();
             self.parser
                 .screen()
@@ -313,12 +310,20 @@ mod tests {
         }
 
         /// Every row: those scrolled away, then the screen's.
-        fn all_rows(&self) -> Vec<String> {
+        pub fn all_rows(&self) -> Vec<String> {
             let mut all = self.gone.clone();
             all.extend(self.screen_rows());
             all
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::emulator::Term;
+    use super::*;
+    use ratatui::style::Style;
+    use ratatui::text::Span;
 
     fn live(rows: &[&str], width: u16) -> Buffer {
         let mut b = Buffer::empty(Rect::new(0, 0, width, rows.len() as u16));

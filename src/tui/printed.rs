@@ -234,6 +234,27 @@ mod tests {
     }
 
     #[test]
+    fn a_wider_terminal_in_the_middle_of_an_answer_skips_nothing() {
+        let mut t = Transcript::default();
+        let mut p = Printed::default();
+        let v = view();
+        let body: Vec<String> = (0..30)
+            .map(|i| format!("para {i:02} with enough words to wrap once at forty columns"))
+            .collect();
+        let idx = t.push(answer(&body.join("\n\n"), true));
+        let mut all = text(&p.split(&mut t, 40, &v, 10).history);
+        assert!(!all.is_empty());
+        if let Some(c) = t.get_mut(idx) {
+            *c = answer(&body.join("\n\n"), false);
+        }
+        all.extend(text(&p.split(&mut t, 80, &v, 10).history));
+        for i in 0..30 {
+            let para = format!("para {i:02}");
+            assert!(all.iter().any(|l| l.starts_with(&para)), "{para}: {all:#?}");
+        }
+    }
+
+    #[test]
     fn clearing_the_transcript_starts_the_count_again() {
         let mut t = Transcript::default();
         let mut p = Printed::default();

@@ -437,9 +437,7 @@ fn tree_tag(kind: crate::session::tree::TreeKind) -> (&'static str, Style) {
 /// The `/tree` view (or the `/fork` chooser) over the transcript.
 fn draw_tree(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::tree::TreePurpose;
-    let Some(v) = &app.tree else {
-        return None;
-    };
+    let v = app.tree.as_ref()?;
     let width = area.width as usize;
     let (title, hints) = match v.purpose {
         TreePurpose::Navigate => (
@@ -582,9 +580,7 @@ fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
 fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::sessions::{PickerMode, age};
     use crate::session::ListScope;
-    let Some(p) = &app.sessions else {
-        return None;
-    };
+    let p = app.sessions.as_ref()?;
     let matches = p.matches();
     let h = (matches.len().min(10) as u16 + 3).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
@@ -701,9 +697,7 @@ fn short_folder(cwd: &str) -> String {
 /// The `@` file picker, at the bottom of the transcript, just above the editor.
 fn draw_file_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::file_picker::ROWS;
-    let Some(p) = &app.file_picker else {
-        return None;
-    };
+    let p = app.file_picker.as_ref()?;
     let hits = &p.found.hits;
     let h = (hits.len().clamp(1, ROWS) as u16 + 2).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
@@ -771,9 +765,7 @@ fn draw_file_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
 }
 
 fn draw_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    let Some(p) = &app.picker else {
-        return None;
-    };
+    let p = app.picker.as_ref()?;
     let matches = app.picker_matches();
     let h = (matches.len().min(10) as u16 + 3).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
@@ -824,9 +816,7 @@ fn draw_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
 /// The `/login` overlay: the providers and local models, or the key being typed (as dots).
 fn draw_login(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::login::{Choice, Stage};
-    let Some(view) = &app.login else {
-        return None;
-    };
+    let view = app.login.as_ref()?;
     let dim = fg(|t| t.dim);
     let (title, lines) = match &view.stage {
         Stage::Choose { selected, filter } => {
@@ -915,9 +905,7 @@ fn draw_login(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
 
 /// A tool call waiting for approval: what it would do, and the keys to answer.
 fn draw_approval(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    let Some(r) = app.approval.current() else {
-        return None;
-    };
+    let r = app.approval.current()?;
     let width = area.width as usize;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let dim = fg(|t| t.dim);

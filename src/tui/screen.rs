@@ -63,6 +63,9 @@ impl Screen {
             return self.draw_full(app, now);
         }
         if render::wants_full_screen(app) {
+            // The conversation behind the popup is its end (the terminal scrolls in this
+            // mode, not the app).
+            app.transcript.follow();
             if !self.popup {
                 terminal::enter_alternate()?;
                 self.popup = true;

@@ -33,6 +33,7 @@ use crate::session::{ListScope, SessionInfo};
 mod approval;
 mod attach;
 mod dialect;
+mod inline;
 mod keys;
 
 /// What the app sent to the host, sorted by kind.
