@@ -985,6 +985,9 @@ mod example_tests {
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
+        // The documented interactive settings are the defaults.
+        assert_eq!(cfg.notify, Some(interactive::NotifyMode::default()));
+        assert_eq!(cfg.tui.fullscreen, Some(false));
         // The documented sandbox values are the defaults.
         assert_eq!(cfg.sandbox, Some(Default::default()));
         assert_eq!(cfg.sandbox_fallback, Some(Default::default()));

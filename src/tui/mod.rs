@@ -140,7 +140,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     options.model.allow_missing = true;
     // Approval requests are put to the person here.
     options.asks_person = true;
-    // A folder's settings that act for the person: asked about once, before the full screen.
+    // A folder's settings that act for the person: asked about once, before the UI starts.
     if !options.trust_project
         && let Some(pending) = crate::setup::trust::pending(agent_dir.as_deref(), &options.cwd)
     {
@@ -262,7 +262,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
 }
 
 /// Start the core; when the session asked for is being written by another pi, ask (on the
-/// plain terminal, before the full screen) whether to fork it or open it read-only.
+/// plain terminal, before the UI starts) whether to fork it or open it read-only.
 /// `Err(None)`: the person chose to quit.
 async fn start_or_choose(
     mut options: crate::setup::Options,
@@ -354,7 +354,7 @@ enum Edited {
 }
 
 /// Ctrl+G: hand the real terminal to the person's editor on a private copy of the text, then
-/// take the full screen back. The agent goes on meanwhile; its events wait in their channel.
+/// take the terminal back. The agent goes on meanwhile; its events wait in their channel.
 async fn edit_externally(
     text: &str,
     env: &crate::provider::EnvLookup,
