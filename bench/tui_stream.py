@@ -15,9 +15,12 @@ With PACED=1 the server writes each SSE event on its own, one every 1/RATE secon
 providers send them (each event then wakes the whole chain); by default it writes RATE/100
 events together every 10 ms.
 
+MODE=fullscreen runs pi with --fullscreen (the alternate screen); by default it runs in the
+inline mode, which prints the conversation into the terminal's scrollback.
+
 Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and calls this)
 Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1: one event per
-write).
+write), MODE (inline or fullscreen).
 """
 import os
 import sys
@@ -34,6 +37,7 @@ COLS = int(os.environ.get("COLS", "200"))
 IDLE = float(os.environ.get("IDLE", "5"))
 CODE = os.environ.get("CODE", "1") != "0"  # CODE=0: no fenced code blocks (no highlighting)
 PACED = os.environ.get("PACED", "0") == "1"
+MODE = os.environ.get("MODE", "inline")
 # The server sends RATE*TICK tokens every TICK seconds (one token per write when paced).
 TICK = 1.0 / RATE if PACED else 0.01
 
@@ -107,7 +111,8 @@ def main():
     port = serve(Handler)
     work = tempfile.mkdtemp(prefix="pi-tui-bench-")
     agent = write_config(work, port)
-    pid, fd = spawn_pi(pi, work, agent, ROWS, COLS)
+    args = ("--no-session", "--fullscreen") if MODE == "fullscreen" else ("--no-session",)
+    pid, fd = spawn_pi(pi, work, agent, ROWS, COLS, args)
     term = Terminal(fd)
 
     deadline = time.monotonic() + 10
@@ -143,7 +148,7 @@ def main():
     wall = t1 - t0
     cpu = cpu1 - cpu0
     writes = "one SSE event per write" if PACED else f"{max(1, int(RATE * TICK))} events per write"
-    print(f"pi TUI, {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
+    print(f"pi TUI ({MODE}), {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
           f"{writes}, {COLS}x{ROWS} pty, {os.cpu_count()} cores")
     print(f"  streaming window  {wall:6.2f} s wall, {cpu * 1000:7.1f} ms CPU = {100 * cpu / wall:5.2f}% of a core")
     print(f"  peak memory       {peak:6.1f} MB (VmHWM)")

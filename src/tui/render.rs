@@ -353,8 +353,13 @@ pub fn draw_live(
     let room = height.saturating_sub(bottom.height());
     app.viewport = (width, room);
     // The popups are drawn over a scratch area of the whole room, to learn their height.
-    let mut scratch = Buffer::empty(Rect::new(0, 0, width, room));
-    let popup = draw_popups(app, scratch.area, &mut scratch).map_or(0, |r| room - r.y.min(room));
+    let open = app.file_picker.is_some() || app.approval.is_open() || !app.completions().is_empty();
+    let mut scratch = Buffer::empty(Rect::new(0, 0, width, if open { room } else { 0 }));
+    let popup = if open {
+        draw_popups(app, scratch.area, &mut scratch).map_or(0, |r| room - r.y.min(room))
+    } else {
+        0
+    };
     let shown = (rows.len() as u16).min(room - popup);
     let top = popup + shown;
     let mut buf = Buffer::empty(Rect::new(0, 0, width, top + bottom.height()));
