@@ -18,10 +18,13 @@ With PACED=1 the server writes each SSE event on its own, one every 1/RATE secon
 providers send them (each event then wakes the whole chain); by default it writes RATE/100
 events together every 10 ms.
 
+MODE=fullscreen runs pi with --fullscreen (the alternate screen); by default it runs in the
+inline mode, which prints the conversation into the terminal's scrollback.
+
 Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and calls this)
 Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1: one event per
 write), SHAPE (`markdown`, the default, or `line`: one paragraph without a newline, as in
-issue 25's 300-word answer), MARK (default 20).
+issue 25's 300-word answer), MARK (default 20), MODE (inline or fullscreen).
 """
 import os
 import re
@@ -41,6 +44,7 @@ CODE = os.environ.get("CODE", "1") != "0"  # CODE=0: no fenced code blocks (no h
 PACED = os.environ.get("PACED", "0") == "1"
 SHAPE = os.environ.get("SHAPE", "markdown")
 MARK = int(os.environ.get("MARK", "20"))
+MODE = os.environ.get("MODE", "inline")
 # The server sends RATE*TICK tokens every TICK seconds (one token per write when paced).
 TICK = 1.0 / RATE if PACED else 0.01
 
@@ -149,7 +153,8 @@ def main():
     port = serve(Handler)
     work = tempfile.mkdtemp(prefix="pi-tui-bench-")
     agent = write_config(work, port)
-    pid, fd = spawn_pi(pi, work, agent, ROWS, COLS)
+    args = ("--no-session", "--fullscreen") if MODE == "fullscreen" else ("--no-session",)
+    pid, fd = spawn_pi(pi, work, agent, ROWS, COLS, args)
     term = Terminal(fd)
     term.listeners.append(Shown())
 
@@ -187,7 +192,7 @@ def main():
     cpu = cpu1 - cpu0
     writes = "one SSE event per write" if PACED else f"{max(1, int(RATE * TICK))} events per write"
     delays = [1000 * (SHOWN[k] - t) for k, t in SENT.items() if k in SHOWN]
-    print(f"pi TUI, {SHAPE}, {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
+    print(f"pi TUI ({MODE}), {SHAPE}, {TOKENS} tokens ({TEXT_BYTES / 1000:.1f} KB of text) at {RATE} tokens/s, "
           f"{writes}, {COLS}x{ROWS} pty, {os.cpu_count()} cores")
     print(f"  streaming window  {wall:6.2f} s wall, {cpu * 1000:7.1f} ms CPU = {100 * cpu / wall:5.2f}% of a core")
     print(f"  peak memory       {peak:6.1f} MB (VmHWM)")

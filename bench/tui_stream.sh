@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The TUI streaming benchmark of the real binary in a pseudo-terminal (see bench/tui_stream.py):
 # CPU, peak memory, bytes written to the terminal, idle CPU, and the delay from a delta to its
-# text on the terminal. Each run measures:
+# text on the terminal, in both UI modes, inline (the default) and full-screen (MODE=fullscreen).
+# Each run measures:
 #   * 10,000 tokens at 2,000 tokens/s, events written in batches every 10 ms;
 #   * the same with each event written on its own (PACED=1), as real providers send them;
 #   * 400 tokens of markdown at 25 tokens/s, one event per write (a slow local model);
@@ -16,8 +17,10 @@ if [ -z "$PI" ]; then
   PI="$PWD/target/release/pi"
 fi
 for _ in $(seq "$RUNS"); do
-  python3 bench/tui_stream.py "$PI"
-  PACED=1 python3 bench/tui_stream.py "$PI"
-  PACED=1 RATE=25 TOKENS=400 IDLE=1 python3 bench/tui_stream.py "$PI"
-  PACED=1 RATE=25 TOKENS=300 IDLE=1 SHAPE=line python3 bench/tui_stream.py "$PI"
+  for mode in inline fullscreen; do
+    MODE=$mode python3 bench/tui_stream.py "$PI"
+    MODE=$mode PACED=1 python3 bench/tui_stream.py "$PI"
+    MODE=$mode PACED=1 RATE=25 TOKENS=400 IDLE=1 python3 bench/tui_stream.py "$PI"
+    MODE=$mode PACED=1 RATE=25 TOKENS=300 IDLE=1 SHAPE=line python3 bench/tui_stream.py "$PI"
+  done
 done

@@ -95,13 +95,18 @@ async fn ctrl_g_edits_the_prompt_in_the_external_editor() {
     wait_for_session_text(&home, "Done with the first.");
     // What is typed now is the editor's, not pi's.
     pi.send(b"from the editor\r");
-    // The line shows first as typed on the editor's screen, then in pi's editor.
+    // The line shows first as typed on the editor's screen, then in pi's editor: the editor's
+    // lines stay above, as any program's output does, and pi's live region comes back below
+    // them (after the answer that ended meanwhile).
     let s = pi.wait_until("the text back in pi", |s| {
-        s.contains("from the editor") && !s.contains("EDITOR READY")
+        s.split_once("EDITOR READY").is_some_and(|(_, after)| {
+            after.matches("from the editor").count() == 2 && after.contains("approval: auto")
+        })
     });
-    assert!(s.contains("Done with the first."), "{s}");
+    let (_, after) = s.split_once("EDITOR READY").unwrap();
+    assert!(after.contains("Done with the first."), "{s}");
     assert!(!s.contains("draft text"), "{s}");
-    assert!(pi.parser.lock().unwrap().screen().alternate_screen());
+    assert!(!pi.parser.lock().unwrap().screen().alternate_screen());
     assert_eq!(
         std::fs::read_to_string(home.join("seen.md")).unwrap(),
         "draft text\n"

@@ -4,7 +4,7 @@
 //! Types a prompt, sees the streamed answer, starts a second run that stalls, presses Esc and
 //! sees it aborted with the text back in the editor… then quits with Ctrl+D twice (the first
 //! clears nothing: Ctrl+C clears the editor) and checks the process exited 0 and the terminal
-//! left the alternate screen, mouse capture and bracketed paste.
+//! is back as it was: no alternate screen, mouse capture or bracketed paste.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -40,7 +40,10 @@ async fn type_stream_abort_and_quit_in_a_pty() {
     let mut screen = Pty::spawn(&home, &server, &[]);
 
     screen.wait_for("qwen3:8b");
-    assert!(screen.parser.lock().unwrap().screen().alternate_screen());
+    assert!(
+        !screen.parser.lock().unwrap().screen().alternate_screen(),
+        "inline by default"
+    );
     screen.send(b"say hi");
     screen.wait_for("say hi");
     screen.send(b"\r");
@@ -69,7 +72,7 @@ async fn type_stream_abort_and_quit_in_a_pty() {
     screen.wait_restored();
     let p = screen.parser.lock().unwrap();
     let sc = p.screen();
-    assert!(!sc.alternate_screen(), "left the alternate screen");
+    assert!(!sc.alternate_screen(), "no alternate screen");
     assert!(!sc.bracketed_paste(), "bracketed paste off");
     assert_eq!(sc.mouse_protocol_mode(), vt100::MouseProtocolMode::None);
     assert!(!sc.hide_cursor(), "cursor shown");
@@ -315,6 +318,15 @@ async fn a_second_pi_on_a_busy_session_offers_fork_or_read_only() {
     };
     let original = sessions();
     assert_eq!(original.len(), 1);
+    // The answer is on screen as it ends; it is in the file a moment later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&original[0])
+        .unwrap()
+        .contains("First answer.")
+    {
+        assert!(Instant::now() < deadline, "the answer was never saved");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let before = std::fs::read(&original[0]).unwrap();
 
     // Fork.

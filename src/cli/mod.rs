@@ -134,6 +134,12 @@ pub struct Cli {
     #[arg(long)]
     pub verbose: bool,
 
+    /// Run the interactive UI on the full-screen alternate screen, with its own scrolling
+    /// (also `tui.fullscreen = true` in config.toml). By default the conversation is printed
+    /// into the terminal's scrollback.
+    #[arg(long)]
+    pub fullscreen: bool,
+
     /// Make no network calls of pi's own at start-up (also `PI_OFFLINE=1`). This pi has none
     /// (no update checks, no telemetry); the flag is accepted for scripts written for the
     /// Node.js pi. Model requests are still made.
@@ -337,6 +343,7 @@ pub fn main() -> ExitCode {
                 messages,
                 files: files.into_iter().map(|(f, _)| f).collect(),
                 pick_session: wants_picker(&cli),
+                fullscreen: cli.fullscreen,
             };
             tui::run(options, tui).await
         }

@@ -6,6 +6,7 @@
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
 pub mod context;
+pub mod interactive;
 pub mod node;
 pub mod theme;
 pub mod trust;
@@ -189,6 +190,10 @@ pub struct Config {
     pub hide_thinking: Option<bool>,
     /// No start-up header in the TUI (`--verbose` shows it anyway).
     pub quiet_startup: Option<bool>,
+    /// `[tui]`: how the interactive UI uses the terminal.
+    pub tui: interactive::TuiConfig,
+    /// What the interactive UI sends when a run ends or an approval waits unseen.
+    pub notify: Option<interactive::NotifyMode>,
     /// Model patterns Ctrl+P cycles through (as `--models`).
     pub enabled_models: Option<Vec<String>>,
     /// `approval = "ask"`, or `[approval]` with `mode`, `allow` and `deny`.
@@ -303,6 +308,8 @@ const TOP_KEYS: &[&str] = &[
     "sandbox_fallback",
     "hide_thinking",
     "quiet_startup",
+    "tui",
+    "notify",
     "enabled_models",
     "theme",
     "colors",
@@ -376,6 +383,9 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     unknown_keys(table, TOP_KEYS, "", file, out);
     if let Some(toml::Value::Table(a)) = table.get("approval") {
         unknown_keys(a, APPROVAL_KEYS, "approval.", file, out);
+    }
+    if let Some(toml::Value::Table(t)) = table.get("tui") {
+        unknown_keys(t, interactive::TUI_KEYS, "tui.", file, out);
     }
     if let Some(toml::Value::Table(r)) = table.get("retry") {
         unknown_keys(r, RETRY_KEYS, "retry.", file, out);
@@ -979,6 +989,9 @@ mod example_tests {
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
+        // The documented interactive settings are the defaults.
+        assert_eq!(cfg.notify, Some(interactive::NotifyMode::default()));
+        assert_eq!(cfg.tui.fullscreen, Some(false));
         // The documented sandbox values are the defaults.
         assert_eq!(cfg.sandbox, Some(Default::default()));
         assert_eq!(cfg.sandbox_fallback, Some(Default::default()));

@@ -5,7 +5,7 @@
 //! its [`Port`] to the host, whose answers come back through [`App::handle_run_event`] and
 //! [`App::handle_host_event`], so tests drive it with a port on a plain channel and hand-made
 //! events. Side effects that need the terminal (quit, suspend, OSC 52 copy, the external
-//! editor) are returned as [`Effect`]s for the loop in `mod.rs` to carry out. Drawing lives in
+//! editor, a notification) are returned as [`Effect`]s for the loop in `mod.rs` to carry out. Drawing lives in
 //! `render.rs`. Keys are looked up in the [`Keymap`] (the Node.js pi's action ids, remappable
 //! in keybindings.json); popups keep their own keys.
 //!
@@ -54,6 +54,9 @@ pub enum Effect {
     /// Ctrl+G: edit this text (the editor's, paste markers expanded) in `$VISUAL`/`$EDITOR`,
     /// then hand the result to [`App::external_edit_done`].
     ExternalEditor(String),
+    /// Something needs the person (a run ended, an approval waits): tell them if the terminal
+    /// is not focused (see `notify.rs`).
+    Notify(String),
 }
 
 /// The model picker popup.
@@ -300,6 +303,15 @@ impl App {
                 if ended_well && (!self.steering.is_empty() || !self.follow_up.is_empty()) {
                     // Shown as working once the run starts (the queue may have emptied).
                     self.port.continue_run();
+                } else {
+                    self.effects.push(Effect::Notify(
+                        match self.last_stop {
+                            Some(StopReason::Error) => "the run ended with an error",
+                            Some(StopReason::Aborted) => "the run was stopped",
+                            _ => "the run is done",
+                        }
+                        .into(),
+                    ));
                 }
                 for (_, idx) in self.tools.drain() {
                     if let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
@@ -1297,7 +1309,13 @@ impl App {
                 "Exported to {}",
                 sanitize(&crate::session::paths::short_path(&path))
             )),
-            HostEvent::Approval(request) => self.approval.push(*request),
+            HostEvent::Approval(request) => {
+                self.effects.push(Effect::Notify(format!(
+                    "{} waits for your approval",
+                    sanitize(&request.tool)
+                )));
+                self.approval.push(*request);
+            }
             // The TUI asks for the tree instead (`/fork` picks from it).
             HostEvent::ForkPoints(_) => {}
             HostEvent::LoggedIn(done) => {

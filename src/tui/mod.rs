@@ -1,23 +1,27 @@
 //! The interactive terminal UI (`pi` with no `-p`).
 //!
-//! Flow: [`run`] builds the agent the same way print mode does, enters full-screen mode and
-//! runs the UI loop. The agent's runs live on their own tokio tasks (the `Agent` facade spawns
+//! Flow: [`run`] builds the agent the same way print mode does, sets the terminal up (inline
+//! by default: the conversation goes into the terminal's scrollback; `--fullscreen` or
+//! `tui.fullscreen`: the alternate screen) and runs the UI loop. The agent's runs live on their own tokio tasks (the `Agent` facade spawns
 //! them); the loop only `select!`s over terminal input (read on a thread, `input`), the agent's
 //! events (the mpsc receiver from `Agent::subscribe`), the frame deadline and SIGTERM, SIGHUP
 //! and SIGINT (each restores the terminal, aborts the run, which stops a running command's
 //! process group, and saves the session on the way out).
 //! Every pending agent event is folded into the [`app::App`] before a frame is drawn; frames
 //! are coalesced by [`frame::FrameScheduler`] (≤ 60/s, none when idle) and drawn inside
-//! synchronized output, so the terminal never shows half a frame.
+//! synchronized output, so the terminal never shows half a frame. When a run ends or an
+//! approval waits while the terminal is not focused, `notify` tells the person.
 //!
 //! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
 //! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
 //! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
 //! row fast), `frame`, `keymap` (which key does what, and keybindings.json), `external` (Ctrl+G
 //! in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys, paused for the external editor),
-//! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `port` (the agent
-//! as the app sees it), `theme` (colours, from the `theme` and `[colors]` keys of config),
-//! `newest` (what `-c` asks when the newest session file is damaged).
+//! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `screen` (the
+//! two modes), `inline` (inline mode's renderer) and `printed` (what of the conversation is in
+//! the scrollback), `notify` (the bell or a desktop notification), `port` (the agent as the app
+//! sees it), `theme` (colours, from the `theme` and `[colors]` keys of config), `newest` (what
+//! `-c` asks when the newest session file is damaged).
 
 pub mod app;
 pub mod approval;
@@ -31,17 +35,21 @@ pub mod files;
 pub mod filter;
 pub mod frame;
 pub mod highlight;
+pub mod inline;
 pub mod input;
 pub mod keymap;
 pub mod login;
 pub mod markdown;
 pub mod newest;
+pub mod notify;
 pub mod open_line;
 pub mod paint;
 pub mod port;
+pub mod printed;
 pub mod render;
 pub mod rows;
 pub mod sanitize;
+pub mod screen;
 pub mod scrolling;
 pub mod sessions;
 pub mod shown_command;
@@ -53,18 +61,16 @@ pub mod tree;
 pub mod trust;
 pub mod wrap;
 
-use std::io::stdout;
 use std::path::Path;
 use std::time::Instant;
 
 use crossterm::event::Event;
-use crossterm::execute;
-use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
-use ratatui::Terminal;
-use ratatui::backend::{Backend, CrosstermBackend};
 
 use app::{App, Effect, Place};
 use frame::FrameScheduler;
+use notify::Notifier;
+use screen::Screen;
+use terminal::Mode;
 
 use crate::agent::protocol::command::AgentCommand;
 
@@ -122,6 +128,8 @@ pub struct TuiOptions {
     pub files: Vec<crate::attach::FileRef>,
     /// `-r`: open the session picker at once.
     pub pick_session: bool,
+    /// `--fullscreen`: the alternate screen instead of the inline mode.
+    pub fullscreen: bool,
 }
 
 /// Run the interactive UI; returns the exit code.
@@ -136,7 +144,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     options.model.allow_missing = true;
     // Approval requests are put to the person here.
     options.asks_person = true;
-    // A folder's settings that act for the person: asked about once, before the full screen.
+    // A folder's settings that act for the person: asked about once, before the UI starts.
     if !options.trust_project
         && let Some(pending) = crate::setup::trust::pending(agent_dir.as_deref(), &options.cwd)
     {
@@ -205,16 +213,21 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         app.open_sessions();
     }
 
+    let mode = if tui.fullscreen || info.config.tui.fullscreen.unwrap_or(false) {
+        Mode::Fullscreen
+    } else {
+        Mode::Inline
+    };
+    let notifier = Notifier::new(info.config.notify.unwrap_or_default(), &|k| env(k));
     terminal::install_panic_hook();
-    if let Err(e) = terminal::enter() {
+    if let Err(e) = terminal::enter(mode) {
         terminal::restore();
         eprintln!("pi: cannot set up the terminal: {e}");
         return 1;
     }
     let _guard = terminal::Guard;
-    let backend = scrolling::ScrollingBackend::new(CrosstermBackend::new(stdout()));
-    let mut term = match backend.and_then(Terminal::new) {
-        Ok(t) => t,
+    let mut screen = match Screen::new(mode) {
+        Ok(s) => s,
         Err(e) => {
             terminal::restore();
             eprintln!("pi: cannot set up the terminal: {e}");
@@ -231,7 +244,9 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         app.editor.set_text(&first.join("\n\n"));
         app.submit(app::Delivery::Steer);
     }
-    let code = event_loop(&mut term, &mut app, &mut client, &env).await;
+    let code = event_loop(&mut screen, &mut app, &mut client, &env, notifier).await;
+    // Inline mode: the rest of the conversation goes into the scrollback, the live region away.
+    let _ = screen.finish(&mut app, Instant::now());
     terminal::restore();
     // Abort what runs, let it write its last messages, flush the session.
     let mut unsaved = false;
@@ -252,7 +267,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
 }
 
 /// Start the core; when the session asked for is being written by another pi, ask (on the
-/// plain terminal, before the full screen) whether to fork it or open it read-only.
+/// plain terminal, before the UI starts) whether to fork it or open it read-only.
 /// `Err(None)`: the person chose to quit.
 async fn start_or_choose(
     mut options: crate::setup::Options,
@@ -360,7 +375,7 @@ enum Edited {
 }
 
 /// Ctrl+G: hand the real terminal to the person's editor on a private copy of the text, then
-/// take the full screen back. The agent goes on meanwhile; its events wait in their channel.
+/// take the terminal back. The agent goes on meanwhile; its events wait in their channel.
 async fn edit_externally(
     text: &str,
     env: &crate::provider::EnvLookup,
@@ -382,7 +397,7 @@ async fn edit_externally(
         Ok(ran) => ran,
         Err(code) => return Ok(Edited::Quit(code)),
     };
-    terminal::enter()?;
+    terminal::enter(terminal::current_mode())?;
     input.resume();
     Ok(Edited::Done(match ran {
         Ok(status) => match external::failure(&command, status) {
@@ -428,29 +443,12 @@ async fn run_editor(
     }
 }
 
-/// Draw one frame inside synchronized output.
-/// `resized`: the terminal may have changed size since the last frame (checking costs a system
-/// call, so it is done only then).
-pub fn draw<B: Backend + std::io::Write>(
-    term: &mut Terminal<scrolling::ScrollingBackend<B>>,
-    app: &mut App,
-    now: Instant,
-    resized: bool,
-) -> std::io::Result<()> {
-    execute!(term.backend_mut(), BeginSynchronizedUpdate)?;
-    if resized {
-        term.autoresize()?;
-    }
-    let drawn = scrolling::draw_frame(term, |f| render::draw(f, app, now));
-    execute!(term.backend_mut(), EndSynchronizedUpdate)?;
-    drawn
-}
-
-async fn event_loop<B: Backend + std::io::Write>(
-    term: &mut Terminal<scrolling::ScrollingBackend<B>>,
+async fn event_loop(
+    screen: &mut Screen,
     app: &mut App,
     client: &mut crate::host::Client,
     env: &crate::provider::EnvLookup,
+    mut notifier: Notifier,
 ) -> std::io::Result<u8> {
     let mut input = input::Input::start()?;
     let mut frames = FrameScheduler::default();
@@ -466,13 +464,51 @@ async fn event_loop<B: Backend + std::io::Write>(
     let mut armed: Option<Instant> = None;
     // What woke the loop last: the person (keys, paste, mouse, resize) or the agent.
     let mut by_person = true;
-    let mut resized = true;
     loop {
         // Take whatever the agent sent since the last look: while a frame is near, the loop
         // does not wake for each event (a streamed reply sends hundreds a second); it drains
         // them here, once per frame.
         while let Ok(e) = client.events.try_recv() {
             app.handle_run_event(e);
+        }
+        // What the keys and events asked for; after the external editor, the events that
+        // came meanwhile are folded in before the next frame.
+        let mut took_terminal = false;
+        for effect in app.take_effects() {
+            match effect {
+                Effect::Quit => return Ok(0),
+                Effect::Suspend => {
+                    screen.hand_over()?;
+                    terminal::suspend()?;
+                    screen.take_back()?;
+                    took_terminal = true;
+                }
+                Effect::Copy(text) => terminal::copy_osc52(&text),
+                Effect::Notify(text) => {
+                    if let Some(bytes) = notifier.notice(&text) {
+                        screen.write_raw(&bytes)?;
+                    }
+                }
+                Effect::ExternalEditor(text) => {
+                    screen.hand_over()?;
+                    let edited = edit_externally(&text, env, &mut input, &mut signals).await?;
+                    screen.take_back()?;
+                    took_terminal = true;
+                    match edited {
+                        Edited::Done(outcome) => app.external_edit_done(outcome),
+                        Edited::Quit(code) => {
+                            interrupted(client);
+                            return Ok(code);
+                        }
+                    }
+                }
+            }
+        }
+        if took_terminal {
+            while let Ok(e) = client.events.try_recv() {
+                app.handle_run_event(e);
+            }
+            app.dirty = true;
         }
         if app.dirty {
             if by_person {
@@ -484,7 +520,7 @@ async fn event_loop<B: Backend + std::io::Write>(
         }
         let now = Instant::now();
         if frames.due(now, app.animating()) {
-            draw(term, app, now, std::mem::take(&mut resized))?;
+            screen.draw(app, now)?;
             frames.drawn(now);
         }
         let deadline = frames.deadline(app.animating());
@@ -504,11 +540,12 @@ async fn event_loop<B: Backend + std::io::Write>(
                     Some(Ok(Event::Key(k))) => app.handle_key(k),
                     Some(Ok(Event::Paste(p))) => app.handle_paste(&p),
                     Some(Ok(Event::Mouse(m))) => app.handle_mouse(m),
-                    Some(Ok(Event::Resize(..))) => {
-                        resized = true;
+                    Some(Ok(Event::Resize(width, height))) => {
+                        screen.resize(width, height);
                         app.dirty = true;
                     }
-                    Some(Ok(_)) => {}
+                    Some(Ok(Event::FocusGained)) => notifier.focus(true),
+                    Some(Ok(Event::FocusLost)) => notifier.focus(false),
                     Some(Err(e)) => return Err(e),
                     None => return Ok(0),
                 }
@@ -544,30 +581,6 @@ async fn event_loop<B: Backend + std::io::Write>(
             _ = wait_signal(&mut signals.int) => {
                 interrupted(client);
                 return Ok(130);
-            }
-        }
-        for effect in app.take_effects() {
-            match effect {
-                Effect::Quit => return Ok(0),
-                Effect::Suspend => {
-                    terminal::suspend()?;
-                    term.clear()?;
-                    resized = true;
-                    app.dirty = true;
-                }
-                Effect::Copy(text) => terminal::copy_osc52(&text),
-                Effect::ExternalEditor(text) => {
-                    match edit_externally(&text, env, &mut input, &mut signals).await? {
-                        Edited::Done(outcome) => app.external_edit_done(outcome),
-                        Edited::Quit(code) => {
-                            interrupted(client);
-                            return Ok(code);
-                        }
-                    }
-                    term.clear()?;
-                    resized = true;
-                    app.dirty = true;
-                }
             }
         }
     }

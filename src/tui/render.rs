@@ -1,7 +1,8 @@
 //! Drawing one frame: layout, status line, queued messages, editor, footer and popups.
 //!
-//! Top to bottom: the transcript (only its visible rows are produced, see `transcript.rs`),
-//! queued steering/follow-up messages, the status line (spinner, elapsed, "esc to interrupt"
+//! Top to bottom: the transcript (only its visible rows are produced, see `transcript.rs`; in
+//! inline mode, only the rows not yet printed, see [`draw_live`]), queued steering/follow-up
+//! messages, the status line (spinner, elapsed, "esc to interrupt"
 //! while working), the editor between two rules coloured by thinking level, and a two-line
 //! footer (folder, git branch, session name; tokens ↑ ↓, cache R/W, cost, context %, model and
 //! thinking level). The editor grows with its wrapped text up to a third of the screen, then
@@ -16,10 +17,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 use super::app::App;
 use super::cells::SPINNER;
+use super::paint::paint_line;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::wrap::{width as text_width, wrap_line};
@@ -225,17 +227,92 @@ fn chips_line(app: &App, width: usize) -> Option<Line<'static>> {
     Some(Line::from(spans))
 }
 
-/// Draw the whole screen.
+/// The rows below the conversation (queued messages, status, chips, editor, footer), sized
+/// for one frame.
+struct Bottom {
+    queued: Vec<Line<'static>>,
+    chips: Option<Line<'static>>,
+    editor_rows: u16,
+}
+
+impl Bottom {
+    /// `height`: the terminal's rows; the editor grows with its wrapped text up to a third
+    /// of them (3 to 12 rows), then scrolls.
+    fn new(app: &App, width: usize, height: u16) -> Bottom {
+        Bottom {
+            queued: queued_lines(app, width),
+            chips: chips_line(app, width),
+            editor_rows: app.editor.height(width as u16, (height / 3).clamp(3, 12)),
+        }
+    }
+
+    /// Top to bottom: queue, status, chips, editor, footer.
+    fn constraints(&self) -> [Constraint; 5] {
+        [
+            Constraint::Length(self.queued.len() as u16),
+            Constraint::Length(1),
+            Constraint::Length(u16::from(self.chips.is_some())),
+            Constraint::Length(self.editor_rows + 2),
+            Constraint::Length(2),
+        ]
+    }
+
+    fn height(&self) -> u16 {
+        self.queued.len() as u16 + 1 + u16::from(self.chips.is_some()) + self.editor_rows + 4
+    }
+
+    fn draw(self, app: &mut App, areas: [Rect; 5], buf: &mut Buffer, now: Instant) {
+        let [
+            queue_area,
+            status_area,
+            chips_area,
+            editor_area,
+            footer_area,
+        ] = areas;
+        let width = footer_area.width as usize;
+        if let Some(chips) = self.chips {
+            Paragraph::new(chips).render(chips_area, buf);
+        }
+        Paragraph::new(self.queued).render(queue_area, buf);
+        Paragraph::new(status_line(app, now)).render(status_area, buf);
+
+        let rule = Style::new().fg(thinking_color(app.thinking));
+        let block = Block::default()
+            .borders(Borders::TOP | Borders::BOTTOM)
+            .border_style(rule);
+        let inner = block.inner(editor_area);
+        block.render(editor_area, buf);
+        let hidden = app.editor.draw(inner, buf);
+        draw_hidden_rows(buf, editor_area, hidden, rule);
+
+        Paragraph::new(footer_lines(app, width, now).to_vec()).render(footer_area, buf);
+    }
+}
+
+/// The height of the rows below the conversation at `width` (inline mode's room for the
+/// conversation is what is left of the screen).
+pub fn bottom_height(app: &App, width: u16, height: u16) -> u16 {
+    Bottom::new(app, width as usize, height).height()
+}
+
+/// Whether an open popup takes the whole screen: the lists one browses (model picker, login,
+/// session picker, tree). Inline mode shows them on the alternate screen, which gives the
+/// normal screen back untouched when they close; the completion list, the `@` file picker and
+/// an approval question belong to the prompt and are drawn in the live region above it.
+pub fn wants_full_screen(app: &App) -> bool {
+    app.picker.is_some() || app.login.is_some() || app.sessions.is_some() || app.tree.is_some()
+}
+
+/// Draw the whole screen (full-screen mode, and inline mode's full-screen popups).
 pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
-    app.refresh_file_picker();
     let area = frame.area();
-    let width = area.width as usize;
-    let queued = queued_lines(app, width);
-    let chips = chips_line(app, width);
-    // The editor grows with its wrapped text up to a third of the screen (3 to 12 rows).
-    let editor_rows = app
-        .editor
-        .height(area.width, (area.height / 3).clamp(3, 12));
+    draw_full(app, area, frame.buffer_mut(), now);
+}
+
+fn draw_full(app: &mut App, area: Rect, buf: &mut Buffer, now: Instant) {
+    app.refresh_file_picker();
+    let bottom = Bottom::new(app, area.width as usize, area.height);
+    let [c0, c1, c2, c3, c4] = bottom.constraints();
     let [
         main,
         queue_area,
@@ -243,82 +320,110 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
         chips_area,
         editor_area,
         footer_area,
-    ] = Layout::vertical([
-        Constraint::Min(1),
-        Constraint::Length(queued.len() as u16),
-        Constraint::Length(1),
-        Constraint::Length(u16::from(chips.is_some())),
-        Constraint::Length(editor_rows + 2),
-        Constraint::Length(2),
-    ])
-    .areas(area);
-    if let Some(chips) = chips {
-        frame.render_widget(Paragraph::new(chips), chips_area);
-    }
+    ] = Layout::vertical([Constraint::Min(1), c0, c1, c2, c3, c4]).areas(area);
 
     app.viewport = (main.width, main.height);
     let view = app.view(now);
-    app.transcript.render(main, frame.buffer_mut(), &view);
-    frame.render_widget(Paragraph::new(queued), queue_area);
-    frame.render_widget(Paragraph::new(status_line(app, now)), status_area);
-
-    let rule = Style::new().fg(thinking_color(app.thinking));
-    let block = Block::default()
-        .borders(Borders::TOP | Borders::BOTTOM)
-        .border_style(rule);
-    let inner = block.inner(editor_area);
-    frame.render_widget(block, editor_area);
-    let hidden = app.editor.draw(inner, frame.buffer_mut());
-    draw_hidden_rows(frame.buffer_mut(), editor_area, hidden, rule);
-
-    frame.render_widget(
-        Paragraph::new(footer_lines(app, width, now).to_vec()),
-        footer_area,
+    app.transcript.render(main, buf, &view);
+    bottom.draw(
+        app,
+        [
+            queue_area,
+            status_area,
+            chips_area,
+            editor_area,
+            footer_area,
+        ],
+        buf,
+        now,
     );
+    draw_popups(app, main, buf);
+}
 
+/// Inline mode's live region for a terminal `width` columns wide and `height` rows high:
+/// `rows` (the end of the conversation not printed yet; the last of them that fit), the
+/// prompt's popups, then the rows below the conversation. It is as tall as that needs; when
+/// even the rows below the conversation do not fit, it is taller than `height` and the
+/// screen keeps its bottom.
+pub fn draw_live(
+    app: &mut App,
+    rows: &[Line<'static>],
+    width: u16,
+    height: u16,
+    now: Instant,
+) -> Buffer {
+    app.refresh_file_picker();
+    let bottom = Bottom::new(app, width as usize, height);
+    let room = height.saturating_sub(bottom.height());
+    app.viewport = (width, room);
+    // The popups are drawn over a scratch area of the whole room, to learn their height.
+    let open = app.file_picker.is_some() || app.approval.is_open() || !app.completions().is_empty();
+    let mut scratch = Buffer::empty(Rect::new(0, 0, width, if open { room } else { 0 }));
+    let popup = if open {
+        draw_popups(app, scratch.area, &mut scratch).map_or(0, |r| room - r.y.min(room))
+    } else {
+        0
+    };
+    let shown = (rows.len() as u16).min(room - popup);
+    let top = popup + shown;
+    let mut buf = Buffer::empty(Rect::new(0, 0, width, top + bottom.height()));
+    let first = rows.len() - shown as usize;
+    for (y, line) in rows[first..].iter().enumerate() {
+        paint_line(line, Rect::new(0, y as u16, width, 1), &mut buf);
+    }
+    for y in 0..popup {
+        for x in 0..width {
+            buf[(x, shown + y)] = scratch[(x, room - popup + y)].clone();
+        }
+    }
+    let below = Rect::new(0, top, width, bottom.height());
+    let areas: [Rect; 5] = Layout::vertical(bottom.constraints()).areas(below);
+    bottom.draw(app, areas, &mut buf, now);
+    buf
+}
+
+/// The popups over `main`; the area they cover, if any.
+fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
+    let drawn = [
+        draw_completions(buf, app, main),
+        draw_file_picker(buf, app, main),
+        draw_picker(buf, app, main),
+        draw_login(buf, app, main),
+        draw_session_picker(buf, app, main),
+        draw_tree(buf, app, main),
+        draw_approval(buf, app, main),
+    ];
+    drawn.into_iter().flatten().reduce(|a, b| a.union(b))
+}
+
+/// The `/` completion list, at the bottom of `main`.
+fn draw_completions(buf: &mut Buffer, app: &App, main: Rect) -> Option<Rect> {
     let completions = app.completions();
-    if !completions.is_empty() {
-        let n = completions.len().min(main.height as usize) as u16;
-        let popup = Rect::new(main.x, main.y + main.height - n, main.width, n);
-        let sel = app.completion_selected.min(completions.len() - 1);
-        let lines: Vec<Line<'static>> = completions
-            .iter()
-            .enumerate()
-            .take(n as usize)
-            .map(|(i, c)| {
-                let style = if i == sel {
-                    fg(|t| t.accent).add_modifier(Modifier::BOLD)
-                } else {
-                    Style::default()
-                };
-                Line::from(vec![
-                    Span::styled(format!(" /{:<10}", c.name), style),
-                    Span::styled(format!(" {}", c.help), fg(|t| t.dim)),
-                ])
-            })
-            .collect();
-        frame.render_widget(Clear, popup);
-        frame.render_widget(Paragraph::new(lines), popup);
+    if completions.is_empty() {
+        return None;
     }
-
-    if app.file_picker.is_some() {
-        draw_file_picker(frame, app, main);
-    }
-    if app.picker.is_some() {
-        draw_picker(frame, app, main);
-    }
-    if app.login.is_some() {
-        draw_login(frame, app, main);
-    }
-    if app.sessions.is_some() {
-        draw_session_picker(frame, app, main);
-    }
-    if app.tree.is_some() {
-        draw_tree(frame, app, main);
-    }
-    if app.approval.is_open() {
-        draw_approval(frame, app, main);
-    }
+    let n = completions.len().min(main.height as usize) as u16;
+    let popup = Rect::new(main.x, main.y + main.height - n, main.width, n);
+    let sel = app.completion_selected.min(completions.len() - 1);
+    let lines: Vec<Line<'static>> = completions
+        .iter()
+        .enumerate()
+        .take(n as usize)
+        .map(|(i, c)| {
+            let style = if i == sel {
+                fg(|t| t.accent).add_modifier(Modifier::BOLD)
+            } else {
+                Style::default()
+            };
+            Line::from(vec![
+                Span::styled(format!(" /{:<10}", c.name), style),
+                Span::styled(format!(" {}", c.help), fg(|t| t.dim)),
+            ])
+        })
+        .collect();
+    Clear.render(popup, buf);
+    Paragraph::new(lines).render(popup, buf);
+    Some(popup)
 }
 
 /// "↑ 3 more" / "↓ 2 more" at the right of the editor's rules when its text is taller than
@@ -357,11 +462,9 @@ fn tree_tag(kind: crate::session::tree::TreeKind) -> (&'static str, Style) {
 }
 
 /// The `/tree` view (or the `/fork` chooser) over the transcript.
-fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_tree(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::tree::TreePurpose;
-    let Some(v) = &app.tree else {
-        return;
-    };
+    let v = app.tree.as_ref()?;
     let width = area.width as usize;
     let (title, hints) = match v.purpose {
         TreePurpose::Navigate => (
@@ -465,8 +568,9 @@ fn draw_tree(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(hints);
-    frame.render_widget(Clear, area);
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    Clear.render(area, buf);
+    Paragraph::new(lines).block(block).render(area, buf);
+    Some(area)
 }
 
 /// Cut a line to `width` columns (the tree's rows stay one row each).
@@ -500,12 +604,10 @@ fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
     Line::from(spans)
 }
 
-fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::sessions::{PickerMode, age};
     use crate::session::ListScope;
-    let Some(p) = &app.sessions else {
-        return;
-    };
+    let p = app.sessions.as_ref()?;
     let matches = p.matches();
     let h = (matches.len().min(10) as u16 + 3).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
@@ -597,8 +699,9 @@ fn draw_session_picker(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(" Enter open · Tab scope · Ctrl+R rename · Ctrl+D delete · Esc close ");
-    frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    Clear.render(popup, buf);
+    Paragraph::new(lines).block(block).render(popup, buf);
+    Some(popup)
 }
 
 /// A session's folder as shown in the picker: `~` for the home folder, else its last two
@@ -619,11 +722,9 @@ fn short_folder(cwd: &str) -> String {
 }
 
 /// The `@` file picker, at the bottom of the transcript, just above the editor.
-fn draw_file_picker(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_file_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::file_picker::ROWS;
-    let Some(p) = &app.file_picker else {
-        return;
-    };
+    let p = app.file_picker.as_ref()?;
     let hits = &p.found.hits;
     let h = (hits.len().clamp(1, ROWS) as u16 + 2).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
@@ -685,15 +786,14 @@ fn draw_file_picker(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(" ↑↓ choose · Enter/Tab insert · Esc close ");
-    frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    Clear.render(popup, buf);
+    Paragraph::new(lines).block(block).render(popup, buf);
+    Some(popup)
 }
 
-fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
+    let p = app.picker.as_ref()?;
     let matches = app.picker_matches();
-    let Some(p) = &app.picker else {
-        return;
-    };
     let h = (matches.len().min(10) as u16 + 3).min(area.height);
     let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
     let mut lines = vec![Line::from(vec![
@@ -735,16 +835,15 @@ fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(" ↑↓ choose · Enter select · Ctrl+U clear · Esc cancel ");
-    frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    Clear.render(popup, buf);
+    Paragraph::new(lines).block(block).render(popup, buf);
+    Some(popup)
 }
 
 /// The `/login` overlay: the providers and local models, or the key being typed (as dots).
-fn draw_login(frame: &mut Frame, app: &App, area: Rect) {
+fn draw_login(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::login::{Choice, Stage};
-    let Some(view) = &app.login else {
-        return;
-    };
+    let view = app.login.as_ref()?;
     let dim = fg(|t| t.dim);
     let (title, lines) = match &view.stage {
         Stage::Choose { selected, filter } => {
@@ -826,15 +925,14 @@ fn draw_login(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.accent))
         .title(title);
-    frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    Clear.render(popup, buf);
+    Paragraph::new(lines).block(block).render(popup, buf);
+    Some(popup)
 }
 
 /// A tool call waiting for approval: what it would do, and the keys to answer.
-fn draw_approval(frame: &mut Frame, app: &App, area: Rect) {
-    let Some(r) = app.approval.current() else {
-        return;
-    };
+fn draw_approval(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
+    let r = app.approval.current()?;
     let width = area.width as usize;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let dim = fg(|t| t.dim);
@@ -945,6 +1043,7 @@ fn draw_approval(frame: &mut Frame, app: &App, area: Rect) {
         .borders(Borders::TOP)
         .border_style(fg(|t| t.warning))
         .title(format!(" approval: {} ", sanitize(&r.tool)));
-    frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    Clear.render(popup, buf);
+    Paragraph::new(lines).block(block).render(popup, buf);
+    Some(popup)
 }

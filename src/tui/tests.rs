@@ -34,6 +34,7 @@ mod approval;
 mod attach;
 mod dialect;
 mod editing;
+mod inline;
 mod keys;
 mod streaming;
 

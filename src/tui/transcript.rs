@@ -45,6 +45,8 @@ pub struct Transcript {
     entries: Vec<Entry>,
     /// Bumped when the view changes (Ctrl+T, Ctrl+O): every cache becomes stale.
     view_gen: u64,
+    /// Bumped by [`Transcript::clear`]: cell positions from before mean nothing after.
+    epoch: u64,
     pub scroll: Scroll,
 }
 
@@ -53,6 +55,7 @@ impl Default for Transcript {
         Transcript {
             entries: Vec::new(),
             view_gen: 0,
+            epoch: 0,
             scroll: Scroll::Follow,
         }
     }
@@ -74,11 +77,38 @@ impl Transcript {
 
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.epoch += 1;
         self.scroll = Scroll::Follow;
     }
 
     pub fn cells(&self) -> impl DoubleEndedIterator<Item = &Cell> {
         self.entries.iter().map(|e| &e.cell)
+    }
+
+    /// Changes each time the transcript is cleared.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Cell> {
+        self.entries.get(index).map(|e| &e.cell)
+    }
+
+    /// A cell's rows at `width` (cached like the ones drawn; empty past the end).
+    pub fn rows(&mut self, index: usize, width: usize, view: &View) -> Rows {
+        if index >= self.entries.len() {
+            return Rows::default();
+        }
+        self.lines_of(index, width, view)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Drop a cell's cached rows (inline mode, once they are printed).
+    pub fn release(&mut self, index: usize) {
+        if let Some(e) = self.entries.get_mut(index) {
+            e.cache = None;
+        }
     }
 
     pub fn last(&self) -> Option<&Cell> {

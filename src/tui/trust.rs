@@ -1,4 +1,4 @@
-//! The trust question, asked on the plain terminal before the full screen opens (like the
+//! The trust question, asked on the plain terminal before the UI starts (like the
 //! question about a session open in another pi): the folder's `.pi` settings that would act
 //! for the person are listed, one line each, and the answer is remembered with their hash
 //! (`setup::trust`). Without a terminal on stdin nothing is asked and they stay off.

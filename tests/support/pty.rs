@@ -1,5 +1,6 @@
 //! A pseudo-terminal around the real `pi` binary, for end-to-end tests of the terminal UI:
-//! the screen is read back through a vt100 emulator, the raw bytes are kept too.
+//! the screen is read back through a vt100 emulator, the raw bytes are kept too, and so is
+//! every row that scrolled off the top of the screen (the terminal's scrollback), in order.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,8 @@ use super::server::TestServer;
 pub struct Pty {
     pub parser: Arc<Mutex<vt100::Parser>>,
     pub raw: Arc<Mutex<Vec<u8>>>,
+    /// The rows that scrolled off the top of the normal screen, oldest first.
+    pub scrolled: Arc<Mutex<Vec<String>>>,
     writer: Box<dyn Write + Send>,
     pub child: Box<dyn portable_pty::Child + Send + Sync>,
     /// Kept open for as long as the child's output is read.
@@ -89,17 +92,19 @@ impl Pty {
         let child = pty.slave.spawn_command(cmd).unwrap();
         drop(pty.slave);
 
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(rows, 100, 0)));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(rows, 100, SCROLLBACK)));
         let raw = Arc::new(Mutex::new(Vec::new()));
+        let scrolled = Arc::new(Mutex::new(Vec::new()));
         let mut reader = pty.master.try_clone_reader().unwrap();
-        let (p2, r2) = (parser.clone(), raw.clone());
+        let (p2, r2, s2) = (parser.clone(), raw.clone(), scrolled.clone());
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                p2.lock().unwrap().process(&buf[..n]);
+                let mut p = p2.lock().unwrap();
+                process(&mut p, &buf[..n], &mut s2.lock().unwrap());
                 r2.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
@@ -107,6 +112,7 @@ impl Pty {
         Pty {
             parser,
             raw,
+            scrolled,
             writer,
             child,
             _master: pty.master,
@@ -120,6 +126,37 @@ impl Pty {
 
     pub fn contents(&self) -> String {
         self.parser.lock().unwrap().screen().contents()
+    }
+
+    /// Everything the normal screen printed, as a terminal keeps it: the rows that scrolled
+    /// into the scrollback, then the screen's rows (trailing blanks cut, trailing blank rows
+    /// dropped).
+    pub fn history(&self) -> Vec<String> {
+        let p = self.parser.lock().unwrap();
+        let mut rows = self.scrolled.lock().unwrap().clone();
+        let screen = p.screen();
+        if !screen.alternate_screen() {
+            let (_, width) = screen.size();
+            rows.extend(screen.rows(0, width).map(|r| r.trim_end().to_string()));
+        }
+        while rows.last().is_some_and(|r| r.is_empty()) {
+            rows.pop();
+        }
+        rows
+    }
+
+    /// Resize the terminal to `rows`×`cols` (the emulator first, then the pty, which sends
+    /// pi SIGWINCH).
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.parser.lock().unwrap().set_size(rows, cols);
+        self._master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
     }
 
     pub fn wait_for(&self, needle: &str) -> String {
@@ -162,6 +199,28 @@ impl Pty {
             assert!(Instant::now() < deadline, "pi did not exit");
             std::thread::sleep(Duration::from_millis(30));
         }
+    }
+}
+
+/// How many rows the emulator's scrollback holds (more than any test prints).
+const SCROLLBACK: usize = 1 << 20;
+
+/// Feed `bytes` to the emulator, keeping the rows that scroll off the top in `scrolled`.
+/// vt100 keeps a scrollback but lets one read only as many of its rows as the screen has, so
+/// the bytes go in pieces too short to scroll more than that (a line feed scrolls one row),
+/// and the rows that left are read after each piece.
+fn process(p: &mut vt100::Parser, bytes: &[u8], scrolled: &mut Vec<String>) {
+    let (rows, width) = p.screen().size();
+    for piece in bytes.chunks(usize::from(rows.max(2)) - 1) {
+        p.process(piece);
+        p.set_scrollback(usize::MAX);
+        let kept = p.screen().scrollback();
+        for offset in (1..=kept.saturating_sub(scrolled.len())).rev() {
+            p.set_scrollback(offset);
+            let row = p.screen().rows(0, width).next().unwrap_or_default();
+            scrolled.push(row.trim_end().to_string());
+        }
+        p.set_scrollback(0);
     }
 }
 
