@@ -88,6 +88,9 @@ pub struct Scanner {
     /// The block of the last call and how many calls it made, while its closing tag coming
     /// again would mean one of its values held that tag and cut the call short.
     suspect: Option<(usize, usize)>,
+    /// Whether text other than blanks was let out since that call (the rest of a cut value;
+    /// a closing tag right after the call is only doubled).
+    text_since_call: bool,
     stopped: bool,
 }
 
@@ -118,6 +121,7 @@ impl Scanner {
             line_last: None,
             line_in_code: false,
             suspect: None,
+            text_since_call: false,
             stopped: false,
         }
     }
@@ -208,7 +212,11 @@ impl Scanner {
             Marker::Open(b) => self.dialect.opens_at_line_start(&self.dialect.blocks()[b]),
             // A closing tag after a cut call stands after blanks or another tag, as the
             // frame of a call does — not inside a sentence or in `code`.
-            Marker::Close(_) => return matches!(self.last_on_line(pos), None | Some('>')),
+            Marker::Close(_) => {
+                let rest =
+                    self.text_since_call || self.buf[..pos].chars().any(|c| !c.is_whitespace());
+                return rest && matches!(self.last_on_line(pos), None | Some('>'));
+            }
             Marker::Drop => false,
         };
         !placed || self.at_line_start(pos)
@@ -274,6 +282,9 @@ impl Scanner {
             Some(c) => self.line_last = Some(c),
             None if line.len() < text.len() => self.line_last = None,
             None => {}
+        }
+        if text.chars().any(|c| !c.is_whitespace()) {
+            self.text_since_call = true;
         }
         let odd = line.matches('`').count() % 2 == 1;
         self.line_in_code = if line.len() < text.len() {
@@ -423,6 +434,7 @@ impl Scanner {
                                 .iter()
                                 .filter(|p| matches!(p, Piece::Call(Parsed::Call { .. })))
                                 .count();
+                            self.text_since_call = false;
                             self.suspect = (calls > 0 && self.dialect.cuttable(&block, &body))
                                 .then_some((b, calls));
                             out.extend(pieces);

@@ -924,6 +924,8 @@ fn the_closing_tag_mentioned_later_in_prose_leaves_the_call_alone() {
     for after in [
         "I ended it with `</tool_call>` as asked.",
         "The </tool_call> tag ends a call.",
+        // A closing tag written twice.
+        "</tool_call>\nDone.",
     ] {
         let (m, _) = rewrite(d.clone(), &[&format!("{call}\n{after}")]);
         assert_eq!(
