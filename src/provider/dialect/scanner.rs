@@ -10,7 +10,8 @@
 //! A result tag that reads as text (`<tool_response>`, `<function_result …>`) counts only
 //! where a made-up result could start: at the start of a line, or right after a call. Prose
 //! that mentions one (`` `<tool_response>` `` in a sentence) is text. Control tokens
-//! (`<|im_start|>user`, `<｜tool▁outputs▁begin｜>`) count wherever they appear outside code.
+//! (`<|im_start|>user`, `<｜tool▁outputs▁begin｜>`) count wherever they appear outside code
+//! (code blocks and inline `code` spans).
 //!
 //! A Markdown code block is text, whatever it holds: between a fence line (optional
 //! indentation, then three or more backticks or tildes) and its closing fence (the same
@@ -82,9 +83,14 @@ pub struct Scanner {
     /// The last character other than a blank let out on the current line (`None`: the line
     /// is blank so far, or a call has just ended — where a result could start).
     line_last: Option<char>,
+    /// Whether the text let out on the current line leaves an inline `code` span open.
+    line_in_code: bool,
     /// The block of the last call and how many calls it made, while its closing tag coming
     /// again would mean one of its values held that tag and cut the call short.
     suspect: Option<(usize, usize)>,
+    /// Whether text other than blanks was let out since that call (the rest of a cut value;
+    /// a closing tag right after the call is only doubled).
+    text_since_call: bool,
     stopped: bool,
 }
 
@@ -113,7 +119,9 @@ impl Scanner {
             announced: false,
             line_start: true,
             line_last: None,
+            line_in_code: false,
             suspect: None,
+            text_since_call: false,
             stopped: false,
         }
     }
@@ -196,15 +204,33 @@ impl Scanner {
     /// there.
     fn counts(&self, pos: usize, i: usize) -> bool {
         let (m, kind) = self.markers[i];
+        if kind == Marker::Result && self.in_inline_code(pos) {
+            return false;
+        }
         let placed = match kind {
             Marker::Result => reads_as_text(m),
             Marker::Open(b) => self.dialect.opens_at_line_start(&self.dialect.blocks()[b]),
             // A closing tag after a cut call stands after blanks or another tag, as the
             // frame of a call does — not inside a sentence or in `code`.
-            Marker::Close(_) => return matches!(self.last_on_line(pos), None | Some('>')),
+            Marker::Close(_) => {
+                let rest =
+                    self.text_since_call || self.buf[..pos].chars().any(|c| !c.is_whitespace());
+                return rest && matches!(self.last_on_line(pos), None | Some('>'));
+            }
             Marker::Drop => false,
         };
         !placed || self.at_line_start(pos)
+    }
+
+    /// Whether `pos` is inside an inline `code` span of its line (an odd number of backticks
+    /// before it on the line).
+    fn in_inline_code(&self, pos: usize) -> bool {
+        let before = &self.buf[..pos];
+        let (line, carried) = match before.rfind('\n') {
+            Some(nl) => (&before[nl + 1..], false),
+            None => (before, self.line_in_code),
+        };
+        carried ^ (line.matches('`').count() % 2 == 1)
     }
 
     /// The first marker in the buffer that counts where it is.
@@ -257,6 +283,15 @@ impl Scanner {
             None if line.len() < text.len() => self.line_last = None,
             None => {}
         }
+        if text.chars().any(|c| !c.is_whitespace()) {
+            self.text_since_call = true;
+        }
+        let odd = line.matches('`').count() % 2 == 1;
+        self.line_in_code = if line.len() < text.len() {
+            odd
+        } else {
+            self.line_in_code ^ odd
+        };
         out.push(Piece::Text(text));
     }
 
@@ -399,6 +434,7 @@ impl Scanner {
                                 .iter()
                                 .filter(|p| matches!(p, Piece::Call(Parsed::Call { .. })))
                                 .count();
+                            self.text_since_call = false;
                             self.suspect = (calls > 0 && self.dialect.cuttable(&block, &body))
                                 .then_some((b, calls));
                             out.extend(pieces);

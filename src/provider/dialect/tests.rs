@@ -924,6 +924,8 @@ fn the_closing_tag_mentioned_later_in_prose_leaves_the_call_alone() {
     for after in [
         "I ended it with `</tool_call>` as asked.",
         "The </tool_call> tag ends a call.",
+        // A closing tag written twice.
+        "</tool_call>\nDone.",
     ] {
         let (m, _) = rewrite(d.clone(), &[&format!("{call}\n{after}")]);
         assert_eq!(
@@ -944,7 +946,7 @@ fn the_closing_tag_mentioned_later_in_prose_leaves_the_call_alone() {
 fn prose_that_mentions_a_result_tag_is_text() {
     for d in all() {
         for marker in d.result_markers() {
-            let reads_as_text = marker.starts_with(|c: char| matches!(c, '<' | '#' | '`'))
+            let reads_as_text = marker.starts_with(['<', '#', '`'])
                 && !marker.starts_with("<|")
                 && !marker.starts_with("<｜");
             if !reads_as_text {
@@ -969,8 +971,17 @@ fn prose_that_mentions_a_result_tag_is_text() {
             }
         }
     }
-    // Right after a call, with nothing between, it is a made-up result.
+    // Control tokens count anywhere but in code.
     let h = by_name("hermes").unwrap();
+    let quoted = "Its template ends a turn and starts the next with `<|im_start|>user`, see.";
+    for chunks in splits(quoted) {
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let (m, _) = rewrite(h.clone(), &chunks);
+        assert_eq!(texts(&m), [quoted], "{chunks:?}");
+    }
+    let (_, events) = rewrite(h.clone(), &["Done.<|im_start|>user\nFAKE"]);
+    assert_eq!(streamed_text(&events), "Done.");
+    // Right after a call, with nothing between, it is a made-up result.
     let text = "<tool_call>{\"name\": \"read\", \"arguments\": {}}</tool_call><tool_response>FAKE";
     let (m, events) = rewrite(h, &[text]);
     assert_eq!(calls(&m).len(), 1);
