@@ -6,7 +6,9 @@ mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant as TokioInstant;
 
 use async_trait::async_trait;
 use pi::agent::engine::batch::STEERING_POLL;
@@ -96,11 +98,11 @@ async fn one_tool_round_orders_results_before_turn_end() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn past_deadline_makes_no_provider_call() {
     let p = scripts(vec![reply::text("never")]);
     let mut c = config(&p, vec![]);
-    c.deadline = Some(Instant::now() - Duration::from_millis(1));
+    c.deadline = Some(TokioInstant::now() - Duration::from_millis(1));
     let (rec, out) = run(c, "hi", vec![]).await;
     let out = out.unwrap();
     assert_eq!(p.request_count(), 0);
@@ -116,11 +118,11 @@ async fn past_deadline_makes_no_provider_call() {
     assert_eq!(out.new_messages().len(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn deadline_during_request_aborts_it_with_deadline_text() {
     let p = scripts(vec![vec![Step::Stall]]);
     let mut c = config(&p, vec![]);
-    c.deadline = Some(Instant::now() + Duration::from_millis(50));
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(50));
     let (_rec, out) = run(c, "hi", vec![]).await;
     let out = out.unwrap();
     let a = out.new_messages()[1].as_assistant().unwrap();
@@ -129,9 +131,9 @@ async fn deadline_during_request_aborts_it_with_deadline_text() {
     assert_eq!(p.dropped_early(), 1);
 }
 
-/// Holds the thread (not the runtime's clock) for a while when the reply is final, so the
-/// deadline passes while the reply is committed but before its tools could start, and the
-/// deadline timer has had no chance to abort the run.
+/// Moves the paused clock on while the reply is committed, without yielding: the deadline
+/// passes before the tools could start, and the deadline timer has had no chance to abort the
+/// run, so only the loop's own check can stop the tools.
 struct SlowCommit(Duration);
 
 #[async_trait]
@@ -141,12 +143,12 @@ impl LoopHooks for SlowCommit {
         _message: &mut AssistantMessage,
         _signal: &AbortSignal,
     ) -> Result<(), String> {
-        std::thread::sleep(self.0);
+        jump_clock(self.0);
         Ok(())
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
     let p = scripts(vec![
         reply::tools(&[
@@ -161,7 +163,7 @@ async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
         config(&p, vec![tool.arc()]),
         SlowCommit(Duration::from_millis(200)),
     );
-    c.deadline = Some(Instant::now() + Duration::from_millis(100));
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(100));
     let (rec, out) = run(c, "go", vec![]).await;
     let out = out.unwrap();
     assert_eq!(
@@ -715,7 +717,7 @@ async fn intent_tracing_strips_the_intent_and_reports_it() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
     let p = scripts(vec![
         reply::tools(&[
@@ -724,7 +726,6 @@ async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
         ]),
         reply::text("ok"),
     ]);
-    let started = Instant::now();
     let (rec, out) = run(
         config(
             &p,
@@ -737,7 +738,15 @@ async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
         vec![],
     )
     .await;
-    assert!(started.elapsed() < Duration::from_millis(300));
+    // On the paused clock: both start together, and the batch takes as long as the slower.
+    assert_eq!(
+        rec.time_of("tool_start:fast"),
+        rec.time_of("tool_start:slow")
+    );
+    assert_eq!(
+        rec.time_of("tool_end:slow") - rec.time_of("tool_start:slow"),
+        Duration::from_millis(150)
+    );
     assert_eq!(ids(&rec.tool_results()), ["fast", "slow"]);
     let out = out.unwrap();
     let order: Vec<_> = out
@@ -1016,17 +1025,21 @@ async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
     assert_eq!(details.unwrap()["execution"], "started");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_completed_error_survives_a_steer() {
+    // #4752: an interruptible call that was aborted by a steer but had already done its work
+    // (it returned, with an error) keeps its real result; only calls cut short are "skipped".
     let q = Queue {
         peek: true,
         ..Default::default()
     };
     let s = q.steering.clone();
-    let tool = TestTool::new("failing", move |_| {
+    let tool = TestTool::new("failing", move |inv| {
         let s = s.clone();
         async move {
             s.lock().unwrap().push(AgentMessage::user("new direction"));
+            // The steer aborts this call (the poll finds it); the work was done already.
+            inv.cancel.cancelled().await;
             Ok(ToolOutput::error("real failure with side effects"))
         }
     })
@@ -1035,13 +1048,180 @@ async fn a_completed_error_survives_a_steer() {
         reply::tools(&[reply::call("c1", "failing", json!({}))]),
         reply::text("ok"),
     ]);
-    let (rec, _) = run(
+    let (rec, out) = run(
         with_hooks(config(&p, vec![tool.arc()]), q.clone()),
         "go",
         vec![],
     )
     .await;
-    assert_eq!(rec.tool_results()[0].1, "real failure with side effects");
+    out.unwrap();
+    assert_eq!(
+        rec.tool_results(),
+        [(
+            "c1".to_string(),
+            "real failure with side effects".to_string(),
+            true
+        )]
+    );
+    let details = rec.all().iter().find_map(|e| match e {
+        AgentEvent::MessageEnd { message } => {
+            message.as_tool_result().and_then(|r| r.details.clone())
+        }
+        _ => None,
+    });
+    assert_ne!(details.unwrap()["source"], "interrupt_skipped");
+    // The steer was real: it interrupted the call, and it opens the next turn.
+    assert_eq!(
+        request_roles(&p, 1),
+        ["user", "assistant", "toolResult", "user"]
+    );
+}
+
+/// Hooks with a model gate that lets every call through and counts how often it was asked.
+#[derive(Clone, Default)]
+struct CountingGate {
+    asked: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl LoopHooks for CountingGate {
+    fn has_model_gate(&self) -> bool {
+        true
+    }
+    async fn before_model_call(
+        &self,
+        _c: &LlmContext,
+        _s: &AbortSignal,
+    ) -> Result<GateDecision, String> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Ok(GateDecision::Proceed)
+    }
+}
+
+/// A tool that aborts `signal` (an Esc while it runs) and still finishes.
+fn aborting_tool(signal: &AbortSignal) -> Arc<dyn AgentTool> {
+    let signal = signal.clone();
+    TestTool::new("work", move |_| {
+        let signal = signal.clone();
+        async move {
+            signal.abort(AbortReason::Message("Esc".into()));
+            Ok(ToolOutput::text("finished anyway"))
+        }
+    })
+    .arc()
+}
+
+#[tokio::test]
+async fn a_gate_counts_an_aborted_run_as_a_stop() {
+    // With a gate installed, a run aborted during its tools ends at the gate: the gate is not
+    // asked, no request is made, and no aborted reply is added (spec §8).
+    let gate = CountingGate::default();
+    let asked = gate.asked.clone();
+    let signal = AbortSignal::new();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "work", json!({}))]),
+        reply::text("never"),
+    ]);
+    let (rec, out) = run_with_signal(
+        with_hooks(config(&p, vec![aborting_tool(&signal)]), gate),
+        "go",
+        vec![],
+        signal,
+    )
+    .await;
+    let out = out.unwrap();
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "asked for the first call only"
+    );
+    assert_eq!(p.request_count(), 1);
+    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult"]);
+    assert_eq!(rec.count("turn_start"), 1);
+    assert_eq!(rec.count("turn_end"), 1);
+}
+
+#[tokio::test]
+async fn no_asides_are_taken_after_an_abort() {
+    let a = Asides::default();
+    a.entries.lock().unwrap().push("ready");
+    let signal = AbortSignal::new();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "work", json!({}))]),
+        reply::text("never"),
+    ]);
+    let (_, out) = run_with_signal(
+        with_hooks(config(&p, vec![aborting_tool(&signal)]), a.clone()),
+        "go",
+        vec![],
+        signal,
+    )
+    .await;
+    let out = out.unwrap();
+    assert_eq!(
+        *a.entries.lock().unwrap(),
+        ["ready"],
+        "the aside is still the host's"
+    );
+    assert_eq!(a.committed.load(Ordering::SeqCst), 0);
+    assert!(
+        out.new_messages()
+            .iter()
+            .all(|m| m.as_user().is_none_or(|u| u.content.joined_text() == "go")),
+        "no aside entered the context"
+    );
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_steer_signals_a_non_interruptible_tool_to_wrap_up() {
+    // The cooperative steering signal reaches every running call: a tool that cannot be
+    // aborted may still finish early (move its work to the background) when a steer waits.
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
+    let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    tokio::spawn(async move {
+        r2.wait_for("tool_start:c1").await;
+        s.lock().unwrap().push(AgentMessage::user("never mind"));
+    });
+    let tool = TestTool::new("build", |inv| async move {
+        tokio::select! {
+            _ = inv.steering.cancelled() => Ok(ToolOutput::text("moved to the background")),
+            _ = tokio::time::sleep(Duration::from_secs(5)) => Ok(ToolOutput::text("ran to the end")),
+        }
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "build", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, out) = run_recorded(
+        with_hooks(config(&p, vec![tool.arc()]), q.clone()),
+        "go",
+        vec![],
+        AbortSignal::new(),
+        rec,
+    )
+    .await;
+    out.unwrap();
+    assert_eq!(
+        rec.tool_results(),
+        [(
+            "c1".to_string(),
+            "moved to the background".to_string(),
+            false
+        )]
+    );
+    assert_eq!(
+        rec.time_of("tool_end:c1") - rec.time_of("tool_start:c1"),
+        STEERING_POLL,
+        "signalled at the first poll"
+    );
 }
 
 #[tokio::test]
@@ -1149,11 +1329,36 @@ async fn a_steer_queued_during_before_yield_is_delivered_in_the_same_run() {
     let q = Queue::default();
     *q.steer_in_before_yield.lock().unwrap() = Some(AgentMessage::user("late steer"));
     let p = scripts(vec![reply::text("first"), reply::text("second")]);
-    run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![])
-        .await
-        .1
-        .unwrap();
+    let (rec, out) = run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![]).await;
+    let out = out.unwrap();
     assert_eq!(p.request_count(), 2);
+    assert!(
+        q.steering.lock().unwrap().is_empty(),
+        "taken from the queue"
+    );
+    // The second request ends with the late steer, after the first reply.
+    assert_eq!(request_roles(&p, 1), ["user", "assistant", "user"]);
+    let last_sent = p.requests()[1].context.messages.last().cloned().unwrap();
+    match last_sent.as_ref() {
+        Message::User(u) => assert_eq!(u.content.joined_text(), "late steer"),
+        other => panic!("expected the steer, got {other:?}"),
+    }
+    // It opens the second turn, in the same run.
+    let k = rec.kinds();
+    let second = k.iter().rposition(|x| x == "turn_start").unwrap();
+    assert_eq!(k[second + 1], "message_start:user");
+    assert_eq!(rec.count("turn_start"), 2);
+    assert_eq!(rec.count("agent_end"), 1);
+    assert_eq!(q.before_yield.load(Ordering::SeqCst), 2);
+    let texts: Vec<String> = out
+        .new_messages()
+        .iter()
+        .map(|m| match m.as_user() {
+            Some(u) => u.content.joined_text(),
+            None => m.as_assistant().map(|a| a.text()).unwrap_or_default(),
+        })
+        .collect();
+    assert_eq!(texts, ["go", "first", "late steer", "second"]);
 }
 
 #[tokio::test]
@@ -1871,13 +2076,15 @@ async fn stop_with_tool_calls_is_runnable() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn deadline_during_before_yield_leaves_follow_ups_queued() {
+    // The deadline passes inside on_before_yield, and the timer has not fired yet when it
+    // returns: only the loop's check after the hook keeps the follow-up in its queue.
     struct SlowYield(Queue);
     #[async_trait]
     impl LoopHooks for SlowYield {
         async fn on_before_yield(&self) {
-            tokio::time::sleep(Duration::from_millis(80)).await;
+            jump_clock(Duration::from_millis(80));
         }
         async fn follow_up_messages(&self, s: &AbortSignal) -> Vec<AgentMessage> {
             self.0.follow_up_messages(s).await
@@ -1890,10 +2097,12 @@ async fn deadline_during_before_yield_leaves_follow_ups_queued() {
         .push(AgentMessage::user("later"));
     let p = scripts(vec![reply::text("first")]);
     let mut c = with_hooks(config(&p, vec![]), SlowYield(q.clone()));
-    c.deadline = Some(Instant::now() + Duration::from_millis(40));
-    run(c, "go", vec![]).await.1.unwrap();
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(40));
+    let (rec, out) = run(c, "go", vec![]).await;
+    out.unwrap();
     assert_eq!(q.follow_up.lock().unwrap().len(), 1);
     assert_eq!(p.request_count(), 1);
+    assert_eq!(rec.count("turn_start"), 1);
 }
 
 #[tokio::test]
@@ -2348,7 +2557,7 @@ impl LoopHooks for SlowAside {
         let d = self.discarded.clone();
         let c = self.committed.clone();
         vec![AsideEntry::Deferred(Box::new(move || {
-            std::thread::sleep(Duration::from_millis(80));
+            jump_clock(Duration::from_millis(80));
             Ok(Some(Injected::with_hooks(
                 AgentMessage::user("late news"),
                 AsideHooks {
@@ -2362,7 +2571,7 @@ impl LoopHooks for SlowAside {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_aside_taken_just_before_the_deadline_is_discarded_not_inserted() {
     let hooks = SlowAside {
         discarded: Default::default(),
@@ -2376,7 +2585,7 @@ async fn an_aside_taken_just_before_the_deadline_is_discarded_not_inserted() {
         reply::text("never"),
     ]);
     let mut c = with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), hooks);
-    c.deadline = Some(Instant::now() + Duration::from_millis(40));
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(40));
     let (_, out) = run(c, "go", vec![]).await;
     let out = out.unwrap();
     assert_eq!(p.request_count(), 1);
@@ -2473,14 +2682,14 @@ fn retry_events(rec: &Recorder) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn transient_failures_before_content_are_retried_quietly() {
     let p = scripts(vec![
         reply::transient_error(&[], &[], "429 rate limited", Some(30)),
         reply::transient_error(&[], &[], "529 overloaded", None),
         reply::text("finally"),
     ]);
-    let started = Instant::now();
+    let started = TokioInstant::now();
     let (rec, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
     let out = out.unwrap();
     assert!(
@@ -2563,7 +2772,7 @@ async fn retries_stop_after_the_limit_and_non_transient_errors_are_not_retried()
     assert!(retry_events(&rec).is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_abort_during_the_retry_wait_ends_the_run_at_once() {
     let p = scripts(vec![
         reply::transient_error(&[], &[], "429", Some(10_000)),
@@ -2578,10 +2787,10 @@ async fn an_abort_during_the_retry_wait_ends_the_run_at_once() {
         r2.wait_for("auto_retry_start").await;
         s2.abort(AbortReason::Message("Esc".into()));
     });
-    let started = Instant::now();
+    let started = TokioInstant::now();
     let (_, out) = run_recorded(c, "go", vec![], signal, rec).await;
-    // The wait was 10 s; the abort ends it at once.
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // On the paused clock: the wait was 10 s; the abort ends it without any time passing.
+    assert_eq!(started.elapsed(), Duration::ZERO);
     let last = out
         .unwrap()
         .new_messages()

@@ -1,7 +1,6 @@
 //! What is fixed for one run: [`LoopConfig`], and how failed model calls are retried.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::agent::policy::append_only::AppendOnlyContext;
 use crate::agent::protocol::hooks::{InterruptMode, LoopHooks, NoHooks};
@@ -70,7 +69,8 @@ pub struct LoopConfig {
     /// Add the optional `i` (intent) argument to every tool schema and strip it before execution.
     pub intent_tracing: bool,
     pub prune_tool_descriptions: bool,
-    pub deadline: Option<Instant>,
+    /// When the run must end, on tokio's clock (so tests can run it on a paused clock).
+    pub deadline: Option<tokio::time::Instant>,
     /// Collect a run summary and coverage (delivered with `agent_end`).
     pub telemetry: bool,
     pub retry: RetryPolicy,

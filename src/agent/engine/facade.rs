@@ -60,7 +60,7 @@ pub struct AgentSettings {
     pub prune_tool_descriptions: bool,
     pub telemetry: bool,
     pub retry: crate::agent::engine::config::RetryPolicy,
-    pub deadline: Option<std::time::Instant>,
+    pub deadline: Option<tokio::time::Instant>,
     /// When and how to condense long conversations (`None`: never).
     pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.

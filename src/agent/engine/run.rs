@@ -285,7 +285,7 @@ impl Run {
         let timer = cfg.deadline.map(|deadline| {
             let s = signal.clone();
             tokio::spawn(async move {
-                tokio::time::sleep_until(deadline.into()).await;
+                tokio::time::sleep_until(deadline).await;
                 s.abort(AbortReason::Deadline);
             })
         });
@@ -449,7 +449,9 @@ impl Run {
     }
 
     fn deadline_passed(&self) -> bool {
-        self.cfg.deadline.is_some_and(|d| Instant::now() >= d)
+        self.cfg
+            .deadline
+            .is_some_and(|d| tokio::time::Instant::now() >= d)
     }
 
     fn aborted(&self) -> bool {
