@@ -411,6 +411,19 @@ impl Batch<'_> {
         }
         let rec = &self.records[i];
         let name = rec.call.name.as_str();
+        let tool_signal = if rec.interruptible {
+            &self.steering_abort
+        } else {
+            self.env.signal
+        };
+        // A paused agent holds every call here, before anything of it is emitted (even the
+        // error of a call that failed validation).
+        if self.env.pause.is_paused() {
+            self.env.pause.wait_until_resumed(tool_signal).await;
+            if self.triggered().is_some() {
+                return; // a steer came while it waited: skipped like the others
+            }
+        }
         if let Some(err) = &rec.validation_error {
             let output = ToolOutput {
                 content: vec![ContentBlock::text(err.clone())],
@@ -421,17 +434,6 @@ impl Batch<'_> {
             self.emit_result(i, output, true);
             self.check_steering();
             return;
-        }
-        let tool_signal = if rec.interruptible {
-            &self.steering_abort
-        } else {
-            self.env.signal
-        };
-        if self.env.pause.is_paused() {
-            self.env.pause.wait_until_resumed(tool_signal).await;
-            if self.triggered().is_some() {
-                return; // a steer came while it waited: skipped like the others
-            }
         }
         if tool_signal.is_aborted() {
             self.record(name, ToolStatus::Aborted, None, None);

@@ -448,6 +448,11 @@ impl Run {
             .collect()
     }
 
+    /// Wait while the pause gate is closed (an abort or the deadline still ends the wait).
+    async fn park(&self) {
+        self.cfg.pause.wait_until_resumed(&self.signal).await;
+    }
+
     fn deadline_passed(&self) -> bool {
         self.cfg
             .deadline
@@ -566,10 +571,14 @@ impl Run {
             return Ok(());
         }
         let mut to_emit = prompts;
+        self.park().await;
         let mut pending = self.steering().await;
         loop {
             let mut more = true;
             while more || !pending.is_empty() {
+                // A paused agent waits here, before anything of the next call happens: the
+                // settings it reads, the request it builds, `turn_start`.
+                self.park().await;
                 let mut inputs = std::mem::take(&mut to_emit);
                 inputs.append(&mut pending);
                 if self.deadline_passed() {
@@ -1067,6 +1076,15 @@ impl Run {
         let Some(settings) = self.cfg.compaction else {
             return false;
         };
+        // A summary is a model call: it waits behind a closed pause gate like any other.
+        self.park().await;
+        if self.aborted() {
+            if reason == CompactionReason::Manual {
+                self.sink.emit(AgentEvent::CompactionStart { reason });
+                return self.compaction_failed(reason, None);
+            }
+            return false;
+        }
         let Some(plan) = compaction::plan(&self.context, settings.keep_recent_tokens) else {
             // Asked for (`/compact`): say why nothing happens. Automatic: nothing to say.
             if reason == CompactionReason::Manual {
@@ -1339,8 +1357,6 @@ impl Run {
 
     /// One provider call, streamed to the end (or to an abort).
     async fn stream_attempt(&mut self, context: LlmContext) -> Result<Attempt, LoopError> {
-        // A paused agent waits here, before the call (an abort still ends it).
-        self.cfg.pause.wait_until_resumed(&self.signal).await;
         if self.aborted() {
             return Ok(Attempt::Aborted(self.finish_aborted()));
         }
