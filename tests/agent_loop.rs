@@ -3425,3 +3425,64 @@ async fn harmony_resample_reuses_the_hard_tool_choice() {
     // One directive for the first turn (kept across the re-sample), one for the second.
     assert_eq!(directives.load(Ordering::SeqCst), 2);
 }
+
+/// Steering whose wake-up panics when asked for.
+#[derive(Clone, Default)]
+struct BrokenWakeUp(Queue);
+
+#[async_trait]
+impl LoopHooks for BrokenWakeUp {
+    async fn steering_messages(&self, s: &AbortSignal) -> Vec<AgentMessage> {
+        self.0.steering_messages(s).await
+    }
+    fn peek_steering(&self) -> SteeringPeek {
+        self.0.peek_steering()
+    }
+    fn steering_notify(&self) -> Option<Arc<tokio::sync::Notify>> {
+        panic!("no wake-up here");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_steering_wake_up_falls_back_to_the_poll() {
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
+    let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    tokio::spawn(async move {
+        r2.wait_for("tool_start:w").await;
+        s.lock().unwrap().push(AgentMessage::user("now"));
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("w", "wait", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let c = with_hooks(
+        config(
+            &p,
+            vec![TestTool::sleeper("wait", 5_000).interruptible().arc()],
+        ),
+        BrokenWakeUp(q),
+    );
+    let (rec, out) = run_recorded(c, "go", vec![], AbortSignal::new(), rec).await;
+    let out = out.unwrap();
+    // The steer is still noticed, by the poll, and delivered.
+    let r = rec.tool_results();
+    assert!(r[0].2 && r[0].1.contains("Skipped"), "{r:?}");
+    assert_eq!(
+        rec.time_of("tool_end:w") - rec.time_of("tool_start:w"),
+        STEERING_POLL
+    );
+    assert_eq!(
+        out.new_messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .text(),
+        "ok"
+    );
+}

@@ -190,6 +190,9 @@ pub struct BatchEnv<'a> {
     pub collector: Option<&'a Mutex<RunCollector>>,
     /// Closed, each call waits before it starts (calls already running go on).
     pub pause: &'a crate::agent::protocol::pause::PauseGate,
+    /// Each result is added here as it is emitted, so the run knows what was answered even if
+    /// the batch never returns (a panic unwinds through it).
+    pub results: &'a Mutex<Vec<AgentMessage>>,
 }
 
 struct Slot {
@@ -203,7 +206,6 @@ struct Batch<'a> {
     records: &'a [PreparedCall],
     contexts: Vec<ToolCallContext>,
     slots: Mutex<Vec<Slot>>,
-    completed: Mutex<Vec<AgentMessage>>,
     /// Hard interrupt for interruptible calls (also fires with the run signal).
     steering_abort: AbortSignal,
     /// Cooperative "a steer is waiting" signal.
@@ -248,15 +250,14 @@ pub async fn execute_batch(
                 })
                 .collect(),
         ),
-        completed: Mutex::new(Vec::with_capacity(total)),
         steering_abort: env.signal.child(),
         steering_soft: CancellationToken::new(),
         trigger: Mutex::new(None),
     };
 
     let run_all = batch.run_phases();
-    let watch = env.interrupt_mode == InterruptMode::Immediate
-        && env.hooks.peek_steering() != SteeringPeek::Unsupported;
+    let watch =
+        env.interrupt_mode == InterruptMode::Immediate && batch.peek() != SteeringPeek::Unsupported;
     if watch {
         let mut run_all = std::pin::pin!(run_all);
         tokio::select! {
@@ -267,10 +268,7 @@ pub async fn execute_batch(
         run_all.await;
     }
     batch.sweep();
-    batch
-        .completed
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
+    std::mem::take(&mut *lock(env.results))
 }
 
 impl Batch<'_> {
@@ -296,7 +294,10 @@ impl Batch<'_> {
 
     /// Returns once a steering interrupt has been triggered (never, otherwise).
     async fn watch_steering(&self) {
-        let notify = self.env.hooks.steering_notify();
+        // A host whose wake-up panics is polled instead.
+        let notify = contain_sync(|| self.env.hooks.steering_notify())
+            .ok()
+            .flatten();
         loop {
             let notified = notify.as_ref().map(|n| n.notified());
             let mut notified = std::pin::pin!(notified);
@@ -319,6 +320,12 @@ impl Batch<'_> {
         }
     }
 
+    /// Look at the steering queue. A host whose look panics is treated as one that cannot
+    /// look: its steering waits for the boundary.
+    fn peek(&self) -> SteeringPeek {
+        contain_sync(|| self.env.hooks.peek_steering()).unwrap_or(SteeringPeek::Unsupported)
+    }
+
     fn triggered(&self) -> Option<SteeringSource> {
         *lock(&self.trigger)
     }
@@ -327,7 +334,7 @@ impl Batch<'_> {
         if self.env.interrupt_mode == InterruptMode::Wait || self.env.signal.is_aborted() {
             return;
         }
-        if let SteeringPeek::Queued(source) = self.env.hooks.peek_steering() {
+        if let SteeringPeek::Queued(source) = self.peek() {
             let mut trigger = lock(&self.trigger);
             if trigger.is_none() {
                 *trigger = Some(source);
@@ -402,7 +409,7 @@ impl Batch<'_> {
         sink.emit(AgentEvent::MessageEnd {
             message: message.clone(),
         });
-        lock(&self.completed).push(message);
+        lock(self.env.results).push(message);
     }
 
     async fn run_one(&self, i: usize) {

@@ -264,6 +264,8 @@ struct Run {
     last_calls: Option<Vec<(String, serde_json::Value)>>,
     repeats: u32,
     prepared: Vec<PreparedCall>,
+    /// The running batch's results as they are emitted (see [`BatchEnv::results`]).
+    batch_results: Mutex<Vec<AgentMessage>>,
     collector: Option<Mutex<RunCollector>>,
     /// This run's messages that a compaction took out of the context (still this run's, for
     /// `agent_end`).
@@ -321,6 +323,7 @@ impl Run {
             last_calls: None,
             repeats: 0,
             prepared: Vec::new(),
+            batch_results: Mutex::new(Vec::new()),
             collector,
             compacted_away: Vec::new(),
             overflow_compacted: false,
@@ -371,6 +374,10 @@ impl Run {
     /// added; every tool call left without a result is answered; the turn is closed. Aborted
     /// runs end the same way, with the abort's reason and aborted placeholders.
     fn close_failed(&mut self, text: &str) {
+        // Results a batch emitted before it failed are answers already: keep them, so no call
+        // is answered twice.
+        let emitted = std::mem::take(&mut *lock(&self.batch_results));
+        self.context.extend(emitted);
         let aborted = self.aborted();
         let (stop, reason, status) = if aborted {
             (
@@ -769,6 +776,7 @@ impl Run {
                     interrupt_mode: self.cfg.interrupt_mode,
                     collector: self.collector.as_ref(),
                     pause: &self.cfg.pause,
+                    results: &self.batch_results,
                 };
                 results = execute_batch(assistant, &prepared, &env).await;
                 self.context.extend(results.iter().cloned());
