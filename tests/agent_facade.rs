@@ -1066,6 +1066,39 @@ async fn replace_messages_is_refused_while_streaming_and_reset_clears_everything
     assert_eq!(queue_updates(&drain(&mut rx)), [(vec![], vec![])]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn reset_during_a_run_is_not_undone_when_the_run_ends() {
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "stubborn", json!({}))]),
+        reply::text("the old run's last word"),
+        reply::text("fresh answer"),
+    ]);
+    let agent = agent(&p, vec![TestTool::stubborn("stubborn", 1_000).arc()]);
+    let mut rx = agent.subscribe();
+    agent.prompt_text("old work").unwrap();
+    until(&mut rx, "tool_start:c1").await;
+    agent.follow_up_text("queued before the reset");
+    agent.reset();
+    assert!(agent.messages().is_empty());
+    assert!(agent.is_streaming(), "the run is not aborted: still busy");
+    // The run goes on to its end; subscribers still see it.
+    let events = finish(&agent, &mut rx).await;
+    assert_eq!(count(&events, "agent_end"), 1);
+    assert_eq!(p.request_count(), 2);
+    // Its end does not bring the old conversation back.
+    let st = agent.state();
+    assert!(st.messages.is_empty(), "{:?}", texts(&st.messages));
+    assert!(st.error.is_none());
+    assert!(st.pending_tool_calls.is_empty());
+    assert!(!st.is_streaming);
+    assert!(!agent.has_queued_messages());
+    // The next run starts from the empty conversation.
+    agent.prompt_text("fresh").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(request_user_texts(&p.requests()[2]), ["fresh"]);
+    assert_eq!(texts(&agent.messages()), ["fresh", "fresh answer"]);
+}
+
 /// A host gate that stops every model call while `stop` is set.
 struct SwitchGate {
     stop: Arc<std::sync::atomic::AtomicBool>,

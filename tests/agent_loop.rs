@@ -3486,3 +3486,41 @@ async fn a_panicking_steering_wake_up_falls_back_to_the_poll() {
         "ok"
     );
 }
+
+/// Leak audits that let the deadline pass while the leaked reply is discarded.
+struct LeakThenDeadline(Duration);
+
+impl LoopHooks for LeakThenDeadline {
+    fn on_harmony_leak(&self, _info: pi::agent::protocol::hooks::HarmonyLeakInfo<'_>) {
+        jump_clock(self.0);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_right_after_a_resample_closes_the_open_turn() {
+    let p = scripts(vec![reply::text(LEAK), reply::text("never asked")]);
+    let mut c = with_hooks(
+        gpt5(config(&p, vec![])),
+        LeakThenDeadline(Duration::from_secs(2)),
+    );
+    c.deadline = Some(TokioInstant::now() + Duration::from_secs(1));
+    let (rec, out) = run(c, "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(p.request_count(), 1, "no re-sample past the deadline");
+    assert_eq!(rec.count("turn_start"), 1);
+    assert_eq!(rec.count("turn_end"), 1, "the open turn is closed");
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+    assert_eq!(last.error_message.as_deref(), Some(DEADLINE_TEXT));
+    let k = rec.kinds();
+    assert_eq!(
+        k[k.len() - 4..],
+        [
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    assert!(!mentions_leak(&out.context));
+}

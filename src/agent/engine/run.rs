@@ -562,7 +562,9 @@ impl Run {
         Ok(out)
     }
 
-    /// Stop at the deadline: insert what waits (asides are discarded, not inserted).
+    /// Stop at the deadline: insert what waits (asides are discarded, not inserted). A turn
+    /// left open for a re-sample (a retry, a discarded leak) is closed with an aborted reply
+    /// that names the deadline.
     fn end_at_deadline(&mut self, inputs: Vec<Injected>) {
         let (asides, keep): (Vec<_>, Vec<_>) = inputs.into_iter().partition(|m| m.aside);
         for mut a in asides {
@@ -570,6 +572,20 @@ impl Run {
         }
         let msgs = self.insert_inputs(keep);
         self.emit_inputs(&msgs);
+        if self.turn_open {
+            let mut m =
+                AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+            m.content.push(ContentBlock::text(""));
+            m.stop_reason = StopReason::Aborted;
+            m.error_message = Some(DEADLINE_TEXT.to_string());
+            self.end_retrying(false, Some(DEADLINE_TEXT.to_string()));
+            let committed = self.commit_assistant(m, false, None);
+            self.sink.emit(AgentEvent::TurnEnd {
+                message: committed,
+                tool_results: Vec::new(),
+            });
+            self.turn_open = false;
+        }
     }
 
     async fn body(&mut self, prompts: Vec<Injected>) -> Result<(), LoopError> {
