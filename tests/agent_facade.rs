@@ -681,6 +681,7 @@ async fn abort_keeps_queues_and_continue_runs_a_follow_up_afterwards() {
     assert_eq!(last.stop_reason, StopReason::Aborted);
     assert_eq!(last.error_message.as_deref(), Some("Esc"));
     assert_eq!(st.error.as_deref(), Some("Esc"));
+    p.wait_dropped(1).await;
     assert_eq!(p.dropped_early(), 1);
 
     // Nothing was dequeued by the aborted run.

@@ -128,6 +128,7 @@ async fn deadline_during_request_aborts_it_with_deadline_text() {
     let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEADLINE_TEXT));
+    p.wait_dropped(1).await;
     assert_eq!(p.dropped_early(), 1);
 }
 
@@ -234,11 +235,8 @@ async fn abort_before_any_event_gives_an_aborted_message() {
     let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEFAULT_ABORT_TEXT));
-    assert_eq!(
-        p.dropped_early(),
-        1,
-        "the provider stream is dropped at once"
-    );
+    p.wait_dropped(1).await;
+    assert_eq!(p.dropped_early(), 1, "the provider stream is dropped");
     assert_eq!(rec.count("message_start"), 2);
     assert_eq!(rec.count("turn_end"), 1);
 }
@@ -3523,4 +3521,121 @@ async fn a_deadline_right_after_a_resample_closes_the_open_turn() {
         ]
     );
     assert!(!mentions_leak(&out.context));
+}
+
+#[tokio::test]
+async fn a_progress_sink_stops_working_when_its_tool_has_returned() {
+    let go = Arc::new(tokio::sync::Notify::new());
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let done_tx = Arc::new(Mutex::new(Some(done_tx)));
+    let g = go.clone();
+    let tool = TestTool::new("leaky", move |inv| {
+        let g = g.clone();
+        let done = done_tx.lock().unwrap().take();
+        async move {
+            let late = inv.progress.clone();
+            // A task the tool leaves behind, still holding the sink.
+            tokio::spawn(async move {
+                g.notified().await;
+                late.update(ToolOutput::text("late"));
+                if let Some(d) = done {
+                    let _ = d.send(());
+                }
+            });
+            inv.progress.update(ToolOutput::text("early"));
+            Ok(ToolOutput::text("finished"))
+        }
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "leaky", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    let c = config(&p, vec![tool.arc()]);
+    let run =
+        tokio::spawn(async move { run_recorded(c, "go", vec![], AbortSignal::new(), r2).await });
+    rec.wait_for("tool_end:c1").await;
+    go.notify_one();
+    done_rx.await.unwrap();
+    run.await.unwrap().1.unwrap();
+    let updates: Vec<String> = rec
+        .all()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionUpdate { partial_result, .. } => Some(
+                partial_result.content[0]
+                    .as_text()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, ["early"], "nothing after the call returned");
+}
+
+/// A provider whose stream never answers and whose cleanup blocks its thread until released
+/// (at most 10 s, so a failing test still ends).
+struct StallingCleanup {
+    requested: Arc<tokio::sync::Notify>,
+    release: Arc<Mutex<Option<std::sync::mpsc::Receiver<()>>>>,
+}
+
+struct BlockOnDrop(Option<std::sync::mpsc::Receiver<()>>);
+
+impl Drop for BlockOnDrop {
+    fn drop(&mut self) {
+        if let Some(rx) = self.0.take() {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        }
+    }
+}
+
+impl pi::agent::protocol::stream::Provider for StallingCleanup {
+    fn stream(
+        &self,
+        _request: pi::agent::protocol::stream::ProviderRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> pi::agent::protocol::stream::EventStream {
+        use futures::StreamExt;
+        let guard = BlockOnDrop(self.release.lock().unwrap().take());
+        self.requested.notify_one();
+        futures::stream::poll_fn(move |_| {
+            let _ = &guard;
+            std::task::Poll::Pending
+        })
+        .boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_an_aborted_stream_never_blocks_the_boundary() {
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let requested = Arc::new(tokio::sync::Notify::new());
+    let provider = StallingCleanup {
+        requested: requested.clone(),
+        release: Arc::new(Mutex::new(Some(blocked))),
+    };
+    let mut c = pi::agent::engine::config::LoopConfig::new(Arc::new(provider), model());
+    c.retry.max_retries = 0;
+    let signal = AbortSignal::new();
+    let rec = Recorder::default();
+    let (s2, r2) = (signal.clone(), rec.clone());
+    let run = tokio::spawn(async move { run_recorded(c, "go", vec![], s2, r2).await });
+    requested.notified().await;
+    signal.abort(AbortReason::Requested);
+    // The boundary arrives while the stream's cleanup is still stuck.
+    rec.wait_for("agent_end").await;
+    let _ = release.send(());
+    let (_, out) = run.await.unwrap();
+    let last = out
+        .unwrap()
+        .context
+        .last()
+        .unwrap()
+        .as_assistant()
+        .unwrap()
+        .clone();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
 }

@@ -181,6 +181,15 @@ fn has_parse_error(args: &Value) -> bool {
     args.get(PARSE_ERROR_KEY).is_some()
 }
 
+/// Closes a call's progress sink when dropped (also when the call's future is dropped).
+struct CloseOnDrop(Arc<Mutex<bool>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        *lock(&self.0) = false;
+    }
+}
+
 /// What a batch needs from the run.
 pub struct BatchEnv<'a> {
     pub hooks: &'a dyn LoopHooks,
@@ -474,15 +483,20 @@ impl Batch<'_> {
                     true,
                 ),
                 Ok(args) => {
+                    let (progress, closes) = self.progress_sink(i);
                     let invocation = ToolInvocation {
                         tool_call_id: rec.call.id.clone(),
                         args,
                         cancel: tool_signal.token().clone(),
                         steering: self.steering_soft.clone(),
-                        progress: self.progress_sink(i),
+                        progress,
                         context: self.contexts[i].clone(),
                     };
-                    match contain(tool.tool.execute(invocation)).await {
+                    let outcome = contain(tool.tool.execute(invocation)).await;
+                    // The call is over: an update sent from now on (by a task the tool left
+                    // behind) would follow its end, so it goes nowhere.
+                    drop(closes);
+                    match outcome {
                         Ok(Ok(out)) => {
                             completed = true;
                             let (out, malformed) = coerce_output(out);
@@ -569,13 +583,21 @@ impl Batch<'_> {
         self.check_steering();
     }
 
-    fn progress_sink(&self, i: usize) -> ProgressSink {
+    /// The progress sink of call `i`, working until the returned guard is dropped.
+    fn progress_sink(&self, i: usize) -> (ProgressSink, CloseOnDrop) {
         let rec = &self.records[i];
         let sink = self.env.sink.clone();
         let id = rec.call.id.clone();
         let name = rec.call.name.clone();
         let args = rec.event_args.clone();
-        ProgressSink::new(move |partial| {
+        let open = Arc::new(Mutex::new(true));
+        let live = open.clone();
+        let progress = ProgressSink::new(move |partial| {
+            // Held while emitting: closing waits for an update under way, and none follows.
+            let open = lock(&live);
+            if !*open {
+                return;
+            }
             let (partial_result, _) = coerce_output(partial);
             sink.emit(AgentEvent::ToolExecutionUpdate {
                 tool_call_id: id.clone(),
@@ -583,7 +605,8 @@ impl Batch<'_> {
                 args: args.clone(),
                 partial_result,
             });
-        })
+        });
+        (progress, CloseOnDrop(open))
     }
 
     /// Answer every call that has no result yet, in call order.

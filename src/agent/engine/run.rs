@@ -1411,7 +1411,9 @@ impl Run {
                 ev = stream.next() => Some(ev),
             };
             let Some(next) = next else {
-                drop(stream); // closes the connection now
+                // Closes the connection now, on another thread: a provider whose cleanup
+                // stalls must not hold up the aborted boundary.
+                drop_elsewhere(stream);
                 return Ok(Attempt::Aborted(self.finish_aborted()));
             };
             let event = match next {
@@ -1574,6 +1576,15 @@ fn provider_panic_text(panic: &str) -> String {
     format!("The provider crashed while streaming: {panic}")
 }
 
+/// Drop an abandoned provider stream on the blocking pool, fire and forget: its cleanup
+/// (closing a connection, a provider's own teardown) may take its time or even block, and the
+/// loop does not wait for it. A panic in that cleanup stays on its thread.
+fn drop_elsewhere(stream: EventStream) {
+    drop(tokio::task::spawn_blocking(move || {
+        let _ = contain_sync(move || drop(stream));
+    }));
+}
+
 /// The provider's stream with its panics turned into out-of-band failures.
 fn contain_stream(stream: EventStream) -> EventStream {
     let mut stream = Some(stream);
@@ -1724,7 +1735,10 @@ pub async fn summarize(
     loop {
         let next = tokio::select! {
             biased;
-            _ = &mut cancelled => return Err(None),
+            _ = &mut cancelled => {
+                drop_elsewhere(stream);
+                return Err(None);
+            }
             ev = stream.next() => ev,
         };
         match next {
