@@ -2832,6 +2832,37 @@ async fn a_model_repeating_the_same_call_is_stopped() {
     );
     assert_eq!(p.request_count(), 6);
 
+    // The same call with a changing answer is polling, not repetition.
+    let p = scripts(
+        (0..10)
+            .map(|_| same())
+            .chain([reply::text("it finished")])
+            .collect(),
+    );
+    let polls = Arc::new(AtomicUsize::new(0));
+    let n = polls.clone();
+    let status = TestTool::new("echo", move |_| {
+        let n = n.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(ToolOutput::text(format!("{}% done", n * 10))) }
+    });
+    let (_, out) = run(config(&p, vec![status.arc()]), "go", vec![]).await;
+    out.unwrap();
+    assert_eq!(polls.load(Ordering::SeqCst), 10);
+    assert_eq!(p.request_count(), 11);
+
+    // The limit is the config's: two repeats allowed, the third identical request refused.
+    let p = scripts((0..20).map(|_| same()).collect());
+    let mut c = config(&p, vec![TestTool::echo("echo").arc()]);
+    c.max_repeated_tool_turns = Some(2);
+    let (_, out) = run(c, "go", vec![]).await;
+    assert!(
+        out.unwrap_err()
+            .error
+            .message
+            .contains("same tool call 3 turns")
+    );
+    assert_eq!(p.request_count(), 3);
+
     // Different arguments are progress, not repetition.
     let scripts_list: Vec<_> = (0..8)
         .map(|i| reply::tools(&[reply::call("c", "echo", json!({"x": i}))]))

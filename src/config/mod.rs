@@ -195,6 +195,9 @@ pub struct Config {
     pub approval: Option<ApprovalSetting>,
     /// The in-band tool-calling dialect for every model without its own (`none`: native).
     pub dialect: Option<String>,
+    /// Stop a run whose model asks for the same tool calls and gets the same results this
+    /// many times in a row, when it asks once more (0: never).
+    pub max_repeated_tool_turns: Option<u32>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
@@ -289,6 +292,7 @@ pub fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 
 const TOP_KEYS: &[&str] = &[
     "model",
+    "max_repeated_tool_turns",
     "thinking",
     "idle_timeout_secs",
     "response_timeout_secs",
@@ -974,6 +978,10 @@ mod example_tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
+        assert_eq!(
+            cfg.max_repeated_tool_turns,
+            Some(crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS)
+        );
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
         // The documented sandbox values are the defaults.
         assert_eq!(cfg.sandbox, Some(Default::default()));

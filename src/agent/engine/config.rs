@@ -48,7 +48,8 @@ impl RetryPolicy {
     }
 }
 
-/// Default for [`LoopConfig::max_repeated_tool_turns`]: six identical tool turns in a row.
+/// Default for [`LoopConfig::max_repeated_tool_turns`]: the sixth identical request after five
+/// identical answers is refused.
 pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
 
 /// What is fixed for one run.
@@ -74,7 +75,8 @@ pub struct LoopConfig {
     /// Collect a run summary and coverage (delivered with `agent_end`).
     pub telemetry: bool,
     pub retry: RetryPolicy,
-    /// Fail the run when this many turns in a row repeat the previous turn's exact tool calls.
+    /// Fail the run when the model has sent the same tool calls and got the same results this
+    /// many turns in a row, and asks for them once more (`None`, 0: never).
     pub max_repeated_tool_turns: Option<u32>,
     /// Keep provider messages in an append-only log so the prompt cache stays warm.
     pub append_only: Option<Arc<std::sync::Mutex<AppendOnlyContext>>>,

@@ -63,6 +63,8 @@ pub struct AgentSettings {
     pub deadline: Option<tokio::time::Instant>,
     /// When and how to condense long conversations (`None`: never).
     pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
+    /// See [`LoopConfig::max_repeated_tool_turns`].
+    pub max_repeated_tool_turns: Option<u32>,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
 }
@@ -88,6 +90,9 @@ impl AgentSettings {
             retry: crate::agent::engine::config::RetryPolicy::default(),
             deadline: None,
             compaction: Some(Default::default()),
+            max_repeated_tool_turns: Some(
+                crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
+            ),
             hooks: Arc::new(NoHooks),
         }
     }
@@ -541,9 +546,7 @@ impl Agent {
             deadline: s.deadline,
             telemetry: s.telemetry,
             retry: s.retry,
-            max_repeated_tool_turns: Some(
-                crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
-            ),
+            max_repeated_tool_turns: s.max_repeated_tool_turns,
             append_only: None,
             compaction: s.compaction,
             hooks: Arc::new(FacadeHooks {

@@ -36,6 +36,7 @@ use crate::agent::policy::normalize::{
 use crate::agent::policy::placeholder::{
     PlaceholderReason, placeholder_result, soft_skip_label, unanswered_calls,
 };
+use crate::agent::policy::repetition::RepetitionGuard;
 use crate::agent::policy::soft::{SoftState, escalation_error, hard_choice_blocks, is_compliant};
 use crate::agent::policy::summary::RunCollector;
 use crate::agent::policy::validate::strip_sentinels;
@@ -260,9 +261,8 @@ struct Run {
     soft: SoftState,
     preserve_soft: bool,
     paused_continuations: u32,
-    /// The previous turn's tool calls (names and arguments) and how often they repeated.
-    last_calls: Option<Vec<(String, serde_json::Value)>>,
-    repeats: u32,
+    /// Stops a model that repeats the same calls and gets the same answers.
+    repetition: RepetitionGuard,
     prepared: Vec<PreparedCall>,
     /// The running batch's results as they are emitted (see [`BatchEnv::results`]).
     batch_results: Mutex<Vec<AgentMessage>>,
@@ -293,6 +293,7 @@ impl Run {
         });
         let collector = cfg.telemetry.then(|| Mutex::new(RunCollector::new()));
         let first_new = context.len();
+        let repetition = RepetitionGuard::new(cfg.max_repeated_tool_turns);
         Run {
             hooks: cfg.hooks.clone(),
             system_prompt: cfg.system_prompt.clone(),
@@ -320,8 +321,7 @@ impl Run {
             soft,
             preserve_soft: false,
             paused_continuations: 0,
-            last_calls: None,
-            repeats: 0,
+            repetition,
             prepared: Vec::new(),
             batch_results: Mutex::new(Vec::new()),
             collector,
@@ -728,9 +728,8 @@ impl Run {
         self.directive_resolved = false;
         self.host_choice = None;
         self.soft.forced = None;
-        self.check_repetition(assistant)?;
-
         let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
+        self.repetition.check(&calls).map_err(LoopError::new)?;
         let mut results: Vec<AgentMessage> = Vec::new();
         if matches!(
             assistant.stop_reason,
@@ -819,6 +818,7 @@ impl Run {
             more = true;
         }
 
+        self.repetition.record(&calls, &results);
         let will_continue = more && !self.deadline_passed();
         self.close_turn(&committed, results, will_continue, true)
             .await;
@@ -853,44 +853,6 @@ impl Run {
             });
             self.retries = 0;
         }
-    }
-
-    /// Fail the run when the model keeps sending the very same tool calls turn after turn (a
-    /// small local model stuck in a loop), instead of looping until the deadline.
-    fn check_repetition(&mut self, assistant: &AssistantMessage) -> Result<(), LoopError> {
-        let Some(limit) = self.cfg.max_repeated_tool_turns else {
-            return Ok(());
-        };
-        if !assistant.has_tool_calls() {
-            self.last_calls = None;
-            self.repeats = 0;
-            return Ok(());
-        }
-        let same = self.last_calls.as_ref().is_some_and(|last| {
-            last.len() == assistant.tool_calls().count()
-                && last
-                    .iter()
-                    .zip(assistant.tool_calls())
-                    .all(|((name, args), c)| *name == c.name && *args == c.arguments)
-        });
-        if same {
-            self.repeats += 1;
-        } else {
-            self.repeats = 0;
-            self.last_calls = Some(
-                assistant
-                    .tool_calls()
-                    .map(|c| (c.name.clone(), c.arguments.clone()))
-                    .collect(),
-            );
-        }
-        if self.repeats >= limit {
-            return Err(LoopError::new(format!(
-                "Stopped: the model sent the same tool call {} turns in a row without making progress",
-                self.repeats + 1
-            )));
-        }
-        Ok(())
     }
 
     /// Emit a placeholder's event quadruple and insert it.
