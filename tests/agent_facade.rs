@@ -681,6 +681,7 @@ async fn abort_keeps_queues_and_continue_runs_a_follow_up_afterwards() {
     assert_eq!(last.stop_reason, StopReason::Aborted);
     assert_eq!(last.error_message.as_deref(), Some("Esc"));
     assert_eq!(st.error.as_deref(), Some("Esc"));
+    p.wait_dropped(1).await;
     assert_eq!(p.dropped_early(), 1);
 
     // Nothing was dequeued by the aborted run.
@@ -1066,6 +1067,39 @@ async fn replace_messages_is_refused_while_streaming_and_reset_clears_everything
     assert_eq!(queue_updates(&drain(&mut rx)), [(vec![], vec![])]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn reset_during_a_run_is_not_undone_when_the_run_ends() {
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "stubborn", json!({}))]),
+        reply::text("the old run's last word"),
+        reply::text("fresh answer"),
+    ]);
+    let agent = agent(&p, vec![TestTool::stubborn("stubborn", 1_000).arc()]);
+    let mut rx = agent.subscribe();
+    agent.prompt_text("old work").unwrap();
+    until(&mut rx, "tool_start:c1").await;
+    agent.follow_up_text("queued before the reset");
+    agent.reset();
+    assert!(agent.messages().is_empty());
+    assert!(agent.is_streaming(), "the run is not aborted: still busy");
+    // The run goes on to its end; subscribers still see it.
+    let events = finish(&agent, &mut rx).await;
+    assert_eq!(count(&events, "agent_end"), 1);
+    assert_eq!(p.request_count(), 2);
+    // Its end does not bring the old conversation back.
+    let st = agent.state();
+    assert!(st.messages.is_empty(), "{:?}", texts(&st.messages));
+    assert!(st.error.is_none());
+    assert!(st.pending_tool_calls.is_empty());
+    assert!(!st.is_streaming);
+    assert!(!agent.has_queued_messages());
+    // The next run starts from the empty conversation.
+    agent.prompt_text("fresh").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(request_user_texts(&p.requests()[2]), ["fresh"]);
+    assert_eq!(texts(&agent.messages()), ["fresh", "fresh answer"]);
+}
+
 /// A host gate that stops every model call while `stop` is set.
 struct SwitchGate {
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -1242,4 +1276,128 @@ async fn a_paused_agent_waits_before_the_model_call_and_before_each_tool_and_abo
     assert_eq!(count(&events, "agent_end"), 1);
     assert_eq!(p.request_count(), 2, "no call was made");
     assert!(agent.pause_gate().is_paused(), "the gate stays closed");
+}
+
+/// Tool names a request offered.
+fn offered(r: &ProviderRequest) -> Vec<String> {
+    r.context.tools.iter().map(|t| t.name.clone()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_agent_parks_before_the_turn_and_takes_the_settings_changed_meanwhile() {
+    let p = scripts(vec![reply::text("done")]);
+    let agent = agent(&p, vec![TestTool::echo("echo").arc()]);
+    let mut rx = agent.subscribe();
+    assert!(agent.pause_gate().pause());
+    agent.prompt_text("go").unwrap();
+    settle().await;
+    // Parked first: nothing of the turn exists yet.
+    let parked = drain(&mut rx);
+    assert_eq!(kinds(&parked), ["agent_start"], "{:?}", kinds(&parked));
+    assert_eq!(p.request_count(), 0);
+    // Changed while paused: the call about to be made uses them.
+    agent.update_settings(|s| {
+        s.model = Model::new("other", "other-api", "model-2");
+        s.thinking = ThinkingLevel::High;
+        s.tools = Arc::new(pi::agent::protocol::tool::ToolSet::new([
+            TestTool::echo("echo").arc(),
+            TestTool::echo("added").arc(),
+        ]));
+    });
+    agent.pause_gate().resume();
+    let events = finish(&agent, &mut rx).await;
+    assert_eq!(
+        kinds(&events)[..3],
+        ["turn_start", "message_start:user", "message_end:user"]
+    );
+    let r = &p.requests()[0];
+    assert_eq!(r.model.id, "model-2");
+    assert_eq!(r.options.reasoning, Some(Effort::High));
+    assert_eq!(offered(r), ["echo", "added"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_agent_holds_a_call_that_failed_validation_too() {
+    let p = scripts(vec![
+        reply::tools(&[
+            reply::call("c1", "pauser", json!({})),
+            reply::call("c2", "strict", json!({"n": "not a number"})),
+        ]),
+        reply::text("done"),
+    ]);
+    let holder: Arc<std::sync::OnceLock<Agent>> = Arc::new(std::sync::OnceLock::new());
+    let h = holder.clone();
+    let pauser = TestTool::new("pauser", move |_inv| {
+        let h = h.clone();
+        async move {
+            if let Some(a) = h.get() {
+                a.pause_gate().pause();
+            }
+            Ok(pi::agent::protocol::tool::ToolOutput::text("paused it"))
+        }
+    })
+    .exclusive();
+    let strict = TestTool::echo("strict")
+        .schema(json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"]
+        }))
+        .exclusive();
+    let agent = agent(&p, vec![pauser.arc(), strict.arc()]);
+    let _ = holder.set(agent.clone());
+    let mut rx = agent.subscribe();
+    agent.prompt_text("go").unwrap();
+    until(&mut rx, "tool_end:c1").await;
+    settle().await;
+    let parked = kinds(&drain(&mut rx));
+    assert!(
+        !parked.iter().any(|k| k.ends_with(":c2")),
+        "nothing of c2 while paused: {parked:?}"
+    );
+    agent.pause_gate().resume();
+    let events = finish(&agent, &mut rx).await;
+    let results = tool_results(&events);
+    assert_eq!(results[0].0, "c2");
+    assert!(results[0].2, "c2 still fails validation once resumed");
+    assert_eq!(p.request_count(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_compaction_waits_behind_a_closed_pause_gate() {
+    let p = scripts(vec![reply::text("the summary")]);
+    let agent = agent(&p, vec![]);
+    agent.update_settings(|s| {
+        s.compaction = Some(pi::agent::policy::compaction::CompactionSettings {
+            enabled: true,
+            reserve_tokens: 1_000,
+            keep_recent_tokens: 20,
+        })
+    });
+    let long = |c: &str| c.repeat(400);
+    agent
+        .replace_messages(vec![
+            AgentMessage::user(long("a")),
+            AgentMessage::user(long("b")),
+            AgentMessage::user(long("c")),
+            AgentMessage::user(long("d")),
+        ])
+        .unwrap();
+    let mut rx = agent.subscribe();
+    agent.pause_gate().pause();
+    agent.compact(None).unwrap();
+    settle().await;
+    let parked = drain(&mut rx);
+    assert_eq!(count(&parked, "compaction_start"), 0);
+    assert_eq!(p.request_count(), 0, "no summary request while paused");
+    agent.pause_gate().resume();
+    let events = until(&mut rx, "compaction_end").await;
+    agent.wait_idle().await;
+    assert_eq!(count(&events, "compaction_start"), 1);
+    assert_eq!(p.request_count(), 1);
+    let summary = events.iter().find_map(|e| match e {
+        AgentEvent::CompactionEnd { result, .. } => result.clone(),
+        _ => None,
+    });
+    assert!(summary.unwrap().summary.contains("the summary"));
 }

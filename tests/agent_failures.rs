@@ -689,3 +689,76 @@ async fn the_tool_output_of_a_panic_is_sanitised_text() {
             .any(|m| matches!(&**m, Message::ToolResult(t) if t.text().contains("red alert")))
     );
 }
+
+/// A host whose look at the steering queue panics once `armed` is set (by the first tool, as
+/// it runs: so the panic comes after a result was emitted).
+struct PanickyPeek {
+    armed: Arc<AtomicBool>,
+}
+
+impl LoopHooks for PanickyPeek {
+    fn peek_steering(&self) -> pi::agent::protocol::hooks::SteeringPeek {
+        if self.armed.load(Ordering::SeqCst) {
+            panic!("the queue look exploded");
+        }
+        pi::agent::protocol::hooks::SteeringPeek::Empty
+    }
+}
+
+/// How often each tool call id is answered in `messages`.
+fn answers(messages: &[AgentMessage]) -> std::collections::BTreeMap<String, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for r in messages.iter().filter_map(AgentMessage::as_tool_result) {
+        *n.entry(r.tool_call_id.clone()).or_insert(0) += 1;
+    }
+    n
+}
+
+#[tokio::test]
+async fn a_panicking_steering_look_is_contained_and_no_call_is_answered_twice() {
+    let armed = Arc::new(AtomicBool::new(false));
+    let a2 = armed.clone();
+    let arm = TestTool::new("arm", move |_| {
+        let a2 = a2.clone();
+        async move {
+            a2.store(true, Ordering::SeqCst);
+            Ok(ToolOutput::text("armed"))
+        }
+    })
+    .exclusive();
+    let echo = TestTool::echo("echo").exclusive();
+    let p = scripts(vec![
+        reply::tools(&[
+            reply::call("c1", "arm", json!({})),
+            reply::call("c2", "echo", json!({})),
+        ]),
+        reply::text("done"),
+    ]);
+    let mut s = settings(Arc::new(p.clone()), vec![arm.arc(), echo.arc()]);
+    s.hooks = Arc::new(PanickyPeek { armed });
+    let mut rig = Rig::new(s);
+    let events = rig.prompt("go").await;
+    let live = assert_closed_everywhere(&mut rig, &events).await;
+
+    // One answer per call, as the subscribers saw it, in agent_end and in the agent.
+    let once: std::collections::BTreeMap<String, usize> =
+        [("c1".to_string(), 1), ("c2".to_string(), 1)].into();
+    let seen: Vec<AgentMessage> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageEnd { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers(&seen), once);
+    assert_eq!(answers(&agent_end(&events).0), once);
+    assert_eq!(answers(&live), once);
+    // The broken look only cost the interrupt: the second call ran and the run went on.
+    let c2 = live
+        .iter()
+        .filter_map(AgentMessage::as_tool_result)
+        .find(|r| r.tool_call_id == "c2")
+        .unwrap();
+    assert!(!c2.is_error, "{}", c2.text());
+    assert_eq!(last_assistant(&live).text(), "done");
+}

@@ -6,7 +6,9 @@ mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant as TokioInstant;
 
 use async_trait::async_trait;
 use pi::agent::engine::batch::STEERING_POLL;
@@ -96,11 +98,11 @@ async fn one_tool_round_orders_results_before_turn_end() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn past_deadline_makes_no_provider_call() {
     let p = scripts(vec![reply::text("never")]);
     let mut c = config(&p, vec![]);
-    c.deadline = Some(Instant::now() - Duration::from_millis(1));
+    c.deadline = Some(TokioInstant::now() - Duration::from_millis(1));
     let (rec, out) = run(c, "hi", vec![]).await;
     let out = out.unwrap();
     assert_eq!(p.request_count(), 0);
@@ -116,22 +118,23 @@ async fn past_deadline_makes_no_provider_call() {
     assert_eq!(out.new_messages().len(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn deadline_during_request_aborts_it_with_deadline_text() {
     let p = scripts(vec![vec![Step::Stall]]);
     let mut c = config(&p, vec![]);
-    c.deadline = Some(Instant::now() + Duration::from_millis(50));
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(50));
     let (_rec, out) = run(c, "hi", vec![]).await;
     let out = out.unwrap();
     let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEADLINE_TEXT));
+    p.wait_dropped(1).await;
     assert_eq!(p.dropped_early(), 1);
 }
 
-/// Holds the thread (not the runtime's clock) for a while when the reply is final, so the
-/// deadline passes while the reply is committed but before its tools could start, and the
-/// deadline timer has had no chance to abort the run.
+/// Moves the paused clock on while the reply is committed, without yielding: the deadline
+/// passes before the tools could start, and the deadline timer has had no chance to abort the
+/// run, so only the loop's own check can stop the tools.
 struct SlowCommit(Duration);
 
 #[async_trait]
@@ -141,12 +144,12 @@ impl LoopHooks for SlowCommit {
         _message: &mut AssistantMessage,
         _signal: &AbortSignal,
     ) -> Result<(), String> {
-        std::thread::sleep(self.0);
+        jump_clock(self.0);
         Ok(())
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
     let p = scripts(vec![
         reply::tools(&[
@@ -161,7 +164,7 @@ async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
         config(&p, vec![tool.arc()]),
         SlowCommit(Duration::from_millis(200)),
     );
-    c.deadline = Some(Instant::now() + Duration::from_millis(100));
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(100));
     let (rec, out) = run(c, "go", vec![]).await;
     let out = out.unwrap();
     assert_eq!(
@@ -232,11 +235,8 @@ async fn abort_before_any_event_gives_an_aborted_message() {
     let a = out.new_messages()[1].as_assistant().unwrap();
     assert_eq!(a.stop_reason, StopReason::Aborted);
     assert_eq!(a.error_message.as_deref(), Some(DEFAULT_ABORT_TEXT));
-    assert_eq!(
-        p.dropped_early(),
-        1,
-        "the provider stream is dropped at once"
-    );
+    p.wait_dropped(1).await;
+    assert_eq!(p.dropped_early(), 1, "the provider stream is dropped");
     assert_eq!(rec.count("message_start"), 2);
     assert_eq!(rec.count("turn_end"), 1);
 }
@@ -715,7 +715,7 @@ async fn intent_tracing_strips_the_intent_and_reports_it() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
     let p = scripts(vec![
         reply::tools(&[
@@ -724,7 +724,6 @@ async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
         ]),
         reply::text("ok"),
     ]);
-    let started = Instant::now();
     let (rec, out) = run(
         config(
             &p,
@@ -737,7 +736,15 @@ async fn shared_tools_run_in_parallel_and_report_in_completion_order() {
         vec![],
     )
     .await;
-    assert!(started.elapsed() < Duration::from_millis(300));
+    // On the paused clock: both start together, and the batch takes as long as the slower.
+    assert_eq!(
+        rec.time_of("tool_start:fast"),
+        rec.time_of("tool_start:slow")
+    );
+    assert_eq!(
+        rec.time_of("tool_end:slow") - rec.time_of("tool_start:slow"),
+        Duration::from_millis(150)
+    );
     assert_eq!(ids(&rec.tool_results()), ["fast", "slow"]);
     let out = out.unwrap();
     let order: Vec<_> = out
@@ -1016,17 +1023,21 @@ async fn steering_interrupts_an_interruptible_wait_but_not_a_foreground_tool() {
     assert_eq!(details.unwrap()["execution"], "started");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_completed_error_survives_a_steer() {
+    // #4752: an interruptible call that was aborted by a steer but had already done its work
+    // (it returned, with an error) keeps its real result; only calls cut short are "skipped".
     let q = Queue {
         peek: true,
         ..Default::default()
     };
     let s = q.steering.clone();
-    let tool = TestTool::new("failing", move |_| {
+    let tool = TestTool::new("failing", move |inv| {
         let s = s.clone();
         async move {
             s.lock().unwrap().push(AgentMessage::user("new direction"));
+            // The steer aborts this call (the poll finds it); the work was done already.
+            inv.cancel.cancelled().await;
             Ok(ToolOutput::error("real failure with side effects"))
         }
     })
@@ -1035,13 +1046,180 @@ async fn a_completed_error_survives_a_steer() {
         reply::tools(&[reply::call("c1", "failing", json!({}))]),
         reply::text("ok"),
     ]);
-    let (rec, _) = run(
+    let (rec, out) = run(
         with_hooks(config(&p, vec![tool.arc()]), q.clone()),
         "go",
         vec![],
     )
     .await;
-    assert_eq!(rec.tool_results()[0].1, "real failure with side effects");
+    out.unwrap();
+    assert_eq!(
+        rec.tool_results(),
+        [(
+            "c1".to_string(),
+            "real failure with side effects".to_string(),
+            true
+        )]
+    );
+    let details = rec.all().iter().find_map(|e| match e {
+        AgentEvent::MessageEnd { message } => {
+            message.as_tool_result().and_then(|r| r.details.clone())
+        }
+        _ => None,
+    });
+    assert_ne!(details.unwrap()["source"], "interrupt_skipped");
+    // The steer was real: it interrupted the call, and it opens the next turn.
+    assert_eq!(
+        request_roles(&p, 1),
+        ["user", "assistant", "toolResult", "user"]
+    );
+}
+
+/// Hooks with a model gate that lets every call through and counts how often it was asked.
+#[derive(Clone, Default)]
+struct CountingGate {
+    asked: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl LoopHooks for CountingGate {
+    fn has_model_gate(&self) -> bool {
+        true
+    }
+    async fn before_model_call(
+        &self,
+        _c: &LlmContext,
+        _s: &AbortSignal,
+    ) -> Result<GateDecision, String> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Ok(GateDecision::Proceed)
+    }
+}
+
+/// A tool that aborts `signal` (an Esc while it runs) and still finishes.
+fn aborting_tool(signal: &AbortSignal) -> Arc<dyn AgentTool> {
+    let signal = signal.clone();
+    TestTool::new("work", move |_| {
+        let signal = signal.clone();
+        async move {
+            signal.abort(AbortReason::Message("Esc".into()));
+            Ok(ToolOutput::text("finished anyway"))
+        }
+    })
+    .arc()
+}
+
+#[tokio::test]
+async fn a_gate_counts_an_aborted_run_as_a_stop() {
+    // With a gate installed, a run aborted during its tools ends at the gate: the gate is not
+    // asked, no request is made, and no aborted reply is added (spec §8).
+    let gate = CountingGate::default();
+    let asked = gate.asked.clone();
+    let signal = AbortSignal::new();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "work", json!({}))]),
+        reply::text("never"),
+    ]);
+    let (rec, out) = run_with_signal(
+        with_hooks(config(&p, vec![aborting_tool(&signal)]), gate),
+        "go",
+        vec![],
+        signal,
+    )
+    .await;
+    let out = out.unwrap();
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "asked for the first call only"
+    );
+    assert_eq!(p.request_count(), 1);
+    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult"]);
+    assert_eq!(rec.count("turn_start"), 1);
+    assert_eq!(rec.count("turn_end"), 1);
+}
+
+#[tokio::test]
+async fn no_asides_are_taken_after_an_abort() {
+    let a = Asides::default();
+    a.entries.lock().unwrap().push("ready");
+    let signal = AbortSignal::new();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "work", json!({}))]),
+        reply::text("never"),
+    ]);
+    let (_, out) = run_with_signal(
+        with_hooks(config(&p, vec![aborting_tool(&signal)]), a.clone()),
+        "go",
+        vec![],
+        signal,
+    )
+    .await;
+    let out = out.unwrap();
+    assert_eq!(
+        *a.entries.lock().unwrap(),
+        ["ready"],
+        "the aside is still the host's"
+    );
+    assert_eq!(a.committed.load(Ordering::SeqCst), 0);
+    assert!(
+        out.new_messages()
+            .iter()
+            .all(|m| m.as_user().is_none_or(|u| u.content.joined_text() == "go")),
+        "no aside entered the context"
+    );
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_steer_signals_a_non_interruptible_tool_to_wrap_up() {
+    // The cooperative steering signal reaches every running call: a tool that cannot be
+    // aborted may still finish early (move its work to the background) when a steer waits.
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
+    let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    tokio::spawn(async move {
+        r2.wait_for("tool_start:c1").await;
+        s.lock().unwrap().push(AgentMessage::user("never mind"));
+    });
+    let tool = TestTool::new("build", |inv| async move {
+        tokio::select! {
+            _ = inv.steering.cancelled() => Ok(ToolOutput::text("moved to the background")),
+            _ = tokio::time::sleep(Duration::from_secs(5)) => Ok(ToolOutput::text("ran to the end")),
+        }
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "build", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let (rec, out) = run_recorded(
+        with_hooks(config(&p, vec![tool.arc()]), q.clone()),
+        "go",
+        vec![],
+        AbortSignal::new(),
+        rec,
+    )
+    .await;
+    out.unwrap();
+    assert_eq!(
+        rec.tool_results(),
+        [(
+            "c1".to_string(),
+            "moved to the background".to_string(),
+            false
+        )]
+    );
+    assert_eq!(
+        rec.time_of("tool_end:c1") - rec.time_of("tool_start:c1"),
+        STEERING_POLL,
+        "signalled at the first poll"
+    );
 }
 
 #[tokio::test]
@@ -1149,11 +1327,36 @@ async fn a_steer_queued_during_before_yield_is_delivered_in_the_same_run() {
     let q = Queue::default();
     *q.steer_in_before_yield.lock().unwrap() = Some(AgentMessage::user("late steer"));
     let p = scripts(vec![reply::text("first"), reply::text("second")]);
-    run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![])
-        .await
-        .1
-        .unwrap();
+    let (rec, out) = run(with_hooks(config(&p, vec![]), q.clone()), "go", vec![]).await;
+    let out = out.unwrap();
     assert_eq!(p.request_count(), 2);
+    assert!(
+        q.steering.lock().unwrap().is_empty(),
+        "taken from the queue"
+    );
+    // The second request ends with the late steer, after the first reply.
+    assert_eq!(request_roles(&p, 1), ["user", "assistant", "user"]);
+    let last_sent = p.requests()[1].context.messages.last().cloned().unwrap();
+    match last_sent.as_ref() {
+        Message::User(u) => assert_eq!(u.content.joined_text(), "late steer"),
+        other => panic!("expected the steer, got {other:?}"),
+    }
+    // It opens the second turn, in the same run.
+    let k = rec.kinds();
+    let second = k.iter().rposition(|x| x == "turn_start").unwrap();
+    assert_eq!(k[second + 1], "message_start:user");
+    assert_eq!(rec.count("turn_start"), 2);
+    assert_eq!(rec.count("agent_end"), 1);
+    assert_eq!(q.before_yield.load(Ordering::SeqCst), 2);
+    let texts: Vec<String> = out
+        .new_messages()
+        .iter()
+        .map(|m| match m.as_user() {
+            Some(u) => u.content.joined_text(),
+            None => m.as_assistant().map(|a| a.text()).unwrap_or_default(),
+        })
+        .collect();
+    assert_eq!(texts, ["go", "first", "late steer", "second"]);
 }
 
 #[tokio::test]
@@ -1871,13 +2074,15 @@ async fn stop_with_tool_calls_is_runnable() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn deadline_during_before_yield_leaves_follow_ups_queued() {
+    // The deadline passes inside on_before_yield, and the timer has not fired yet when it
+    // returns: only the loop's check after the hook keeps the follow-up in its queue.
     struct SlowYield(Queue);
     #[async_trait]
     impl LoopHooks for SlowYield {
         async fn on_before_yield(&self) {
-            tokio::time::sleep(Duration::from_millis(80)).await;
+            jump_clock(Duration::from_millis(80));
         }
         async fn follow_up_messages(&self, s: &AbortSignal) -> Vec<AgentMessage> {
             self.0.follow_up_messages(s).await
@@ -1890,10 +2095,12 @@ async fn deadline_during_before_yield_leaves_follow_ups_queued() {
         .push(AgentMessage::user("later"));
     let p = scripts(vec![reply::text("first")]);
     let mut c = with_hooks(config(&p, vec![]), SlowYield(q.clone()));
-    c.deadline = Some(Instant::now() + Duration::from_millis(40));
-    run(c, "go", vec![]).await.1.unwrap();
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(40));
+    let (rec, out) = run(c, "go", vec![]).await;
+    out.unwrap();
     assert_eq!(q.follow_up.lock().unwrap().len(), 1);
     assert_eq!(p.request_count(), 1);
+    assert_eq!(rec.count("turn_start"), 1);
 }
 
 #[tokio::test]
@@ -2348,7 +2555,7 @@ impl LoopHooks for SlowAside {
         let d = self.discarded.clone();
         let c = self.committed.clone();
         vec![AsideEntry::Deferred(Box::new(move || {
-            std::thread::sleep(Duration::from_millis(80));
+            jump_clock(Duration::from_millis(80));
             Ok(Some(Injected::with_hooks(
                 AgentMessage::user("late news"),
                 AsideHooks {
@@ -2362,7 +2569,7 @@ impl LoopHooks for SlowAside {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_aside_taken_just_before_the_deadline_is_discarded_not_inserted() {
     let hooks = SlowAside {
         discarded: Default::default(),
@@ -2376,7 +2583,7 @@ async fn an_aside_taken_just_before_the_deadline_is_discarded_not_inserted() {
         reply::text("never"),
     ]);
     let mut c = with_hooks(config(&p, vec![TestTool::echo("echo").arc()]), hooks);
-    c.deadline = Some(Instant::now() + Duration::from_millis(40));
+    c.deadline = Some(TokioInstant::now() + Duration::from_millis(40));
     let (_, out) = run(c, "go", vec![]).await;
     let out = out.unwrap();
     assert_eq!(p.request_count(), 1);
@@ -2473,14 +2680,14 @@ fn retry_events(rec: &Recorder) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn transient_failures_before_content_are_retried_quietly() {
     let p = scripts(vec![
         reply::transient_error(&[], &[], "429 rate limited", Some(30)),
         reply::transient_error(&[], &[], "529 overloaded", None),
         reply::text("finally"),
     ]);
-    let started = Instant::now();
+    let started = TokioInstant::now();
     let (rec, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
     let out = out.unwrap();
     assert!(
@@ -2563,7 +2770,7 @@ async fn retries_stop_after_the_limit_and_non_transient_errors_are_not_retried()
     assert!(retry_events(&rec).is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_abort_during_the_retry_wait_ends_the_run_at_once() {
     let p = scripts(vec![
         reply::transient_error(&[], &[], "429", Some(10_000)),
@@ -2578,10 +2785,10 @@ async fn an_abort_during_the_retry_wait_ends_the_run_at_once() {
         r2.wait_for("auto_retry_start").await;
         s2.abort(AbortReason::Message("Esc".into()));
     });
-    let started = Instant::now();
+    let started = TokioInstant::now();
     let (_, out) = run_recorded(c, "go", vec![], signal, rec).await;
-    // The wait was 10 s; the abort ends it at once.
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // On the paused clock: the wait was 10 s; the abort ends it without any time passing.
+    assert_eq!(started.elapsed(), Duration::ZERO);
     let last = out
         .unwrap()
         .new_messages()
@@ -2624,6 +2831,37 @@ async fn a_model_repeating_the_same_call_is_stopped() {
         failure.error.message
     );
     assert_eq!(p.request_count(), 6);
+
+    // The same call with a changing answer is polling, not repetition.
+    let p = scripts(
+        (0..10)
+            .map(|_| same())
+            .chain([reply::text("it finished")])
+            .collect(),
+    );
+    let polls = Arc::new(AtomicUsize::new(0));
+    let n = polls.clone();
+    let status = TestTool::new("echo", move |_| {
+        let n = n.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(ToolOutput::text(format!("{}% done", n * 10))) }
+    });
+    let (_, out) = run(config(&p, vec![status.arc()]), "go", vec![]).await;
+    out.unwrap();
+    assert_eq!(polls.load(Ordering::SeqCst), 10);
+    assert_eq!(p.request_count(), 11);
+
+    // The limit is the config's: two repeats allowed, the third identical request refused.
+    let p = scripts((0..20).map(|_| same()).collect());
+    let mut c = config(&p, vec![TestTool::echo("echo").arc()]);
+    c.max_repeated_tool_turns = Some(2);
+    let (_, out) = run(c, "go", vec![]).await;
+    assert!(
+        out.unwrap_err()
+            .error
+            .message
+            .contains("same tool call 3 turns")
+    );
+    assert_eq!(p.request_count(), 3);
 
     // Different arguments are progress, not repetition.
     let scripts_list: Vec<_> = (0..8)
@@ -3215,4 +3453,220 @@ async fn harmony_resample_reuses_the_hard_tool_choice() {
     assert_eq!(choices[1], choices[0], "the re-sample keeps the choice");
     // One directive for the first turn (kept across the re-sample), one for the second.
     assert_eq!(directives.load(Ordering::SeqCst), 2);
+}
+
+/// Steering whose wake-up panics when asked for.
+#[derive(Clone, Default)]
+struct BrokenWakeUp(Queue);
+
+#[async_trait]
+impl LoopHooks for BrokenWakeUp {
+    async fn steering_messages(&self, s: &AbortSignal) -> Vec<AgentMessage> {
+        self.0.steering_messages(s).await
+    }
+    fn peek_steering(&self) -> SteeringPeek {
+        self.0.peek_steering()
+    }
+    fn steering_notify(&self) -> Option<Arc<tokio::sync::Notify>> {
+        panic!("no wake-up here");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_steering_wake_up_falls_back_to_the_poll() {
+    let q = Queue {
+        peek: true,
+        ..Default::default()
+    };
+    let s = q.steering.clone();
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    tokio::spawn(async move {
+        r2.wait_for("tool_start:w").await;
+        s.lock().unwrap().push(AgentMessage::user("now"));
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("w", "wait", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let c = with_hooks(
+        config(
+            &p,
+            vec![TestTool::sleeper("wait", 5_000).interruptible().arc()],
+        ),
+        BrokenWakeUp(q),
+    );
+    let (rec, out) = run_recorded(c, "go", vec![], AbortSignal::new(), rec).await;
+    let out = out.unwrap();
+    // The steer is still noticed, by the poll, and delivered.
+    let r = rec.tool_results();
+    assert!(r[0].2 && r[0].1.contains("Skipped"), "{r:?}");
+    assert_eq!(
+        rec.time_of("tool_end:w") - rec.time_of("tool_start:w"),
+        STEERING_POLL
+    );
+    assert_eq!(
+        out.new_messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .text(),
+        "ok"
+    );
+}
+
+/// Leak audits that let the deadline pass while the leaked reply is discarded.
+struct LeakThenDeadline(Duration);
+
+impl LoopHooks for LeakThenDeadline {
+    fn on_harmony_leak(&self, _info: pi::agent::protocol::hooks::HarmonyLeakInfo<'_>) {
+        jump_clock(self.0);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_right_after_a_resample_closes_the_open_turn() {
+    let p = scripts(vec![reply::text(LEAK), reply::text("never asked")]);
+    let mut c = with_hooks(
+        gpt5(config(&p, vec![])),
+        LeakThenDeadline(Duration::from_secs(2)),
+    );
+    c.deadline = Some(TokioInstant::now() + Duration::from_secs(1));
+    let (rec, out) = run(c, "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(p.request_count(), 1, "no re-sample past the deadline");
+    assert_eq!(rec.count("turn_start"), 1);
+    assert_eq!(rec.count("turn_end"), 1, "the open turn is closed");
+    let last = out.new_messages().last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+    assert_eq!(last.error_message.as_deref(), Some(DEADLINE_TEXT));
+    let k = rec.kinds();
+    assert_eq!(
+        k[k.len() - 4..],
+        [
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    assert!(!mentions_leak(&out.context));
+}
+
+#[tokio::test]
+async fn a_progress_sink_stops_working_when_its_tool_has_returned() {
+    let go = Arc::new(tokio::sync::Notify::new());
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let done_tx = Arc::new(Mutex::new(Some(done_tx)));
+    let g = go.clone();
+    let tool = TestTool::new("leaky", move |inv| {
+        let g = g.clone();
+        let done = done_tx.lock().unwrap().take();
+        async move {
+            let late = inv.progress.clone();
+            // A task the tool leaves behind, still holding the sink.
+            tokio::spawn(async move {
+                g.notified().await;
+                late.update(ToolOutput::text("late"));
+                if let Some(d) = done {
+                    let _ = d.send(());
+                }
+            });
+            inv.progress.update(ToolOutput::text("early"));
+            Ok(ToolOutput::text("finished"))
+        }
+    });
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "leaky", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let rec = Recorder::default();
+    let r2 = rec.clone();
+    let c = config(&p, vec![tool.arc()]);
+    let run =
+        tokio::spawn(async move { run_recorded(c, "go", vec![], AbortSignal::new(), r2).await });
+    rec.wait_for("tool_end:c1").await;
+    go.notify_one();
+    done_rx.await.unwrap();
+    run.await.unwrap().1.unwrap();
+    let updates: Vec<String> = rec
+        .all()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionUpdate { partial_result, .. } => Some(
+                partial_result.content[0]
+                    .as_text()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, ["early"], "nothing after the call returned");
+}
+
+/// A provider whose stream never answers and whose cleanup blocks its thread until released
+/// (at most 10 s, so a failing test still ends).
+struct StallingCleanup {
+    requested: Arc<tokio::sync::Notify>,
+    release: Arc<Mutex<Option<std::sync::mpsc::Receiver<()>>>>,
+}
+
+struct BlockOnDrop(Option<std::sync::mpsc::Receiver<()>>);
+
+impl Drop for BlockOnDrop {
+    fn drop(&mut self) {
+        if let Some(rx) = self.0.take() {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        }
+    }
+}
+
+impl pi::agent::protocol::stream::Provider for StallingCleanup {
+    fn stream(
+        &self,
+        _request: pi::agent::protocol::stream::ProviderRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> pi::agent::protocol::stream::EventStream {
+        use futures::StreamExt;
+        let guard = BlockOnDrop(self.release.lock().unwrap().take());
+        self.requested.notify_one();
+        futures::stream::poll_fn(move |_| {
+            let _ = &guard;
+            std::task::Poll::Pending
+        })
+        .boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_an_aborted_stream_never_blocks_the_boundary() {
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let requested = Arc::new(tokio::sync::Notify::new());
+    let provider = StallingCleanup {
+        requested: requested.clone(),
+        release: Arc::new(Mutex::new(Some(blocked))),
+    };
+    let mut c = pi::agent::engine::config::LoopConfig::new(Arc::new(provider), model());
+    c.retry.max_retries = 0;
+    let signal = AbortSignal::new();
+    let rec = Recorder::default();
+    let (s2, r2) = (signal.clone(), rec.clone());
+    let run = tokio::spawn(async move { run_recorded(c, "go", vec![], s2, r2).await });
+    requested.notified().await;
+    signal.abort(AbortReason::Requested);
+    // The boundary arrives while the stream's cleanup is still stuck.
+    rec.wait_for("agent_end").await;
+    let _ = release.send(());
+    let (_, out) = run.await.unwrap();
+    let last = out
+        .unwrap()
+        .context
+        .last()
+        .unwrap()
+        .as_assistant()
+        .unwrap()
+        .clone();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
 }

@@ -172,6 +172,31 @@ async fn max_turns_ends_a_looping_run_with_a_clear_message() {
 }
 
 #[tokio::test]
+async fn the_repeated_call_limit_comes_from_config() {
+    let call = call_reply("c1", "nothing", "{}");
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        call.clone(),
+        call.clone(),
+        call.clone(),
+        call,
+    ])
+    .await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent")).unwrap();
+    std::fs::write(h.join("agent/config.toml"), "max_repeated_tool_turns = 2\n").unwrap();
+    let out = pi(&server, &h)
+        .args(["-p", "loop forever"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("same tool call 3 turns"), "{err}");
+    assert_eq!(server.requests().len(), 4, "probe plus three model calls");
+}
+
+#[tokio::test]
 async fn custom_providers_come_from_config() {
     let server = TestServer::start(vec![text_reply("from the lab")]).await;
     let h = home();

@@ -462,10 +462,9 @@ async fn a_retry_and_a_shell_command_stop_on_request_and_state_counts_the_queue(
     c.send(json!({"id": "p3", "type": "prompt", "message": "held back"}))
         .await;
     c.response("p3").await;
-    c.until("the user message", |v| {
-        v["type"] == "message_end" && v["message"]["role"] == "user"
-    })
-    .await;
+    // Parked first (before its turn opens); the abort ends it from there.
+    c.until("the run starting", |v| v["type"] == "agent_start")
+        .await;
     c.send(json!({"id": "p4", "type": "abort"})).await;
     c.until("agent_end", |v| v["type"] == "agent_end").await;
     assert_eq!(
@@ -682,4 +681,71 @@ async fn set_model_takes_the_ids_model_takes_with_the_same_warning() {
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "refused at the start too");
+}
+
+#[tokio::test]
+async fn new_session_during_a_run_waits_for_its_end_and_starts_empty() {
+    // The command ignores SIGTERM: after the abort its run lives on until bash's SIGKILL
+    // (2 s later). The new session must begin after that end, not race it.
+    let call = call_reply(
+        "c1",
+        "bash",
+        r#"{"command":"trap '' TERM; echo started; sleep 30"}"#,
+    );
+    let server = TestServer::start(vec![tags("qwen3:8b"), call, text_reply("fresh answer")]).await;
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "prompt", "message": "old work"}))
+        .await;
+    c.response("1").await;
+    c.until("the command running", |v| {
+        v["type"] == "tool_execution_update" && v.to_string().contains("started")
+    })
+    .await;
+    c.send(json!({"id": "2", "type": "new_session"})).await;
+    c.response("2").await;
+    // The old run ended before the answer.
+    let end = c.seen.iter().position(|v| v["type"] == "agent_end");
+    let answer = c.seen.iter().position(|v| v["id"] == "2");
+    assert!(end.is_some() && end < answer, "{:?}", c.seen);
+    c.send(json!({"id": "3", "type": "get_messages"})).await;
+    let r = c.response("3").await;
+    assert_eq!(r["data"]["messages"], json!([]));
+    c.send(json!({"id": "4", "type": "prompt", "message": "fresh start"}))
+        .await;
+    assert_eq!(c.response("4").await["success"], true);
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    // The new request holds only the new conversation (and the system prompt).
+    let sent = server.requests()[2].body["messages"].clone();
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["system", "user"], "{sent}");
+    c.send(json!({"id": "5", "type": "get_messages"})).await;
+    let r = c.response("5").await;
+    assert_eq!(r["data"]["messages"].as_array().unwrap().len(), 2);
+    drop(c.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(5), c.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    // Two session files: the old one ends with the aborted run, the new one has only the new.
+    let dir = h.join("agent").join("sessions");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let old = support::resumed_texts(&files[0]);
+    let new = support::resumed_texts(&files[1]);
+    assert!(old.iter().any(|t| t == "old work"), "{old:?}");
+    assert!(!old.iter().any(|t| t == "fresh start"), "{old:?}");
+    assert!(!new.iter().any(|t| t == "old work"), "{new:?}");
+    assert!(new.iter().any(|t| t == "fresh start"), "{new:?}");
 }

@@ -39,6 +39,8 @@ struct Shared {
     scripts: Mutex<VecDeque<Script>>,
     requests: Mutex<Vec<ProviderRequest>>,
     dropped: AtomicUsize,
+    /// Woken whenever a stream is dropped early.
+    dropped_notify: tokio::sync::Notify,
 }
 
 /// Replays scripts in order, one per call.
@@ -72,6 +74,20 @@ impl ScriptedProvider {
         self.shared.dropped.load(Ordering::SeqCst)
     }
 
+    /// Wait until at least `n` streams were dropped before they finished (a loop hands an
+    /// aborted stream to another thread to drop, so the drop may come just after the run ends).
+    pub async fn wait_dropped(&self, n: usize) {
+        loop {
+            let notified = self.shared.dropped_notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.dropped_early() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Forget recorded requests (benchmarks keep memory flat this way).
     pub fn clear_requests(&self) {
         lock(&self.shared.requests).clear();
@@ -93,6 +109,7 @@ impl Drop for DropWatch {
     fn drop(&mut self) {
         if !self.finished {
             self.shared.dropped.fetch_add(1, Ordering::SeqCst);
+            self.shared.dropped_notify.notify_waiters();
         }
     }
 }

@@ -203,6 +203,9 @@ pub struct Config {
     /// Under a dialect, stop the request when the model starts writing a tool result itself
     /// (default); `false` reads it to its end and drops the rest of the reply.
     pub abort_on_fabricated_tool_result: Option<bool>,
+    /// Stop a run whose model asks for the same tool calls and gets the same results this
+    /// many times in a row, when it asks once more (0: never).
+    pub max_repeated_tool_turns: Option<u32>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
@@ -297,6 +300,7 @@ pub fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 
 const TOP_KEYS: &[&str] = &[
     "model",
+    "max_repeated_tool_turns",
     "thinking",
     "idle_timeout_secs",
     "response_timeout_secs",
@@ -988,6 +992,10 @@ mod example_tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let cfg: Config = toml::from_str(&uncommented).unwrap();
         assert_eq!(cfg.retry.max_retries, Some(3));
+        assert_eq!(
+            cfg.max_repeated_tool_turns,
+            Some(crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS)
+        );
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
         // The documented interactive settings are the defaults.
         assert_eq!(cfg.notify, Some(interactive::NotifyMode::default()));

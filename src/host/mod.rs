@@ -788,7 +788,10 @@ impl Host {
     }
 
     async fn new_session(&mut self) {
-        self.settle().await;
+        // Waits for the run's very end (no grace period): a command that ignores SIGTERM keeps
+        // its run going until bash's own SIGKILL, and the new conversation must start after it.
+        self.agent.abort(None);
+        self.agent.wait_idle().await;
         self.agent.reset();
         let after_run = self.agent.last_run();
         if let Some(old) = self.recorder.take() {

@@ -691,6 +691,9 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.thinking = selection.thinking;
     settings.system_prompt = system_prompt;
     settings.retry = retry_policy(&config);
+    if let Some(n) = config.max_repeated_tool_turns {
+        settings.max_repeated_tool_turns = (n > 0).then_some(n);
+    }
     settings.compaction = Some(config.compaction.settings());
     settings.steering_mode = config::queue_mode(config.steering_mode.as_deref(), "steering_mode")?;
     settings.follow_up_mode =

@@ -427,3 +427,11 @@ pub fn running_with(marker: &str) -> Vec<String> {
     }
     out
 }
+
+/// Move tokio's paused clock forward by `d` without letting any other task run: a timer that
+/// falls due (the run's deadline timer, say) fires only once the caller next yields. Lets a
+/// hook make time pass "during" a synchronous step, deterministically.
+pub fn jump_clock(d: Duration) {
+    use futures::FutureExt;
+    let _ = tokio::time::advance(d).now_or_never();
+}

@@ -181,6 +181,15 @@ fn has_parse_error(args: &Value) -> bool {
     args.get(PARSE_ERROR_KEY).is_some()
 }
 
+/// Closes a call's progress sink when dropped (also when the call's future is dropped).
+struct CloseOnDrop(Arc<Mutex<bool>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        *lock(&self.0) = false;
+    }
+}
+
 /// What a batch needs from the run.
 pub struct BatchEnv<'a> {
     pub hooks: &'a dyn LoopHooks,
@@ -190,6 +199,9 @@ pub struct BatchEnv<'a> {
     pub collector: Option<&'a Mutex<RunCollector>>,
     /// Closed, each call waits before it starts (calls already running go on).
     pub pause: &'a crate::agent::protocol::pause::PauseGate,
+    /// Each result is added here as it is emitted, so the run knows what was answered even if
+    /// the batch never returns (a panic unwinds through it).
+    pub results: &'a Mutex<Vec<AgentMessage>>,
 }
 
 struct Slot {
@@ -203,7 +215,6 @@ struct Batch<'a> {
     records: &'a [PreparedCall],
     contexts: Vec<ToolCallContext>,
     slots: Mutex<Vec<Slot>>,
-    completed: Mutex<Vec<AgentMessage>>,
     /// Hard interrupt for interruptible calls (also fires with the run signal).
     steering_abort: AbortSignal,
     /// Cooperative "a steer is waiting" signal.
@@ -248,15 +259,14 @@ pub async fn execute_batch(
                 })
                 .collect(),
         ),
-        completed: Mutex::new(Vec::with_capacity(total)),
         steering_abort: env.signal.child(),
         steering_soft: CancellationToken::new(),
         trigger: Mutex::new(None),
     };
 
     let run_all = batch.run_phases();
-    let watch = env.interrupt_mode == InterruptMode::Immediate
-        && env.hooks.peek_steering() != SteeringPeek::Unsupported;
+    let watch =
+        env.interrupt_mode == InterruptMode::Immediate && batch.peek() != SteeringPeek::Unsupported;
     if watch {
         let mut run_all = std::pin::pin!(run_all);
         tokio::select! {
@@ -267,10 +277,7 @@ pub async fn execute_batch(
         run_all.await;
     }
     batch.sweep();
-    batch
-        .completed
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
+    std::mem::take(&mut *lock(env.results))
 }
 
 impl Batch<'_> {
@@ -296,7 +303,10 @@ impl Batch<'_> {
 
     /// Returns once a steering interrupt has been triggered (never, otherwise).
     async fn watch_steering(&self) {
-        let notify = self.env.hooks.steering_notify();
+        // A host whose wake-up panics is polled instead.
+        let notify = contain_sync(|| self.env.hooks.steering_notify())
+            .ok()
+            .flatten();
         loop {
             let notified = notify.as_ref().map(|n| n.notified());
             let mut notified = std::pin::pin!(notified);
@@ -319,6 +329,12 @@ impl Batch<'_> {
         }
     }
 
+    /// Look at the steering queue. A host whose look panics is treated as one that cannot
+    /// look: its steering waits for the boundary.
+    fn peek(&self) -> SteeringPeek {
+        contain_sync(|| self.env.hooks.peek_steering()).unwrap_or(SteeringPeek::Unsupported)
+    }
+
     fn triggered(&self) -> Option<SteeringSource> {
         *lock(&self.trigger)
     }
@@ -327,7 +343,7 @@ impl Batch<'_> {
         if self.env.interrupt_mode == InterruptMode::Wait || self.env.signal.is_aborted() {
             return;
         }
-        if let SteeringPeek::Queued(source) = self.env.hooks.peek_steering() {
+        if let SteeringPeek::Queued(source) = self.peek() {
             let mut trigger = lock(&self.trigger);
             if trigger.is_none() {
                 *trigger = Some(source);
@@ -402,7 +418,7 @@ impl Batch<'_> {
         sink.emit(AgentEvent::MessageEnd {
             message: message.clone(),
         });
-        lock(&self.completed).push(message);
+        lock(self.env.results).push(message);
     }
 
     async fn run_one(&self, i: usize) {
@@ -411,6 +427,19 @@ impl Batch<'_> {
         }
         let rec = &self.records[i];
         let name = rec.call.name.as_str();
+        let tool_signal = if rec.interruptible {
+            &self.steering_abort
+        } else {
+            self.env.signal
+        };
+        // A paused agent holds every call here, before anything of it is emitted (even the
+        // error of a call that failed validation).
+        if self.env.pause.is_paused() {
+            self.env.pause.wait_until_resumed(tool_signal).await;
+            if self.triggered().is_some() {
+                return; // a steer came while it waited: skipped like the others
+            }
+        }
         if let Some(err) = &rec.validation_error {
             let output = ToolOutput {
                 content: vec![ContentBlock::text(err.clone())],
@@ -421,17 +450,6 @@ impl Batch<'_> {
             self.emit_result(i, output, true);
             self.check_steering();
             return;
-        }
-        let tool_signal = if rec.interruptible {
-            &self.steering_abort
-        } else {
-            self.env.signal
-        };
-        if self.env.pause.is_paused() {
-            self.env.pause.wait_until_resumed(tool_signal).await;
-            if self.triggered().is_some() {
-                return; // a steer came while it waited: skipped like the others
-            }
         }
         if tool_signal.is_aborted() {
             self.record(name, ToolStatus::Aborted, None, None);
@@ -465,15 +483,20 @@ impl Batch<'_> {
                     true,
                 ),
                 Ok(args) => {
+                    let (progress, closes) = self.progress_sink(i);
                     let invocation = ToolInvocation {
                         tool_call_id: rec.call.id.clone(),
                         args,
                         cancel: tool_signal.token().clone(),
                         steering: self.steering_soft.clone(),
-                        progress: self.progress_sink(i),
+                        progress,
                         context: self.contexts[i].clone(),
                     };
-                    match contain(tool.tool.execute(invocation)).await {
+                    let outcome = contain(tool.tool.execute(invocation)).await;
+                    // The call is over: an update sent from now on (by a task the tool left
+                    // behind) would follow its end, so it goes nowhere.
+                    drop(closes);
+                    match outcome {
                         Ok(Ok(out)) => {
                             completed = true;
                             let (out, malformed) = coerce_output(out);
@@ -560,13 +583,21 @@ impl Batch<'_> {
         self.check_steering();
     }
 
-    fn progress_sink(&self, i: usize) -> ProgressSink {
+    /// The progress sink of call `i`, working until the returned guard is dropped.
+    fn progress_sink(&self, i: usize) -> (ProgressSink, CloseOnDrop) {
         let rec = &self.records[i];
         let sink = self.env.sink.clone();
         let id = rec.call.id.clone();
         let name = rec.call.name.clone();
         let args = rec.event_args.clone();
-        ProgressSink::new(move |partial| {
+        let open = Arc::new(Mutex::new(true));
+        let live = open.clone();
+        let progress = ProgressSink::new(move |partial| {
+            // Held while emitting: closing waits for an update under way, and none follows.
+            let open = lock(&live);
+            if !*open {
+                return;
+            }
             let (partial_result, _) = coerce_output(partial);
             sink.emit(AgentEvent::ToolExecutionUpdate {
                 tool_call_id: id.clone(),
@@ -574,7 +605,8 @@ impl Batch<'_> {
                 args: args.clone(),
                 partial_result,
             });
-        })
+        });
+        (progress, CloseOnDrop(open))
     }
 
     /// Answer every call that has no result yet, in call order.

@@ -1,7 +1,6 @@
 //! What is fixed for one run: [`LoopConfig`], and how failed model calls are retried.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::agent::policy::append_only::AppendOnlyContext;
 use crate::agent::protocol::hooks::{InterruptMode, LoopHooks, NoHooks};
@@ -49,7 +48,8 @@ impl RetryPolicy {
     }
 }
 
-/// Default for [`LoopConfig::max_repeated_tool_turns`]: six identical tool turns in a row.
+/// Default for [`LoopConfig::max_repeated_tool_turns`]: the sixth identical request after five
+/// identical answers is refused.
 pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
 
 /// What is fixed for one run.
@@ -70,11 +70,13 @@ pub struct LoopConfig {
     /// Add the optional `i` (intent) argument to every tool schema and strip it before execution.
     pub intent_tracing: bool,
     pub prune_tool_descriptions: bool,
-    pub deadline: Option<Instant>,
+    /// When the run must end, on tokio's clock (so tests can run it on a paused clock).
+    pub deadline: Option<tokio::time::Instant>,
     /// Collect a run summary and coverage (delivered with `agent_end`).
     pub telemetry: bool,
     pub retry: RetryPolicy,
-    /// Fail the run when this many turns in a row repeat the previous turn's exact tool calls.
+    /// Fail the run when the model has sent the same tool calls and got the same results this
+    /// many turns in a row, and asks for them once more (`None`, 0: never).
     pub max_repeated_tool_turns: Option<u32>,
     /// Keep provider messages in an append-only log so the prompt cache stays warm.
     pub append_only: Option<Arc<std::sync::Mutex<AppendOnlyContext>>>,

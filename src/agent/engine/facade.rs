@@ -9,7 +9,7 @@
 //! here, so subscribers always see balanced `turn_start`/`turn_end` and one `agent_end`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -60,9 +60,11 @@ pub struct AgentSettings {
     pub prune_tool_descriptions: bool,
     pub telemetry: bool,
     pub retry: crate::agent::engine::config::RetryPolicy,
-    pub deadline: Option<std::time::Instant>,
+    pub deadline: Option<tokio::time::Instant>,
     /// When and how to condense long conversations (`None`: never).
     pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
+    /// See [`LoopConfig::max_repeated_tool_turns`].
+    pub max_repeated_tool_turns: Option<u32>,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
 }
@@ -88,6 +90,9 @@ impl AgentSettings {
             retry: crate::agent::engine::config::RetryPolicy::default(),
             deadline: None,
             compaction: Some(Default::default()),
+            max_repeated_tool_turns: Some(
+                crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
+            ),
             hooks: Arc::new(NoHooks),
         }
     }
@@ -111,6 +116,9 @@ struct RunHandle {
 
 struct Inner {
     state: Mutex<AgentState>,
+    /// A run that `reset` cut loose (0: none): its events and its outcome no longer touch
+    /// the state. Read and written only while `state` is locked.
+    detached: AtomicU64,
     settings: Mutex<AgentSettings>,
     queues: Mutex<Queues>,
     steer_notify: Arc<Notify>,
@@ -138,6 +146,7 @@ impl Agent {
         Agent {
             inner: Arc::new(Inner {
                 state: Mutex::new(AgentState::default()),
+                detached: AtomicU64::new(0),
                 settings: Mutex::new(settings),
                 queues: Mutex::new(Queues::default()),
                 steer_notify: Arc::new(Notify::new()),
@@ -369,15 +378,27 @@ impl Agent {
         }
     }
 
-    /// Clear transcript, queues, error and soft state. Does not abort a running loop.
+    /// Clear transcript, queues, error and soft state. Does not abort a running loop, but cuts
+    /// it loose: its later events still reach subscribers (stamped with its run), yet neither
+    /// they nor its outcome change the state again, so the reset is never undone. The agent
+    /// stays busy until that run ends (abort it and `wait_idle` to be done with it).
     pub fn reset(&self) {
         {
+            let run = lock(&self.inner.run);
             let mut st = lock(&self.inner.state);
+            if let Some(r) = run.as_ref() {
+                self.inner.detached.store(r.id, Ordering::SeqCst);
+            }
             st.messages.clear();
             st.error = None;
             st.pending_tool_calls.clear();
         }
         self.clear_all_queues();
+    }
+
+    /// Whether run `id` was cut loose by `reset` (call with the state locked).
+    fn is_detached(&self, id: RunId) -> bool {
+        self.inner.detached.load(Ordering::SeqCst) == id
     }
 
     fn claim(&self) -> Result<(u64, AbortSignal), AgentError> {
@@ -456,14 +477,19 @@ impl Agent {
         };
         match contain(run).await {
             Ok(Ok(outcome)) => {
-                *lock(&self.inner.soft) = outcome.soft_state;
                 let mut st = lock(&self.inner.state);
-                st.messages = outcome.context;
-                st.error = outcome.error.map(|e| e.message).or(st.error.take());
+                if !self.is_detached(id) {
+                    *lock(&self.inner.soft) = outcome.soft_state;
+                    st.messages = outcome.context;
+                    st.error = outcome.error.map(|e| e.message).or(st.error.take());
+                }
             }
             Ok(Err(refused)) => {
                 // Checked before the run started: nothing was emitted.
-                lock(&self.inner.state).error = Some(refused.message);
+                let mut st = lock(&self.inner.state);
+                if !self.is_detached(id) {
+                    st.error = Some(refused.message);
+                }
             }
             Err(panic) => self.backstop(&facade_sink, &panic),
         }
@@ -475,7 +501,12 @@ impl Agent {
     /// whatever call is left open in the transcript the events built, and end the run.
     fn backstop(&self, sink: &FacadeSink, panic: &str) {
         let text = format!("Internal error: {panic}");
-        lock(&self.inner.state).error = Some(text.clone());
+        {
+            let mut st = lock(&self.inner.state);
+            if !self.is_detached(sink.run) {
+                st.error = Some(text.clone());
+            }
+        }
         if lock(&sink.held_end).is_some() {
             return;
         }
@@ -515,9 +546,7 @@ impl Agent {
             deadline: s.deadline,
             telemetry: s.telemetry,
             retry: s.retry,
-            max_repeated_tool_turns: Some(
-                crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
-            ),
+            max_repeated_tool_turns: s.max_repeated_tool_turns,
             append_only: None,
             compaction: s.compaction,
             hooks: Arc::new(FacadeHooks {
@@ -608,8 +637,11 @@ impl Agent {
     /// Apply an event to the state: the transcript grows with each `message_end` during a run
     /// (a failed attempt that was retried is shown, never kept), and the run's outcome
     /// replaces it at the end.
-    fn apply(&self, event: &AgentEvent) {
+    fn apply(&self, run: RunId, event: &AgentEvent) {
         let mut st = lock(&self.inner.state);
+        if self.is_detached(run) {
+            return;
+        }
         match event {
             AgentEvent::TurnEnd { message, .. } => {
                 if let Some(a) = message.as_assistant()
@@ -716,7 +748,7 @@ impl FacadeSink {
 
 impl EventSink for FacadeSink {
     fn emit(&self, event: AgentEvent) {
-        self.agent.apply(&event);
+        self.agent.apply(self.run, &event);
         if matches!(event, AgentEvent::AgentEnd { .. }) {
             if let Some(previous) = lock(&self.held_end).replace(event) {
                 self.agent.broadcast(Some(self.run), previous);

@@ -36,6 +36,7 @@ use crate::agent::policy::normalize::{
 use crate::agent::policy::placeholder::{
     PlaceholderReason, placeholder_result, soft_skip_label, unanswered_calls,
 };
+use crate::agent::policy::repetition::RepetitionGuard;
 use crate::agent::policy::soft::{SoftState, escalation_error, hard_choice_blocks, is_compliant};
 use crate::agent::policy::summary::RunCollector;
 use crate::agent::policy::validate::strip_sentinels;
@@ -260,10 +261,11 @@ struct Run {
     soft: SoftState,
     preserve_soft: bool,
     paused_continuations: u32,
-    /// The previous turn's tool calls (names and arguments) and how often they repeated.
-    last_calls: Option<Vec<(String, serde_json::Value)>>,
-    repeats: u32,
+    /// Stops a model that repeats the same calls and gets the same answers.
+    repetition: RepetitionGuard,
     prepared: Vec<PreparedCall>,
+    /// The running batch's results as they are emitted (see [`BatchEnv::results`]).
+    batch_results: Mutex<Vec<AgentMessage>>,
     collector: Option<Mutex<RunCollector>>,
     /// This run's messages that a compaction took out of the context (still this run's, for
     /// `agent_end`).
@@ -285,12 +287,13 @@ impl Run {
         let timer = cfg.deadline.map(|deadline| {
             let s = signal.clone();
             tokio::spawn(async move {
-                tokio::time::sleep_until(deadline.into()).await;
+                tokio::time::sleep_until(deadline).await;
                 s.abort(AbortReason::Deadline);
             })
         });
         let collector = cfg.telemetry.then(|| Mutex::new(RunCollector::new()));
         let first_new = context.len();
+        let repetition = RepetitionGuard::new(cfg.max_repeated_tool_turns);
         Run {
             hooks: cfg.hooks.clone(),
             system_prompt: cfg.system_prompt.clone(),
@@ -318,9 +321,9 @@ impl Run {
             soft,
             preserve_soft: false,
             paused_continuations: 0,
-            last_calls: None,
-            repeats: 0,
+            repetition,
             prepared: Vec::new(),
+            batch_results: Mutex::new(Vec::new()),
             collector,
             compacted_away: Vec::new(),
             overflow_compacted: false,
@@ -371,6 +374,10 @@ impl Run {
     /// added; every tool call left without a result is answered; the turn is closed. Aborted
     /// runs end the same way, with the abort's reason and aborted placeholders.
     fn close_failed(&mut self, text: &str) {
+        // Results a batch emitted before it failed are answers already: keep them, so no call
+        // is answered twice.
+        let emitted = std::mem::take(&mut *lock(&self.batch_results));
+        self.context.extend(emitted);
         let aborted = self.aborted();
         let (stop, reason, status) = if aborted {
             (
@@ -448,8 +455,15 @@ impl Run {
             .collect()
     }
 
+    /// Wait while the pause gate is closed (an abort or the deadline still ends the wait).
+    async fn park(&self) {
+        self.cfg.pause.wait_until_resumed(&self.signal).await;
+    }
+
     fn deadline_passed(&self) -> bool {
-        self.cfg.deadline.is_some_and(|d| Instant::now() >= d)
+        self.cfg
+            .deadline
+            .is_some_and(|d| tokio::time::Instant::now() >= d)
     }
 
     fn aborted(&self) -> bool {
@@ -548,7 +562,9 @@ impl Run {
         Ok(out)
     }
 
-    /// Stop at the deadline: insert what waits (asides are discarded, not inserted).
+    /// Stop at the deadline: insert what waits (asides are discarded, not inserted). A turn
+    /// left open for a re-sample (a retry, a discarded leak) is closed with an aborted reply
+    /// that names the deadline.
     fn end_at_deadline(&mut self, inputs: Vec<Injected>) {
         let (asides, keep): (Vec<_>, Vec<_>) = inputs.into_iter().partition(|m| m.aside);
         for mut a in asides {
@@ -556,6 +572,20 @@ impl Run {
         }
         let msgs = self.insert_inputs(keep);
         self.emit_inputs(&msgs);
+        if self.turn_open {
+            let mut m =
+                AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+            m.content.push(ContentBlock::text(""));
+            m.stop_reason = StopReason::Aborted;
+            m.error_message = Some(DEADLINE_TEXT.to_string());
+            self.end_retrying(false, Some(DEADLINE_TEXT.to_string()));
+            let committed = self.commit_assistant(m, false, None);
+            self.sink.emit(AgentEvent::TurnEnd {
+                message: committed,
+                tool_results: Vec::new(),
+            });
+            self.turn_open = false;
+        }
     }
 
     async fn body(&mut self, prompts: Vec<Injected>) -> Result<(), LoopError> {
@@ -564,10 +594,14 @@ impl Run {
             return Ok(());
         }
         let mut to_emit = prompts;
+        self.park().await;
         let mut pending = self.steering().await;
         loop {
             let mut more = true;
             while more || !pending.is_empty() {
+                // A paused agent waits here, before anything of the next call happens: the
+                // settings it reads, the request it builds, `turn_start`.
+                self.park().await;
                 let mut inputs = std::mem::take(&mut to_emit);
                 inputs.append(&mut pending);
                 if self.deadline_passed() {
@@ -694,9 +728,8 @@ impl Run {
         self.directive_resolved = false;
         self.host_choice = None;
         self.soft.forced = None;
-        self.check_repetition(assistant)?;
-
         let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
+        self.repetition.check(&calls).map_err(LoopError::new)?;
         let mut results: Vec<AgentMessage> = Vec::new();
         if matches!(
             assistant.stop_reason,
@@ -758,6 +791,7 @@ impl Run {
                     interrupt_mode: self.cfg.interrupt_mode,
                     collector: self.collector.as_ref(),
                     pause: &self.cfg.pause,
+                    results: &self.batch_results,
                 };
                 results = execute_batch(assistant, &prepared, &env).await;
                 self.context.extend(results.iter().cloned());
@@ -784,6 +818,7 @@ impl Run {
             more = true;
         }
 
+        self.repetition.record(&calls, &results);
         let will_continue = more && !self.deadline_passed();
         self.close_turn(&committed, results, will_continue, true)
             .await;
@@ -818,44 +853,6 @@ impl Run {
             });
             self.retries = 0;
         }
-    }
-
-    /// Fail the run when the model keeps sending the very same tool calls turn after turn (a
-    /// small local model stuck in a loop), instead of looping until the deadline.
-    fn check_repetition(&mut self, assistant: &AssistantMessage) -> Result<(), LoopError> {
-        let Some(limit) = self.cfg.max_repeated_tool_turns else {
-            return Ok(());
-        };
-        if !assistant.has_tool_calls() {
-            self.last_calls = None;
-            self.repeats = 0;
-            return Ok(());
-        }
-        let same = self.last_calls.as_ref().is_some_and(|last| {
-            last.len() == assistant.tool_calls().count()
-                && last
-                    .iter()
-                    .zip(assistant.tool_calls())
-                    .all(|((name, args), c)| *name == c.name && *args == c.arguments)
-        });
-        if same {
-            self.repeats += 1;
-        } else {
-            self.repeats = 0;
-            self.last_calls = Some(
-                assistant
-                    .tool_calls()
-                    .map(|c| (c.name.clone(), c.arguments.clone()))
-                    .collect(),
-            );
-        }
-        if self.repeats >= limit {
-            return Err(LoopError::new(format!(
-                "Stopped: the model sent the same tool call {} turns in a row without making progress",
-                self.repeats + 1
-            )));
-        }
-        Ok(())
     }
 
     /// Emit a placeholder's event quadruple and insert it.
@@ -1065,6 +1062,15 @@ impl Run {
         let Some(settings) = self.cfg.compaction else {
             return false;
         };
+        // A summary is a model call: it waits behind a closed pause gate like any other.
+        self.park().await;
+        if self.aborted() {
+            if reason == CompactionReason::Manual {
+                self.sink.emit(AgentEvent::CompactionStart { reason });
+                return self.compaction_failed(reason, None);
+            }
+            return false;
+        }
         let Some(plan) = compaction::plan(&self.context, settings.keep_recent_tokens) else {
             // Asked for (`/compact`): say why nothing happens. Automatic: nothing to say.
             if reason == CompactionReason::Manual {
@@ -1337,8 +1343,6 @@ impl Run {
 
     /// One provider call, streamed to the end (or to an abort).
     async fn stream_attempt(&mut self, context: LlmContext) -> Result<Attempt, LoopError> {
-        // A paused agent waits here, before the call (an abort still ends it).
-        self.cfg.pause.wait_until_resumed(&self.signal).await;
         if self.aborted() {
             return Ok(Attempt::Aborted(self.finish_aborted()));
         }
@@ -1369,7 +1373,9 @@ impl Run {
                 ev = stream.next() => Some(ev),
             };
             let Some(next) = next else {
-                drop(stream); // closes the connection now
+                // Closes the connection now, on another thread: a provider whose cleanup
+                // stalls must not hold up the aborted boundary.
+                drop_elsewhere(stream);
                 return Ok(Attempt::Aborted(self.finish_aborted()));
             };
             let event = match next {
@@ -1532,6 +1538,15 @@ fn provider_panic_text(panic: &str) -> String {
     format!("The provider crashed while streaming: {panic}")
 }
 
+/// Drop an abandoned provider stream on the blocking pool, fire and forget: its cleanup
+/// (closing a connection, a provider's own teardown) may take its time or even block, and the
+/// loop does not wait for it. A panic in that cleanup stays on its thread.
+fn drop_elsewhere(stream: EventStream) {
+    drop(tokio::task::spawn_blocking(move || {
+        let _ = contain_sync(move || drop(stream));
+    }));
+}
+
 /// The provider's stream with its panics turned into out-of-band failures.
 fn contain_stream(stream: EventStream) -> EventStream {
     let mut stream = Some(stream);
@@ -1682,7 +1697,10 @@ pub async fn summarize(
     loop {
         let next = tokio::select! {
             biased;
-            _ = &mut cancelled => return Err(None),
+            _ = &mut cancelled => {
+                drop_elsewhere(stream);
+                return Err(None);
+            }
             ev = stream.next() => ev,
         };
         match next {

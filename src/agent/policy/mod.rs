@@ -4,7 +4,7 @@
 //! [`append_only`] (the prompt-cache-stable request log), [`validate`] and [`coerce`] (tool
 //! arguments in, tool results out), [`soft`] (soft tool requirements), [`harmony`] (GPT-5
 //! protocol leaks in replies), [`placeholder`] (results for calls that never ran), [`summary`]
-//! (the run collector) and [`compaction`] (how full the context is, where to cut it, what to
+//! (the run collector), [`repetition`] (the repeated-call guard) and [`compaction`] (how full the context is, where to cut it, what to
 //! ask for a summary).
 
 pub mod append_only;
@@ -13,6 +13,7 @@ pub mod compaction;
 pub mod harmony;
 pub mod normalize;
 pub mod placeholder;
+pub mod repetition;
 pub mod soft;
 pub mod summary;
 pub mod validate;

@@ -1,9 +1,11 @@
 //! The pause gate: a person can hold the agent back from its next step without stopping what
 //! already runs.
 //!
-//! While the gate is closed the loop parks at its boundaries — before each model call and
-//! before each tool starts — and goes on when it opens again. A stream or a tool already under
-//! way is never interrupted by it. An abort still ends a parked run at once (the gate stays
+//! While the gate is closed the loop parks at its boundaries — first thing before each model
+//! call (before it reads its settings, builds the request or opens the turn), before a
+//! compaction's summary request, and before each tool starts (before even a validation error
+//! is reported) — and goes on when it opens again. A stream or a tool already under way is
+//! never interrupted by it. An abort still ends a parked run at once (the gate stays
 //! closed: the person opens it when they want the next run to go).
 
 use std::sync::Arc;
