@@ -164,7 +164,7 @@ pub struct Config {
     pub model: Option<String>,
     /// Default thinking level.
     pub thinking: Option<String>,
-    /// Seconds without data before a stream counts as dropped.
+    /// Seconds without a complete event before a stream counts as dropped.
     pub idle_timeout_secs: Option<u64>,
     /// Seconds to wait for a provider's response headers after sending a request.
     pub response_timeout_secs: Option<u64>,
