@@ -906,6 +906,114 @@ async fn a_malformed_event_is_a_clear_final_error() {
     assert_eq!(m.text(), "fine so far");
 }
 
+/// The start of a `content_block_delta` event, cut before its end.
+const HALF_EVENT: &[u8] =
+    b"event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"ind";
+
+#[tokio::test]
+async fn a_connection_closed_in_the_middle_of_an_event_is_a_dropped_stream() {
+    // A body without framing: the close looks like a proper end to the HTTP layer.
+    let reply = Reply::sse(vec![
+        start("m"),
+        text_start(0),
+        text(0, "fine so far"),
+        Chunk::Bytes(HALF_EVENT.to_vec()),
+        Chunk::Close,
+    ]);
+    let (_, events) = run_one(vec![reply], hello()).await;
+    let m = error_of(&events);
+    assert!(m.transient.is_some(), "retried, not final: {m:?}");
+    assert!(m.stream_broken);
+    let msg = m.error_message.clone().unwrap();
+    assert!(msg.contains("in the middle of an event"), "{msg}");
+    assert!(!msg.contains("malformed"), "{msg}");
+    assert_eq!(m.text(), "fine so far");
+}
+
+#[tokio::test]
+async fn a_chunked_body_that_ends_inside_an_event_is_a_dropped_stream() {
+    // The body's framing ends properly, but inside an event (a proxy that gave up).
+    let reply = Reply::sse(vec![
+        start("m"),
+        text_start(0),
+        text(0, "fine so far"),
+        Chunk::Bytes(HALF_EVENT.to_vec()),
+    ]);
+    let (_, events) = run_one(vec![reply], hello()).await;
+    let m = error_of(&events);
+    assert!(m.transient.is_some(), "{m:?}");
+    assert!(
+        m.error_message
+            .as_deref()
+            .unwrap()
+            .contains("in the middle of an event"),
+        "{m:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_last_whole_line_without_its_blank_line_still_counts() {
+    let mut reply = text_reply(&["all ", "here"], "end_turn");
+    // `message_stop` ends the body without the blank line after it.
+    reply.chunks.pop();
+    reply.chunks.push(Chunk::Bytes(
+        b"event: message_stop\ndata: {\"type\": \"message_stop\"}".to_vec(),
+    ));
+    reply.chunks.push(Chunk::Close);
+    let (_, events) = run_one(vec![reply], hello()).await;
+    let m = terminal(&events);
+    assert_eq!(m.stop_reason, StopReason::Stop, "{m:?}");
+    assert_eq!(m.text(), "all here");
+}
+
+/// `bytes` one at a time, `gap` apart.
+fn trickle(bytes: &[u8], gap: Duration) -> Vec<Chunk> {
+    bytes
+        .iter()
+        .flat_map(|b| [Chunk::Delay(gap), Chunk::Bytes(vec![*b])])
+        .collect()
+}
+
+#[tokio::test]
+async fn bytes_trickling_in_without_a_whole_event_time_out_like_silence() {
+    // The rest of a proper reply, a byte every 40 ms: it would take seconds, and each byte
+    // comes well within the idle timeout, but no event completes within it.
+    let rest = "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": {\"type\": \"text_delta\", \"text\": \" slowly\"}}\n\n";
+    let mut chunks = vec![start("m"), text_start(0), text(0, "quick")];
+    chunks.extend(trickle(rest.as_bytes(), Duration::from_millis(40)));
+    chunks.extend([block_stop(0), message_delta("end_turn", 3), message_stop()]);
+    let server = TestServer::start(vec![Reply::sse(chunks)]).await;
+    let providers =
+        http_providers(&server, "anthropic").with_idle_timeout(Duration::from_millis(400));
+    let events = support::collect(&providers, hello()).await;
+    let m = error_of(&events);
+    assert!(m.transient.is_some());
+    assert_eq!(m.text(), "quick");
+    let msg = m.error_message.unwrap();
+    assert!(
+        msg.contains("no complete event from the provider in 0.4 s"),
+        "{msg}"
+    );
+    assert!(msg.contains("idle_timeout_secs"), "{msg}");
+}
+
+#[tokio::test]
+async fn keep_alive_comments_keep_a_quiet_stream_open() {
+    // Nothing but comments for longer than the idle timeout, then the answer.
+    let mut chunks = vec![start("m")];
+    for _ in 0..15 {
+        chunks.push(Chunk::Delay(Duration::from_millis(100)));
+        chunks.push(Chunk::Bytes(b": still thinking\n".to_vec()));
+    }
+    chunks.extend(text_reply(&["done"], "end_turn").chunks.into_iter().skip(1));
+    let server = TestServer::start(vec![Reply::sse(chunks)]).await;
+    let providers = http_providers(&server, "anthropic").with_idle_timeout(Duration::from_secs(1));
+    let events = support::collect(&providers, hello()).await;
+    let m = terminal(&events);
+    assert_eq!(m.stop_reason, StopReason::Stop, "{m:?}");
+    assert_eq!(m.text(), "done");
+}
+
 #[tokio::test]
 async fn invalid_tool_argument_json_ends_the_call_with_the_parse_error() {
     let reply = Reply::sse(vec![
@@ -946,7 +1054,7 @@ async fn an_idle_stream_times_out_as_transient() {
     let m = error_of(&events);
     assert!(m.transient.is_some());
     assert_eq!(m.text(), "waiting");
-    assert!(m.error_message.unwrap().contains("no data"));
+    assert!(m.error_message.unwrap().contains("no complete event"));
     assert!(began.elapsed() < Duration::from_secs(5));
 }
 

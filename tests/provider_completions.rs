@@ -257,7 +257,7 @@ async fn an_idle_stream_times_out_as_transient() {
     let m = last_message(&collect(&p, request("ollama", "q")).await);
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(m.transient.is_some());
-    assert!(m.error_message.unwrap().contains("no data"));
+    assert!(m.error_message.unwrap().contains("no complete event"));
 }
 
 #[tokio::test]

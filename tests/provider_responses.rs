@@ -1041,7 +1041,7 @@ async fn an_idle_stream_fails_transiently_after_the_idle_timeout() {
     assert!(e.transient.is_some());
     assert_eq!(e.text(), "Hi");
     assert!(
-        error_text(e).contains("no data from the provider"),
+        error_text(e).contains("no complete event from the provider"),
         "{}",
         error_text(e)
     );

@@ -157,6 +157,14 @@ impl ToolsConfig {
     }
 }
 
+/// `[rpc]`: limits of `pi --mode rpc`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct RpcConfig {
+    /// The longest command line read; a longer one gets an error response and is skipped.
+    pub max_line_bytes: Option<Positive>,
+}
+
 /// The merged configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -165,7 +173,7 @@ pub struct Config {
     pub model: Option<String>,
     /// Default thinking level.
     pub thinking: Option<String>,
-    /// Seconds without data before a stream counts as dropped.
+    /// Seconds without a complete event before a stream counts as dropped.
     pub idle_timeout_secs: Option<u64>,
     /// Seconds to wait for a provider's response headers after sending a request.
     pub response_timeout_secs: Option<u64>,
@@ -210,6 +218,7 @@ pub struct Config {
     pub compaction: CompactionConfig,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
+    pub rpc: RpcConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[mcp_servers.NAME]`, kept as written: `crate::mcp::config` reads them, and a mistake
     /// in one is a warning rather than a failed start.
@@ -323,6 +332,7 @@ const TOP_KEYS: &[&str] = &[
     "retry",
     "compaction",
     "tools",
+    "rpc",
     "providers",
     "mcp_servers",
 ];
@@ -345,6 +355,7 @@ const APPROVAL_KEYS: &[&str] = &["mode", "allow", "deny"];
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
 const COMPACTION_KEYS: &[&str] = &["enabled", "reserve_tokens", "keep_recent_tokens"];
 const TOOLS_ENV_KEYS: &[&str] = &["exclude", "include"];
+const RPC_KEYS: &[&str] = &["max_line_bytes"];
 const TOOLS_KEYS: &[&str] = &[
     "env",
     "max_lines",
@@ -405,6 +416,9 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
         if let Some(toml::Value::Table(e)) = t.get("env") {
             unknown_keys(e, TOOLS_ENV_KEYS, "tools.env.", file, out);
         }
+    }
+    if let Some(toml::Value::Table(r)) = table.get("rpc") {
+        unknown_keys(r, RPC_KEYS, "rpc.", file, out);
     }
     if let Some(toml::Value::Table(ps)) = table.get("providers") {
         for (name, p) in ps {

@@ -6,6 +6,12 @@
 //! arrived; rate limits, overloads, server errors, connection failures, dropped streams and idle
 //! streams are marked transient (with the server's `Retry-After` when it gave one) so the loop
 //! can retry them; client errors (400, 401, 403, ...) are not, and show the provider's message.
+//!
+//! A stream ends in one of three ways besides its proper end. The connection breaks (a read
+//! error, or a clean close in the middle of an event: the event's start cannot be decoded, but
+//! that is the cut's doing, not a malformed event): a dropped stream. No complete event (nor a
+//! keep-alive comment) arrives for the idle timeout, however many bytes trickle in meanwhile:
+//! an idle stream. A whole event that does not decode: a protocol error, final.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -85,7 +91,8 @@ fn httpdate_to_unix(s: &str) -> Option<u64> {
 #[derive(Clone)]
 pub struct HttpSettings {
     pub client: reqwest::Client,
-    /// A stream with no bytes for this long is treated as dropped.
+    /// A stream with no complete event (nor keep-alive comment) for this long is treated as
+    /// dropped.
     pub idle_timeout: Duration,
     /// A server that sends no response headers for this long after the request is treated as
     /// not answering.
@@ -151,8 +158,8 @@ struct Call {
     secrets: Vec<String>,
     idle_timeout: Duration,
     response_timeout: Duration,
-    /// Fires when no headers came within `response_timeout`, then when nothing arrived for
-    /// `idle_timeout` (reset by every chunk).
+    /// Fires when no headers came within `response_timeout`, then when no event completed for
+    /// `idle_timeout` (reset by every complete event or comment, not by bytes alone).
     idle: Pin<Box<tokio::time::Sleep>>,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     coalescer: Coalescer,
@@ -392,13 +399,19 @@ impl Call {
     /// The body ended.
     fn ended(&mut self) {
         let (decoder, out, saw_event) = (&mut self.decoder, &mut self.out, &mut self.saw_event);
+        // An event dispatched now lacked its blank line: the body stopped inside it. Some
+        // servers end that way after a whole last line (`data: [DONE]`), so it is decoded; one
+        // that does not decode was cut short, which is a dropped stream.
         self.parser.finish_with(|ev| {
             *saw_event = true;
             if out.is_finished() {
                 return;
             }
-            if let Err(e) = decoder.event(ev, out) {
-                out.fail_broken(&e, None);
+            if decoder.event(ev, out).is_err() {
+                out.fail_broken(
+                    "stream read error: the provider closed the connection in the middle of an event",
+                    transient(None),
+                );
             }
         });
         if !self.saw_event && !self.out.is_finished() {
@@ -487,8 +500,11 @@ impl Call {
             }
             Phase::Reading(body) => match body.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    self.reset_idle();
+                    let before = self.parser.progress();
                     self.chunk(&chunk);
+                    if self.parser.progress() != before {
+                        self.reset_idle();
+                    }
                     self.coalescer.chunk(std::time::Instant::now());
                     Poll::Ready(())
                 }
@@ -512,7 +528,10 @@ impl Call {
                     ready!(self.idle.as_mut().poll(cx));
                     let secs = self.idle_timeout.as_secs_f64();
                     self.out.fail_broken(
-                        &format!("stream read error: no data from the provider for {secs:.1} s"),
+                        &format!(
+                            "stream read error: no complete event from the provider in {secs:.1} s \
+                             (idle_timeout_secs in the config)"
+                        ),
                         transient(None),
                     );
                     *phase = Phase::Finished;

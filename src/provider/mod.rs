@@ -41,8 +41,8 @@ pub fn process_env() -> EnvLookup {
     Arc::new(|k| std::env::var(k).ok())
 }
 
-/// Default for [`Providers::with_idle_timeout`]: five minutes without a byte is a dropped
-/// stream.
+/// Default for [`Providers::with_idle_timeout`]: five minutes without a complete event is a
+/// dropped stream.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default for [`Providers::with_response_timeout`]: a server that sends no response headers

@@ -4,6 +4,11 @@
 //! split anywhere, even inside a UTF-8 character or a CRLF) and it yields each complete event
 //! once its blank line arrives. Comments (`:` lines) are skipped, multi-line `data` is joined
 //! with `\n`, and `\r\n`, `\n` and `\r` all end lines, as the SSE standard says.
+//!
+//! [`SseParser::progress`] counts what shows the server is alive: dispatched events and
+//! comment lines (the keep-alives some servers send while a model thinks). Bytes that trickle
+//! in without completing either are not progress, so an idle timeout measured on it ends a
+//! stalled stream however slowly the bytes come.
 
 /// One dispatched event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,6 +28,8 @@ pub struct SseParser {
     has_data: bool,
     /// A `\r` ended the last chunk: a `\n` starting the next one belongs to it.
     pending_cr: bool,
+    /// Events dispatched and comment lines read so far.
+    progress: u64,
 }
 
 impl SseParser {
@@ -65,6 +72,12 @@ impl SseParser {
         self.buf.extend_from_slice(&chunk[start..]);
     }
 
+    /// Events dispatched and comment lines read so far: it changes whenever the server
+    /// completed something.
+    pub fn progress(&self) -> u64 {
+        self.progress
+    }
+
     /// The stream ended: dispatch a final event that lacked its blank line.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
         self.finish_with(|e| out.push(e.clone()));
@@ -85,6 +98,7 @@ impl SseParser {
             return;
         }
         if line[0] == b':' {
+            self.progress += 1;
             return;
         }
         let (field, value) = match memchr::memchr(b':', line) {
@@ -112,6 +126,7 @@ impl SseParser {
 
     fn dispatch(&mut self, on_event: &mut impl FnMut(&SseEvent)) {
         if self.has_data {
+            self.progress += 1;
             on_event(&self.current);
             self.current.data.clear();
         }
@@ -184,6 +199,23 @@ mod tests {
                 data: "a\u{fffd}b".into()
             }]
         );
+    }
+
+    #[test]
+    fn progress_counts_whole_events_and_comments_not_bytes() {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for b in b"data: {\"a\":1}\n" {
+            p.feed(&[*b], &mut out);
+        }
+        assert_eq!(p.progress(), 0, "a line of an event is not progress yet");
+        p.feed(b"\n", &mut out);
+        assert_eq!(p.progress(), 1);
+        p.feed(b": keep-alive", &mut out);
+        assert_eq!(p.progress(), 1, "an unfinished comment is not progress");
+        p.feed(b"\n\n\n", &mut out);
+        assert_eq!(p.progress(), 2, "blank lines alone are not progress");
+        assert_eq!(out.len(), 1);
     }
 
     #[test]

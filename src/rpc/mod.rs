@@ -4,10 +4,12 @@
 //! Commands arrive as JSON lines on stdin ([`framing`] splits on LF only, so U+2028/U+2029 in
 //! strings stay inside their record); each gets one `response` line carrying its `id`,
 //! `command` and `success` (with `data` or `error`), and every agent event is written as in
-//! JSON mode, flushed as it happens ([`output`]). A malformed line, an
-//! unknown command, a prompt during a run without `streamingBehavior`: each is answered with
-//! `success: false` and the loop goes on. When stdin closes, a running turn is aborted, the
-//! session is flushed and pi exits 0. [`commands`] maps each command onto the host.
+//! JSON mode, flushed as it happens ([`output`]). A malformed line, a line longer than
+//! `[rpc] max_line_bytes`, an unknown command, a prompt during a run without
+//! `streamingBehavior`: each is answered with `success: false` and the loop goes on. When stdin
+//! closes, a running turn is aborted, the session is flushed (MCP servers are stopped) and pi
+//! exits 0; SIGTERM, SIGHUP and SIGINT end it the same way, with 143, 129 and 130.
+//! [`commands`] maps each command onto the host.
 
 pub mod commands;
 pub mod framing;
@@ -33,20 +35,37 @@ pub async fn run(mut options: setup::Options) -> u8 {
         eprintln!("pi: warning: {}", visible(w));
     }
     let mut out = output::Output::start();
-    let mut input = framing::read_stdin();
+    let limit = started
+        .info
+        .config
+        .rpc
+        .max_line_bytes
+        .map_or(framing::DEFAULT_MAX_LINE_BYTES, |p| p.0);
+    let mut input = framing::read_stdin(limit);
     let mut client = started.client;
     let mut session = commands::Session::new(started.info, client.commands.clone());
+    let signal = next_signal();
+    tokio::pin!(signal);
+    let mut code = 0;
     loop {
         tokio::select! {
             line = input.recv() => match line {
-                Some(line) => {
+                Some(framing::Input::Line(line)) => {
                     for reply in session.handle_line(&line).await {
                         out.line(&reply);
                     }
                     out.flush();
                 }
+                Some(framing::Input::TooLong { bytes, limit }) => {
+                    out.line(&too_long(bytes, limit));
+                    out.flush();
+                }
                 None => break,
             },
+            signalled = &mut signal => {
+                code = signalled;
+                break;
+            }
             Some(RunEvent { event, run }) = client.events.recv() => {
                 let replies = session.observe(run, &event);
                 if let Ok(text) = serde_json::to_string(&event) {
@@ -80,8 +99,42 @@ pub async fn run(mut options: setup::Options) -> u8 {
     }
     out.flush();
     match closed {
+        _ if code != 0 => code,
         Some(c) if c.unsaved.is_some() => 1,
         _ => 0,
+    }
+}
+
+/// The `parse` error for a line over the limit.
+fn too_long(bytes: usize, limit: usize) -> String {
+    use crate::tools::truncate::{format_size, limit_size};
+    response(
+        &None,
+        "parse",
+        Err(format!(
+            "Failed to parse command: the line is {} ({bytes} bytes), longer than the {} \
+             a command may be ([rpc] max_line_bytes in config.toml); it was skipped",
+            format_size(bytes as u64),
+            limit_size(limit)
+        )),
+    )
+}
+
+/// The exit code of the first of SIGTERM (143), SIGHUP (129) or SIGINT (130).
+async fn next_signal() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    async fn wait(kind: SignalKind) {
+        match signal(kind) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    }
+    tokio::select! {
+        _ = wait(SignalKind::terminate()) => 143,
+        _ = wait(SignalKind::hangup()) => 129,
+        _ = wait(SignalKind::interrupt()) => 130,
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! Each incoming connection gets the next scripted [`Reply`]: a status, headers, and body
 //! chunks sent with chunked transfer encoding, so SSE arrives piece by piece exactly as a real
-//! API sends it. A reply can pause, stall until the client hangs up (recording when), or drop
-//! the connection mid-body. Every request is recorded (method, path, headers, JSON body).
+//! API sends it. A reply can pause, stall until the client hangs up (recording when), drop
+//! the connection mid-body, or run until the connection closes (no framing, so the close looks
+//! like a proper end). Every request is recorded (method, path, headers, JSON body).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,6 +23,10 @@ pub enum Chunk {
     Disconnect,
     /// Wait until the test opens the gate: a reply paced by what the test has seen.
     Gate(Gate),
+    /// Close the socket where a body without length ends. A reply holding this is sent
+    /// without chunked framing (its body runs until the connection closes), so the client
+    /// sees a clean end wherever the close falls: a cut it cannot tell from a proper end.
+    Close,
 }
 
 /// A point a scripted reply waits at until the test calls [`Gate::open`] (which may come
@@ -286,19 +291,27 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
         state.lock().unwrap().close_delays.push(since.elapsed());
         return Ok(());
     }
+    let framed = !reply.chunks.iter().any(|c| matches!(c, Chunk::Close));
     let mut out = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
     for (k, v) in &reply.headers {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
-    out.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    if framed {
+        out.push_str("transfer-encoding: chunked\r\n");
+    }
+    out.push_str("connection: close\r\n\r\n");
     sock.write_all(out.as_bytes()).await?;
     for chunk in reply.chunks {
         match chunk {
-            Chunk::Bytes(b) => {
+            Chunk::Bytes(b) if framed => {
                 sock.write_all(format!("{:x}\r\n", b.len()).as_bytes())
                     .await?;
                 sock.write_all(&b).await?;
                 sock.write_all(b"\r\n").await?;
+                sock.flush().await?;
+            }
+            Chunk::Bytes(b) => {
+                sock.write_all(&b).await?;
                 sock.flush().await?;
             }
             Chunk::Delay(d) => tokio::time::sleep(d).await,
@@ -307,6 +320,10 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
                 g.0.notified().await;
             }
             Chunk::Disconnect => return Ok(()),
+            Chunk::Close => {
+                sock.shutdown().await?;
+                return Ok(());
+            }
             Chunk::Stall => {
                 sock.flush().await?;
                 state.lock().unwrap().stalls += 1;
