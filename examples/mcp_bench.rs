@@ -106,6 +106,7 @@ async fn measure(label: &str, peer: Peer<RoleClient>, calls: usize) {
     let link = Arc::new(Link::new(
         "bench".into(),
         Duration::from_secs(60),
+        Default::default(),
         peer.clone(),
     ));
     let adapter = McpTool::new("mcp__bench__echo".into(), &echo_tool(), link);

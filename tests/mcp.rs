@@ -33,6 +33,7 @@ fn env() -> Environment {
         vars: vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())],
         lookup: Arc::new(|k| (k == "TEST_MCP_TOKEN").then(|| "sekrit".to_string())),
         cwd: std::env::temp_dir(),
+        limits: Default::default(),
     }
 }
 
@@ -95,7 +96,7 @@ async fn stdio_tools_are_listed_with_names_and_schemas() {
     ] {
         assert!(names.contains(&n.to_string()), "{names:?}");
     }
-    assert_eq!(names.len(), 12, "{names:?}");
+    assert_eq!(names.len(), 13, "{names:?}");
     for n in &names {
         assert!(n.len() <= 64 && n.starts_with("mcp__t__"), "{n}");
         assert!(
@@ -211,6 +212,67 @@ async fn a_server_that_crashes_mid_call_gives_an_error_result_and_a_notice() {
     assert!(n.contains("`t` stopped"), "{n}");
     assert!(m.tools().is_empty(), "a dead server's tools are withdrawn");
     assert!(matches!(&m.status()[0].state, ServerState::Failed(w) if w.starts_with("stopped")));
+}
+
+/// The big tool's reply over a limit of 1 MiB fails the call at once (not after the 600 s tool
+/// timeout), says so, and leaves the server working.
+async fn a_reply_over_the_limit_fails_at_once(m: &McpManager, prefix: &str) {
+    let big = tool(m, &format!("{prefix}big"));
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        call(&big, json!({"bytes": 2_000_000})),
+    )
+    .await
+    .expect("the call waited instead of failing")
+    .unwrap();
+    assert!(out.is_error, "{out:?}");
+    let text = text_of(&out);
+    assert!(text.contains("max_reply_bytes"), "{text}");
+    assert!(text.contains("1 MB"), "{text}");
+    // Within the limit, the text is cut to the tools' output limits with the usual notice.
+    let out = call(&big, json!({"bytes": 500_000})).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+    let text = text_of(&out);
+    assert!(text.len() < 52 * 1024, "{}", text.len());
+    assert!(text.starts_with("line        1 ---"), "{text:.100}");
+    assert!(
+        text.ends_with(
+            "[Lines 1-512 of 5000 shown (50 KB limit). The rest of the result (488.3 KB in all) \
+             was left out: ask the tool for less, such as a narrower query, a page or a range.]"
+        ),
+        "{}",
+        &text[text.len() - 300..]
+    );
+    let out = call(
+        &tool(m, &format!("{prefix}echo")),
+        json!({"text": "still here"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text_of(&out), "still here");
+}
+
+#[tokio::test]
+async fn a_stdio_reply_over_the_size_limit_is_an_error_at_once() {
+    let m = started(&stdio_toml(
+        "t",
+        "normal",
+        "tool_timeout_sec = 600\nmax_reply_bytes = 1048576",
+    ))
+    .await;
+    a_reply_over_the_limit_fails_at_once(&m, "mcp__t__").await;
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn an_http_reply_over_the_size_limit_is_an_error_at_once() {
+    let url = start_http().await;
+    let m = started(&format!(
+        "[mcp_servers.web]\nurl = \"{url}\"\ntool_timeout_sec = 600\nmax_reply_bytes = 1048576\n"
+    ))
+    .await;
+    a_reply_over_the_limit_fails_at_once(&m, "mcp__web__").await;
+    m.shutdown();
 }
 
 #[tokio::test]

@@ -10,8 +10,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::binary_home;
 use support::server::{Chunk, Reply, TestServer, chunk, tags, text_reply};
-use support::{binary_home, run_pi};
 
 /// Not a test: the stdio MCP server, when this binary is re-run as one.
 #[test]
@@ -34,11 +34,21 @@ fn json_lines(stdout: &[u8]) -> Vec<Value> {
 async fn json_run(server: &TestServer, config: &str, prompt: &str) -> (Vec<Value>, String) {
     let home = binary_home("streams");
     std::fs::write(home.join("agent/config.toml"), config).unwrap();
-    let env = [("OLLAMA_HOST", server.url.as_str())];
-    let args = ["--mode", "json", prompt];
-    let out = tokio::time::timeout(Duration::from_secs(60), run_pi(&home, &env, &args))
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", &server.url)
+        .current_dir(home.join("project"))
+        .args(["--mode", "json", prompt])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), run)
         .await
-        .expect("pi still running after 60 s");
+        .expect("pi still running after 60 s")
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{stderr}");
     let _ = std::fs::remove_dir_all(&home);
@@ -218,4 +228,182 @@ async fn an_rpc_line_past_the_limit_is_refused_and_the_next_command_answered() {
     assert_eq!(seen[1]["id"], "after");
     assert_eq!(seen[1]["success"], true);
     let _ = std::fs::remove_dir_all(&home);
+}
+
+/// A unique number for names of processes and folders.
+fn unique() -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("{}{n:03}", std::process::id())
+}
+
+/// A stdio MCP server `name` (this test binary) in `mode`, started by a shell that first puts
+/// a helper in the background (`sleep HELPER`, in the server's process group), then becomes
+/// the server; `marker` is in the server's command line.
+fn server_with_helper(name: &str, mode: &str, helper: &str, marker: &str) -> String {
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    format!(
+        r#"
+[mcp_servers.{name}]
+command = "sh"
+args = ["-c", "sleep {helper} </dev/null >/dev/null 2>&1 & exec \"$0\" {entry} --exact --nocapture --test-threads=1 {marker} 3>&1 1>&2", {exe:?}]
+env = {{ {server} = "1", {mode_env} = "{mode}" }}
+"#,
+        entry = mcp_support::ENTRY_TEST,
+        server = mcp_support::SERVER_ENV,
+        mode_env = mcp_support::MODE_ENV,
+    )
+}
+
+/// Wait (at most 20 s) until `done` holds, looking every 20 ms.
+async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let found = async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(20), found)
+        .await
+        .is_err()
+    {
+        panic!("waited in vain for {what}");
+    }
+}
+
+/// Kill every process whose command line holds `marker` (cleaning up after a test).
+fn kill_all(marker: &str) {
+    for dir in support::running_with(marker) {
+        if let Some(pid) = dir.rsplit('/').next().and_then(|p| p.parse::<i32>().ok()) {
+            // SAFETY: a plain system call on a pid we just found.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+#[tokio::test]
+async fn mcp_servers_and_their_helpers_end_with_pi() {
+    let id = unique();
+    let (helper, marker) = (format!("900.{id}"), format!("pi-mcp-marker-{id}"));
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("fine")]).await;
+    // `linger`: the server stays after its stdin closes; only a signal ends it.
+    let config = server_with_helper("t", "linger", &helper, &marker);
+    let (lines, stderr) = json_run(&server, &config, "hello").await;
+    assert_eq!(final_text(&lines), "fine");
+    assert!(!stderr.contains("failed to start"), "{stderr}");
+    wait_until("the server and its helper to end", || {
+        support::running_with(&marker).is_empty() && support::running_with(&helper).is_empty()
+    })
+    .await;
+}
+
+/// `pi --mode rpc` with `config`, its MCP server and the server's helper running.
+async fn rpc_with_server(config: &str, helper: &str, marker: &str) -> tokio::process::Child {
+    let home = binary_home("rpc-mcp");
+    std::fs::write(home.join("agent/config.toml"), config).unwrap();
+    let pi = rpc_pi(&home);
+    wait_until("the MCP server and its helper", || {
+        !support::running_with(marker).is_empty() && !support::running_with(helper).is_empty()
+    })
+    .await;
+    pi
+}
+
+#[tokio::test]
+async fn sigterm_to_rpc_mode_stops_the_mcp_server_group() {
+    let id = unique();
+    let (helper, marker) = (format!("901.{id}"), format!("pi-mcp-marker-{id}"));
+    let config = server_with_helper("t", "linger", &helper, &marker);
+    let mut pi = rpc_with_server(&config, &helper, &marker).await;
+    let pid = pi.id().unwrap() as i32;
+    // SAFETY: a plain system call on our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let status = tokio::time::timeout(Duration::from_secs(20), pi.wait())
+        .await
+        .expect("pi still running 20 s after SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(143));
+    wait_until("the server and its helper to end", || {
+        support::running_with(&marker).is_empty() && support::running_with(&helper).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_killed_pi_takes_its_mcp_server_along() {
+    let id = unique();
+    let (helper, marker) = (format!("902.{id}"), format!("pi-mcp-marker-{id}"));
+    let config = server_with_helper("t", "linger", &helper, &marker);
+    let mut pi = rpc_with_server(&config, &helper, &marker).await;
+    pi.start_kill().unwrap();
+    pi.wait().await.unwrap();
+    // The kernel's death signal ends the server even though pi could do nothing. (A helper
+    // the server started is not reached that way; this test cleans it up.)
+    wait_until("the server to end", || {
+        support::running_with(&marker).is_empty()
+    })
+    .await;
+    kill_all(&helper);
+}
+
+#[tokio::test]
+async fn mcp_replies_over_the_limit_fail_at_once_and_large_ones_are_cut() {
+    // The model asks two servers for 20 MB each: one with the default limit (16 MiB), one
+    // allowing 32 MiB. Neither may make the run wait for its (long) tool timeout.
+    let calls = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [
+                {"index": 0, "id": "call_a", "function": {"name": "mcp__strict__big", "arguments": "{\"bytes\": 20000000}"}},
+                {"index": 1, "id": "call_b", "function": {"name": "mcp__roomy__big", "arguments": "{\"bytes\": 20000000}"}}
+            ]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        support::server::raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![tags("qwen3:8b"), calls, text_reply("done")]).await;
+    let config = format!(
+        "{}{}",
+        mcp_support::stdio_toml("strict", "normal", "tool_timeout_sec = 600"),
+        mcp_support::stdio_toml(
+            "roomy",
+            "normal",
+            "tool_timeout_sec = 600\nmax_reply_bytes = 33554432"
+        ),
+    );
+    let (lines, _) = json_run(&server, &config, "fetch both").await;
+    assert_eq!(final_text(&lines), "done");
+    let chats: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .collect();
+    assert_eq!(chats.len(), 2);
+    let results: Vec<String> = chats[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(results.len(), 2);
+    let strict = &results[0];
+    assert!(
+        strict.contains("MCP server `strict`, tool `big`"),
+        "{strict}"
+    );
+    assert!(strict.contains("the reply was 19.3 MB"), "{strict}");
+    assert!(strict.contains("16 MB"), "{strict}");
+    assert!(strict.contains("max_reply_bytes"), "{strict}");
+    let roomy = &results[1];
+    assert!(
+        roomy.len() < 60_000,
+        "cut to the output limit: {}",
+        roomy.len()
+    );
+    assert!(roomy.contains("line        1 ---"), "{roomy:.200}");
+    assert!(
+        roomy.contains("[Lines 1-512 of 200000 shown (50 KB limit). The rest of the result (19.1 MB in all) was left out"),
+        "{}",
+        &roomy[roomy.len() - 300..]
+    );
 }

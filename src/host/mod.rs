@@ -768,7 +768,7 @@ impl Host {
     async fn close(&mut self) -> Closed {
         self.settle().await;
         if let Some(m) = &self.mcp {
-            m.shutdown();
+            m.stop().await;
         }
         let (saved, unsaved) = match self.recorder.take() {
             Some(task) => match task.finish().await {

@@ -1,28 +1,35 @@
 //! One connection to an MCP server through the official SDK (`rmcp`, client side).
 //!
-//! [`connect`] starts a stdio server as a child process (its stderr is kept, never shown on the
-//! terminal: the last lines explain a failure) or opens a streamable-HTTP session, does the
-//! initialize handshake and lists the tools. A [`Link`] is the live connection tools call
-//! through: each call has the server's tool timeout, stops at once on abort (dropping the
-//! request makes the SDK send `notifications/cancelled`), and fails cleanly when the server is
-//! gone.
+//! [`connect`] starts a stdio server as a child process ([`stdio`](super::stdio): its own process
+//! group, tied to pi; its stderr is kept, never shown on the terminal: the last lines explain a
+//! failure) or opens a streamable-HTTP session, does the initialize handshake and lists the
+//! tools. A [`Link`] is the live connection tools call through: each call has the server's tool
+//! timeout, stops at once on abort (dropping the request makes the SDK send
+//! `notifications/cancelled`), fails cleanly when the server is gone, and fails at once with
+//! [`CallError::TooLarge`] when the reply is over the server's `max_reply_bytes` (over stdio
+//! [`reply_limit`](super::reply_limit) sees to that). Over HTTP the SDK's body limits are set to
+//! the same number; the SDK then ends the reply's stream, and the call fails at once saying the
+//! reply could not be read, naming the limit among the possible causes (the SDK does not tell
+//! an oversized reply from a broken stream).
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, Transport};
+use super::reply_limit::TooLarge;
+use super::stdio;
+use crate::tools::process::ProcessGroup;
 
 /// Reads environment variables (the same shape as the provider's lookup).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -79,8 +86,7 @@ fn command(
         .current_dir(match cwd {
             Some(c) => session_cwd.join(c),
             None => session_cwd.to_path_buf(),
-        })
-        .kill_on_drop(true);
+        });
     cmd
 }
 
@@ -91,12 +97,14 @@ fn client_config() -> ClientConfig {
     )
 }
 
-/// Start (or reach) the server and list its tools. The caller bounds the time it may take.
+/// Start (or reach) the server and list its tools; a stdio server's process group goes to
+/// `spawned` as soon as it exists. The caller bounds the time it may take.
 pub async fn connect(
     config: &ServerConfig,
     base_env: &[(OsString, OsString)],
     lookup: &EnvLookup,
     session_cwd: &Path,
+    spawned: &(dyn Fn(ProcessGroup) + Send + Sync),
 ) -> Result<Connected, String> {
     let stderr = StderrTail::default();
     let service = match &config.transport {
@@ -107,10 +115,14 @@ pub async fn connect(
             cwd,
         } => {
             let cmd = command(program, args, env, cwd.as_deref(), base_env, session_cwd);
-            let (process, err) = TokioChildProcess::builder(cmd)
-                .stderr(Stdio::piped())
-                .spawn()
+            let stdio::Spawned {
+                transport: process,
+                stderr: err,
+            } = stdio::spawn(cmd, config.max_reply_bytes)
                 .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+            if let Some(g) = process.group() {
+                spawned(g);
+            }
             let reader = err.map(|err| {
                 let tail = stderr.clone();
                 tokio::spawn(async move {
@@ -136,7 +148,9 @@ pub async fn connect(
             bearer_token_env_var,
             headers,
         } => {
-            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .max_sse_event_size(config.max_reply_bytes)
+                .max_json_response_size(config.max_reply_bytes);
             if let Some(var) = bearer_token_env_var {
                 match lookup(var).filter(|t| !t.trim().is_empty()) {
                     Some(token) => http = http.auth_header(token.trim().to_string()),
@@ -193,6 +207,8 @@ pub enum CallError {
     Stopped(String),
     /// The server answered with a protocol error.
     Failed(String),
+    /// The reply was over the server's `max_reply_bytes`.
+    TooLarge(TooLarge),
 }
 
 impl std::fmt::Display for CallError {
@@ -206,6 +222,18 @@ impl std::fmt::Display for CallError {
             ),
             CallError::Stopped(why) => write!(f, "the server stopped: {why}"),
             CallError::Failed(why) => f.write_str(why),
+            CallError::TooLarge(t) => {
+                use crate::tools::truncate::{format_size, limit_size};
+                write!(
+                    f,
+                    "the reply was {} ({} bytes), more than the {} a reply from this server may \
+                     be (max_reply_bytes in its [mcp_servers] table); none of it was read. Ask \
+                     the tool for less (a narrower query, a page or a range)",
+                    format_size(t.bytes as u64),
+                    t.bytes,
+                    limit_size(t.limit)
+                )
+            }
         }
     }
 }
@@ -224,6 +252,10 @@ pub fn fmt_secs(d: Duration) -> String {
 pub struct Link {
     pub server: String,
     pub tool_timeout: Duration,
+    /// The output limits results are cut to.
+    pub limits: crate::tools::ToolLimits,
+    /// An HTTP server's `max_reply_bytes`.
+    http_reply_limit: Option<usize>,
     peer: Peer<RoleClient>,
     /// Fires when the connection ends; `stopped` then says why.
     closed: CancellationToken,
@@ -231,14 +263,27 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(server: String, tool_timeout: Duration, peer: Peer<RoleClient>) -> Self {
+    pub fn new(
+        server: String,
+        tool_timeout: Duration,
+        limits: crate::tools::ToolLimits,
+        peer: Peer<RoleClient>,
+    ) -> Self {
         Link {
             server,
             tool_timeout,
+            limits,
+            http_reply_limit: None,
             peer,
             closed: CancellationToken::new(),
             stopped: Mutex::new(None),
         }
+    }
+
+    /// The server is reached over HTTP with this reply limit.
+    pub fn with_http_reply_limit(mut self, bytes: usize) -> Self {
+        self.http_reply_limit = Some(bytes);
+        self
     }
 
     /// Mark the connection as ended (the first reason is kept). Running calls fail at once.
@@ -278,9 +323,22 @@ impl Link {
                 Err(_) => Err(CallError::TimedOut(self.tool_timeout)),
                 Ok(Ok(result)) => serde_json::to_value(&result)
                     .map_err(|e| CallError::Failed(format!("unreadable result: {e}"))),
-                Ok(Err(ServiceError::TransportClosed)) => Err(CallError::Stopped(
-                    self.stopped().unwrap_or_else(|| "the connection closed".into()),
-                )),
+                Ok(Err(ServiceError::TransportClosed)) => match (self.stopped(), self.http_reply_limit) {
+                    // The HTTP session is still there: only this reply's stream ended.
+                    (None, Some(limit)) => Err(CallError::Failed(format!(
+                        "the reply could not be read: its stream ended early (the server \
+                         closed it, or the reply was over the {} limit, max_reply_bytes in its \
+                         [mcp_servers] table)",
+                        crate::tools::truncate::limit_size(limit)
+                    ))),
+                    (why, _) => Err(CallError::Stopped(
+                        why.unwrap_or_else(|| "the connection closed".into()),
+                    )),
+                },
+                Ok(Err(ServiceError::McpError(e))) => match TooLarge::from_data(e.data.as_ref()) {
+                    Some(t) => Err(CallError::TooLarge(t)),
+                    None => Err(CallError::Failed(ServiceError::McpError(e).to_string())),
+                },
                 Ok(Err(e)) => Err(CallError::Failed(e.to_string())),
             },
         }

@@ -2,7 +2,8 @@
 //!
 //! A stdio server has `command` (with `args`, `env`, `cwd`); a streamable-HTTP server has `url`
 //! (with `bearer_token_env_var` and `http_headers`). Both take `enabled`, `startup_timeout_sec`
-//! (default 10), `tool_timeout_sec` (default 60), `enabled_tools` and `disabled_tools`.
+//! (default 10), `tool_timeout_sec` (default 60), `max_reply_bytes` (default 16 MiB: a longer
+//! reply fails its call at once), `enabled_tools` and `disabled_tools`.
 //!
 //! The tables arrive as raw TOML values (the config loader does not type-check them), so a
 //! mistake in one server never stops pi: that server is left out, or the bad key ignored, and a
@@ -16,6 +17,8 @@ use std::time::Duration;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Seconds a tool call may take, unless configured.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest reply (one JSON-RPC message) a server may send, unless configured.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = super::reply_limit::DEFAULT_MAX_REPLY_BYTES;
 
 /// How pi talks to a server.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +48,8 @@ pub struct ServerConfig {
     pub enabled: bool,
     pub startup_timeout: Duration,
     pub tool_timeout: Duration,
+    /// The largest reply the server may send, in bytes.
+    pub max_reply_bytes: usize,
     /// Only these tools (by the server's own names), when given.
     pub enabled_tools: Option<Vec<String>>,
     /// Never these tools.
@@ -87,6 +92,7 @@ const KEYS: &[&str] = &[
     "enabled",
     "startup_timeout_sec",
     "tool_timeout_sec",
+    "max_reply_bytes",
     "enabled_tools",
     "disabled_tools",
 ];
@@ -174,6 +180,7 @@ fn parse_one(
         enabled,
         startup_timeout: seconds(t, "startup_timeout_sec")?.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         tool_timeout: seconds(t, "tool_timeout_sec")?.unwrap_or(DEFAULT_TOOL_TIMEOUT),
+        max_reply_bytes: bytes(t, "max_reply_bytes")?.unwrap_or(DEFAULT_MAX_REPLY_BYTES),
         enabled_tools: strings(t, "enabled_tools")?,
         disabled_tools: strings(t, "disabled_tools")?.unwrap_or_default(),
     })
@@ -228,6 +235,23 @@ fn string_map(t: &toml::Table, key: &str) -> Result<BTreeMap<String, String>, St
     }
 }
 
+/// A byte count of at least 1 KiB.
+fn bytes(t: &toml::Table, key: &str) -> Result<Option<usize>, String> {
+    match t.get(key) {
+        None => Ok(None),
+        Some(toml::Value::Integer(n)) if *n >= 1024 => usize::try_from(*n)
+            .map(Some)
+            .map_err(|_| format!("`{key}` is too large")),
+        Some(toml::Value::Integer(n)) => Err(format!(
+            "`{key}` must be a number of bytes of at least 1024, not {n}"
+        )),
+        Some(other) => Err(format!(
+            "`{key}` must be a number of bytes, not {}",
+            other.type_str()
+        )),
+    }
+}
+
 fn seconds(t: &toml::Table, key: &str) -> Result<Option<Duration>, String> {
     let secs = match t.get(key) {
         None => return Ok(None),
@@ -278,6 +302,7 @@ bearer_token_env_var = "REMOTE_TOKEN"
 http_headers = { "X-Team" = "core" }
 startup_timeout_sec = 2.5
 tool_timeout_sec = 5
+max_reply_bytes = 1048576
 disabled_tools = ["delete"]
 enabled = false
 "#,
@@ -289,6 +314,7 @@ enabled = false
         assert!(docs.enabled);
         assert_eq!(docs.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
         assert_eq!(docs.tool_timeout, DEFAULT_TOOL_TIMEOUT);
+        assert_eq!(docs.max_reply_bytes, DEFAULT_MAX_REPLY_BYTES);
         assert!(docs.allows("search") && !docs.allows("other"));
         assert_eq!(docs.endpoint(), "npx -y docs-server");
         let Transport::Stdio { env, cwd, .. } = &docs.transport else {
@@ -300,6 +326,7 @@ enabled = false
         assert!(!remote.enabled);
         assert_eq!(remote.startup_timeout, Duration::from_millis(2500));
         assert_eq!(remote.tool_timeout, Duration::from_secs(5));
+        assert_eq!(remote.max_reply_bytes, 1_048_576);
         assert!(remote.allows("search") && !remote.allows("delete"));
         let Transport::Http {
             bearer_token_env_var,
@@ -321,6 +348,7 @@ enabled = false
         assert_eq!(names, ["docs", "tracker"]);
         assert_eq!(s[0].startup_timeout, DEFAULT_STARTUP_TIMEOUT);
         assert_eq!(s[0].tool_timeout, DEFAULT_TOOL_TIMEOUT);
+        assert_eq!(s[0].max_reply_bytes, DEFAULT_MAX_REPLY_BYTES);
     }
 
     #[test]
@@ -341,6 +369,9 @@ command = "x"
 startup_timeout_sec = -1
 [mcp_servers.badurl]
 url = "ftp://x"
+[mcp_servers.badsize]
+command = "x"
+max_reply_bytes = 0
 [mcp_servers.typo]
 command = "x"
 comand = "y"
@@ -361,6 +392,7 @@ enabled_tools = "all"
             "mcp_servers.badtype: `command` must be a string",
             "mcp_servers.badtimeout: `startup_timeout_sec`",
             "mcp_servers.badurl: `url` must start",
+            "mcp_servers.badsize: `max_reply_bytes` must be a number of bytes of at least 1024",
             "mcp_servers.typo: unknown key `comand`",
             "mcp_servers.typo: unknown key `url_headers`",
             "mcp_servers.typo.bearer_token_env_var: only for a `url` server",

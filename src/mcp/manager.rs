@@ -8,19 +8,32 @@
 //! returns once every server is ready or has failed). Failures (a missing command, a timeout,
 //! a server that dies) become notices on [`McpManager::take_notices`] and a `failed` state in
 //! [`McpManager::status`]; the rest of pi goes on.
+//!
+//! The manager knows each stdio server's process group from the moment it is started.
+//! [`McpManager::stop`] (pi closing, however it was asked to) sends every group SIGTERM, waits
+//! a moment for them to go, and kills what is left; if the manager is dropped without that,
+//! whatever is left is killed then. If pi itself is killed, the kernel's death signal (see
+//! [`stdio`](super::stdio)) stops each server.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{self, EnvLookup, Link, fmt_secs};
-use super::config::ServerConfig;
+use super::config::{ServerConfig, Transport};
 use super::naming;
 use super::tool::McpTool;
 use crate::agent::protocol::tool::AgentTool;
+use crate::tools::process::{ProcessGroup, Signal};
+
+/// How long [`McpManager::stop`] gives the servers' processes to leave after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How often it looks whether they have.
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// Where a server stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +82,24 @@ struct Inner {
     /// Serialises tool-list updates so the last one sent is the current one.
     publishing: Mutex<()>,
     shutdown: CancellationToken,
+    /// The process groups of the stdio servers started.
+    groups: Arc<Mutex<Vec<ProcessGroup>>>,
+}
+
+impl Inner {
+    fn groups(&self) -> Vec<ProcessGroup> {
+        lock(&self.groups).clone()
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for g in self.groups() {
+            if g.alive() {
+                g.signal(Signal::Kill);
+            }
+        }
+    }
 }
 
 /// The MCP servers of a session. Cheap to clone.
@@ -86,6 +117,8 @@ pub struct Environment {
     pub lookup: EnvLookup,
     /// The session's folder (a server's `cwd` is relative to it).
     pub cwd: PathBuf,
+    /// The tools' output limits, which results are cut to.
+    pub limits: crate::tools::ToolLimits,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -123,6 +156,7 @@ impl McpManager {
                 on_tools,
                 publishing: Mutex::new(()),
                 shutdown: CancellationToken::new(),
+                groups: Arc::new(Mutex::new(Vec::new())),
             }),
         };
         for (index, config) in servers.into_iter().enumerate() {
@@ -136,7 +170,9 @@ impl McpManager {
     /// Connect, offer the tools, then watch the connection until it ends or pi stops.
     async fn run_server(self, index: usize, config: ServerConfig, env: Environment) {
         let name = config.name.clone();
-        let connecting = client::connect(&config, &env.vars, &env.lookup, &env.cwd);
+        let groups = self.inner.groups.clone();
+        let spawned = move |g: ProcessGroup| lock(&groups).push(g);
+        let connecting = client::connect(&config, &env.vars, &env.lookup, &env.cwd, &spawned);
         let connected = tokio::select! {
             _ = self.inner.shutdown.cancelled() => return,
             r = tokio::time::timeout(config.startup_timeout, connecting) => match r {
@@ -152,11 +188,16 @@ impl McpManager {
                 ),
             },
         };
-        let link = Arc::new(Link::new(
+        let mut link = Link::new(
             name.clone(),
             config.tool_timeout,
+            env.limits,
             connected.service.peer().clone(),
-        ));
+        );
+        if matches!(config.transport, Transport::Http { .. }) {
+            link = link.with_http_reply_limit(config.max_reply_bytes);
+        }
+        let link = Arc::new(link);
         {
             let mut slots = lock(&self.inner.slots);
             let mut taken: Vec<String> = slots
@@ -261,9 +302,38 @@ impl McpManager {
         lock(&self.inner.notices_rx).take()
     }
 
-    /// Stop every server (child processes are killed, HTTP sessions dropped).
+    /// Stop every server: connections close (HTTP sessions are dropped) and every stdio
+    /// server's process group gets SIGTERM. [`McpManager::stop`] also waits for them.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
+        for g in self.inner.groups() {
+            g.signal(Signal::Term);
+        }
+    }
+
+    /// [`McpManager::shutdown`], then wait (at most two seconds) until every stdio server's
+    /// processes are gone, and kill those still there.
+    pub async fn stop(&self) {
+        self.shutdown();
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        loop {
+            let left: Vec<ProcessGroup> = self
+                .inner
+                .groups()
+                .into_iter()
+                .filter(|g| g.alive())
+                .collect();
+            if left.is_empty() {
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                for g in left {
+                    g.signal(Signal::Kill);
+                }
+                return;
+            }
+            tokio::time::sleep(STOP_POLL).await;
+        }
     }
 }
 
@@ -357,6 +427,7 @@ enabled = false
                 vars: vec![],
                 lookup: Arc::new(|_| None),
                 cwd: std::env::temp_dir(),
+                limits: Default::default(),
             },
             None,
         );

@@ -3,7 +3,8 @@
 //! The model sees `mcp__<server>__<tool>` (see [`naming`](super::naming)) with the server's
 //! input schema and description. Calls run exclusively (an MCP tool may change anything), are
 //! not stopped by steering, only by abort or the tool timeout, and every failure (a dead
-//! server, a timeout, a protocol error) is an error result the model can read, never a panic.
+//! server, a timeout, a protocol error, a reply over the size limit) is an error result the
+//! model can read, never a panic. A result's text is cut to the tools' output limits.
 
 use std::sync::Arc;
 
@@ -102,7 +103,11 @@ impl AgentTool for McpTool {
             }
         };
         match self.link.call(&self.remote, args, &call.cancel).await {
-            Ok(result) => Ok(content::to_output(&self.link.server, &self.remote, &result)),
+            Ok(result) => {
+                let mut out = content::to_output(&self.link.server, &self.remote, &result);
+                content::fit(&mut out, &self.link.limits);
+                Ok(out)
+            }
             Err(CallError::Aborted) => Err(ToolError::new("Aborted before the tool finished.")),
             Err(e) => Ok(ToolOutput::error(format!(
                 "MCP server `{}`, tool `{}`: {e}",

@@ -493,6 +493,7 @@ fn start_mcp(
     base: Vec<Arc<dyn AgentTool>>,
     servers: Vec<crate::mcp::ServerConfig>,
     vars: Vec<(OsString, OsString)>,
+    limits: crate::tools::ToolLimits,
     secrets: Secrets,
 ) -> Option<crate::mcp::McpManager> {
     if options.no_tools || servers.is_empty() {
@@ -514,6 +515,7 @@ fn start_mcp(
             vars,
             lookup: Arc::new(move |k| env(k)),
             cwd: options.cwd.clone(),
+            limits,
         },
         Some(on_tools),
     ))
@@ -707,6 +709,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         base_tools,
         mcp_servers,
         mcp_env,
+        config.tools.limits(),
         secrets.clone(),
     );
 

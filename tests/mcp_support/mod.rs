@@ -24,8 +24,9 @@ use serde_json::{Value, json};
 pub const ENTRY_TEST: &str = "stdio_server_entry";
 /// Set (to anything) in the child that serves.
 pub const SERVER_ENV: &str = "PI_MCP_TEST_SERVER";
-/// How the stdio server behaves: `normal`, `slow_start` (never finishes starting) or
-/// `die_at_start` (writes to stderr and exits).
+/// How the stdio server behaves: `normal`, `slow_start` (never finishes starting),
+/// `die_at_start` (writes to stderr and exits) or `linger` (stays after its stdin closes, as a
+/// careless server might, until a signal ends it).
 pub const MODE_ENV: &str = "PI_MCP_TEST_MODE";
 
 /// A 1×1 transparent PNG.
@@ -98,6 +99,11 @@ fn tools() -> Vec<Tool> {
             schema(empty.clone()),
         ),
         Tool::new(LONG_TOOL, "A long, odd name.", schema(empty)),
+        Tool::new(
+            "big",
+            "A text of `bytes` bytes, in lines of 100.",
+            schema(json!({"type": "object", "properties": {"bytes": {"type": "integer"}}})),
+        ),
     ]
 }
 
@@ -170,6 +176,7 @@ impl ServerHandler for TestHandler {
                 text(format!("auth={} team={}", h("authorization"), h("x-team")))
             }
             n if n == LONG_TOOL => text("long"),
+            "big" => text(big_text(args["bytes"].as_u64().unwrap_or(0) as usize)),
             other => {
                 return Err(McpError::invalid_params(
                     Cow::Owned(format!("no tool {other}")),
@@ -207,9 +214,27 @@ pub fn run_stdio_server() {
             .await
             .unwrap();
         let _ = running.waiting().await;
+        if mode == "linger" {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+        }
     });
     // Do not let libtest linger on other threads.
     std::process::exit(0);
+}
+
+/// `bytes` bytes of text: numbered lines of 100 bytes (the last one shorter).
+pub fn big_text(bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 100);
+    let mut n = 0;
+    while s.len() < bytes {
+        n += 1;
+        let line = format!("line {n:>8} ");
+        s.push_str(&line);
+        s.push_str(&"-".repeat(99 - line.len()));
+        s.push('\n');
+    }
+    s.truncate(bytes);
+    s
 }
 
 /// `[mcp_servers.NAME]` for the stdio server in `mode`, with `extra` TOML lines.
