@@ -108,9 +108,11 @@ async fn a_long_paste_shows_a_marker_and_is_sent_whole() {
     let mut pi = Pty::spawn(&home, &server, &[]);
     pi.wait_for("qwen3:8b");
     let pasted: String = (1..=120).map(|i| format!("pasted line {i}\n")).collect();
-    // Typed text and the paste in one read: crossterm's default (edge-triggered) reader kept
-    // the paste unread until the next key.
     pi.send(b"look: ");
+    // The paste comes after the typed text is on screen, as a person's would. (Text and a
+    // paste of over 1 KB in one read would leave the paste unread until the next key:
+    // crossterm's reader is edge-triggered and returns the first event of a full buffer.)
+    pi.wait_for("look:");
     pi.send(format!("\x1b[200~{pasted}\x1b[201~").as_bytes());
     let s = pi.wait_for("[paste #1 +120 lines]");
     assert!(!s.contains("pasted line 1"), "{s}");

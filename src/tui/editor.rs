@@ -56,12 +56,9 @@ pub struct Editor {
 /// What an empty editor shows.
 const PLACEHOLDER: &str = "Type a message · / for commands";
 
+/// A new text area (its own drawing is not used: see `editor_view`).
 fn fresh() -> TextArea<'static> {
-    let mut a = TextArea::default();
-    a.set_cursor_line_style(Style::default());
-    a.set_placeholder_text(PLACEHOLDER);
-    a.set_placeholder_style(Style::new().fg(super::theme::current().dim));
-    a
+    TextArea::default()
 }
 
 impl Default for Editor {
@@ -77,10 +74,6 @@ impl Default for Editor {
 }
 
 impl Editor {
-    pub fn textarea(&self) -> &TextArea<'static> {
-        &self.area
-    }
-
     /// Rows the editor takes at `width` columns: one per wrapped row, at most `max`.
     pub fn height(&self, width: u16, max: u16) -> u16 {
         let rows = View::height(self.area.lines(), usize::from(width), usize::from(max));
