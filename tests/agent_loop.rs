@@ -3670,3 +3670,58 @@ async fn dropping_an_aborted_stream_never_blocks_the_boundary() {
         .clone();
     assert_eq!(last.stop_reason, StopReason::Aborted);
 }
+
+#[tokio::test(start_paused = true)]
+async fn failed_and_aborted_replies_carry_an_error_id() {
+    use pi::agent::policy::error_id::{ABORTED, AUTH, DEADLINE, OTHER, RATE_LIMITED, TRANSIENT};
+    let last = |out: &pi::agent::engine::run::RunOutcome| {
+        out.context
+            .iter()
+            .rev()
+            .find_map(|m| m.as_assistant().cloned())
+            .unwrap()
+    };
+    // A provider error.
+    let p = scripts(vec![reply::error(&[], &[], "401 invalid x-api-key")]);
+    let (rec, out) = run(config(&p, vec![]), "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(last(&out).error_id, Some(AUTH));
+    assert_eq!(
+        rec.agent_end_messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .error_id,
+        Some(AUTH),
+        "what subscribers see carries it too"
+    );
+    // Retries used up on a rate limit.
+    let p = scripts(
+        (0..4)
+            .map(|_| reply::transient_error(&[], &[], "429 rate limited", None))
+            .collect(),
+    );
+    let (_, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
+    assert_eq!(last(&out.unwrap()).error_id, Some(RATE_LIMITED | TRANSIENT));
+    // An abort, and the deadline.
+    let p = scripts(vec![vec![Step::Stall]]);
+    let signal = AbortSignal::new();
+    signal.abort(AbortReason::Requested);
+    let (_, out) = run_with_signal(config(&p, vec![]), "go", vec![], signal).await;
+    assert_eq!(last(&out.unwrap()).error_id, Some(ABORTED));
+    let p = scripts(vec![vec![Step::Stall]]);
+    let mut c = config(&p, vec![]);
+    c.deadline = Some(TokioInstant::now() + Duration::from_secs(1));
+    let (_, out) = run(c, "go", vec![]).await;
+    assert_eq!(last(&out.unwrap()).error_id, Some(ABORTED | DEADLINE));
+    // A run the loop itself failed (an out-of-band failure).
+    let p = scripts(vec![vec![Step::Fail("the socket went away".into())]]);
+    let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
+    let failure = out.unwrap_err();
+    assert_eq!(last(&failure.outcome).error_id, Some(OTHER));
+    // A successful reply has none.
+    let p = scripts(vec![reply::text("fine")]);
+    let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
+    assert_eq!(last(&out.unwrap()).error_id, None);
+}
