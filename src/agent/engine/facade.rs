@@ -34,6 +34,7 @@ use crate::agent::protocol::hooks::{
 };
 use crate::agent::protocol::panic::contain;
 use crate::agent::protocol::stream::{LlmContext, Model, Provider, StreamEvent, ToolChoice};
+use crate::agent::protocol::summary::{RunCoverage, RunSummary};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::tool::{AgentTool, ToolSet};
 use crate::agent::protocol::types::{
@@ -940,5 +941,9 @@ impl LoopHooks for FacadeHooks {
 
     fn aside_messages(&self) -> Vec<AsideEntry> {
         self.user.aside_messages()
+    }
+
+    fn on_run_end(&self, summary: &RunSummary, coverage: &RunCoverage) {
+        self.user.on_run_end(summary, coverage)
     }
 }

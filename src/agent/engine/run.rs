@@ -355,6 +355,11 @@ impl Run {
             }
             None => (None, None),
         };
+        if let (Some(summary), Some(coverage)) = (&telemetry, &coverage) {
+            // Once per run, failed or not; a failing hook changes nothing.
+            let hooks = self.hooks.clone();
+            let _ = contain_sync(|| hooks.on_run_end(summary, coverage));
+        }
         let mut messages = std::mem::take(&mut self.compacted_away);
         messages.extend(self.context[self.first_new..].iter().cloned());
         self.sink.emit(AgentEvent::AgentEnd {
