@@ -1401,3 +1401,271 @@ async fn a_compaction_waits_behind_a_closed_pause_gate() {
     });
     assert!(summary.unwrap().summary.contains("the summary"));
 }
+
+// Host hooks, external events, side requests (§9.2) ------------------------------------------
+
+/// A hook that counts its calls.
+fn counting_hook(
+    n: &Arc<std::sync::atomic::AtomicUsize>,
+) -> pi::agent::engine::host_hooks::SignalHook {
+    let n = n.clone();
+    Arc::new(move |_signal| {
+        n.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {})
+    })
+}
+
+#[tokio::test]
+async fn dequeue_hooks_run_before_queues_are_read_and_are_removed_one_by_one() {
+    use std::sync::atomic::AtomicUsize;
+    let p = scripts(vec![
+        reply::text("first"),
+        reply::text("second"),
+        reply::text("third"),
+    ]);
+    let agent = agent(&p, vec![]);
+    // A hook may queue something itself: it is taken at the same boundary.
+    let a2 = agent.clone();
+    let fed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let f2 = fed.clone();
+    let feeder = agent.add_before_dequeue_hook(Arc::new(move |_signal| {
+        if !f2.swap(true, Ordering::SeqCst) {
+            a2.follow_up_text("from the hook");
+        }
+        Box::pin(async {})
+    }));
+    let counted = Arc::new(AtomicUsize::new(0));
+    let counter = agent.add_before_dequeue_hook(counting_hook(&counted));
+    let mut rx = agent.subscribe();
+    agent.prompt_text("go").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(p.request_count(), 2, "the hook's follow-up ran");
+    assert_eq!(
+        request_user_texts(&p.requests()[1]),
+        ["go", "from the hook"]
+    );
+    let before = counted.load(Ordering::SeqCst);
+    assert!(before > 0);
+    // Removed independently: the counter still runs, the feeder does not.
+    assert!(agent.remove_before_dequeue_hook(feeder));
+    assert!(!agent.remove_before_dequeue_hook(feeder), "already gone");
+    fed.store(false, Ordering::SeqCst);
+    agent.prompt_text("again").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(p.request_count(), 3, "nothing fed this time");
+    assert!(counted.load(Ordering::SeqCst) > before);
+    assert!(agent.remove_before_dequeue_hook(counter));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_passing_inside_a_dequeue_hook_leaves_the_follow_up_queued() {
+    let p = scripts(vec![reply::text("first"), reply::text("never")]);
+    let agent = agent(&p, vec![]);
+    agent.update_settings(|s| {
+        s.deadline = Some(tokio::time::Instant::now() + Duration::from_secs(1))
+    });
+    agent.follow_up_text("later");
+    let a2 = agent.clone();
+    agent.add_before_dequeue_hook(Arc::new(move |signal| {
+        // Slow once the first reply is in (at the boundary where the follow-up would be
+        // taken), and told when the run's deadline passes.
+        let slow = a2.messages().iter().any(|m| m.as_assistant().is_some());
+        Box::pin(async move {
+            if slow {
+                tokio::select! {
+                    _ = signal.cancelled() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+            }
+        })
+    }));
+    let mut rx = agent.subscribe();
+    agent.prompt_text("go").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(p.request_count(), 1);
+    assert_eq!(texts(&agent.peek_follow_up_queue()), ["later"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn continue_waits_for_dequeue_hooks_busy_and_abortable() {
+    let p = scripts(vec![reply::text("never")]);
+    let agent = agent(&p, vec![]);
+    agent
+        .replace_messages(vec![
+            AgentMessage::user("q"),
+            AgentMessage::from(Message::Assistant(
+                pi::agent::protocol::types::AssistantMessage {
+                    content: vec![pi::agent::protocol::types::ContentBlock::text("a")],
+                    ..Default::default()
+                },
+            )),
+        ])
+        .unwrap();
+    agent.follow_up_text("queued");
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let a2 = asked.clone();
+    agent.add_before_dequeue_hook(Arc::new(move |signal| {
+        let a2 = a2.clone();
+        Box::pin(async move {
+            a2.notify_one();
+            signal.cancelled().await;
+        })
+    }));
+    let mut rx = agent.subscribe();
+    agent.continue_run().unwrap();
+    tokio::time::timeout(WAIT, asked.notified())
+        .await
+        .expect("the hook is awaited");
+    assert_eq!(
+        agent.prompt_text("meanwhile"),
+        Err(AgentError::Busy),
+        "busy while the hook runs"
+    );
+    agent.abort(Some("changed my mind".into()));
+    let events = finish(&agent, &mut rx).await;
+    assert_eq!(kinds(&events), ["agent_start", "agent_end"]);
+    assert_eq!(p.request_count(), 0);
+    assert_eq!(
+        texts(&agent.peek_follow_up_queue()),
+        ["queued"],
+        "nothing taken"
+    );
+    assert_eq!(agent.state().error.as_deref(), Some("changed my mind"));
+    assert_eq!(agent.messages().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn model_call_hooks_run_with_the_run_signal_before_the_settings_are_read() {
+    let p = scripts(vec![reply::text("one"), reply::text("two")]);
+    let agent = agent(&p, vec![]);
+    let a2 = agent.clone();
+    let switch = agent.add_before_model_call_hook(Arc::new(move |_signal| {
+        a2.update_settings(|s| s.model = Model::new("other", "other-api", "model-2"));
+        Box::pin(async {})
+    }));
+    let mut rx = agent.subscribe();
+    agent.prompt_text("go").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(
+        p.requests()[0].model.id,
+        "model-2",
+        "applies to that very call"
+    );
+    assert!(agent.remove_before_model_call_hook(switch));
+
+    // The hook gets the run's signal: aborting the run ends its wait.
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let a2 = asked.clone();
+    agent.add_before_model_call_hook(Arc::new(move |signal| {
+        let a2 = a2.clone();
+        Box::pin(async move {
+            a2.notify_one();
+            signal.cancelled().await;
+        })
+    }));
+    agent.prompt_text("again").unwrap();
+    tokio::time::timeout(WAIT, asked.notified())
+        .await
+        .expect("the hook is awaited");
+    agent.abort(None);
+    let events = finish(&agent, &mut rx).await;
+    assert_eq!(count(&events, "agent_end"), 1);
+    assert_eq!(p.request_count(), 1, "no call after the abort");
+}
+
+#[tokio::test]
+async fn external_events_update_the_state_and_reach_subscribers() {
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "slow", json!({}))]),
+        reply::text("done"),
+        reply::text("next"),
+    ]);
+    let agent = agent(&p, vec![TestTool::sleeper("slow", 50).arc()]);
+    let mut rx = agent.subscribe();
+    let note = custom("note", "build finished", Some("agent"));
+    agent.emit_external_event(AgentEvent::MessageEnd {
+        message: note.clone(),
+    });
+    let e = rx.recv().await.unwrap();
+    assert_eq!(e.run, None);
+    assert!(matches!(e.event, AgentEvent::MessageEnd { .. }));
+    assert_eq!(agent.messages(), std::slice::from_ref(&note));
+
+    // During a run: stamped with the run, and kept once the run's outcome replaces the state.
+    agent.prompt_text("go").unwrap();
+    until(&mut rx, "tool_start:c1").await;
+    let during = AgentMessage::user("typed elsewhere");
+    agent.emit_external_event(AgentEvent::MessageEnd {
+        message: during.clone(),
+    });
+    let events = finish(&agent, &mut rx).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::MessageEnd { message } if *message == during))
+    );
+    let st = agent.messages();
+    assert_eq!(
+        st.iter().filter(|m| **m == during).count(),
+        1,
+        "{:?}",
+        texts(&st)
+    );
+    assert_eq!(st.last(), Some(&during));
+    assert_eq!(st[0], note);
+    agent.prompt_text("more").unwrap();
+    finish(&agent, &mut rx).await;
+    assert!(request_user_texts(&p.requests()[2]).contains(&"typed elsewhere".to_string()));
+}
+
+/// Adds a marker to every provider context.
+struct Marker;
+
+impl pi::agent::protocol::hooks::LoopHooks for Marker {
+    fn transform_provider_context(
+        &self,
+        context: &mut pi::agent::protocol::stream::LlmContext,
+        _model: &Model,
+    ) {
+        context.system_prompt.push("(marked)".into());
+    }
+}
+
+#[tokio::test]
+async fn a_side_request_context_shares_the_main_prefix() {
+    let p = scripts(vec![reply::text("ok")]);
+    let agent = agent(
+        &p,
+        vec![TestTool::echo("echo").arc(), TestTool::echo("bash").arc()],
+    );
+    agent.update_settings(|s| {
+        s.system_prompt = vec!["be brief".into()];
+        s.intent_tracing = true;
+        s.hooks = Arc::new(Marker);
+    });
+    let mut rx = agent.subscribe();
+    agent.prompt_text("go").unwrap();
+    finish(&agent, &mut rx).await;
+    let main = &p.requests()[0].context;
+    let question = Message::User(UserMessage {
+        content: pi::agent::protocol::types::UserContent::Text("title?".into()),
+        synthetic: true,
+        steering: false,
+        attribution: None,
+        timestamp: 0,
+    });
+    let side = agent.side_request_context(vec![question.clone()], None);
+    assert_eq!(side.system_prompt, main.system_prompt);
+    assert_eq!(
+        side.system_prompt.last().map(String::as_str),
+        Some("(marked)")
+    );
+    assert_eq!(
+        serde_json::to_value(&side.tools).unwrap(),
+        serde_json::to_value(&main.tools).unwrap(),
+        "the same tool specs, intent field included"
+    );
+    assert_eq!(side.messages.len(), 1);
+    let own = agent.side_request_context(vec![question], Some(vec!["summarise".into()]));
+    assert_eq!(own.system_prompt, ["summarise", "(marked)"]);
+}

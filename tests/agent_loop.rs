@@ -3670,3 +3670,147 @@ async fn dropping_an_aborted_stream_never_blocks_the_boundary() {
         .clone();
     assert_eq!(last.stop_reason, StopReason::Aborted);
 }
+
+#[tokio::test(start_paused = true)]
+async fn failed_and_aborted_replies_carry_an_error_id() {
+    use pi::agent::policy::error_id::{ABORTED, AUTH, DEADLINE, OTHER, RATE_LIMITED, TRANSIENT};
+    let last = |out: &pi::agent::engine::run::RunOutcome| {
+        out.context
+            .iter()
+            .rev()
+            .find_map(|m| m.as_assistant().cloned())
+            .unwrap()
+    };
+    // A provider error.
+    let p = scripts(vec![reply::error(&[], &[], "401 invalid x-api-key")]);
+    let (rec, out) = run(config(&p, vec![]), "go", vec![]).await;
+    let out = out.unwrap();
+    assert_eq!(last(&out).error_id, Some(AUTH));
+    assert_eq!(
+        rec.agent_end_messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .error_id,
+        Some(AUTH),
+        "what subscribers see carries it too"
+    );
+    // Retries used up on a rate limit.
+    let p = scripts(
+        (0..4)
+            .map(|_| reply::transient_error(&[], &[], "429 rate limited", None))
+            .collect(),
+    );
+    let (_, out) = run(fast_retries(config(&p, vec![])), "go", vec![]).await;
+    assert_eq!(last(&out.unwrap()).error_id, Some(RATE_LIMITED | TRANSIENT));
+    // An abort, and the deadline.
+    let p = scripts(vec![vec![Step::Stall]]);
+    let signal = AbortSignal::new();
+    signal.abort(AbortReason::Requested);
+    let (_, out) = run_with_signal(config(&p, vec![]), "go", vec![], signal).await;
+    assert_eq!(last(&out.unwrap()).error_id, Some(ABORTED));
+    let p = scripts(vec![vec![Step::Stall]]);
+    let mut c = config(&p, vec![]);
+    c.deadline = Some(TokioInstant::now() + Duration::from_secs(1));
+    let (_, out) = run(c, "go", vec![]).await;
+    assert_eq!(last(&out.unwrap()).error_id, Some(ABORTED | DEADLINE));
+    // A run the loop itself failed (an out-of-band failure).
+    let p = scripts(vec![vec![Step::Fail("the socket went away".into())]]);
+    let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
+    let failure = out.unwrap_err();
+    assert_eq!(last(&failure.outcome).error_id, Some(OTHER));
+    // A successful reply has none.
+    let p = scripts(vec![reply::text("fine")]);
+    let (_, out) = run(config(&p, vec![]), "go", vec![]).await;
+    assert_eq!(last(&out.unwrap()).error_id, None);
+}
+
+/// Records every `on_run_end` call (as JSON), and panics in it when asked to.
+#[derive(Clone, Default)]
+struct RunEnds {
+    seen: Arc<Mutex<Vec<(Value, Value)>>>,
+    panic: bool,
+}
+
+impl LoopHooks for RunEnds {
+    fn on_run_end(
+        &self,
+        summary: &pi::agent::protocol::summary::RunSummary,
+        coverage: &pi::agent::protocol::summary::RunCoverage,
+    ) {
+        self.seen.lock().unwrap().push((
+            serde_json::to_value(summary).unwrap(),
+            serde_json::to_value(coverage).unwrap(),
+        ));
+        if self.panic {
+            panic!("the telemetry sink fell over");
+        }
+    }
+}
+
+#[tokio::test]
+async fn on_run_end_fires_once_per_run_with_telemetry_even_when_it_fails() {
+    let telemetry_of = |rec: &Recorder| {
+        rec.all().iter().find_map(|e| match e {
+            AgentEvent::AgentEnd {
+                telemetry,
+                coverage,
+                ..
+            } => Some((
+                serde_json::to_value(telemetry.clone().unwrap()).unwrap(),
+                serde_json::to_value(coverage.clone().unwrap()).unwrap(),
+            )),
+            _ => None,
+        })
+    };
+    // A good run: the hook sees what agent_end carries.
+    let hooks = RunEnds::default();
+    let p = scripts(vec![
+        reply::tools(&[reply::call("c1", "echo", json!({}))]),
+        reply::text("ok"),
+    ]);
+    let mut c = with_hooks(
+        config(&p, vec![TestTool::echo("echo").arc()]),
+        hooks.clone(),
+    );
+    c.telemetry = true;
+    let (rec, out) = run(c, "go", vec![]).await;
+    out.unwrap();
+    let seen = hooks.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(Some(seen[0].clone()), telemetry_of(&rec));
+    assert_eq!(seen[0].0["stepCount"], 2);
+    assert_eq!(seen[0].1["toolsInvoked"], json!(["echo"]));
+
+    // A failed run: once as well.
+    let hooks = RunEnds::default();
+    let p = scripts(vec![vec![Step::Fail("gone".into())]]);
+    let mut c = with_hooks(config(&p, vec![]), hooks.clone());
+    c.telemetry = true;
+    let (_, out) = run(c, "go", vec![]).await;
+    assert!(out.is_err());
+    assert_eq!(hooks.seen.lock().unwrap().len(), 1);
+
+    // A panicking hook changes nothing.
+    let hooks = RunEnds {
+        panic: true,
+        ..Default::default()
+    };
+    let p = scripts(vec![reply::text("ok")]);
+    let mut c = with_hooks(config(&p, vec![]), hooks.clone());
+    c.telemetry = true;
+    let (rec, out) = run(c, "go", vec![]).await;
+    out.unwrap();
+    assert_eq!(rec.count("agent_end"), 1);
+    assert_eq!(hooks.seen.lock().unwrap().len(), 1);
+
+    // Without telemetry, no call.
+    let hooks = RunEnds::default();
+    let p = scripts(vec![reply::text("ok")]);
+    run(with_hooks(config(&p, vec![]), hooks.clone()), "go", vec![])
+        .await
+        .1
+        .unwrap();
+    assert!(hooks.seen.lock().unwrap().is_empty());
+}

@@ -216,6 +216,8 @@ struct WireAssistant {
     #[serde(default)]
     error_status: Option<u16>,
     #[serde(default)]
+    error_id: Option<u32>,
+    #[serde(default)]
     tool_call_abort_messages: Option<BTreeMap<String, String>>,
     #[serde(default)]
     timestamp: i64,
@@ -238,6 +240,7 @@ impl From<WireAssistant> for AssistantMessage {
             stop_details: w.stop_details,
             error_message: w.error_message,
             error_status: w.error_status,
+            error_id: w.error_id,
             tool_call_abort_messages: w.tool_call_abort_messages,
             timestamp: w.timestamp,
             duration: w.duration,
@@ -364,6 +367,7 @@ mod tests {
                 }),
                 error_message: Some("boom".into()),
                 error_status: Some(529),
+                error_id: Some(16),
                 tool_call_abort_messages: Some([("c".to_string(), "x".to_string())].into()),
                 timestamp: 8,
                 duration: Some(9),

@@ -18,8 +18,12 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use crate::agent::engine::answer::emit_synthetic_result;
 use crate::agent::engine::config::LoopConfig;
+use crate::agent::engine::host_hooks::{self, HookId, HookList, SignalHook};
 use crate::agent::engine::run::{check_continuable, run_compact, run_continue, run_prompt};
 use crate::agent::lock;
+use crate::agent::policy::normalize::{
+    ToolNormalizeOptions, normalize_messages_for_provider, normalize_tools,
+};
 use crate::agent::policy::placeholder::unanswered_calls;
 use crate::agent::policy::placeholder::{PlaceholderReason, placeholder_result};
 use crate::agent::policy::soft::SoftState;
@@ -34,6 +38,7 @@ use crate::agent::protocol::hooks::{
 };
 use crate::agent::protocol::panic::contain;
 use crate::agent::protocol::stream::{LlmContext, Model, Provider, StreamEvent, ToolChoice};
+use crate::agent::protocol::summary::{RunCoverage, RunSummary};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::tool::{AgentTool, ToolSet};
 use crate::agent::protocol::types::{
@@ -132,6 +137,16 @@ struct Inner {
     soft: Mutex<SoftState>,
     choices: Mutex<OneShotChoices>,
     suppress_steering_once: AtomicBool,
+    /// Awaited before any queued message is taken.
+    dequeue_hooks: Mutex<HookList>,
+    /// Awaited before each model call, before its settings are read.
+    model_call_hooks: Mutex<HookList>,
+    /// Messages a host added with `emit_external_event` while a run was active: the run's
+    /// outcome does not hold them, so they are added back after it. With `written_back` (the
+    /// last run whose outcome replaced the transcript), read and written only while `state`
+    /// is locked.
+    external: Mutex<Vec<AgentMessage>>,
+    written_back: AtomicU64,
 }
 
 /// A conversation with a model and tools. Cheap to clone; clones share everything.
@@ -159,6 +174,10 @@ impl Agent {
                 soft: Mutex::new(SoftState::default()),
                 suppress_steering_once: AtomicBool::new(false),
                 choices: Mutex::new(OneShotChoices::default()),
+                dequeue_hooks: Mutex::new(HookList::default()),
+                model_call_hooks: Mutex::new(HookList::default()),
+                external: Mutex::new(Vec::new()),
+                written_back: AtomicU64::new(0),
             }),
         }
     }
@@ -238,11 +257,17 @@ impl Agent {
     }
 
     /// Continue from the transcript: run queued messages if the tail cannot be continued.
+    ///
+    /// With dequeue hooks added, taking the queued messages waits for them (on the run's task:
+    /// the agent is busy, and an abort stops it, meanwhile); if nothing is queued then, the run
+    /// ends at once (`agent_start`, `agent_end` with no messages) and the state's error says
+    /// why.
     pub fn continue_run(&self) -> Result<RunId, AgentError> {
         let (id, signal) = self.claim()?;
         let messages = self.messages();
         let kind = match check_continuable(&messages) {
             Ok(()) => RunKind::Continue,
+            Err(e) if !lock(&self.inner.dequeue_hooks).is_empty() => RunKind::FromQueues(e.message),
             Err(e) => {
                 let steer = self.take_queue(QueueSide::Steering, &signal);
                 if !steer.is_empty() {
@@ -335,6 +360,87 @@ impl Agent {
     /// is made, the choice is kept for the next run (and dropped if its tool is gone by then).
     pub fn force_tool_choice(&self, choice: ToolChoice) {
         lock(&self.inner.choices).queued = Some(choice);
+    }
+
+    /// Add a hook awaited before the agent takes queued messages (steering or follow-up, at
+    /// every boundary and in `continue_run`), with the signal of the run taking them. A hook
+    /// may queue messages itself; once the signal fired, nothing is taken.
+    pub fn add_before_dequeue_hook(&self, hook: SignalHook) -> HookId {
+        lock(&self.inner.dequeue_hooks).add(hook)
+    }
+
+    /// `false` when the hook was removed already.
+    pub fn remove_before_dequeue_hook(&self, id: HookId) -> bool {
+        lock(&self.inner.dequeue_hooks).remove(id)
+    }
+
+    /// Add a hook awaited before each model call of every run, with the run's signal: after
+    /// the pause gate, before the call's settings are read (so what it changes applies).
+    pub fn add_before_model_call_hook(&self, hook: SignalHook) -> HookId {
+        lock(&self.inner.model_call_hooks).add(hook)
+    }
+
+    /// `false` when the hook was removed already.
+    pub fn remove_before_model_call_hook(&self, id: HookId) -> bool {
+        lock(&self.inner.model_call_hooks).remove(id)
+    }
+
+    /// Apply `event` to the state as if the loop had emitted it, then send it to subscribers
+    /// (stamped with the active run, if any). A `message_end` adds its message to the
+    /// transcript; one added during a run is kept after the run's own messages.
+    pub fn emit_external_event(&self, event: AgentEvent) {
+        let run = lock(&self.inner.run).as_ref().map(|r| r.id);
+        self.apply_external(run, &event);
+        self.broadcast(run, event);
+    }
+
+    /// A provider context for a side request (a title, a summary) that shares the main loop's
+    /// prompt-cache prefix: the same system prompt (unless given) and the same tool specs the
+    /// next model call would send, `messages` normalised for the model, and the host's
+    /// `transform_provider_context` applied.
+    pub fn side_request_context(
+        &self,
+        messages: Vec<Message>,
+        system_prompt: Option<Vec<String>>,
+    ) -> LlmContext {
+        let s = self.settings();
+        let options = ToolNormalizeOptions {
+            inject_intent: s.intent_tracing,
+            prune_descriptions: s.prune_tool_descriptions,
+        };
+        let messages = normalize_messages_for_provider(
+            Arc::new(messages.into_iter().map(Arc::new).collect()),
+            &s.model,
+        );
+        let mut ctx = LlmContext {
+            system_prompt: system_prompt.unwrap_or(s.system_prompt),
+            messages,
+            tools: normalize_tools(&s.tools, options),
+        };
+        s.hooks.transform_provider_context(&mut ctx, &s.model);
+        ctx
+    }
+
+    async fn run_dequeue_hooks(&self, signal: &AbortSignal) {
+        let hooks = lock(&self.inner.dequeue_hooks).snapshot();
+        host_hooks::run_all(hooks, signal).await;
+    }
+
+    /// What `continue_run` runs when the transcript cannot be continued: the queued steering
+    /// (the loop's first steering poll then skipped), else a follow-up, taken after the
+    /// dequeue hooks; nothing once `signal` fired.
+    async fn dequeue_for_continue(&self, signal: &AbortSignal) -> Vec<Injected> {
+        self.run_dequeue_hooks(signal).await;
+        let steer = self.take_queue(QueueSide::Steering, signal);
+        let taken = if steer.is_empty() {
+            self.take_queue(QueueSide::FollowUp, signal)
+        } else {
+            self.inner
+                .suppress_steering_once
+                .store(true, Ordering::SeqCst);
+            steer
+        };
+        taken.into_iter().map(Injected::plain).collect()
     }
 
     /// Abort the current run (no-op when idle).
@@ -473,25 +579,57 @@ impl Agent {
                 RunKind::Compact(focus) => {
                     Ok(run_compact(context, config, soft, focus, signal.clone(), sink).await)
                 }
+                RunKind::FromQueues(why) => {
+                    let prompts = self.dequeue_for_continue(&signal).await;
+                    if prompts.is_empty() {
+                        sink.emit(AgentEvent::AgentStart);
+                        sink.emit(AgentEvent::AgentEnd {
+                            messages: Vec::new(),
+                            telemetry: None,
+                            coverage: None,
+                        });
+                        let why = if signal.is_aborted() {
+                            signal.reason_text()
+                        } else {
+                            why
+                        };
+                        Err(crate::agent::engine::run::LoopError::new(why))
+                    } else {
+                        Ok(run_prompt(prompts, context, config, soft, signal.clone(), sink).await)
+                    }
+                }
             }
         };
-        match contain(run).await {
-            Ok(Ok(outcome)) => {
-                let mut st = lock(&self.inner.state);
-                if !self.is_detached(id) {
-                    *lock(&self.inner.soft) = outcome.soft_state;
-                    st.messages = outcome.context;
-                    st.error = outcome.error.map(|e| e.message).or(st.error.take());
+        let result = contain(run).await;
+        let panic = {
+            let mut st = lock(&self.inner.state);
+            // In the same lock as the write-back (see `apply_external`): only a written-back
+            // outcome lacks the host's messages; every other end kept the state as it was.
+            self.inner.written_back.store(id, Ordering::SeqCst);
+            let external = std::mem::take(&mut *lock(&self.inner.external));
+            let detached = self.is_detached(id);
+            match result {
+                Ok(Ok(outcome)) => {
+                    if !detached {
+                        *lock(&self.inner.soft) = outcome.soft_state;
+                        st.messages = outcome.context;
+                        st.messages.extend(external);
+                        st.error = outcome.error.map(|e| e.message).or(st.error.take());
+                    }
+                    None
                 }
-            }
-            Ok(Err(refused)) => {
-                // Checked before the run started: nothing was emitted.
-                let mut st = lock(&self.inner.state);
-                if !self.is_detached(id) {
-                    st.error = Some(refused.message);
+                Ok(Err(refused)) => {
+                    // Refused before the loop started: nothing of it is in the transcript.
+                    if !detached {
+                        st.error = Some(refused.message);
+                    }
+                    None
                 }
+                Err(panic) => Some(panic),
             }
-            Err(panic) => self.backstop(&facade_sink, &panic),
+        };
+        if let Some(panic) = panic {
+            self.backstop(&facade_sink, &panic);
         }
         let agent_end = lock(&facade_sink.held_end).take();
         self.release(id, agent_end);
@@ -637,30 +775,49 @@ impl Agent {
     /// Apply an event to the state: the transcript grows with each `message_end` during a run
     /// (a failed attempt that was retried is shown, never kept), and the run's outcome
     /// replaces it at the end.
-    fn apply(&self, run: RunId, event: &AgentEvent) {
+    /// Apply a host's event; a message it adds while run `run` is active (and before that
+    /// run's outcome is written back) is also remembered for after the outcome. One lock, so
+    /// the message is in the transcript exactly once.
+    fn apply_external(&self, run: Option<RunId>, event: &AgentEvent) {
         let mut st = lock(&self.inner.state);
-        if self.is_detached(run) {
+        if let (Some(run), AgentEvent::MessageEnd { message }) = (run, event)
+            && !message.is_retried_attempt()
+            && self.inner.written_back.load(Ordering::SeqCst) != run
+        {
+            lock(&self.inner.external).push(message.clone());
+        }
+        apply_to(&mut st, event);
+    }
+
+    fn apply(&self, run: Option<RunId>, event: &AgentEvent) {
+        let mut st = lock(&self.inner.state);
+        if run.is_some_and(|r| self.is_detached(r)) {
             return;
         }
-        match event {
-            AgentEvent::TurnEnd { message, .. } => {
-                if let Some(a) = message.as_assistant()
-                    && let Some(e) = &a.error_message
-                {
-                    st.error = Some(e.clone());
-                }
+        apply_to(&mut st, event);
+    }
+}
+
+/// What an event changes in the state.
+fn apply_to(st: &mut AgentState, event: &AgentEvent) {
+    match event {
+        AgentEvent::TurnEnd { message, .. } => {
+            if let Some(a) = message.as_assistant()
+                && let Some(e) = &a.error_message
+            {
+                st.error = Some(e.clone());
             }
-            AgentEvent::MessageEnd { message } if !message.is_retried_attempt() => {
-                st.messages.push(message.clone());
-            }
-            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-                st.pending_tool_calls.insert(tool_call_id.clone());
-            }
-            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                st.pending_tool_calls.remove(tool_call_id);
-            }
-            _ => {}
         }
+        AgentEvent::MessageEnd { message } if !message.is_retried_attempt() => {
+            st.messages.push(message.clone());
+        }
+        AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+            st.pending_tool_calls.insert(tool_call_id.clone());
+        }
+        AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+            st.pending_tool_calls.remove(tool_call_id);
+        }
+        _ => {}
     }
 }
 
@@ -685,6 +842,8 @@ enum RunKind {
     Prompt(Vec<Injected>),
     Continue,
     Compact(Option<String>),
+    /// Run what is queued once the dequeue hooks have run (why nothing else can continue).
+    FromQueues(String),
 }
 
 #[derive(Clone, Copy)]
@@ -748,7 +907,7 @@ impl FacadeSink {
 
 impl EventSink for FacadeSink {
     fn emit(&self, event: AgentEvent) {
-        self.agent.apply(self.run, &event);
+        self.agent.apply(Some(self.run), &event);
         if matches!(event, AgentEvent::AgentEnd { .. }) {
             if let Some(previous) = lock(&self.held_end).replace(event) {
                 self.agent.broadcast(Some(self.run), previous);
@@ -776,6 +935,8 @@ impl LoopHooks for FacadeHooks {
     async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
         // A new turn means the previous turn's claimed choice was sent.
         lock(&self.agent.inner.choices).claimed = None;
+        let hooks = lock(&self.agent.inner.model_call_hooks).snapshot();
+        host_hooks::run_all(hooks, signal).await;
         let user = self.user.sync_before_model_call(signal).await;
         let s = self.agent.settings();
         let (reasoning, disable) = s.thinking.to_request();
@@ -913,6 +1074,7 @@ impl LoopHooks for FacadeHooks {
         {
             return Vec::new();
         }
+        self.agent.run_dequeue_hooks(signal).await;
         let mut out = self.user.steering_messages(signal).await;
         out.extend(self.agent.take_queue(QueueSide::Steering, signal));
         out
@@ -933,6 +1095,7 @@ impl LoopHooks for FacadeHooks {
     }
 
     async fn follow_up_messages(&self, signal: &AbortSignal) -> Vec<AgentMessage> {
+        self.agent.run_dequeue_hooks(signal).await;
         let mut out = self.user.follow_up_messages(signal).await;
         out.extend(self.agent.take_queue(QueueSide::FollowUp, signal));
         out
@@ -940,5 +1103,9 @@ impl LoopHooks for FacadeHooks {
 
     fn aside_messages(&self) -> Vec<AsideEntry> {
         self.user.aside_messages()
+    }
+
+    fn on_run_end(&self, summary: &RunSummary, coverage: &RunCoverage) {
+        self.user.on_run_end(summary, coverage)
     }
 }

@@ -1,11 +1,12 @@
 //! The loop: a run's turns ([`run`]), one message's tool batch ([`batch`]), answers for calls
-//! that did not run ([`answer`]), what is fixed for a run ([`config`]), and the long-lived
-//! [`facade::Agent`] that owns the transcript and the queues, and the task that serves it over
-//! a command channel ([`task`]).
+//! that did not run ([`answer`]), what is fixed for a run ([`config`]), the long-lived
+//! [`facade::Agent`] that owns the transcript and the queues (with the hooks a host adds to it,
+//! [`host_hooks`]), and the task that serves it over a command channel ([`task`]).
 
 pub mod answer;
 pub mod batch;
 pub mod config;
 pub mod facade;
+pub mod host_hooks;
 pub mod run;
 pub mod task;

@@ -29,6 +29,7 @@ use crate::agent::engine::batch::{BatchEnv, PreparedCall, execute_batch, prepare
 use crate::agent::engine::config::LoopConfig;
 use crate::agent::lock;
 use crate::agent::policy::compaction;
+use crate::agent::policy::error_id;
 use crate::agent::policy::harmony;
 use crate::agent::policy::normalize::{
     ToolNormalizeOptions, default_convert_to_llm, normalize_messages_for_provider, normalize_tools,
@@ -354,6 +355,11 @@ impl Run {
             }
             None => (None, None),
         };
+        if let (Some(summary), Some(coverage)) = (&telemetry, &coverage) {
+            // Once per run, failed or not; a failing hook changes nothing.
+            let hooks = self.hooks.clone();
+            let _ = contain_sync(|| hooks.on_run_end(summary, coverage));
+        }
         let mut messages = std::mem::take(&mut self.compacted_away);
         messages.extend(self.context[self.first_new..].iter().cloned());
         self.sink.emit(AgentEvent::AgentEnd {
@@ -1467,10 +1473,14 @@ impl Run {
     /// partial already had one, then `message_end`) and insert the final assistant message.
     fn commit_assistant(
         &mut self,
-        message: AssistantMessage,
+        mut message: AssistantMessage,
         started_emitted: bool,
         latency_ms: Option<u64>,
     ) -> AgentMessage {
+        if message.error_id.is_none() {
+            let abort = self.signal.reason();
+            message.error_id = error_id::classify(&message, abort.as_ref());
+        }
         if let Some(latency_ms) = latency_ms {
             self.collect(|c| {
                 c.record_chat(
@@ -1627,33 +1637,7 @@ pub fn salvage_interrupted_tool_turn(message: &mut AssistantMessage, tools: &Too
     message.stream_broken = false;
 }
 
-/// Whether a failed reply says the request was too long for the model: Anthropic's "prompt is
-/// too long", OpenAI's `context_length_exceeded`, the context errors of llama.cpp, Ollama and
-/// vLLM, or an HTTP 413.
-pub fn is_context_overflow(message: &AssistantMessage) -> bool {
-    if message.error_status == Some(413) {
-        return true;
-    }
-    let Some(text) = message.error_message.as_deref() else {
-        return false;
-    };
-    let text = text.to_ascii_lowercase();
-    [
-        "prompt is too long",
-        "context_length_exceeded",
-        "maximum context length",
-        "context length",
-        "context window",
-        "exceeds the context",
-        "exceed_context_size",
-        "too many tokens",
-        "input is too long",
-        "request too large",
-        "prompt too long",
-    ]
-    .iter()
-    .any(|p| text.contains(p))
-}
+pub use crate::agent::policy::error_id::is_context_overflow;
 
 /// Ask `model` for a summary (compaction, branch summaries): one request with no tools, the
 /// whole text of the reply. `Err(None)`: `signal` stopped it; `Err(Some(why))`: it failed.

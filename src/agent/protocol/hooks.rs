@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use crate::agent::protocol::abort::AbortSignal;
 use crate::agent::protocol::stream::{LlmContext, Model, StreamEvent, ToolChoice};
+use crate::agent::protocol::summary::{RunCoverage, RunSummary};
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::tool::{AgentTool, ToolCallContext, ToolOutput, ToolSet};
 use crate::agent::protocol::types::{AgentMessage, AssistantMessage, Message, ToolCall};
@@ -310,6 +311,10 @@ pub trait LoopHooks: Send + Sync {
     fn aside_messages(&self) -> Vec<AsideEntry> {
         Vec::new()
     }
+
+    /// The run's summary and coverage, once per run with telemetry on, just before
+    /// `agent_end` (also for a run that failed). A panic here is ignored.
+    fn on_run_end(&self, _summary: &RunSummary, _coverage: &RunCoverage) {}
 }
 
 /// Hooks that do nothing.

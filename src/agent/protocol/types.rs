@@ -310,6 +310,10 @@ pub struct AssistantMessage {
     pub error_message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_status: Option<u16>,
+    /// What kind of failure this is, as bit flags (see `agent::policy::error_id`); set by the
+    /// loop on every error or aborted reply it commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_id: Option<u32>,
     /// Per-call labels used by the placeholders of an aborted message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_abort_messages: Option<BTreeMap<String, String>>,
