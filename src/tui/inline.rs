@@ -77,13 +77,18 @@ impl<W: Write> InlineScreen<W> {
         let mut buf = Vec::with_capacity(4096);
         buf.extend_from_slice(b"\x1b[?2026h");
         let mut pen = Pen::default();
-        let on_screen = self.shown.len();
-        let mut at = 0;
+        let mut shown = std::mem::take(&mut self.shown);
+        let mut at = self.make_room(&mut buf, &mut pen, &mut shown, &rows);
+        let on_screen = shown.len();
         for (i, row) in rows.iter().enumerate() {
-            if self.shown.get(i) == Some(row) {
+            if shown.get(i) == Some(row) {
                 continue;
             }
-            move_down(&mut buf, &mut pen, at, i, on_screen);
+            if i < at {
+                let _ = write!(buf, "\x1b[{}A", at - i);
+            } else {
+                move_down(&mut buf, &mut pen, at, i, on_screen);
+            }
             at = i;
             write_row(&mut buf, row, self.width as usize, &mut pen);
         }
@@ -105,6 +110,52 @@ impl<W: Write> InlineScreen<W> {
         self.shown = rows.split_off(top);
         self.out.write_all(&buf)?;
         self.out.flush()
+    }
+
+    /// A region that grows by `d` rows while its bottom rows (the editor, the footer) stay as
+    /// they are: instead of writing those again `d` rows lower, make `d` rows of room below the
+    /// region (line feeds, which scroll at the screen's bottom) and insert `d` blank rows above
+    /// its bottom part (IL), which pushes that part down into the room. `shown` is updated to
+    /// match; returns the cursor's row. Only when every row from the first that differs down
+    /// stays on screen (the cursor then moves up to it); otherwise nothing is done.
+    fn make_room(
+        &self,
+        buf: &mut Vec<u8>,
+        pen: &mut Pen,
+        shown: &mut Vec<Row>,
+        rows: &[Row],
+    ) -> usize {
+        let (n, m) = (rows.len(), shown.len());
+        if n <= m || m == 0 {
+            return 0;
+        }
+        let same = rows
+            .iter()
+            .zip(shown.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let bottom = rows
+            .iter()
+            .rev()
+            .zip(shown.iter().rev())
+            .take(m - same)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if bottom == 0 || n - same > self.height as usize {
+            return 0;
+        }
+        let d = n - m;
+        move_down(buf, pen, 0, m - 1, m);
+        pen.reset(buf);
+        buf.extend(std::iter::repeat_n(b'\n', d));
+        let up = d + bottom - 1;
+        if up > 0 {
+            let _ = write!(buf, "\x1b[{up}A");
+        }
+        let _ = write!(buf, "\x1b[{d}L");
+        let blank = vec![Cell::default(); self.width as usize];
+        shown.splice(m - bottom..m - bottom, std::iter::repeat_n(blank, d));
+        m - bottom
     }
 
     /// The terminal is now `width`×`height`: the live region (from the cursor down, however
@@ -340,6 +391,8 @@ mod tests {
     struct Rig {
         screen: InlineScreen<Vec<u8>>,
         term: Term,
+        /// Everything written so far.
+        written: Vec<u8>,
     }
 
     impl Rig {
@@ -350,6 +403,7 @@ mod tests {
             Rig {
                 screen: InlineScreen::new(Vec::new(), width, height),
                 term,
+                written: Vec::new(),
             }
         }
 
@@ -363,6 +417,7 @@ mod tests {
         fn flush(&mut self) -> usize {
             let bytes = std::mem::take(self.screen.out());
             self.term.process(&bytes);
+            self.written.extend_from_slice(&bytes);
             bytes.len()
         }
 
@@ -455,6 +510,40 @@ mod tests {
                 "footer"
             ]
         );
+    }
+
+    #[test]
+    fn a_growing_answer_pushes_the_editor_down_instead_of_writing_it_again() {
+        let mut rig = Rig::new(40, 10);
+        let footer = "footer: a long and unique text";
+        let mut history = Vec::new();
+        let mut answer: Vec<String> = Vec::new();
+        for k in 1..=14 {
+            answer.push(format!("answer row {k}"));
+            // What the transcript does: rows beyond the room (10 - 3) go to the scrollback.
+            let room = 7;
+            let printed: Vec<String> = if answer.len() > room {
+                answer.drain(..answer.len() - room).collect()
+            } else {
+                Vec::new()
+            };
+            history.extend(printed.clone());
+            let mut region: Vec<&str> = answer.iter().map(String::as_str).collect();
+            region.extend(["status", "> draft", footer]);
+            let printed: Vec<&str> = printed.iter().map(String::as_str).collect();
+            rig.draw(&printed, &region);
+            let screen = rig.screen_rows();
+            let shown: Vec<&str> = screen.iter().map(String::as_str).collect();
+            let end = shown.iter().rposition(|r| !r.is_empty()).unwrap();
+            assert_eq!(shown[end + 1 - region.len()..=end], region[..], "frame {k}");
+        }
+        let mut want = vec!["$ earlier".to_string(), "$ pi".to_string()];
+        want.extend(history);
+        want.extend(answer);
+        want.extend(["status", "> draft", footer].map(String::from));
+        assert_eq!(rig.term.all_rows(), want);
+        let raw = String::from_utf8_lossy(&rig.written).to_string();
+        assert_eq!(raw.matches(footer).count(), 1, "the footer is written once");
     }
 
     #[test]
