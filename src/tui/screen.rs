@@ -150,7 +150,7 @@ impl Screen {
         let view = app.view(now);
         let width = self.inline.size().0 as usize;
         let rest = self.printed.rest(&mut app.transcript, width, &view);
-        self.inline.draw(&rest, &Buffer::empty(Rect::ZERO))?;
+        self.inline.draw(&rest, Buffer::empty(Rect::ZERO))?;
         terminal::set_live_region(false);
         Ok(())
     }
@@ -175,5 +175,5 @@ pub fn inline_frame<W: Write>(
     let room = height.saturating_sub(render::bottom_height(app, width));
     let split = printed.split(&mut app.transcript, width as usize, &view, room as usize);
     let live = render::draw_live(app, &split.live, width, height, now);
-    screen.draw(&split.history, &live)
+    screen.draw(&split.history, live)
 }
