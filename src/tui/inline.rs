@@ -10,7 +10,9 @@
 //! any other is rewritten, rows past the old end are reached with line feeds, so the terminal
 //! scrolls by itself and what leaves the top of the screen enters its scrollback (no scroll
 //! regions: terminals and multiplexers differ in what they keep from those). Rows left over when
-//! the region shrinks are erased.
+//! the region shrinks are erased. When the region grows under an editor and footer that did
+//! not change (an answer streaming), those are pushed down with an insert-line (IL) rather than
+//! written again; a history longer than the screen is written row by row, in parts.
 //!
 //! Between frames the cursor (hidden) rests at column 0 of the live region's top row. Only
 //! relative moves are used, so the region's place on the screen never has to be known, and a
