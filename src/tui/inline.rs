@@ -10,7 +10,9 @@
 //! any other is rewritten, rows past the old end are reached with line feeds, so the terminal
 //! scrolls by itself and what leaves the top of the screen enters its scrollback (no scroll
 //! regions: terminals and multiplexers differ in what they keep from those). Rows left over when
-//! the region shrinks are erased.
+//! the region shrinks are erased. When the region grows under an editor and footer that did
+//! not change (an answer streaming), those are pushed down with an insert-line (IL) rather than
+//! written again; a history longer than the screen is written row by row, in parts.
 //!
 //! Between frames the cursor (hidden) rests at column 0 of the live region's top row. Only
 //! relative moves are used, so the region's place on the screen never has to be known, and a
@@ -31,15 +33,16 @@ use unicode_width::UnicodeWidthStr;
 
 use super::paint::paint_line;
 
-type Row = Vec<Cell>;
+/// Output gathered before it is handed to the terminal (a long history goes in parts).
+const CHUNK: usize = 64 * 1024;
 
 /// Writes inline frames to `out` (the terminal).
 pub struct InlineScreen<W: Write> {
     out: W,
     width: u16,
     height: u16,
-    /// The live region as the terminal shows it, top row first.
-    shown: Vec<Row>,
+    /// The live region as the terminal shows it: its cells, `width` a row, top row first.
+    shown: Vec<Cell>,
 }
 
 impl<W: Write> InlineScreen<W> {
@@ -64,47 +67,89 @@ impl<W: Write> InlineScreen<W> {
 
     /// Print `history` above the live region and show `live` as the new live region (its
     /// bottom rows, as many as the screen has).
-    pub fn draw(&mut self, history: &[Line<'static>], live: &Buffer) -> io::Result<()> {
+    pub fn draw(&mut self, history: &[Line<'static>], live: Buffer) -> io::Result<()> {
         if self.width == 0 || self.height == 0 {
             return Ok(());
         }
-        let mut rows: Vec<Row> = Vec::with_capacity(history.len() + live.area.height as usize);
-        rows.extend(history.iter().map(|l| line_row(l, self.width)));
-        let top = rows.len();
-        let cut = live.area.height.saturating_sub(self.height);
-        rows.extend((cut..live.area.height).map(|y| buffer_row(live, y, self.width)));
-
+        let w = self.width as usize;
+        let live = fit(live, self.width, self.height);
         let mut buf = Vec::with_capacity(4096);
         buf.extend_from_slice(b"\x1b[?2026h");
         let mut pen = Pen::default();
-        let on_screen = self.shown.len();
-        let mut at = 0;
-        for (i, row) in rows.iter().enumerate() {
-            if self.shown.get(i) == Some(row) {
-                continue;
-            }
-            move_down(&mut buf, &mut pen, at, i, on_screen);
-            at = i;
-            write_row(&mut buf, row, self.width as usize, &mut pen);
-        }
-        if rows.len() < on_screen {
-            // The region shrank: erase what is left of the old one.
-            move_down(&mut buf, &mut pen, at, rows.len(), on_screen);
-            at = rows.len();
-            pen.reset(&mut buf);
-            buf.extend_from_slice(b"\r\x1b[J");
-        }
-        // Rest at the (new) top of the live region.
-        if at > top {
-            let _ = write!(buf, "\x1b[{}A", at - top);
+        if history.len() > self.height as usize {
+            self.draw_long(&mut buf, &mut pen, history, &live)?;
         } else {
-            move_down(&mut buf, &mut pen, at, top, on_screen);
+            let printed: Vec<Cell> = history
+                .iter()
+                .flat_map(|l| line_row(l, self.width))
+                .collect();
+            let rows: Vec<&[Cell]> = printed.chunks(w).chain(live.chunks(w)).collect();
+            let top = history.len();
+            let blank = vec![Cell::default(); w];
+            let mut shown: Vec<&[Cell]> = self.shown.chunks(w).collect();
+            let mut at = make_room(&mut buf, &mut pen, &mut shown, &rows, &blank, self.height);
+            let on_screen = shown.len();
+            for (i, row) in rows.iter().enumerate() {
+                if shown.get(i) == Some(row) {
+                    continue;
+                }
+                if i < at {
+                    let _ = write!(buf, "\x1b[{}A", at - i);
+                } else {
+                    move_down(&mut buf, &mut pen, at, i, on_screen);
+                }
+                at = i;
+                write_row(&mut buf, row, w, &mut pen);
+            }
+            if rows.len() < on_screen {
+                // The region shrank: erase what is left of the old one.
+                move_down(&mut buf, &mut pen, at, rows.len(), on_screen);
+                at = rows.len();
+                pen.reset(&mut buf);
+                buf.extend_from_slice(b"\r\x1b[J");
+            }
+            rest_at(&mut buf, &mut pen, at, top, on_screen);
         }
         pen.reset(&mut buf);
         buf.extend_from_slice(b"\r\x1b[?2026l");
-        self.shown = rows.split_off(top);
+        self.shown = live;
         self.out.write_all(&buf)?;
         self.out.flush()
+    }
+
+    /// A history longer than the screen (a resumed conversation, a long answer ending): every
+    /// row is written, one at a time and in parts, never all held at once. What the old live
+    /// region showed is all overwritten (it is at most a screen tall).
+    fn draw_long(
+        &mut self,
+        buf: &mut Vec<u8>,
+        pen: &mut Pen,
+        history: &[Line<'static>],
+        live: &[Cell],
+    ) -> io::Result<()> {
+        let w = self.width as usize;
+        let on_screen = self.shown.len() / w;
+        let mut row = Buffer::empty(Rect::new(0, 0, self.width, 1));
+        let mut at = 0;
+        for (i, line) in history.iter().enumerate() {
+            row.reset();
+            paint_line(line, row.area, &mut row);
+            move_down(buf, pen, at, i, on_screen);
+            at = i;
+            write_row(buf, &row.content, w, pen);
+            if buf.len() > CHUNK {
+                self.out.write_all(buf)?;
+                buf.clear();
+            }
+        }
+        let top = history.len();
+        for (j, cells) in live.chunks(w).enumerate() {
+            move_down(buf, pen, at, top + j, on_screen);
+            at = top + j;
+            write_row(buf, cells, w, pen);
+        }
+        rest_at(buf, pen, at, top, on_screen);
+        Ok(())
     }
 
     /// The terminal is now `width`×`height`: the live region (from the cursor down, however
@@ -133,23 +178,87 @@ impl<W: Write> InlineScreen<W> {
 }
 
 /// One history row as terminal cells.
-fn line_row(line: &Line<'static>, width: u16) -> Row {
+fn line_row(line: &Line<'static>, width: u16) -> Vec<Cell> {
     let mut b = Buffer::empty(Rect::new(0, 0, width, 1));
     paint_line(line, b.area, &mut b);
     b.content
 }
 
-/// Row `y` of `buf` as a row of `width` cells (cut or padded if the widths differ).
-fn buffer_row(buf: &Buffer, y: u16, width: u16) -> Row {
-    let w = buf.area.width as usize;
-    let start = y as usize * w;
-    let mut row: Row = buf.content[start..start + w]
+/// The live region's cells, `width` a row: its bottom rows, at most `height` of them (cut or
+/// padded to `width` if the buffer was drawn for another width).
+fn fit(live: Buffer, width: u16, height: u16) -> Vec<Cell> {
+    let (w, h) = (live.area.width as usize, live.area.height as usize);
+    let cut = h.saturating_sub(height as usize);
+    if w == width as usize {
+        let mut cells = live.content;
+        cells.drain(..cut * w);
+        return cells;
+    }
+    let mut cells = Vec::with_capacity((h - cut) * width as usize);
+    for y in cut..h {
+        let row = &live.content[y * w..(y + 1) * w];
+        cells.extend(row.iter().take(width as usize).cloned());
+        cells.extend(std::iter::repeat_n(
+            Cell::default(),
+            (width as usize).saturating_sub(w),
+        ));
+    }
+    cells
+}
+
+/// A region that grows by `d` rows while its bottom rows (the editor, the footer) stay as they
+/// are: instead of writing those again `d` rows lower, make `d` rows of room below the region
+/// (line feeds, which scroll at the screen's bottom) and insert `d` blank rows above its bottom
+/// part (IL), which pushes that part down into the room. `shown` is updated to match; returns
+/// the cursor's row. Only when every row from the first that differs down stays on a screen
+/// `height` rows high (the cursor then moves up to it); otherwise nothing is done.
+fn make_room<'a>(
+    buf: &mut Vec<u8>,
+    pen: &mut Pen,
+    shown: &mut Vec<&'a [Cell]>,
+    rows: &[&'a [Cell]],
+    blank: &'a [Cell],
+    height: u16,
+) -> usize {
+    let (n, m) = (rows.len(), shown.len());
+    if n <= m || m == 0 {
+        return 0;
+    }
+    let same = rows
         .iter()
-        .take(width as usize)
-        .cloned()
-        .collect();
-    row.resize(width as usize, Cell::default());
-    row
+        .zip(shown.iter())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let bottom = rows
+        .iter()
+        .rev()
+        .zip(shown.iter().rev())
+        .take(m - same)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if bottom == 0 || n - same > height as usize {
+        return 0;
+    }
+    let d = n - m;
+    move_down(buf, pen, 0, m - 1, m);
+    pen.reset(buf);
+    buf.extend(std::iter::repeat_n(b'\n', d));
+    let up = d + bottom - 1;
+    if up > 0 {
+        let _ = write!(buf, "\x1b[{up}A");
+    }
+    let _ = write!(buf, "\x1b[{d}L");
+    shown.splice(m - bottom..m - bottom, std::iter::repeat_n(blank, d));
+    m - bottom
+}
+
+/// From row `at`, go to row `top` (the live region's new top), where the cursor rests.
+fn rest_at(buf: &mut Vec<u8>, pen: &mut Pen, at: usize, top: usize, on_screen: usize) {
+    if at > top {
+        let _ = write!(buf, "\x1b[{}A", at - top);
+    } else {
+        move_down(buf, pen, at, top, on_screen);
+    }
 }
 
 /// Move the cursor from row `from` down to row `to` (no move when `to <= from`). Rows below
@@ -340,6 +449,8 @@ mod tests {
     struct Rig {
         screen: InlineScreen<Vec<u8>>,
         term: Term,
+        /// Everything written so far.
+        written: Vec<u8>,
     }
 
     impl Rig {
@@ -350,19 +461,21 @@ mod tests {
             Rig {
                 screen: InlineScreen::new(Vec::new(), width, height),
                 term,
+                written: Vec::new(),
             }
         }
 
         /// Draw a frame; the bytes it wrote.
         fn draw(&mut self, history: &[&str], region: &[&str]) -> usize {
             let (w, _) = self.screen.size();
-            self.screen.draw(&lines(history), &live(region, w)).unwrap();
+            self.screen.draw(&lines(history), live(region, w)).unwrap();
             self.flush()
         }
 
         fn flush(&mut self) -> usize {
             let bytes = std::mem::take(self.screen.out());
             self.term.process(&bytes);
+            self.written.extend_from_slice(&bytes);
             bytes.len()
         }
 
@@ -394,6 +507,23 @@ mod tests {
             all, want,
             "everything printed is in the scrollback, once, in order"
         );
+    }
+
+    #[test]
+    fn a_long_conversation_printed_at_once_arrives_whole() {
+        let mut rig = Rig::new(50, 12);
+        rig.draw(&[], &["", "> ", "footer"]);
+        let many: Vec<String> = (0..3000)
+            .map(|i| format!("resumed line {i:04} with some words after it"))
+            .collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let bytes = rig.draw(&many, &["", "> ", "footer"]);
+        assert!(bytes > 2 * CHUNK, "written in several parts: {bytes} bytes");
+        let all = rig.term.all_rows();
+        let mut want = vec!["$ earlier", "$ pi"];
+        want.extend(&many);
+        want.extend(["", ">", "footer"]);
+        assert_eq!(all, want);
     }
 
     #[test]
@@ -455,6 +585,40 @@ mod tests {
                 "footer"
             ]
         );
+    }
+
+    #[test]
+    fn a_growing_answer_pushes_the_editor_down_instead_of_writing_it_again() {
+        let mut rig = Rig::new(40, 10);
+        let footer = "footer: a long and unique text";
+        let mut history = Vec::new();
+        let mut answer: Vec<String> = Vec::new();
+        for k in 1..=14 {
+            answer.push(format!("answer row {k}"));
+            // What the transcript does: rows beyond the room (10 - 3) go to the scrollback.
+            let room = 7;
+            let printed: Vec<String> = if answer.len() > room {
+                answer.drain(..answer.len() - room).collect()
+            } else {
+                Vec::new()
+            };
+            history.extend(printed.clone());
+            let mut region: Vec<&str> = answer.iter().map(String::as_str).collect();
+            region.extend(["status", "> draft", footer]);
+            let printed: Vec<&str> = printed.iter().map(String::as_str).collect();
+            rig.draw(&printed, &region);
+            let screen = rig.screen_rows();
+            let shown: Vec<&str> = screen.iter().map(String::as_str).collect();
+            let end = shown.iter().rposition(|r| !r.is_empty()).unwrap();
+            assert_eq!(shown[end + 1 - region.len()..=end], region[..], "frame {k}");
+        }
+        let mut want = vec!["$ earlier".to_string(), "$ pi".to_string()];
+        want.extend(history);
+        want.extend(answer);
+        want.extend(["status", "> draft", footer].map(String::from));
+        assert_eq!(rig.term.all_rows(), want);
+        let raw = String::from_utf8_lossy(&rig.written).to_string();
+        assert_eq!(raw.matches(footer).count(), 1, "the footer is written once");
     }
 
     #[test]
@@ -521,7 +685,7 @@ mod tests {
         ]);
         let full = Line::from("123456789012");
         rig.screen
-            .draw(&[styled, full], &live(&["> 表表表表表"], 12))
+            .draw(&[styled, full], live(&["> 表表表表表"], 12))
             .unwrap();
         rig.flush();
         let screen = rig.screen_rows();

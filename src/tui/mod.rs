@@ -2,7 +2,8 @@
 //!
 //! Flow: [`run`] builds the agent the same way print mode does, sets the terminal up (inline
 //! by default: the conversation goes into the terminal's scrollback; `--fullscreen` or
-//! `tui.fullscreen`: the alternate screen) and runs the UI loop. The agent's runs live on their own tokio tasks (the `Agent` facade spawns
+//! `tui.fullscreen`: the alternate screen) and runs the UI loop. The agent's runs live on
+//! their own tokio tasks (the `Agent` facade spawns
 //! them); the loop only `select!`s over terminal input (read on a thread, `input`), the agent's
 //! events (the mpsc receiver from `Agent::subscribe`), the frame deadline and SIGTERM, SIGHUP
 //! and SIGINT (each restores the terminal, aborts the run, which stops a running command's

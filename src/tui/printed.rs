@@ -14,16 +14,23 @@
 //! down, so a few rows may be printed twice but none is left out.
 //!
 //! Clearing the transcript (`/new`, a resumed session, a move in the tree) starts the count
-//! again: the new conversation is printed below what the scrollback already holds.
+//! again: the new conversation is printed below what the scrollback already holds. A very
+//! long conversation printed at once keeps to its last [`AT_ONCE`] rows or so, after a line
+//! saying what was left out.
 
 use ratatui::text::Line;
 
 use super::cells::{Cell, View};
 use super::rows::Rows;
+use super::theme::fg;
 use super::transcript::Transcript;
 
 /// The last rows of a streaming answer that stay live (its open line and the blank after it).
 pub const KEEP_LIVE: usize = 2;
+
+/// About how many rows of a long conversation are printed at once (see
+/// [`Printed::split`]): more than most terminals keep in their scrollback.
+pub const AT_ONCE: usize = 10_000;
 
 /// What one frame prints and shows.
 #[derive(Default)]
@@ -55,6 +62,7 @@ impl Printed {
     pub fn split(&mut self, t: &mut Transcript, width: usize, view: &View, room: usize) -> Split {
         self.follow(t, width);
         let mut out = Split::default();
+        self.skip_the_oldest(t, width, view, &mut out.history);
         while self.cells < t.len() && !t.get(self.cells).is_some_and(Cell::is_live) {
             let rows = self.rows_of(t, self.cells, width, view);
             out.history.extend(rows.iter().skip(self.rows).cloned());
@@ -102,6 +110,59 @@ impl Printed {
         live.reverse();
         out.live = live;
         out
+    }
+
+    /// A long conversation waiting to be printed at once (a resumed session, a move in the
+    /// tree): only its last [`AT_ONCE`] rows or so are printed (a terminal keeps no more than
+    /// that in its scrollback anyway, and rendering them all would hold up the first frame),
+    /// after a line saying what was left out. Only the cells kept are rendered.
+    fn skip_the_oldest(
+        &mut self,
+        t: &mut Transcript,
+        width: usize,
+        view: &View,
+        history: &mut Vec<Line<'static>>,
+    ) {
+        if self.rows > 0 {
+            return;
+        }
+        let end = (self.cells..t.len())
+            .find(|&i| t.get(i).is_some_and(Cell::is_live))
+            .unwrap_or(t.len());
+        // A frame's worth of new cells is never that many rows: look only at long runs.
+        if end - self.cells < AT_ONCE / 100 {
+            return;
+        }
+        let mut rows = 0;
+        let mut first = end;
+        while first > self.cells {
+            rows += t.rows(first - 1, width, view).len();
+            if rows > AT_ONCE {
+                break;
+            }
+            first -= 1;
+        }
+        if first == self.cells {
+            return;
+        }
+        let prompts = (self.cells..first)
+            .filter(|&i| matches!(t.get(i), Some(Cell::User(_))))
+            .count();
+        let note = match prompts {
+            0 => "… the start of this conversation is not printed here; /tree shows all of it"
+                .to_string(),
+            1 => "… 1 earlier prompt and its answers are not printed here; /tree shows them"
+                .to_string(),
+            n => format!(
+                "… {n} earlier prompts and their answers are not printed here; /tree shows them"
+            ),
+        };
+        history.push(Line::styled(note, fg(|t| t.dim)));
+        history.push(Line::default());
+        for i in self.cells..first {
+            t.release(i);
+        }
+        self.cells = first;
     }
 
     /// Everything not printed yet, live cells as they look now (quitting); all of it counts
@@ -252,6 +313,31 @@ mod tests {
             let para = format!("para {i:02}");
             assert!(all.iter().any(|l| l.starts_with(&para)), "{para}: {all:#?}");
         }
+    }
+
+    #[test]
+    fn a_very_long_conversation_prints_its_end_and_says_what_it_left_out() {
+        let mut t = Transcript::default();
+        let mut p = Printed::default();
+        let v = view();
+        for i in 0..4000 {
+            t.push(Cell::User(format!("prompt {i}")));
+            t.push(Cell::Info(format!("answer {i}")));
+        }
+        let history = text(&p.split(&mut t, 40, &v, 10).history);
+        assert!(history.len() <= AT_ONCE, "{}", history.len());
+        assert!(history[0].contains("earlier prompts and their answers are not printed"));
+        assert!(history.last().unwrap().contains("answer 3999"));
+        assert!(!history.iter().any(|l| l.trim() == "prompt 0"));
+        assert!(history.iter().any(|l| l.trim() == "prompt 3999"));
+        // Short conversations are printed whole.
+        t.clear();
+        for i in 0..50 {
+            t.push(Cell::Info(format!("line {i}")));
+        }
+        let history = text(&p.split(&mut t, 40, &v, 10).history);
+        assert_eq!(history.len(), 50);
+        assert_eq!(history[0], "line 0");
     }
 
     #[test]

@@ -26,10 +26,17 @@ use super::render;
 use super::scrolling::{self, ScrollingBackend};
 use super::terminal::{self, Mode};
 
+type FullTerminal = Terminal<ScrollingBackend<CrosstermBackend<Stdout>>>;
+
+fn full_terminal() -> io::Result<FullTerminal> {
+    Terminal::new(ScrollingBackend::new(CrosstermBackend::new(stdout()))?)
+}
+
 pub struct Screen {
     mode: Mode,
-    /// Whole-screen drawing: full-screen mode, and inline mode's full-screen popups.
-    full: Terminal<ScrollingBackend<CrosstermBackend<Stdout>>>,
+    /// Whole-screen drawing: full-screen mode, and inline mode's full-screen popups (made
+    /// when first needed: its buffers are a few screens' worth of cells).
+    full: Option<FullTerminal>,
     inline: InlineScreen<Stdout>,
     printed: Printed,
     /// Inline mode: a full-screen popup is on the alternate screen.
@@ -44,7 +51,10 @@ pub struct Screen {
 impl Screen {
     /// The terminal is already in `mode` (`terminal::enter`).
     pub fn new(mode: Mode) -> io::Result<Screen> {
-        let full = Terminal::new(ScrollingBackend::new(CrosstermBackend::new(stdout()))?)?;
+        let full = match mode {
+            Mode::Fullscreen => Some(full_terminal()?),
+            Mode::Inline => None,
+        };
         let (width, height) = crossterm::terminal::size()?;
         Ok(Screen {
             mode,
@@ -69,7 +79,7 @@ impl Screen {
             if !self.popup {
                 terminal::enter_alternate()?;
                 self.popup = true;
-                self.full.clear()?;
+                self.full_mut()?.clear()?;
                 self.resized = true;
             }
             return self.draw_full(app, now);
@@ -86,13 +96,25 @@ impl Screen {
         Ok(())
     }
 
-    fn draw_full(&mut self, app: &mut App, now: Instant) -> io::Result<()> {
-        execute!(self.full.backend_mut(), BeginSynchronizedUpdate)?;
-        if std::mem::take(&mut self.resized) {
-            self.full.autoresize()?;
+    fn full_mut(&mut self) -> io::Result<&mut FullTerminal> {
+        if self.full.is_none() {
+            self.full = Some(full_terminal()?);
         }
-        let drawn = scrolling::draw_frame(&mut self.full, |f| render::draw(f, app, now));
-        execute!(self.full.backend_mut(), EndSynchronizedUpdate)?;
+        match self.full.as_mut() {
+            Some(full) => Ok(full),
+            None => Err(io::Error::other("no full-screen terminal")),
+        }
+    }
+
+    fn draw_full(&mut self, app: &mut App, now: Instant) -> io::Result<()> {
+        let resized = std::mem::take(&mut self.resized);
+        let full = self.full_mut()?;
+        execute!(full.backend_mut(), BeginSynchronizedUpdate)?;
+        if resized {
+            full.autoresize()?;
+        }
+        let drawn = scrolling::draw_frame(full, |f| render::draw(f, app, now));
+        execute!(full.backend_mut(), EndSynchronizedUpdate)?;
         drawn
     }
 
@@ -125,7 +147,7 @@ impl Screen {
         match self.mode {
             // Only the alternate screen may be cleared: inline mode's normal screen holds the
             // conversation.
-            Mode::Fullscreen => self.full.clear(),
+            Mode::Fullscreen => self.full_mut()?.clear(),
             Mode::Inline => {
                 self.new_size = Some(crossterm::terminal::size()?);
                 Ok(())
@@ -150,7 +172,7 @@ impl Screen {
         let view = app.view(now);
         let width = self.inline.size().0 as usize;
         let rest = self.printed.rest(&mut app.transcript, width, &view);
-        self.inline.draw(&rest, &Buffer::empty(Rect::ZERO))?;
+        self.inline.draw(&rest, Buffer::empty(Rect::ZERO))?;
         terminal::set_live_region(false);
         Ok(())
     }
@@ -175,5 +197,5 @@ pub fn inline_frame<W: Write>(
     let room = height.saturating_sub(render::bottom_height(app, width, height));
     let split = printed.split(&mut app.transcript, width as usize, &view, room as usize);
     let live = render::draw_live(app, &split.live, width, height, now);
-    screen.draw(&split.history, &live)
+    screen.draw(&split.history, live)
 }

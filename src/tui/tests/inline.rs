@@ -228,3 +228,26 @@ fn toggling_the_views_while_an_answer_is_half_printed_loses_no_line() {
         "{all:#?}"
     );
 }
+
+#[test]
+fn a_run_ending_and_an_approval_waiting_ask_for_a_notification() {
+    use crate::tui::app::Effect;
+    let (mut app, _port) = app();
+    start_answer(&mut app);
+    app.handle_host_event(HostEvent::Approval(Box::new(ApprovalRequest {
+        id: 1,
+        tool: "bash".into(),
+        subject: "make".into(),
+        detail: None,
+        session_scope: "commands starting with `make`".into(),
+    })));
+    assert_eq!(
+        app.take_effects(),
+        [Effect::Notify("bash waits for your approval".into())]
+    );
+    end_answer(&mut app, assistant(vec![]));
+    assert_eq!(
+        app.take_effects(),
+        [Effect::Notify("the run is done".into())]
+    );
+}
