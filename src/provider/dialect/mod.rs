@@ -29,6 +29,7 @@ pub mod qwen3;
 pub mod rewriter;
 pub mod scanner;
 pub mod stream;
+pub mod tagged_calls;
 pub mod values;
 pub mod xml;
 
