@@ -7,8 +7,7 @@
 
 use serde_json::Value;
 
-use super::values::split_outside_json;
-use super::{Block, Dialect, Parsed, arguments_value, strip_fence};
+use super::{Block, Dialect, Parsed, json_arguments, section_calls, strip_fence};
 use crate::agent::protocol::stream::ToolSpec;
 
 pub struct DeepSeek;
@@ -92,18 +91,7 @@ impl Dialect for DeepSeek {
         if block.open == CALL_BEGIN {
             return vec![one_call(body)];
         }
-        let mut out = Vec::new();
-        for piece in split_outside_json(body, CALL_BEGIN).into_iter().skip(1) {
-            out.push(one_call(split_outside_json(piece, CALL_END)[0]));
-        }
-        if out.is_empty() && !body.trim().is_empty() {
-            out.push(Parsed::Bad {
-                name: String::new(),
-                error: format!("no {CALL_BEGIN} inside the tool calls"),
-                raw: body.to_string(),
-            });
-        }
-        out
+        section_calls(body, &BLOCKS[1], "the tool calls", one_call)
     }
 }
 
@@ -123,16 +111,5 @@ fn one_call(piece: &str) -> Parsed {
     } else {
         (before, after)
     };
-    let args = strip_fence(args);
-    if args.is_empty() {
-        return arguments_value(name, Value::Null, args);
-    }
-    match serde_json::from_str::<Value>(args) {
-        Ok(v) => arguments_value(name, v, args),
-        Err(e) => Parsed::Bad {
-            name: name.to_string(),
-            error: format!("the arguments are not valid JSON: {e}"),
-            raw: args.to_string(),
-        },
-    }
+    json_arguments(name, strip_fence(args))
 }

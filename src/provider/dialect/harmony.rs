@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{Block, Dialect, Parsed, arguments_value, strip_fence};
+use super::{Block, Dialect, Parsed, json_arguments, strip_fence};
 use crate::agent::protocol::stream::ToolSpec;
 
 pub struct Harmony;
@@ -94,16 +94,6 @@ impl Dialect for Harmony {
             }];
         };
         let args = strip_fence(&t[at + "<|message|>".len()..]);
-        if args.is_empty() {
-            return vec![arguments_value(&name, Value::Null, args)];
-        }
-        vec![match serde_json::from_str::<Value>(args) {
-            Ok(v) => arguments_value(&name, v, args),
-            Err(e) => Parsed::Bad {
-                name,
-                error: format!("the arguments are not valid JSON: {e}"),
-                raw: args.to_string(),
-            },
-        }]
+        vec![json_arguments(&name, args)]
     }
 }

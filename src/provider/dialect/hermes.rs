@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use super::values::{Part, Tagged, excerpt, json_string_open};
-use super::{Block, Dialect, Parsed, arguments_value, json_call, typed_value};
+use super::{Block, Dialect, Parsed, json_arguments, json_call, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
 /// GLM's values: `<arg_value>…</arg_value>`, each after its `<arg_key>`.
@@ -214,14 +214,7 @@ pub fn glm_call(t: &str, tools: &[ToolSpec]) -> Parsed {
         };
     }
     if rest.starts_with('{') {
-        return match serde_json::from_str::<Value>(rest) {
-            Ok(v) => arguments_value(&name, v, rest),
-            Err(e) => Parsed::Bad {
-                name,
-                error: format!("the arguments are not valid JSON: {e}"),
-                raw: rest.to_string(),
-            },
-        };
+        return json_arguments(&name, rest);
     }
     let bad = |error: String| Parsed::Bad {
         name: name.clone(),

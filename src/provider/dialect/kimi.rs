@@ -6,8 +6,7 @@
 
 use serde_json::Value;
 
-use super::values::split_outside_json;
-use super::{Block, Dialect, Parsed, arguments_value};
+use super::{Block, Dialect, Parsed, json_arguments, section_calls};
 use crate::agent::protocol::stream::ToolSpec;
 
 pub struct Kimi;
@@ -86,18 +85,7 @@ impl Dialect for Kimi {
         if block.open == CALL_BEGIN {
             return vec![one_call(body)];
         }
-        let mut out = Vec::new();
-        for piece in split_outside_json(body, CALL_BEGIN).into_iter().skip(1) {
-            out.push(one_call(split_outside_json(piece, CALL_END)[0]));
-        }
-        if out.is_empty() && !body.trim().is_empty() {
-            out.push(Parsed::Bad {
-                name: String::new(),
-                error: format!("no {CALL_BEGIN} inside the tool calls section"),
-                raw: body.to_string(),
-            });
-        }
-        out
+        section_calls(body, &BLOCKS[1], "the tool calls section", one_call)
     }
 }
 
@@ -125,16 +113,5 @@ fn one_call(piece: &str) -> Parsed {
         };
     };
     let name = call_name(head);
-    let args = args.trim();
-    if args.is_empty() {
-        return arguments_value(&name, Value::Null, args);
-    }
-    match serde_json::from_str::<Value>(args) {
-        Ok(v) => arguments_value(&name, v, args),
-        Err(e) => Parsed::Bad {
-            name,
-            error: format!("the arguments are not valid JSON: {e}"),
-            raw: args.to_string(),
-        },
-    }
+    json_arguments(&name, args.trim())
 }

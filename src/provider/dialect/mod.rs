@@ -428,6 +428,47 @@ pub fn json_call(text: &str) -> Parsed {
     arguments_value(name, args, raw)
 }
 
+/// The calls of a section that holds `call` blocks (each read by `one_call`), its tags found
+/// only outside the JSON arguments' strings; a section with text but no call is an error
+/// naming `section`.
+pub fn section_calls(
+    body: &str,
+    call: &Block,
+    section: &str,
+    one_call: fn(&str) -> Parsed,
+) -> Vec<Parsed> {
+    let mut out = Vec::new();
+    for piece in values::split_outside_json(body, call.open)
+        .into_iter()
+        .skip(1)
+    {
+        out.push(one_call(values::split_outside_json(piece, call.close)[0]));
+    }
+    if out.is_empty() && !body.trim().is_empty() {
+        out.push(Parsed::Bad {
+            name: String::new(),
+            error: format!("no {} inside {section}", call.open),
+            raw: body.to_string(),
+        });
+    }
+    out
+}
+
+/// Arguments written as JSON text (nothing at all: no arguments).
+pub fn json_arguments(name: &str, text: &str) -> Parsed {
+    if text.is_empty() {
+        return arguments_value(name, Value::Null, text);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => arguments_value(name, v, text),
+        Err(e) => Parsed::Bad {
+            name: name.to_string(),
+            error: format!("the arguments are not valid JSON: {e}"),
+            raw: text.to_string(),
+        },
+    }
+}
+
 /// Arguments that may have come as a JSON string holding the object.
 pub fn arguments_value(name: &str, args: Value, raw: &str) -> Parsed {
     let args = match args {
