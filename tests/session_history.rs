@@ -527,9 +527,10 @@ async fn resume_without_a_terminal_lists_the_sessions() {
     assert!(lines[0].contains("beta topic"), "newest first: {text}");
     assert!(lines[1].contains("alpha topic"), "{text}");
     let id = support::session_id_of(&first);
+    let shown = lines[1].split_whitespace().next().unwrap();
     assert!(
-        lines[1].starts_with(&id),
-        "the whole id, for --session: {text}"
+        shown.len() >= 8 && id.starts_with(shown),
+        "the start of the id that tells it apart, for --session: {text}"
     );
     assert!(lines[1].contains("2 msgs"), "{text}");
 
@@ -539,4 +540,127 @@ async fn resume_without_a_terminal_lists_the_sessions() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
     assert!(stderr(&out).contains("--session"), "{}", stderr(&out));
     assert_eq!(chats(&server).len(), asked);
+}
+
+/// Three sessions of the home folder: two started in the same minute (their ids share the
+/// first 8 characters), one named; each with one user message. Returns their paths.
+fn same_minute_sessions(h: &Path) -> [PathBuf; 3] {
+    let dir = pi::session::SessionPaths::for_cwd(&h.join("agent"), h).dir;
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |stamp: &str, id: &str, text: &str, name: Option<&str>| {
+        let path = dir.join(format!("{stamp}_{id}.jsonl"));
+        let mut lines = vec![
+            json!({"type": "session", "version": 3, "id": id,
+                   "timestamp": "2026-01-01T10:00:00.000Z", "cwd": h})
+            .to_string(),
+            user("a0000001", None, text),
+        ];
+        if let Some(name) = name {
+            lines.push(
+                json!({"type": "session_info", "id": "a0000002", "parentId": "a0000001",
+                       "timestamp": "2026-01-01T10:00:02.000Z", "name": name})
+                .to_string(),
+            );
+        }
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        path
+    };
+    [
+        write(
+            "2026-01-01T10-00-00-000Z",
+            "01a23c61-5150-7635-b3fd-ab0404bb9f84",
+            "first of the minute",
+            None,
+        ),
+        write(
+            "2026-01-01T10-00-01-000Z",
+            "01a23c61-5162-7000-8000-000000000001",
+            "second of the minute",
+            None,
+        ),
+        write(
+            "2026-01-01T10-05-00-000Z",
+            "01a23c70-0000-7000-8000-000000000002",
+            "a later one",
+            Some("release notes"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn listed_ids_tell_sessions_of_the_same_minute_apart() {
+    let server = answering("ok").await;
+    let h = home();
+    same_minute_sessions(&h);
+    let out = run_ok(&server, &h, &["-r", "-p"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut shown: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    shown.sort();
+    assert_eq!(
+        shown,
+        ["01a23c61-515", "01a23c61-516", "01a23c70"],
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn session_prefixes_open_one_refuse_several_and_name_what_is_missing() {
+    let server = answering("ok").await;
+    let h = home();
+    let [first, second, named] = same_minute_sessions(&h);
+    let grew = |p: &Path| std::fs::read_to_string(p).unwrap().contains("\"ok\"");
+
+    // Shared by two: refused, both listed with their distinguishing id, date and message.
+    let out = run(&server, &h, &["--session", "01a23c61", "-p", "hi"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("`01a23c61` matches 2 sessions"), "{err}");
+    for part in [
+        "01a23c61-515",
+        "01a23c61-516",
+        "2026-01-01 10:00",
+        "first of the minute",
+        "second of the minute",
+    ] {
+        assert!(err.contains(part), "{part} in {err}");
+    }
+    assert!(chats(&server).is_empty(), "nothing was sent");
+
+    // Unknown: a clear error, nothing sent, no new file.
+    let out = run(&server, &h, &["--session", "deadbeef", "-p", "hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no session matches `deadbeef`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(chats(&server).is_empty());
+    assert_eq!(session_files(&h).len(), 3);
+
+    // The listed start of an id (with or without its dash), a file name's start, a name.
+    run_ok(&server, &h, &["--session", "01a23c61-516", "-p", "hi"]).await;
+    assert!(grew(&second) && !grew(&first) && !grew(&named));
+    run_ok(&server, &h, &["--session", "01A23C615150", "-p", "hi"]).await;
+    assert!(grew(&first));
+    run_ok(&server, &h, &["--session", "2026-01-01T10-05", "-p", "hi"]).await;
+    assert!(grew(&named));
+    let before = std::fs::read_to_string(&second).unwrap().len();
+    run_ok(&server, &h, &["--session", "Release Notes", "-p", "hi"]).await;
+    assert_eq!(std::fs::read_to_string(&second).unwrap().len(), before);
+    assert_eq!(
+        std::fs::read_to_string(&named)
+            .unwrap()
+            .matches("\"ok\"")
+            .count(),
+        2,
+        "the named session went on"
+    );
+    // A whole file name, no folder: that session, not a new file in the working folder.
+    let name = first.file_name().unwrap().to_str().unwrap().to_string();
+    run_ok(&server, &h, &["--session", &name, "-p", "hi"]).await;
+    assert!(!h.join(&name).exists());
+    assert_eq!(session_files(&h).len(), 3);
 }

@@ -165,6 +165,8 @@ async fn every_way_into_a_session_shows_its_conversation() {
     // -r: the picker first, Enter on the original.
     let mut pi = Pty::spawn_sized(&home, &server, None, 60, &["-r"]);
     pi.wait_for("Resume:");
+    // Each row shows the start of its id that can be typed after --session.
+    pi.wait_for(&format!("{prefix} "));
     for c in "alpha".chars() {
         pi.send(c.to_string().as_bytes());
     }

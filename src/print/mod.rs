@@ -458,7 +458,8 @@ impl Pump {
 }
 
 /// `-r` without a terminal to pick on: this folder's sessions on stdout, newest first, one
-/// line each (id, last written, messages, title), so a script can choose one for `--session`. With a
+/// line each (the start of the id that tells it apart from the others listed, last written,
+/// messages, title), so a script can choose one for `--session`. With a
 /// prompt to send, nothing is sent (pi cannot choose for the person): exit 1 with the way on.
 fn list_for_resume(options: &setup::Options, had_prompt: bool) -> u8 {
     let list = match resume_list(options) {
@@ -470,7 +471,10 @@ fn list_for_resume(options: &setup::Options, had_prompt: bool) -> u8 {
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for s in &list {
+    let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
+    let short = crate::session::unique_prefixes(&ids);
+    let wide = short.iter().map(String::len).max().unwrap_or(0);
+    for (s, id) in list.iter().zip(&short) {
         let messages = crate::session::count_messages(&s.path)
             .map_or_else(|| "?".to_string(), |n| n.to_string());
         let modified = s
@@ -479,8 +483,8 @@ fn list_for_resume(options: &setup::Options, had_prompt: bool) -> u8 {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let _ = writeln!(
             out,
-            "{}  {}  {:>4} msgs  {}",
-            visible(&s.id),
+            "{:wide$}  {}  {:>4} msgs  {}",
+            visible(id),
             crate::session::time::iso_from_ms(modified),
             messages,
             visible(s.title())
@@ -523,14 +527,12 @@ fn pick_session(options: &setup::Options) -> Result<std::path::PathBuf, String> 
     use std::io::BufRead;
     let list = resume_list(options)?;
     let shown = list.len().min(30);
-    for (i, s) in list.iter().take(shown).enumerate() {
+    let ids: Vec<&str> = list.iter().take(shown).map(|s| s.id.as_str()).collect();
+    let short = crate::session::unique_prefixes(&ids);
+    let wide = short.iter().map(String::len).max().unwrap_or(0);
+    for (i, (s, id)) in list.iter().zip(&short).enumerate() {
         let title: String = s.title().chars().take(70).collect();
-        eprintln!(
-            "{:>3}. {}  {}",
-            i + 1,
-            visible(&s.id.chars().take(8).collect::<String>()),
-            visible(&title)
-        );
+        eprintln!("{:>3}. {:wide$}  {}", i + 1, visible(id), visible(&title));
     }
     eprint!("Session number [1]: ");
     let mut line = String::new();

@@ -20,10 +20,10 @@ pub enum SessionError {
     },
     /// `--session`/`--fork` named something that is neither a file nor a known session id.
     NotFound(String),
-    /// An id prefix matched more than one session (their paths).
+    /// An id or file name prefix matched more than one session.
     Ambiguous {
         query: String,
-        matches: Vec<PathBuf>,
+        matches: Vec<Candidate>,
     },
     /// The file exists but is not a session file (no session header and no entries).
     NotASession(PathBuf),
@@ -34,6 +34,18 @@ pub enum SessionError {
     EmptyName,
     /// `--continue`: the newest session file has no valid header (the choices are in it).
     UnreadableNewest(Box<super::list::UnreadableNewest>),
+}
+
+/// One of the sessions an ambiguous `--session`/`--fork` text matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub path: PathBuf,
+    /// The start of its id that tells it apart from the other matches.
+    pub short_id: String,
+    /// When it was started (`YYYY-MM-DD HH:MM`, UTC), empty if unknown.
+    pub started: String,
+    /// Its name, else its first message.
+    pub title: String,
 }
 
 impl SessionError {
@@ -64,13 +76,24 @@ impl fmt::Display for SessionError {
             ),
             SessionError::Ambiguous { query, matches } => {
                 write!(f, "`{query}` matches {} sessions:", matches.len())?;
+                let wide = matches.iter().map(|m| m.short_id.len()).max().unwrap_or(0);
                 for m in matches.iter().take(10) {
-                    write!(f, "\n  {}", m.display())?;
+                    let title: String = m.title.chars().take(60).collect();
+                    write!(
+                        f,
+                        "\n  {:wide$}  {}  {}",
+                        crate::visible::visible(&m.short_id),
+                        crate::visible::visible(&m.started),
+                        crate::visible::visible(&title)
+                    )?;
                 }
                 if matches.len() > 10 {
                     write!(f, "\n  ... and {} more", matches.len() - 10)?;
                 }
-                write!(f, "\ngive more characters of the id")
+                write!(
+                    f,
+                    "\ngive more of the id (as listed) or the session file's path"
+                )
             }
             SessionError::Locked { path, pid } => write!(
                 f,

@@ -19,9 +19,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::entry::{EntryKind, ParsedLine, SessionHeader, parse_line};
-use super::error::SessionError;
+use super::error::{Candidate, SessionError};
 use super::ids::looks_like_uuid;
 use super::paths::{SessionPaths, id_from_file_name};
+use super::short_id::{id_starts_with, unique_prefixes};
 use crate::agent::protocol::types::UserContent;
 
 /// Bytes read from the start of each file. Small on purpose: on a cold cache the kernel reads
@@ -493,18 +494,29 @@ pub fn is_path_query(query: &str) -> bool {
     query.contains('/') || query.contains('\\') || query.ends_with(".jsonl")
 }
 
-fn matches_in(dirs: &[PathBuf], prefix: &str) -> Vec<(PathBuf, String)> {
+/// True when `--session`/`--fork` text holds a folder separator (a path, never a name).
+fn has_separator(query: &str) -> bool {
+    query.contains('/') || query.contains('\\')
+}
+
+/// Session files of `dirs` whose id or file name starts with `query` (ids: dashes and case
+/// ignored; names: case ignored), with their header ids.
+fn matches_in(dirs: &[PathBuf], query: &str) -> Vec<(PathBuf, String)> {
+    let lower = query.to_lowercase();
     let mut found = Vec::new();
     for dir in dirs {
         for path in jsonl_files(dir) {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            // The file name carries the id; read the header only when it does not.
-            let candidate = match id_from_file_name(name).filter(|id| looks_like_uuid(id)) {
-                Some(id) if !id.to_ascii_lowercase().starts_with(prefix) => continue,
-                _ => header_id(&path),
-            };
-            if let Some(id) = candidate
-                && id.to_ascii_lowercase().starts_with(prefix)
+            let by_name = name.to_lowercase().starts_with(&lower);
+            // The file name carries the id; read the header only when it may match.
+            if let Some(id) = id_from_file_name(name).filter(|id| looks_like_uuid(id))
+                && !by_name
+                && !id_starts_with(id, query)
+            {
+                continue;
+            }
+            if let Some(id) = header_id(&path)
+                && (by_name || id_starts_with(&id, query))
             {
                 found.push((path, id));
             }
@@ -513,23 +525,56 @@ fn matches_in(dirs: &[PathBuf], prefix: &str) -> Vec<(PathBuf, String)> {
     found
 }
 
+/// What an ambiguous query lists of each session it matched: an id start that tells them
+/// apart, the day and time it was started and its name or first message.
+fn candidates(found: &[(PathBuf, String)]) -> Vec<Candidate> {
+    let ids: Vec<&str> = found.iter().map(|(_, id)| id.as_str()).collect();
+    found
+        .iter()
+        .zip(unique_prefixes(&ids))
+        .map(|((path, _), short_id)| {
+            let info = session_info(path);
+            Candidate {
+                path: path.clone(),
+                short_id,
+                started: info
+                    .as_ref()
+                    .map(|i| {
+                        i.created
+                            .chars()
+                            .take(16)
+                            .collect::<String>()
+                            .replace('T', " ")
+                    })
+                    .unwrap_or_default(),
+                title: info.map(|i| i.title().to_string()).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
 fn pick(
     query: &str,
-    found: Vec<(PathBuf, String)>,
+    mut found: Vec<(PathBuf, String)>,
     local: bool,
 ) -> Result<Option<FoundSession>, SessionError> {
-    let exact: Vec<&(PathBuf, String)> = found
-        .iter()
-        .filter(|(_, id)| id.eq_ignore_ascii_case(query))
-        .collect();
+    let whole = |(path, id): &(PathBuf, String)| {
+        id.eq_ignore_ascii_case(query)
+            || path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.eq_ignore_ascii_case(query))
+    };
+    let exact: Vec<&(PathBuf, String)> = found.iter().filter(|f| whole(f)).collect();
     let chosen = match (exact.as_slice(), found.as_slice()) {
         ([one], _) => (*one).clone(),
         (_, [one]) => one.clone(),
         (_, []) => return Ok(None),
         _ => {
+            found.sort_by(|a, b| a.1.cmp(&b.1));
             return Err(SessionError::Ambiguous {
                 query: query.to_string(),
-                matches: found.into_iter().map(|(p, _)| p).collect(),
+                matches: candidates(&found),
             });
         }
     };
@@ -540,8 +585,25 @@ fn pick(
     }))
 }
 
-/// Resolve `--session`/`--fork` text: a path (it contains `/` or `\`, or ends in `.jsonl`),
-/// else the start of a session id, looked up in this folder first, then in every project.
+/// Sessions of this folder named `query` (case ignored).
+fn named_in(paths: &SessionPaths, query: &str) -> Vec<(PathBuf, String)> {
+    list_sessions(paths, ListScope::CurrentFolder)
+        .sessions
+        .into_iter()
+        .filter(|s| {
+            s.name
+                .as_deref()
+                .is_some_and(|n| n.to_lowercase() == query.to_lowercase())
+        })
+        .map(|s| (s.path, s.id))
+        .collect()
+}
+
+/// Resolve `--session`/`--fork` text: a path to a file (it contains `/` or `\`, or ends in
+/// `.jsonl`), else the start of a session id (dashes and case ignored) or of a session file's
+/// name, looked up in this folder first, then as the name of a session of this folder, then in
+/// every project. Several matches are [`SessionError::Ambiguous`] (unless one is the whole id
+/// or file name).
 pub fn find_session(paths: &SessionPaths, query: &str) -> Result<FoundSession, SessionError> {
     let query = query.trim();
     if query.is_empty() {
@@ -549,39 +611,49 @@ pub fn find_session(paths: &SessionPaths, query: &str) -> Result<FoundSession, S
     }
     if is_path_query(query) {
         let path = PathBuf::from(query);
-        if !path.is_file() {
+        if path.is_file() {
+            return Ok(found_by_path(paths, path));
+        }
+        if has_separator(query) {
             return Err(SessionError::NotFound(query.to_string()));
         }
-        // A file without a readable header is still named: opening it makes a repaired copy
-        // when it holds entries, and says it is not a session when it holds none.
-        let id = header_id(&path)
-            .or_else(|| {
-                let name = path.file_name()?.to_str()?;
-                id_from_file_name(name).map(str::to_string)
-            })
-            .unwrap_or_default();
-        let in_current_folder = path
-            .parent()
-            .and_then(|p| fs::canonicalize(p).ok())
-            .zip(fs::canonicalize(&paths.dir).ok())
-            .is_some_and(|(a, b)| a == b);
-        return Ok(FoundSession {
-            path,
-            id,
-            in_current_folder,
-        });
+        // A bare file name: looked up among the sessions below.
     }
-    let prefix = query.to_ascii_lowercase();
     let local = [paths.dir.clone()];
-    if let Some(found) = pick(query, matches_in(&local, &prefix), true)? {
+    if let Some(found) = pick(query, matches_in(&local, query), true)? {
+        return Ok(found);
+    }
+    if let Some(found) = pick(query, named_in(paths, query), true)? {
         return Ok(found);
     }
     let others: Vec<PathBuf> = folders(paths, ListScope::AllFolders)
         .into_iter()
         .filter(|d| *d != paths.dir)
         .collect();
-    pick(query, matches_in(&others, &prefix), false)?
+    pick(query, matches_in(&others, query), false)?
         .ok_or_else(|| SessionError::NotFound(query.to_string()))
+}
+
+/// A session file given by its path.
+fn found_by_path(paths: &SessionPaths, path: PathBuf) -> FoundSession {
+    // A file without a readable header is still named: opening it makes a repaired copy when
+    // it holds entries, and says it is not a session when it holds none.
+    let id = header_id(&path)
+        .or_else(|| {
+            let name = path.file_name()?.to_str()?;
+            id_from_file_name(name).map(str::to_string)
+        })
+        .unwrap_or_default();
+    let in_current_folder = path
+        .parent()
+        .and_then(|p| fs::canonicalize(p).ok())
+        .zip(fs::canonicalize(&paths.dir).ok())
+        .is_some_and(|(a, b)| a == b);
+    FoundSession {
+        path,
+        id,
+        in_current_folder,
+    }
 }
 
 /// How a message entry line starts, as this crate and the Node.js `pi` write it (`type` first,

@@ -24,7 +24,8 @@
 //!   it ([`tree`]);
 //! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
 //!   picked file into a recorder and a context ([`open`]);
-//! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`].
+//! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`];
+//! * typing ids — [`short_id`]: the start of an id a list shows and what typed text matches.
 //!
 //! It knows nothing of the terminal or of providers; the CLI decides which session to open.
 
@@ -42,6 +43,7 @@ pub mod open;
 pub mod paths;
 pub mod recorder;
 mod salvage;
+pub mod short_id;
 pub mod task;
 pub mod time;
 pub mod tree;
@@ -53,7 +55,7 @@ pub use entry::{
     BranchSummary, CURRENT_VERSION, Compaction, CustomMessageEntry, EntryKind, SessionEntry,
     SessionHeader,
 };
-pub use error::{LoadWarning, SessionError};
+pub use error::{Candidate, LoadWarning, SessionError};
 pub use fork::{Forked, branch_to_new, fork};
 pub use list::{
     FoundSession, ListScope, Newest, SessionInfo, SessionList, UnreadableNewest, count_messages,
@@ -63,5 +65,6 @@ pub use load::Session;
 pub use open::{OpenedSession, StartFrom, open_session, open_session_to_write, resume_hint};
 pub use paths::{SessionPaths, encode_cwd};
 pub use recorder::SessionRecorder;
+pub use short_id::unique_prefixes;
 pub use task::RecorderTask;
 pub use tree::{TreeFilter, TreeKind, TreeRow, filter_rows, tree_rows};

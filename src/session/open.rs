@@ -32,8 +32,8 @@ pub enum StartFrom<'a> {
     New,
     /// `-c/--continue`: the newest session of this folder, else a new one.
     Continue,
-    /// `--session <path|id-prefix>`: that session; a path that does not exist yet starts a new
-    /// session stored at that path.
+    /// `--session <path|id-prefix|file-name-prefix|name>`: that session; a path that does not
+    /// exist yet (and is no session's file name) starts a new session stored at that path.
     Session(&'a str),
     /// `--fork <path|id-prefix>`: a copy of that session, stored in this folder.
     Fork(&'a str),
@@ -159,10 +159,16 @@ fn open_with(
         },
         StartFrom::File(path) => resumed_from(path, cwd, false, &paths.dir, claim),
         StartFrom::Session(query) => {
-            if is_path_query(query) && !Path::new(query).exists() {
-                return Ok(fresh(SessionRecorder::new_at(Path::new(query), cwd)));
-            }
-            let found = find_session(paths, query)?;
+            let found = match find_session(paths, query) {
+                // A path that is not there yet (and no session's file name): a new session
+                // stored there.
+                Err(SessionError::NotFound(_))
+                    if is_path_query(query) && !Path::new(query).exists() =>
+                {
+                    return Ok(fresh(SessionRecorder::new_at(Path::new(query), cwd)));
+                }
+                other => other?,
+            };
             resumed_from(
                 &found.path,
                 cwd,

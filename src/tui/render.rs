@@ -606,7 +606,8 @@ fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
 
 fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::sessions::{PickerMode, age};
-    use crate::session::ListScope;
+    use crate::session::{ListScope, unique_prefixes};
+    use std::collections::HashMap;
     let p = app.sessions.as_ref()?;
     let matches = p.matches();
     let h = (matches.len().min(10) as u16 + 3).min(area.height);
@@ -647,9 +648,13 @@ fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> 
     let now = std::time::SystemTime::now();
     let start = sel.saturating_sub(9);
     let width = area.width as usize;
-    // Right-hand columns: folder (up to 24), message count, age.
+    // Right-hand columns: id (as much as tells the listed sessions apart), folder (up to 24),
+    // message count, age.
+    let ids: Vec<&str> = p.sessions.iter().map(|s| s.id.as_str()).collect();
+    let short: HashMap<&str, String> = ids.iter().copied().zip(unique_prefixes(&ids)).collect();
+    let id_w = short.values().map(|s| text_width(s)).max().unwrap_or(0);
     let folder_w = (width / 4).clamp(8, 24);
-    let room = width.saturating_sub(folder_w + 18).max(8);
+    let room = width.saturating_sub(folder_w + id_w + 19).max(8);
     for (i, s) in matches.iter().enumerate().skip(start).take(10) {
         let style = if i == sel {
             fg(|t| t.accent).add_modifier(Modifier::BOLD)
@@ -681,8 +686,9 @@ fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> 
         spans.extend(title);
         spans.push(Span::styled(
             format!(
-                "{:pad$} {:>folder_w$} {:>7} {:>4}",
+                "{:pad$} {:<id_w$} {:>folder_w$} {:>7} {:>4}",
                 "",
+                sanitize(short.get(s.id.as_str()).map_or("", String::as_str)),
                 truncate(&short_folder(&s.cwd), folder_w),
                 count,
                 age(s.modified, now),
