@@ -156,6 +156,30 @@ async fn a_provider_error_exits_1_with_the_message_and_no_key() {
 }
 
 #[tokio::test]
+async fn a_wrong_url_is_named_with_its_provider() {
+    // The server lists the model but has no chat endpoint (a base URL pointing at the wrong
+    // server): a 404 with no body.
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        Reply {
+            status: 404,
+            headers: Vec::new(),
+            chunks: Vec::new(),
+        },
+    ])
+    .await;
+    let h = home();
+    let out = pi(&server, &h).args(["-p", "hi"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "ollama ({}/v1/chat/completions): not found (HTTP 404)",
+        server.url
+    );
+    assert!(err.contains(&expected), "{err}");
+}
+
+#[tokio::test]
 async fn max_turns_ends_a_looping_run_with_a_clear_message() {
     let call = call_reply("c1", "nothing", "{}");
     let server = TestServer::start(vec![tags("qwen3:8b"), call.clone(), call.clone(), call]).await;

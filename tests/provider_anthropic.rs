@@ -736,7 +736,7 @@ async fn max_tokens_and_context_window_stops_are_length() {
 #[tokio::test]
 async fn rate_limit_is_transient_and_carries_retry_after() {
     let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#;
-    let (_, events) = run_one(
+    let (server, events) = run_one(
         vec![Reply::error(429, body).header("retry-after", "1")],
         hello(),
     )
@@ -745,9 +745,14 @@ async fn rate_limit_is_transient_and_carries_retry_after() {
     let m = error_of(&events);
     assert_eq!(m.error_status, Some(429));
     assert_eq!(m.transient.unwrap().retry_after_ms, Some(1000));
+    // The provider and the URL come first.
     assert_eq!(
-        m.error_message.as_deref(),
-        Some("Number of request tokens has exceeded your per-minute rate limit (HTTP 429)")
+        m.error_message.unwrap(),
+        format!(
+            "anthropic ({}/v1/messages): Number of request tokens has exceeded your \
+             per-minute rate limit (HTTP 429)",
+            server.url
+        )
     );
 }
 
@@ -763,9 +768,10 @@ async fn server_errors_and_overloads_are_transient_with_the_providers_message() 
     .await;
     let m = error_of(&events);
     assert!(m.transient.is_some());
-    assert_eq!(
-        m.error_message.as_deref(),
-        Some("Internal server error (HTTP 500)")
+    assert!(
+        m.error_message
+            .unwrap()
+            .ends_with("): Internal server error (HTTP 500)")
     );
 
     let (_, events) = run_one(
@@ -779,7 +785,11 @@ async fn server_errors_and_overloads_are_transient_with_the_providers_message() 
     let m = error_of(&events);
     assert_eq!(m.transient.as_ref().map(|t| t.retry_after_ms), Some(None));
     assert_eq!(m.error_status, Some(529));
-    assert_eq!(m.error_message.as_deref(), Some("Overloaded (HTTP 529)"));
+    assert!(
+        m.error_message
+            .unwrap()
+            .ends_with("): Overloaded (HTTP 529)")
+    );
 }
 
 #[tokio::test]
@@ -801,7 +811,10 @@ async fn client_errors_are_final_and_show_the_providers_text_and_status() {
         let m = error_of(&events);
         assert!(m.transient.is_none(), "{status} must not be retried");
         assert_eq!(m.error_status, Some(status));
-        assert_eq!(m.error_message.as_deref(), Some(expected));
+        assert_eq!(
+            m.error_message.unwrap(),
+            format!("anthropic ({}/v1/messages): {expected}", server.url)
+        );
         assert_eq!(server.requests()[0].header("x-api-key"), Some(KEY));
     }
 }

@@ -352,13 +352,18 @@ async fn azure_error_bodies_are_shown_with_their_status() {
     let e = failure(&events);
     assert_eq!(e.error_status, Some(401));
     assert!(e.transient.is_none());
-    assert!(error_text(e).starts_with("Access denied due to invalid subscription key"));
+    let (origin, text) = error_text(e).split_once("): ").unwrap();
+    assert!(
+        origin.starts_with(&format!("azure-openai-responses ({}", server.url)),
+        "{origin}"
+    );
+    assert!(text.starts_with("Access denied due to invalid subscription key"));
     assert!(error_text(e).ends_with("(HTTP 401)"));
 
     let events = support::collect(&providers, request("gpt-5", vec![user("hi")])).await;
     let e = failure(&events);
     assert_eq!(e.error_status, Some(404));
-    assert!(error_text(e).starts_with("The API deployment for this resource does not exist."));
+    assert!(error_text(e).contains("): The API deployment for this resource does not exist."));
 
     let events = support::collect(&providers, request("gpt-5", vec![user("hi")])).await;
     let e = failure(&events);

@@ -197,8 +197,11 @@ async fn rate_limits_and_server_errors_are_transient_client_errors_are_not() {
     let p = http_providers(&server, "openrouter");
     let m = last_message(&collect(&p, request("openrouter", "x/y")).await);
     assert_eq!(
-        m.error_message.as_deref(),
-        Some("Rate limit reached (HTTP 429)")
+        m.error_message.unwrap(),
+        format!(
+            "openrouter ({}/v1/chat/completions): Rate limit reached (HTTP 429)",
+            server.url
+        )
     );
     assert_eq!(m.error_status, Some(429));
     assert_eq!(m.transient.unwrap().retry_after_ms, Some(2000));
@@ -206,9 +209,11 @@ async fn rate_limits_and_server_errors_are_transient_client_errors_are_not() {
     assert!(m.transient.is_some());
     let m = last_message(&collect(&p, request("openrouter", "x/y")).await);
     assert!(m.transient.is_none());
-    assert_eq!(
-        m.error_message.as_deref(),
-        Some("Incorrect API key provided (HTTP 401)")
+    assert!(
+        m.error_message
+            .as_deref()
+            .unwrap()
+            .ends_with("/v1/chat/completions): Incorrect API key provided (HTTP 401)")
     );
     assert!(!m.error_message.unwrap().contains("test-key-123"));
     assert_eq!(
@@ -459,4 +464,61 @@ async fn the_loop_does_not_retry_an_html_answer() {
     );
     assert_eq!(rec.count("auto_retry_start"), 0);
     assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_wrong_base_url_and_a_closed_port_name_the_provider_and_the_url() {
+    // A base URL that reaches a server which is not the API: 404 with an HTML page.
+    let page = Reply {
+        status: 404,
+        headers: vec![("content-type".into(), "text/html".into())],
+        chunks: vec![Chunk::Bytes(
+            b"<!DOCTYPE HTML>\n<html><head><title>Error response</title></head>\
+              <body><p>Message: File not found.</p></body></html>"
+                .to_vec(),
+        )],
+    };
+    let server = TestServer::start(vec![page]).await;
+    let p = http_providers(&server, "ollama");
+    let m = last_message(&collect(&p, request("ollama", "q")).await);
+    assert_eq!(m.error_status, Some(404));
+    assert_eq!(
+        m.error_message.unwrap(),
+        format!(
+            "ollama ({}/v1/chat/completions): not found (HTTP 404)",
+            server.url
+        )
+    );
+
+    // Nothing listening: could not connect, to that URL.
+    let p = ollama_at("http://127.0.0.1:9/v1");
+    let m = last_message(&collect(&p, request("ollama", "q")).await);
+    let text = m.error_message.unwrap();
+    assert!(
+        text.starts_with("ollama (http://127.0.0.1:9/v1/chat/completions): could not connect: "),
+        "{text}"
+    );
+    assert!(m.transient.is_some(), "worth retrying");
+}
+
+#[tokio::test]
+async fn a_password_in_the_base_url_is_masked_in_errors() {
+    let server = TestServer::start(vec![Reply::error(404, "")]).await;
+    let with_password = server.url.replace("http://", "http://me:s3cr3t-pass@");
+    let p = ollama_at(&format!("{with_password}/v1"));
+    let m = last_message(&collect(&p, request("ollama", "q")).await);
+    let text = m.error_message.unwrap();
+    assert!(!text.contains("s3cr3t"), "{text}");
+    assert!(text.contains("me:***@127.0.0.1"), "{text}");
+    assert!(text.ends_with("not found (HTTP 404)"), "{text}");
+}
+
+/// Providers whose `ollama` entry points at `base_url`.
+fn ollama_at(base_url: &str) -> pi::provider::Providers {
+    let mut catalog = pi::provider::catalog::Catalog::builtin(&|_| None);
+    let mut info = catalog.provider("ollama").unwrap().clone();
+    info.base_url = base_url.to_string();
+    catalog.upsert_provider(info);
+    let env: pi::provider::EnvLookup = Arc::new(|_| None);
+    pi::provider::Providers::new(Arc::new(catalog), None, env)
 }

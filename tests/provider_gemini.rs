@@ -643,7 +643,11 @@ async fn error_statuses_show_googles_message_and_status() {
     assert!(e.transient.is_none());
     assert_eq!(
         error_text(e),
-        "API key not valid. Please pass a valid API key. (INVALID_ARGUMENT, HTTP 400)"
+        format!(
+            "google ({}/v1beta/models/{FLASH}:streamGenerateContent?alt=sse): API key not \
+             valid. Please pass a valid API key. (INVALID_ARGUMENT, HTTP 400)",
+            server.url
+        )
     );
 
     let events = support::collect(&providers, request(FLASH, vec![user("hi")])).await;
@@ -656,7 +660,7 @@ async fn error_statuses_show_googles_message_and_status() {
     let e = failure(&events);
     assert!(e.transient.is_some());
     assert_eq!(
-        error_text(e),
+        error_text(e).split_once("): ").unwrap().1,
         "The model is overloaded. Please try again later. (UNAVAILABLE, HTTP 503)"
     );
 }

@@ -773,7 +773,7 @@ async fn rate_limit_429_is_transient_and_honours_retry_after() {
         Some(7_000)
     );
     assert!(
-        error_text(e).starts_with("Rate limit reached for gpt-5")
+        error_text(e).contains("/v1/responses): Rate limit reached for gpt-5")
             && error_text(e).ends_with("(HTTP 429)"),
         "{}",
         error_text(e)
@@ -790,10 +790,10 @@ async fn server_error_500_is_transient() {
     let e = failure(&events);
     assert_eq!(e.error_status, Some(500));
     assert!(e.transient.is_some());
-    assert_eq!(
-        error_text(e),
-        "The server had an error while processing your request. Sorry about that! (HTTP 500)"
-    );
+    assert!(error_text(e).ends_with(
+        "/v1/responses): The server had an error while processing your request. Sorry about \
+         that! (HTTP 500)"
+    ));
 }
 
 #[tokio::test]
@@ -815,13 +815,17 @@ async fn client_errors_are_final_and_show_the_providers_message_and_status() {
     assert!(e.transient.is_none());
     assert_eq!(
         error_text(e),
-        "Invalid value: 'xhigh'. Supported values are: 'minimal', 'low', 'medium', and 'high'. (HTTP 400)"
+        format!(
+            "openai ({}/v1/responses): Invalid value: 'xhigh'. Supported values are: \
+             'minimal', 'low', 'medium', and 'high'. (HTTP 400)",
+            server.url
+        )
     );
     let events = support::collect(&providers, request("gpt-5", vec![user("hi")])).await;
     let e = failure(&events);
     assert_eq!(e.error_status, Some(401));
     assert!(e.transient.is_none());
-    assert!(error_text(e).starts_with("Incorrect API key provided: test-key***123."));
+    assert!(error_text(e).contains("/v1/responses): Incorrect API key provided: test-key***123."));
     assert!(error_text(e).ends_with("(HTTP 401)"));
 }
 

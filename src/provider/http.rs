@@ -6,6 +6,9 @@
 //! arrived; rate limits, overloads, server errors, connection failures, dropped streams and idle
 //! streams are marked transient (with the server's `Retry-After` when it gave one) so the loop
 //! can retry them; client errors (400, 401, 403, ...) are not, and show the provider's message.
+//! A failure to connect, a refusal and an answer that is not a stream start with the provider
+//! and the URL (`openai (http://…/v1/chat/completions): not found (HTTP 404)`), credentials
+//! masked ([`super::origin`]).
 //!
 //! A stream ends in one of three ways besides its proper end. The connection breaks (a read
 //! error, or a clean close in the middle of an event: the event's start cannot be decoded, but
@@ -156,6 +159,8 @@ struct Call {
     /// Decoded events not yet handed out.
     ready: VecDeque<StreamEvent>,
     secrets: Vec<String>,
+    /// `provider (url)`, put before connection and HTTP errors ([`super::origin`]).
+    origin: String,
     idle_timeout: Duration,
     response_timeout: Duration,
     /// Fires when no headers came within `response_timeout`, then when no event completed for
@@ -257,6 +262,7 @@ impl Call {
             parser: SseParser::new(),
             ready: VecDeque::new(),
             secrets: secrets_of(&request),
+            origin: super::origin::origin(&model.provider, &request.url),
             idle_timeout: settings.idle_timeout,
             response_timeout: settings.response_timeout,
             idle: Box::pin(tokio::time::sleep(settings.response_timeout)),
@@ -419,7 +425,10 @@ impl Call {
             // would get the same.
             let what = describe_body("", &String::from_utf8_lossy(&self.head));
             self.out.fail(
-                &format!("the provider answered 200 with {what} instead of an event stream"),
+                &format!(
+                    "{}: answered 200 with {what} instead of an event stream",
+                    self.origin
+                ),
                 Some(200),
                 None,
             );
@@ -445,8 +454,9 @@ impl Call {
                     let secs = self.response_timeout.as_secs_f64();
                     self.out.fail(
                         &format!(
-                            "the provider sent no response within {secs:.1} s \
-                             (response_timeout_secs in the config)"
+                            "{}: no response within {secs:.1} s \
+                             (response_timeout_secs in the config)",
+                            self.origin
                         ),
                         None,
                         transient(None),
@@ -460,14 +470,14 @@ impl Call {
                 }
                 Poll::Ready(Err(e)) => {
                     let what = if e.is_connect() {
-                        "could not connect to the provider"
+                        "could not connect"
                     } else if e.is_timeout() {
-                        "the request to the provider timed out"
+                        "the request timed out"
                     } else {
-                        "the request to the provider failed"
+                        "the request failed"
                     };
-                    self.out
-                        .fail(&format!("{what}: {}", describe(e)), None, transient(None));
+                    let message = format!("{}: {what}: {}", self.origin, describe(e));
+                    self.out.fail(&message, None, transient(None));
                     *phase = Phase::Finished;
                     Poll::Ready(())
                 }
@@ -479,7 +489,7 @@ impl Call {
             } => {
                 let text = ready!(body.as_mut().poll(cx));
                 let (status, retry_after) = (*status, *retry_after);
-                let message = self.api.error_message(status, &text);
+                let message = format!("{}: {}", self.origin, self.api.error_message(status, &text));
                 let t = is_transient_status(status).then_some(TransientError {
                     retry_after_ms: retry_after,
                 });
@@ -491,7 +501,10 @@ impl Call {
                 let text = ready!(body.as_mut().poll(cx));
                 let what = describe_body(content_type, &text);
                 self.out.fail(
-                    &format!("the provider answered 200 with {what} instead of an event stream"),
+                    &format!(
+                        "{}: answered 200 with {what} instead of an event stream",
+                        self.origin
+                    ),
                     Some(200),
                     None,
                 );

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod local;
 pub mod openai_completions;
 pub mod openai_responses;
+pub mod origin;
 pub mod sse;
 pub mod wire;
 

@@ -81,7 +81,8 @@ pub fn tool_result_output<'a>(
     (output, images)
 }
 
-/// `error.message` (or `message`) from a JSON body, else the start of the body.
+/// `error.message` (or `message`) from a JSON body, else the start of a text body; for an
+/// empty body or an HTML page, the status's reason (`not found (HTTP 404)`).
 pub fn default_error_message(status: u16, body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let found = parsed.as_ref().and_then(|v| {
@@ -93,11 +94,12 @@ pub fn default_error_message(status: u16, body: &str) -> String {
     });
     let text = found.unwrap_or_else(|| {
         let t = body.trim();
-        let cut: String = t.chars().take(300).collect();
-        if cut.is_empty() {
-            "no details given".to_string()
+        let lower: String = t.chars().take(20).collect::<String>().to_ascii_lowercase();
+        let html = lower.starts_with("<!doctype html") || lower.starts_with("<html");
+        if t.is_empty() || html {
+            super::origin::status_reason(status).unwrap_or_else(|| "no details given".into())
         } else {
-            cut
+            t.chars().take(300).collect()
         }
     });
     format!("{text} (HTTP {status})")
@@ -126,11 +128,26 @@ mod tests {
         );
         assert_eq!(
             default_error_message(502, "<html>bad gateway</html>"),
-            "<html>bad gateway</html> (HTTP 502)"
+            "bad gateway (HTTP 502)"
+        );
+        assert_eq!(
+            default_error_message(
+                404,
+                "<!DOCTYPE HTML>\n<html><head><title>Error response</title></head></html>"
+            ),
+            "not found (HTTP 404)"
         );
         assert_eq!(
             default_error_message(500, ""),
-            "no details given (HTTP 500)"
+            "internal server error (HTTP 500)"
+        );
+        assert_eq!(
+            default_error_message(599, " "),
+            "no details given (HTTP 599)"
+        );
+        assert_eq!(
+            default_error_message(404, "File Not Found"),
+            "File Not Found (HTTP 404)"
         );
     }
 }
