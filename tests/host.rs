@@ -132,6 +132,7 @@ impl Rig {
             }),
             approval,
             asks_person,
+            remember_in: Some(dir.path().join("agent").join("settings.json")),
         });
         Rig {
             client,

@@ -749,3 +749,116 @@ async fn new_session_during_a_run_waits_for_its_end_and_starts_empty() {
     assert!(!new.iter().any(|t| t == "old work"), "{new:?}");
     assert!(new.iter().any(|t| t == "fresh start"), "{new:?}");
 }
+
+/// A server that lists one model and answers every chat request.
+async fn listing_server() -> TestServer {
+    TestServer::responding(std::sync::Arc::new(|r| {
+        if r.path == "/api/tags" {
+            tags("qwen3:8b")
+        } else {
+            text_reply("ok")
+        }
+    }))
+    .await
+}
+
+/// The model id and thinking level a fresh `pi --mode rpc` starts with.
+async fn started_with(server: &TestServer, h: &std::path::Path, args: &[&str]) -> (String, String) {
+    let mut c = Client::start_with(server, h, args, Stdio::null());
+    c.send(json!({"id": "s", "type": "get_state"})).await;
+    let state = c.response("s").await;
+    drop(c.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(10), c.child.wait()).await;
+    (
+        state["data"]["model"]["id"].as_str().unwrap().to_string(),
+        state["data"]["thinkingLevel"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn the_model_and_level_chosen_are_remembered_for_the_next_start() {
+    let server = listing_server().await;
+    let h = home();
+    let settings = h.join("agent/settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"quietStartup": true, "someOtherTool": {"keep": [1, 2]}, "defaultThinkingLevel": "low"}"#,
+    )
+    .unwrap();
+    assert_eq!(started_with(&server, &h, &[]).await.0, "qwen3:8b");
+
+    // A model that thinks (the level of one that does not is off whatever is remembered).
+    let mut c = Client::start(&server, &h);
+    c.send(
+        json!({"id": "1", "type": "set_model", "provider": "anthropic",
+               "modelId": "claude-sonnet-4-5"}),
+    )
+    .await;
+    assert_eq!(c.response("1").await["success"], true);
+    c.send(json!({"id": "2", "type": "set_thinking_level", "level": "high"}))
+        .await;
+    assert_eq!(c.response("2").await["success"], true);
+    // Both commands reached the host before this answer.
+    c.send(json!({"id": "3", "type": "get_session_stats"}))
+        .await;
+    c.response("3").await;
+    drop(c.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(10), c.child.wait()).await;
+
+    // Written where the Node.js pi writes it, every other key kept.
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        v,
+        json!({"quietStartup": true, "someOtherTool": {"keep": [1, 2]},
+               "defaultThinkingLevel": "high", "defaultProvider": "anthropic",
+               "defaultModel": "claude-sonnet-4-5"})
+    );
+    assert_eq!(
+        started_with(&server, &h, &[]).await,
+        ("claude-sonnet-4-5".to_string(), "high".to_string())
+    );
+    // A flag still wins, and is not remembered.
+    assert_eq!(
+        started_with(&server, &h, &["--model", "ollama/qwen3:8b"])
+            .await
+            .0,
+        "qwen3:8b"
+    );
+    assert_eq!(started_with(&server, &h, &[]).await.0, "claude-sonnet-4-5");
+    // So does config.toml.
+    std::fs::write(h.join("agent/config.toml"), "model = \"ollama/qwen3:8b\"\n").unwrap();
+    assert_eq!(started_with(&server, &h, &[]).await.0, "qwen3:8b");
+}
+
+#[tokio::test]
+async fn a_settings_file_broken_meanwhile_is_left_alone_and_said() {
+    let server = listing_server().await;
+    let h = home();
+    let settings = h.join("agent/settings.json");
+    let log = h.join("stderr.log");
+    let mut c = Client::start_with(
+        &server,
+        &h,
+        &[],
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    c.send(json!({"id": "1", "type": "get_state"})).await;
+    c.response("1").await;
+    // Someone is halfway through editing it.
+    let broken = "{\"theme\": \"light\",\n";
+    std::fs::write(&settings, broken).unwrap();
+    c.send(json!({"id": "2", "type": "set_model", "provider": "ollama", "modelId": "gemma3:1b"}))
+        .await;
+    assert_eq!(c.response("2").await["success"], true);
+    c.send(json!({"id": "3", "type": "get_session_stats"}))
+        .await;
+    c.response("3").await;
+    drop(c.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(10), c.child.wait()).await;
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), broken);
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        err.contains("settings.json was left as it is because it is not valid JSON"),
+        "{err}"
+    );
+}

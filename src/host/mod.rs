@@ -343,6 +343,9 @@ pub struct HostParts {
     pub mcp: Option<crate::mcp::McpManager>,
     /// Other notices for the front end (a model switched to a tool-calling dialect).
     pub notices: Option<mpsc::UnboundedReceiver<String>>,
+    /// The global `settings.json`, where a model or thinking level chosen is remembered for
+    /// the next start (`None`: not remembered).
+    pub remember_in: Option<PathBuf>,
 }
 
 impl Closed {
@@ -385,6 +388,7 @@ struct Host {
     mcp: Option<crate::mcp::McpManager>,
     /// The retry count set aside while retries are turned off.
     configured_retries: Option<u32>,
+    remember_in: Option<PathBuf>,
     out: mpsc::UnboundedSender<HostEvent>,
 }
 
@@ -433,6 +437,7 @@ pub fn spawn(parts: HostParts) -> Client {
         login: parts.login.map(Arc::new),
         mcp: parts.mcp,
         configured_retries: None,
+        remember_in: parts.remember_in,
         out,
     };
     tokio::spawn(host.run(commands));
@@ -686,7 +691,23 @@ impl Host {
         .await;
     }
 
+    /// Keep a choice for the next start (see [`crate::config::node::remember`]); a file that
+    /// cannot take it is said, not overwritten.
+    fn remember(&self, choice: crate::config::node::remember::Choice) {
+        let Some(path) = &self.remember_in else {
+            return;
+        };
+        if let Err(e) = crate::config::node::remember::remember(path, &choice) {
+            self.tell(HostEvent::Notice(e));
+        }
+    }
+
+    /// Talk to `model` from now on, recorded in the session and remembered for the next start.
     fn set_model(&mut self, model: ModelInfo) {
+        self.remember(crate::config::node::remember::Choice::Model {
+            provider: model.provider.clone(),
+            id: model.id.clone(),
+        });
         let m = model.to_model();
         self.agent.update_settings(|s| s.model = m);
         if let Some(r) = &self.recorder {
@@ -733,7 +754,14 @@ impl Host {
         });
     }
 
+    /// Think at `level` from now on, recorded in the session and remembered for the next start
+    /// (`inherit` is not a level to remember).
     fn set_thinking(&mut self, level: ThinkingLevel) {
+        if level != ThinkingLevel::Inherit {
+            self.remember(crate::config::node::remember::Choice::Thinking(
+                level.as_str().to_string(),
+            ));
+        }
         self.agent.update_settings(|s| s.thinking = level);
         if let Some(r) = &self.recorder {
             r.with(move |r| {

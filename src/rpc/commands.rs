@@ -699,6 +699,12 @@ impl Session {
                 .waiting
                 .front()
                 .map(|w| (w.command, Err::<Option<Value>, String>(why))),
+            // Something to know that answers no command (a choice that could not be
+            // remembered): said on stderr, as warnings are.
+            HostEvent::Notice(text) => {
+                eprintln!("pi: {}", crate::visible::visible(&text));
+                None
+            }
             _ => None,
         };
         let Some((command, result)) = answer else {

@@ -765,6 +765,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         approval: gate.clone(),
         asks_person: options.asks_person,
         notices: Some(dialect_notices),
+        remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
     });
     Ok(Started {
         client,

@@ -2,12 +2,14 @@
 //! setup: `settings.json` ([`settings`]), `models.json` ([`models`]) and `auth.json` ([`auth`]).
 //!
 //! They are only ever read, except that `/login` adds a key to `auth.json` the way the Node.js
-//! pi does. Settings pi has no use for are ignored without a word (the files hold many); a
+//! pi does, and the model and thinking level last chosen are remembered in `settings.json`
+//! ([`remember`]). Settings pi has no use for are ignored without a word (the files hold many); a
 //! known setting of the wrong type is a warning, and a file that is not JSON at all is an
 //! error naming the file, line and column, as for `config.toml`.
 
 pub mod auth;
 pub mod models;
+pub mod remember;
 pub mod settings;
 
 use std::path::Path;
