@@ -4,7 +4,7 @@
 //! wraps them to the width: headings (bold, coloured), emphasis, strong, strikethrough, inline
 //! code, fenced and indented code blocks (a gutter, no wrapping of meaning), block quotes (`│`
 //! gutter), ordered and bullet lists with nesting, links (text underlined, then the URL dim),
-//! rules and tables (cells joined by `│`). Fenced blocks that name a language are coloured by
+//! rules and tables (aligned to column widths, see [`table`]). Fenced blocks that name a language are coloured by
 //! `highlight` (syntect, loaded on the first such block); others keep the one code colour.
 //!
 //! Streaming: [`StreamCache`] renders a growing text without re-parsing it all each frame: the
@@ -12,6 +12,8 @@
 //! the last, unfinished block is parsed again, the line still being written included (what of
 //! that line is drawn, and how its open markup is closed, is `open_line`'s business). A frame
 //! with no new text costs a comparison.
+
+mod table;
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
@@ -22,7 +24,7 @@ use super::open_line;
 use super::rows::Rows;
 use super::sanitize::sanitize;
 use super::theme;
-use super::wrap::wrap_line;
+use super::wrap::{self, wrap_line};
 
 struct Builder<'m> {
     out: Vec<(Line<'static>, usize)>,
@@ -38,8 +40,8 @@ struct Builder<'m> {
     code: Option<(Option<String>, String)>,
     memo: &'m mut Memo,
     link: Option<String>,
-    table_row: Vec<String>,
-    in_table: bool,
+    /// The table being collected (laid out whole at its end, when every width is known).
+    table: Option<table::Table>,
     cell: String,
 }
 
@@ -58,7 +60,7 @@ impl Builder<'_> {
     }
 
     fn text(&mut self, t: &str) {
-        if self.in_table {
+        if self.table.is_some() {
             self.cell.push_str(t);
             return;
         }
@@ -170,8 +172,7 @@ fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
         code: None,
         memo,
         link: None,
-        table_row: Vec::new(),
-        in_table: false,
+        table: None,
         cell: String::new(),
     };
     let options =
@@ -259,11 +260,19 @@ fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
                     b.text(&format!("[image: {dest_url}]"));
                     b.push_style(|s| s);
                 }
-                Tag::Table(_) => {
+                Tag::Table(aligns) => {
                     b.blank();
-                    b.in_table = true;
+                    b.table = Some(table::Table {
+                        aligns,
+                        ..Default::default()
+                    });
                 }
-                Tag::TableHead | Tag::TableRow => b.table_row.clear(),
+                Tag::TableHead | Tag::TableRow => {
+                    if let Some(t) = &mut b.table {
+                        t.has_head |= matches!(tag, Tag::TableHead);
+                        t.rows.push(Vec::new());
+                    }
+                }
                 Tag::TableCell => b.cell.clear(),
                 _ => b.push_style(|s| s),
             },
@@ -315,34 +324,33 @@ fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
                     }
                 }
                 TagEnd::Table => {
-                    b.in_table = false;
+                    if let Some(t) = b.table.take() {
+                        let prefix = b.prefix();
+                        let indent = wrap::width(&prefix);
+                        for (line, hang) in table::layout(&t, width.saturating_sub(indent)) {
+                            let mut spans = Vec::new();
+                            if !prefix.is_empty() {
+                                spans.push(Span::styled(
+                                    prefix.clone(),
+                                    Style::new().fg(palette.dim),
+                                ));
+                            }
+                            spans.extend(line.spans);
+                            b.out.push((Line::from(spans), indent + hang));
+                        }
+                    }
                     b.blank();
                 }
-                TagEnd::TableHead | TagEnd::TableRow => {
-                    let head = matches!(tag, TagEnd::TableHead);
-                    let row = b.table_row.join(" │ ");
-                    let style = if head {
-                        Style::new().add_modifier(Modifier::BOLD)
-                    } else {
-                        Style::default()
-                    };
-                    b.out.push((Line::styled(row.clone(), style), 0));
-                    if head {
-                        let rule: String = row
-                            .chars()
-                            .map(|c| if c == '│' { '┼' } else { '─' })
-                            .collect();
-                        b.out
-                            .push((Line::styled(rule, Style::new().fg(palette.dim)), 0));
-                    }
-                }
+                TagEnd::TableHead | TagEnd::TableRow => {}
                 TagEnd::HtmlBlock => {
                     b.styles.pop();
                     b.blank();
                 }
                 TagEnd::TableCell => {
                     let cell = std::mem::take(&mut b.cell);
-                    b.table_row.push(cell.trim().to_string());
+                    if let Some(row) = b.table.as_mut().and_then(|t| t.rows.last_mut()) {
+                        row.push(cell.trim().to_string());
+                    }
                 }
                 _ => {
                     b.styles.pop();
@@ -353,7 +361,7 @@ fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
                 None => b.text(&t),
             },
             Event::Code(t) => {
-                if b.in_table {
+                if b.table.is_some() {
                     b.cell.push_str(&t);
                 } else {
                     let style = b.style().fg(palette.code);
@@ -825,6 +833,53 @@ mod tests {
             }
         }
         stream_matches_full_render(TRICKY, 30, 5);
+    }
+
+    /// A table at a width: its rows as text, the right edge marked to show the padding.
+    fn table_at(md: &str, width: usize) -> String {
+        let mut out = format!("width {width}:\n");
+        for line in plain(&render(md, width)) {
+            assert!(wrap::width(&line) <= width, "{line:?} wider than {width}");
+            out.push_str(&line);
+            out.push_str("¶\n");
+        }
+        out
+    }
+
+    const TABLE: &str = "| Name | Size | Notes |\n|:-----|-----:|:-----:|\n\
+        | alpha | 12 | the first one |\n\
+        | beta, a longer name | 1,024 | wraps when the width is short of room |\n\
+        | 表格 | 3 | 宽字符 |\n";
+
+    #[test]
+    fn tables_are_aligned_to_their_columns_at_every_width() {
+        let shown: Vec<String> = [80, 44, 30, 16]
+            .iter()
+            .map(|&w| table_at(TABLE, w))
+            .collect();
+        insta::assert_snapshot!(shown.join("\n"));
+    }
+
+    #[test]
+    fn tables_in_quotes_and_lists_keep_their_gutter() {
+        let md = "> | a | b |\n> |---|---|\n> | 1 | 2 |\n\n- item\n\n  | k | v |\n  |---|--:|\n  | x | 10 |\n";
+        insta::assert_snapshot!(table_at(md, 30));
+    }
+
+    #[test]
+    fn a_table_streamed_row_by_row_equals_a_full_render() {
+        for width in [80, 30, 16] {
+            let mut cache = StreamCache::default();
+            let text = format!("Intro.\n\n{TABLE}\nAfter.\n");
+            for end in (1..=text.len()).filter(|&e| text.is_char_boundary(e)) {
+                let part = &text[..end];
+                assert_eq!(
+                    cache.render(part, width),
+                    render(&open_line::shown(part), width),
+                    "width {width}: {part:?}"
+                );
+            }
+        }
     }
 
     #[test]
