@@ -164,7 +164,12 @@ fn grid(table: &Table, widths: &[usize]) -> Vec<(Line<'static>, usize)> {
                 let text = cells[c].get(line).map_or("", String::as_str);
                 let align = table.aligns.get(c).copied().unwrap_or(Alignment::None);
                 let style = if head { bold } else { Style::default() };
-                spans.push(Span::styled(pad(text, w, align), style));
+                let mut padded = pad(text, w, align);
+                if c + 1 == widths.len() {
+                    // Nothing follows the last column: no trailing blanks to select and copy.
+                    padded.truncate(padded.trim_end().len());
+                }
+                spans.push(Span::styled(padded, style));
             }
             out.push((Line::from(spans), 0));
         }
@@ -262,7 +267,7 @@ mod tests {
         let t = table(&[&["名前", "x"], &["表", "yy"]], &[]);
         assert_eq!(column_widths(&t, 2, 80), Some(vec![4, 2]));
         let lines = plain(&layout(&t, 80), 80);
-        assert_eq!(lines[0], "名前 │ x ");
+        assert_eq!(lines[0], "名前 │ x");
         assert_eq!(lines[2], "表   │ yy");
     }
 
