@@ -17,6 +17,7 @@ pub mod approval;
 pub mod attach;
 pub mod cli;
 pub mod config;
+pub mod end_signals;
 pub mod host;
 pub mod mcp;
 pub mod print;

@@ -315,6 +315,9 @@ async fn sigterm_to_rpc_mode_stops_the_mcp_server_group() {
     let config = server_with_helper("t", "linger", &helper, &marker);
     let mut pi = rpc_with_server(&config, &helper, &marker).await;
     let pid = pi.id().unwrap() as i32;
+    // Held until pi has ended: `wait` would close it, and pi ending on the closed stdin (exit 0)
+    // would race with its ending on the signal.
+    let _stdin = pi.stdin.take();
     // SAFETY: a plain system call on our own child.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let status = tokio::time::timeout(Duration::from_secs(20), pi.wait())

@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::agent::protocol::command::{Accepted, AgentCommand, WhenBusy};
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
+use crate::end_signals::EndSignals;
 use crate::host::{Client, HostEvent};
 use crate::provider::catalog::format_model_table;
 use crate::setup::{self, SessionChoice};
@@ -217,6 +218,8 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     };
     // The final answer is printed whole: only JSON mode needs the deltas.
     options.live_updates = print.json;
+    // Registered before the MCP servers start, so an early signal still ends pi cleanly.
+    let mut signals = EndSignals::install();
     let started = match setup::start(options).await {
         Ok(s) => s,
         Err(e) => {
@@ -252,7 +255,7 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     let watcher = {
         let (signalled, commands) = (signalled.clone(), client.commands.clone());
         tokio::spawn(async move {
-            let code = next_signal().await;
+            let code = signals.next().await;
             signalled.store(code, Ordering::SeqCst);
             commands.agent(AgentCommand::Abort {
                 reason: Some("Interrupted by a signal".into()),
@@ -360,24 +363,6 @@ fn finish(messages: &[AgentMessage], json_mode: bool) -> u8 {
             1
         }
         _ => 0,
-    }
-}
-
-/// The exit code of the first of SIGTERM (143), SIGHUP (129) or Ctrl+C (130).
-async fn next_signal() -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
-    async fn wait(kind: SignalKind) {
-        match signal(kind) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    }
-    tokio::select! {
-        _ = wait(SignalKind::terminate()) => 143,
-        _ = wait(SignalKind::hangup()) => 129,
-        _ = wait(SignalKind::interrupt()) => 130,
     }
 }
 

@@ -18,12 +18,15 @@ pub mod output;
 use serde_json::{Value, json};
 
 use crate::agent::protocol::events::RunEvent;
+use crate::end_signals::EndSignals;
 use crate::setup;
 use crate::visible::visible;
 
 /// Run RPC mode until stdin closes; returns the exit code.
 pub async fn run(mut options: setup::Options) -> u8 {
     options.live_updates = true;
+    // Registered before the MCP servers start, so an early signal still ends pi cleanly.
+    let mut signals = EndSignals::install();
     let started = match setup::start(options).await {
         Ok(s) => s,
         Err(e) => {
@@ -44,7 +47,7 @@ pub async fn run(mut options: setup::Options) -> u8 {
     let mut input = framing::read_stdin(limit);
     let mut client = started.client;
     let mut session = commands::Session::new(started.info, client.commands.clone());
-    let signal = next_signal();
+    let signal = signals.next();
     tokio::pin!(signal);
     let mut code = 0;
     loop {
@@ -118,24 +121,6 @@ fn too_long(bytes: usize, limit: usize) -> String {
             limit_size(limit)
         )),
     )
-}
-
-/// The exit code of the first of SIGTERM (143), SIGHUP (129) or SIGINT (130).
-async fn next_signal() -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
-    async fn wait(kind: SignalKind) {
-        match signal(kind) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    }
-    tokio::select! {
-        _ = wait(SignalKind::terminate()) => 143,
-        _ = wait(SignalKind::hangup()) => 129,
-        _ = wait(SignalKind::interrupt()) => 130,
-    }
 }
 
 /// One `response` line.
