@@ -167,8 +167,15 @@ pub struct App {
     pub viewport: (u16, u16),
     pub dirty: bool,
     effects: Vec<Effect>,
-    /// Which key does what (the defaults, or keybindings.json over them).
+    /// Which key does what (the defaults, or keybindings.json over them); set with
+    /// [`App::set_keys`].
     pub keys: Keymap,
+    /// How collapsed output names the key that expands it.
+    expand_key: std::sync::Arc<str>,
+    /// What can be typed after `/`.
+    pub commands: slash::CommandTable,
+    /// A model was chosen (at start-up, or since); with its provider's key it is ready.
+    model_chosen: bool,
 }
 
 impl App {
@@ -227,7 +234,27 @@ impl App {
             dirty: true,
             effects: Vec::new(),
             keys: Keymap::default(),
+            expand_key: "Ctrl+O".into(),
+            commands: slash::CommandTable::default(),
+            model_chosen: true,
         }
+    }
+
+    /// Use these keys (keybindings.json over the defaults); hints name them from now on.
+    pub fn set_keys(&mut self, keys: Keymap) {
+        self.expand_key = super::help::key_or(&keys, Action::ToolsExpand, "/help").into();
+        self.keys = keys;
+        self.transcript.invalidate_view();
+    }
+
+    /// Whether a model was chosen at start-up (`false`: none was found).
+    pub fn set_model_chosen(&mut self, chosen: bool) {
+        self.model_chosen = chosen;
+    }
+
+    /// A model is chosen and its provider has a key: prompts can go to it.
+    pub fn model_ready(&self) -> bool {
+        self.model_chosen && !self.providers_without_key.contains(&self.model.provider)
     }
 
     /// Work in `cwd`: paths are relative to it and the `@` picker lists it.
@@ -245,6 +272,7 @@ impl App {
             show_thinking: self.show_thinking,
             expand_tools: self.expand_tools,
             now,
+            expand_key: self.expand_key.clone(),
         }
     }
 
@@ -262,11 +290,11 @@ impl App {
     }
 
     /// The `/` completions to show, if any.
-    pub fn completions(&self) -> Vec<&'static slash::Command> {
+    pub fn completions(&self) -> Vec<&slash::Command> {
         if self.completion_dismissed || self.editor.line_count() > 1 {
             return Vec::new();
         }
-        slash::completions(&self.editor.text())
+        self.commands.completions(&self.editor.text())
     }
 
     // ----- agent events -------------------------------------------------------------------
@@ -452,8 +480,10 @@ impl App {
                 }
                 match (result, aborted, error_message) {
                     (Some(r), _, _) => {
+                        let expand =
+                            super::help::key_or(&self.keys, Action::ToolsExpand, "expanding");
                         self.transcript.push(Cell::Notice(format!(
-                            "Context compacted: {} → {} tokens (Ctrl+O shows the whole summary)",
+                            "Context compacted: {} → {} tokens ({expand} shows the whole summary)",
                             crate::tui::render::tokens(r.tokens_before),
                             crate::tui::render::tokens(r.tokens_after),
                         )));
@@ -673,19 +703,19 @@ impl App {
                 if self.editor.backslash_newline() {
                     return true;
                 }
-                if let Some(c) = self.selected_completion()
-                    && self.editor.text() != format!("/{}", c.name)
-                    && !c.args.starts_with('<')
-                    && c.args.is_empty()
+                if let Some((name, takes_args, needs_args)) = self.selected_completion()
+                    && self.editor.text() != format!("/{name}")
+                    && !needs_args
+                    && !takes_args
                 {
-                    self.editor.set_text(&format!("/{}", c.name));
+                    self.editor.set_text(&format!("/{name}"));
                 }
                 self.submit(Delivery::Steer)
             }
             Action::Tab => {
-                if let Some(c) = self.selected_completion() {
-                    let suffix = if c.args.is_empty() { "" } else { " " };
-                    self.editor.set_text(&format!("/{}{suffix}", c.name));
+                if let Some((name, takes_args, _)) = self.selected_completion() {
+                    let suffix = if takes_args { " " } else { "" };
+                    self.editor.set_text(&format!("/{name}{suffix}"));
                 } else {
                     self.complete_path();
                 }
@@ -895,10 +925,17 @@ impl App {
         }
     }
 
-    fn selected_completion(&self) -> Option<&'static slash::Command> {
+    /// The `/` list's chosen command, as (name, takes arguments, arguments required).
+    fn selected_completion(&self) -> Option<(String, bool, bool)> {
         let list = self.completions();
         list.get(self.completion_selected.min(list.len().saturating_sub(1)))
-            .copied()
+            .map(|c| {
+                (
+                    c.name.to_string(),
+                    !c.args.is_empty(),
+                    c.args.starts_with('<'),
+                )
+            })
     }
 
     fn quit(&mut self) {
@@ -960,12 +997,26 @@ impl App {
         if text.trim().is_empty() && self.attachments.is_empty() {
             return;
         }
-        if let Some((name, args)) = slash::parse(&text)
-            && slash::COMMANDS.iter().any(|c| c.name == name)
-        {
-            self.run_command(name, args);
-            return;
-        }
+        let text = match self.commands.classify(&text) {
+            slash::Line::Known(name, args) => {
+                let (name, args) = (name.to_string(), args.to_string());
+                self.run_command(&name, &args);
+                return;
+            }
+            // Not a command: said so, and nothing is sent (the text stays in the history).
+            slash::Line::Unknown(name) => {
+                let nearest = self
+                    .commands
+                    .nearest(name)
+                    .map(|c| format!("; did you mean /{}?", c.name))
+                    .unwrap_or_else(|| "; /help lists the commands".to_string());
+                let name = sanitize(name);
+                self.notice(format!("Unknown command /{name}{nearest}"));
+                return;
+            }
+            slash::Line::Literal(rest) => rest.to_string(),
+            slash::Line::Prompt => text,
+        };
         // `!command` runs it and adds its output to the conversation; `!!command` only shows it.
         if let Some(rest) = text.trim_start().strip_prefix('!') {
             let (command, include) = match rest.strip_prefix('!') {
@@ -1060,9 +1111,9 @@ impl App {
             .map(|s| format!(" · {s}"))
             .unwrap_or_default();
         let text = format!(
-            "pi {version} · {model} · {}{sandbox}\n/help commands · Esc interrupt · Ctrl+D quit · \
-             Ctrl+L model · @ files · !cmd shell",
-            self.place.cwd
+            "pi {version} · {model} · {}{sandbox}\n{}",
+            self.place.cwd,
+            super::help::header_keys(&self.keys)
         );
         self.header_cell = Some(self.transcript.push(Cell::Info(text)));
         self.transcript.follow();
@@ -1119,9 +1170,12 @@ impl App {
             None => {
                 self.paused_since = Some(Instant::now());
                 self.port.set_paused(true);
-                self.notice(
-                    "Paused: pi waits before its next model call or tool (what runs now                      finishes). Ctrl+S goes on; Esc aborts.",
-                );
+                let go_on = super::help::key_or(&self.keys, Action::PauseToggle, "the pause key");
+                let abort = super::help::key_or(&self.keys, Action::Interrupt, "interrupting");
+                self.notice(format!(
+                    "Paused: pi waits before its next model call or tool (what runs now \
+                     finishes). {go_on} goes on; {abort} aborts."
+                ));
             }
             Some(since) => {
                 self.port.set_paused(false);
@@ -1157,15 +1211,7 @@ impl App {
         self.dirty = true;
         match name {
             "help" => {
-                let mut text = help_text();
-                // The table above gives the default keys.
-                let changes = self.keys.changes();
-                if !changes.is_empty() {
-                    text.push_str("Changed in keybindings.json\n");
-                    for (keys, spec) in changes {
-                        text.push_str(&format!("  {keys}  {} ({})\n", spec.what, spec.id));
-                    }
-                }
+                let text = super::help::text(&self.keys, &self.commands);
                 self.transcript.push(Cell::Info(text));
                 self.transcript.follow();
             }
@@ -1231,6 +1277,7 @@ impl App {
     fn set_model(&mut self, model: ModelInfo) {
         self.port.set_model(&model);
         self.model = model;
+        self.model_chosen = true;
     }
 
     fn set_thinking(&mut self, level: ThinkingLevel) {
@@ -1249,10 +1296,11 @@ impl App {
             &self.model,
             forward,
         ) else {
-            self.notice(
+            let choose = super::help::key_or(&self.keys, Action::ModelSelect, "/model");
+            self.notice(format!(
                 "No other model to switch to: name some with --models or enabled_models, or \
-                 choose one with Ctrl+L",
-            );
+                 choose one with {choose}"
+            ));
             return;
         };
         let label = format!("Model: {}/{}", model.provider, model.id);
@@ -1335,6 +1383,7 @@ impl App {
                     Some(m) => {
                         self.notice(format!("{saved} · model: {}/{}", m.provider, m.id));
                         self.model = m;
+                        self.model_chosen = true;
                     }
                     None => self.notice(saved),
                 }
@@ -1506,8 +1555,13 @@ impl App {
         for w in opened.warnings {
             self.notice(sanitize(&w));
         }
+        let what = match opened.from {
+            crate::host::OpenedFrom::Resumed => "Resumed session",
+            crate::host::OpenedFrom::Forked => "Forked into the new session",
+            crate::host::OpenedFrom::Cloned => "Cloned into the new session",
+        };
         self.notice(format!(
-            "Resumed session {} with {}/{}",
+            "{what} {} with {}/{}",
             sanitize(&opened.session_id),
             sanitize(&self.model.provider),
             sanitize(&self.model.id)
@@ -1917,63 +1971,6 @@ fn stats_text(s: &SessionStats) -> String {
         out.push_str(&format!("  context: {} tokens", u.context));
     }
     out
-}
-
-/// The keys `/help` lists, as (keys, what they do).
-const HELP_KEYS: &[(&str, &str)] = &[
-    ("Enter", "send (while working: steer the agent)"),
-    ("Alt+Enter", "queue a follow-up for when it finishes"),
-    ("Shift+Enter, Ctrl+J", "new line"),
-    ("\\ Enter", "new line (where Shift+Enter is not seen)"),
-    ("Tab", "complete a command or a file path"),
-    ("@", "pick a project file to attach"),
-    ("!cmd, !!cmd", "run a command (!!: kept out of the context)"),
-    ("Ctrl+U, Ctrl+K", "delete to line start, to line end"),
-    ("Ctrl+W, Alt+Bksp", "delete the word before"),
-    ("Ctrl+A/E, Alt+B/F", "line start/end, word back/forward"),
-    ("Alt+Up", "queued messages back into the editor"),
-    ("Up/Down", "prompt history"),
-    ("Esc", "interrupt; queued messages come back"),
-    ("Esc Esc", "the session tree (empty editor)"),
-    ("Ctrl+C", "clear the editor; twice to quit"),
-    ("Ctrl+D", "quit (empty editor)"),
-    ("PgUp/PgDn, wheel", "scroll"),
-    ("Ctrl+Home/End", "top/bottom (Home/End: empty editor)"),
-    ("Ctrl+T", "show/hide thinking"),
-    ("Ctrl+O", "expand/collapse tool output"),
-    ("Ctrl+L", "choose a model"),
-    ("(Shift+)Ctrl+P", "next/previous model of --models"),
-    ("Shift+Tab", "cycle the thinking level"),
-    ("Ctrl+G", "edit the prompt in $VISUAL / $EDITOR"),
-    ("Ctrl+Z", "suspend"),
-];
-
-pub fn help_text() -> String {
-    let commands: Vec<(String, &str)> = slash::COMMANDS
-        .iter()
-        .map(|c| {
-            (
-                format!("/{} {}", c.name, c.args).trim_end().to_string(),
-                c.help,
-            )
-        })
-        .collect();
-    let width = HELP_KEYS
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .chain(commands.iter().map(|(c, _)| c.chars().count()))
-        .max()
-        .unwrap_or(0)
-        + 2;
-    let mut s = String::from("Keys\n");
-    for (keys, what) in HELP_KEYS {
-        s.push_str(&format!("  {keys:<width$}{what}\n"));
-    }
-    s.push_str("Commands\n");
-    for (head, what) in &commands {
-        s.push_str(&format!("  {head:<width$}{what}\n"));
-    }
-    s
 }
 
 /// `12s`, `3m 04s`, `1h 02m`.

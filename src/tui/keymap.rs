@@ -680,6 +680,12 @@ impl Keymap {
             .collect()
     }
 
+    /// All of an action's keys, named for `/help` (`Left, Ctrl+B`), if it has any.
+    pub fn labels(&self, action: Action) -> Option<String> {
+        let keys: Vec<String> = self.keys(action).iter().map(Key::label).collect();
+        (!keys.is_empty()).then(|| keys.join(", "))
+    }
+
     /// How to name an action's first key in a hint (`Ctrl+C`), if it has one.
     pub fn label(&self, action: Action) -> Option<String> {
         self.keys(action).first().map(Key::label)

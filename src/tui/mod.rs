@@ -35,6 +35,7 @@ pub mod file_picker;
 pub mod files;
 pub mod filter;
 pub mod frame;
+pub mod help;
 pub mod highlight;
 pub mod inline;
 pub mod input;
@@ -194,6 +195,10 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.approval_mode = info.approval;
     app.sandbox = info.sandbox.clone();
     app.show_thinking = !info.config.hide_thinking.unwrap_or(false);
+    app.set_model_chosen(info.no_model.is_none());
+    // The keys first: the header and every hint name them as they are bound.
+    let (keys, key_warnings) = keymap::load(agent_dir.as_deref());
+    app.set_keys(keys);
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);
     if verbose || !info.config.quiet_startup.unwrap_or(false) {
@@ -205,8 +210,6 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     for w in &info.warnings {
         app.notice(sanitize::sanitize(w));
     }
-    let (keys, key_warnings) = keymap::load(agent_dir.as_deref());
-    app.keys = keys;
     for w in &key_warnings {
         app.notice(sanitize::sanitize(w));
     }

@@ -81,8 +81,9 @@ fn queued_lines(app: &App, width: usize) -> Vec<Line<'static>> {
         }
     }
     if !out.is_empty() {
+        let esc = super::help::key_or(&app.keys, super::keymap::Action::Interrupt, "Interrupting");
         out.push(Line::styled(
-            " ↳ Esc interrupts and brings queued messages back to the editor",
+            format!(" ↳ {esc} interrupts and brings queued messages back to the editor"),
             style,
         ));
     }
@@ -156,8 +157,12 @@ fn footer_lines(app: &App, width: usize, now: Instant) -> [Line<'static>; 2] {
     } else {
         dim
     };
-    let mut right = sanitize(&app.model.id);
-    if app.model.reasoning {
+    let mut right = if app.model_ready() {
+        sanitize(&app.model.id)
+    } else {
+        "no model".to_string()
+    };
+    if app.model_ready() && app.model.reasoning {
         right.push_str(&match app.thinking {
             ThinkingLevel::Off => " • thinking off".to_string(),
             l => format!(" • {}", l.as_str()),

@@ -37,6 +37,7 @@ mod editing;
 mod inline;
 mod keys;
 mod streaming;
+mod truthful;
 
 /// What the app sent to the host, sorted by kind.
 #[derive(Default)]
@@ -218,6 +219,7 @@ fn view(now: Instant) -> View {
         show_thinking: true,
         expand_tools: false,
         now,
+        expand_key: "Ctrl+O".into(),
     }
 }
 
@@ -403,6 +405,41 @@ fn snapshot_tool_output_expanded() {
         &long,
     )];
     insta::assert_snapshot!(cells_screen(cells, &v, 40, 11));
+}
+
+#[test]
+fn snapshot_write_cell_shows_the_content_collapsed_then_expanded() {
+    let now = Instant::now();
+    let content: String = (1..=13).map(|i| format!("fn f{i}() {{}}\n")).collect();
+    let written = || {
+        tool(
+            "write",
+            json!({"path": "src/gen.rs", "content": content}),
+            ToolState::Done {
+                ok: true,
+                took: Duration::from_millis(3),
+            },
+            "Successfully wrote 156 bytes to src/gen.rs",
+        )
+    };
+    let refused = tool(
+        "write",
+        json!({"path": "/etc/x", "content": "secret"}),
+        ToolState::Done {
+            ok: false,
+            took: Duration::from_millis(1),
+        },
+        "permission denied: /etc/x",
+    );
+    // The expand key is named as keybindings.json binds it.
+    let mut collapsed = view(now);
+    collapsed.expand_key = "Alt+X".into();
+    let mut expanded = view(now);
+    expanded.expand_tools = true;
+    let a = cells_screen(vec![written(), refused], &collapsed, 50, 17);
+    let b = cells_screen(vec![written()], &expanded, 50, 15);
+    assert!(!a.contains("Successfully wrote"), "{a}");
+    insta::assert_snapshot!(format!("{a}\n{b}"));
 }
 
 #[test]
@@ -744,9 +781,12 @@ fn slash_commands_help_thinking_name_and_quit() {
     assert_eq!(port.log().names, ["refactor"]);
     app.handle_host_event(HostEvent::Named("refactor".into()));
     assert_eq!(app.place.session_name.as_deref(), Some("refactor"));
-    let s = screen(&mut app, 70, 60, Instant::now());
-    assert!(s.contains("  Esc                  interrupt"), "{s}");
-    assert!(s.contains("  /thinking [level]    thinking level"), "{s}");
+    let s = screen(&mut app, 70, 150, Instant::now());
+    assert!(
+        s.contains("  Esc                              close the / list"),
+        "{s}"
+    );
+    assert!(s.contains("  /thinking [level]  thinking level"), "{s}");
     assert!(s.contains("• refactor"), "{s}");
     type_text(&mut app, "/quit");
     app.handle_key(key(KeyCode::Enter));
@@ -852,6 +892,7 @@ fn opened(path: std::path::PathBuf) -> HostEvent {
         name: None,
         warnings: Vec::new(),
         draft: None,
+        from: crate::host::OpenedFrom::Resumed,
     }))
 }
 
@@ -1868,9 +1909,11 @@ fn login_offers_local_servers_first() {
 fn slash_mcp_asks_the_host_and_lists_the_servers() {
     use crate::mcp::manager::{ServerState, ServerStatus, ToolEntry};
     let (mut app, port) = app();
-    let names: Vec<_> = super::slash::completions("/mc")
+    let names: Vec<_> = app
+        .commands
+        .completions("/mc")
         .iter()
-        .map(|c| c.name)
+        .map(|c| c.name.to_string())
         .collect();
     assert_eq!(names, ["mcp"]);
     type_text(&mut app, "/mcp");
