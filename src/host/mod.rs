@@ -16,6 +16,7 @@ pub mod login;
 pub mod shell;
 pub mod stats;
 pub mod tree;
+pub mod view;
 
 use std::path::PathBuf;
 use std::sync::Arc;

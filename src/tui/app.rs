@@ -40,9 +40,9 @@ use crate::agent::protocol::types::{
 };
 use crate::approval::{ApprovalMode, Decision};
 use crate::attach::{self, FileRef};
+use crate::host::view::ListScope;
 use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
-use crate::session::ListScope;
 
 /// What the loop must do outside the app state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1355,7 +1355,7 @@ impl App {
             }
             HostEvent::Exported(path) => self.notice(format!(
                 "Exported to {}",
-                sanitize(&crate::session::paths::short_path(&path))
+                sanitize(&crate::host::view::short_path(&path))
             )),
             HostEvent::Approval(request) => {
                 self.effects.push(Effect::Notify(format!(
@@ -1372,7 +1372,7 @@ impl App {
                     Some(f) => format!(
                         "Saved the key for {} in {}",
                         sanitize(&done.provider),
-                        sanitize(&crate::session::paths::short_path(f))
+                        sanitize(&crate::host::view::short_path(f))
                     ),
                     None => format!(
                         "Using the key for {} in this run (no home folder to save it in)",
@@ -1428,7 +1428,7 @@ impl App {
             }
             HostEvent::Notice(text) => self.notice(sanitize(&text)),
             HostEvent::McpStatus(servers) => {
-                let text = crate::mcp::manager::describe(&servers);
+                let text = crate::host::view::describe_servers(&servers);
                 self.transcript.push(Cell::Info(sanitize(&text)));
                 self.transcript.follow();
             }
@@ -1941,7 +1941,7 @@ fn stats_text(s: &SessionStats) -> String {
     match &s.path {
         Some(p) => out.push_str(&format!(
             "  file: {}\n",
-            sanitize(&crate::session::paths::short_path(p))
+            sanitize(&crate::host::view::short_path(p))
         )),
         None => out.push_str("  file: not saved (--no-session)\n"),
     }

@@ -183,7 +183,7 @@ const SUMMARY_PREVIEW_LINES: usize = 4;
 impl Summary {
     /// The summary a resumed session's stand-in user message carries, if it is one.
     pub fn of(message: &UserMessage) -> Option<Summary> {
-        use crate::session::context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
+        use crate::host::view::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
         if !message.synthetic {
             return None;
         }

@@ -326,7 +326,7 @@ fn ask_about_locked(locked: &crate::setup::LockedSession) -> LockedChoice {
          f  fork it: go on in a new copy (the default)\n  \
          r  open it read-only: nothing from this run is saved\n  \
          q  quit",
-        crate::session::error::another_pi(locked.pid),
+        crate::host::view::another_pi(locked.pid),
         crate::visible::visible(&locked.path.display().to_string())
     );
     eprint!("Choice [f/r/q]: ");

@@ -450,8 +450,8 @@ fn draw_hidden_rows(buf: &mut Buffer, area: Rect, (above, below): (usize, usize)
 }
 
 /// The short tag before a tree row's text.
-fn tree_tag(kind: crate::session::tree::TreeKind) -> (&'static str, Style) {
-    use crate::session::tree::TreeKind as K;
+fn tree_tag(kind: crate::host::view::TreeKind) -> (&'static str, Style) {
+    use crate::host::view::TreeKind as K;
     match kind {
         K::User => ("you", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
         K::Assistant => ("pi", Style::default().add_modifier(Modifier::BOLD)),
@@ -611,7 +611,7 @@ fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
 
 fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
     use super::sessions::{PickerMode, age};
-    use crate::session::ListScope;
+    use crate::host::view::ListScope;
     let p = app.sessions.as_ref()?;
     let matches = p.matches();
     let h = (matches.len().min(10) as u16 + 3).min(area.height);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::session::{ListScope, SessionInfo};
+use crate::host::view::{ListScope, SessionInfo};
 
 /// The picker's state: the listing of one scope, the filter and the selected row.
 #[derive(Clone, Debug)]

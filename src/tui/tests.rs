@@ -26,9 +26,9 @@ use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
     ToolResultMessage, Usage,
 };
+use crate::host::view::{ListScope, SessionInfo};
 use crate::host::{Command, Commands, HostEvent, Opened};
 use crate::provider::catalog::ModelInfo;
-use crate::session::{ListScope, SessionInfo};
 
 mod approval;
 mod attach;
@@ -1907,7 +1907,7 @@ fn login_offers_local_servers_first() {
 
 #[test]
 fn slash_mcp_asks_the_host_and_lists_the_servers() {
-    use crate::mcp::manager::{ServerState, ServerStatus, ToolEntry};
+    use crate::host::view::{ServerState, ServerStatus, ToolEntry};
     let (mut app, port) = app();
     let names: Vec<_> = app
         .commands

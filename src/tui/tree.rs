@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::host::SessionTree;
-use crate::session::tree::{TreeFilter, TreeKind, TreeRow, filter_rows};
+use crate::host::view::{TreeFilter, TreeKind, TreeRow, filter_rows};
 
 /// What choosing an entry does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
