@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use pi::tui::file_picker::{FileMatcher, LIMIT};
+use pi::tui::popup::file_picker::{FileMatcher, LIMIT};
 use pi::tui::files::FileIndex;
 
 const FILES: usize = 100_000;

@@ -23,16 +23,18 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use super::cells::{self, Cell, ToolCell, ToolState, View, output_text};
 use super::complete::{self, Completion};
 use super::editor::{Edit, Editor};
-use super::file_picker::{self, FilePicker};
 use super::files::FileIndex;
 use super::keymap::{Action, Keymap};
+use super::popup::file_picker::{self, FilePicker};
+use super::popup::model::{self, Catalogue, ModelPicker};
+use super::popup::sessions::SessionPicker;
+use super::popup::tree::{LeaveWith, TreeAction, TreePurpose, TreeView};
+use super::popup::{self, Popup};
 pub use super::port::Delivery;
 use super::port::{Port, shown_text, typed_text};
 use super::sanitize::sanitize;
-use super::sessions::{PickerMode, SessionPicker};
 use super::slash;
 use super::transcript::Transcript;
-use super::tree::{LeaveWith, TreeAction, TreePurpose, TreeView};
 use crate::agent::protocol::events::{AgentEvent, CompactionReason, RunEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{
@@ -57,16 +59,6 @@ pub enum Effect {
     /// Something needs the person (a run ended, an approval waits): tell them if the terminal
     /// is not focused (see `notify.rs`).
     Notify(String),
-}
-
-/// The model picker popup.
-#[derive(Clone, Debug, Default)]
-pub struct ModelPicker {
-    pub query: String,
-    pub selected: usize,
-    /// The model a `provider/id` query names that the catalogue does not list (used as given,
-    /// as `--model` would use it).
-    pub named: Option<ModelInfo>,
 }
 
 /// What the footer shows about where we are.
@@ -107,10 +99,10 @@ pub struct App {
     header_cell: Option<usize>,
     /// Providers that take an API key, for `/login`.
     pub key_providers: Vec<(String, Option<String>)>,
-    /// The `/login` overlay, when open.
-    pub login: Option<super::login::LoginView>,
+    /// The open popups (model and session pickers, tree, login); keys go to the top one.
+    pub popups: popup::Stack,
     /// Tool calls waiting for the person's approval.
-    pub approval: super::approval::ApprovalPrompt,
+    pub approval: super::popup::approval::ApprovalPrompt,
     /// How tool calls that can change things are approved (Alt+A cycles it).
     pub approval_mode: ApprovalMode,
     /// When the person paused the agent (Ctrl+S), while it stays paused.
@@ -118,17 +110,12 @@ pub struct App {
     pub place: Place,
     /// Running totals for the footer.
     pub totals: UsageTotals,
-    pub picker: Option<ModelPicker>,
-    /// The `/resume` picker, when open.
-    pub sessions: Option<SessionPicker>,
     /// Sessions are saved in this run (not `--no-session`).
     pub saving: bool,
     /// The sandbox in a few words, for the start-up header (`None`: off).
     pub sandbox: Option<String>,
     /// `/resume` asked for a listing that has not arrived yet.
     awaiting_sessions: bool,
-    /// The `/tree` view or the `/fork` chooser, when open.
-    pub tree: Option<TreeView>,
     /// A move in the tree waits for the summary of the branch it leaves.
     summarizing: bool,
     /// The cells of `!` commands sent, oldest first (the host runs them in order).
@@ -199,18 +186,15 @@ impl App {
             providers_without_key: Default::default(),
             header_cell: None,
             key_providers: Vec::new(),
-            login: None,
+            popups: popup::Stack::default(),
             approval: Default::default(),
             approval_mode: ApprovalMode::default(),
             paused_since: None,
             place: Place::default(),
             totals: UsageTotals::default(),
-            picker: None,
-            sessions: None,
             saving: true,
             sandbox: None,
             awaiting_sessions: false,
-            tree: None,
             summarizing: false,
             shell_cells: Default::default(),
             shell_owns_status: false,
@@ -484,8 +468,8 @@ impl App {
                             super::help::key_or(&self.keys, Action::ToolsExpand, "expanding");
                         self.transcript.push(Cell::Notice(format!(
                             "Context compacted: {} → {} tokens ({expand} shows the whole summary)",
-                            crate::tui::render::tokens(r.tokens_before),
-                            crate::tui::render::tokens(r.tokens_after),
+                            super::units::tokens(r.tokens_before),
+                            super::units::tokens(r.tokens_after),
                         )));
                         self.transcript.push(Cell::Summary(cells::Summary {
                             kind: cells::SummaryKind::Compaction,
@@ -571,7 +555,7 @@ impl App {
             self.approval.paste(text);
             return;
         }
-        if let Some(l) = self.login.as_mut() {
+        if let Some(l) = self.popups.login_mut() {
             l.paste(text);
             return;
         }
@@ -626,20 +610,8 @@ impl App {
             self.approval_key(key);
             return;
         }
-        if self.login.is_some() {
-            self.login_key(key);
-            return;
-        }
-        if self.picker.is_some() {
-            self.picker_key(key);
-            return;
-        }
-        if self.sessions.is_some() {
-            self.sessions_key(key);
-            return;
-        }
-        if self.tree.is_some() {
-            self.tree_key(key);
+        if !self.popups.is_empty() {
+            self.popup_key(key);
             return;
         }
         if self.file_picker.is_some() && self.file_picker_key(key) {
@@ -1058,34 +1030,32 @@ impl App {
 
     /// Open `/login` and look for local servers meanwhile.
     pub fn open_login(&mut self) {
-        let providers: Vec<super::login::Choice> = self
+        let providers: Vec<super::popup::login::Choice> = self
             .key_providers
             .iter()
-            .map(|(id, env)| super::login::Choice::Provider {
+            .map(|(id, env)| super::popup::login::Choice::Provider {
                 id: id.clone(),
                 env: env.clone(),
                 has_key: !self.providers_without_key.contains(id),
             })
             .collect();
-        self.login = Some(super::login::LoginView::new(providers));
+        self.popups
+            .push(Popup::Login(super::popup::login::LoginView::new(providers)));
         self.port.find_local_models();
     }
 
-    fn login_key(&mut self, key: KeyEvent) {
-        use super::login::Outcome;
-        let Some(view) = self.login.as_mut() else {
-            return;
-        };
-        match view.key(key) {
+    fn login_done(&mut self, outcome: super::popup::login::Outcome) {
+        use super::popup::login::Outcome;
+        match outcome {
             Outcome::Nothing => {}
-            Outcome::Close => self.login = None,
+            Outcome::Close => self.popups.close_login(),
             Outcome::Save { provider, key } => {
-                self.login = None;
+                self.popups.close_login();
                 self.notice(format!("Saving the key for {provider}…"));
                 self.port.login(provider, key);
             }
             Outcome::UseLocal(m) => {
-                self.login = None;
+                self.popups.close_login();
                 self.notice(format!("Model: {}/{}", m.provider, m.id));
                 self.set_model(m);
             }
@@ -1131,7 +1101,7 @@ impl App {
 
     /// A key while a tool call waits for approval.
     fn approval_key(&mut self, key: KeyEvent) {
-        use super::approval::Outcome;
+        use super::popup::approval::Outcome;
         let shown = self.approval.current().cloned();
         match self.approval.key(key) {
             Outcome::Nothing => {}
@@ -1181,7 +1151,7 @@ impl App {
                 self.port.set_paused(false);
                 self.notice(format!(
                     "Going on after a pause of {}",
-                    short_duration(since.elapsed())
+                    super::units::short_duration(since.elapsed())
                 ));
             }
         }
@@ -1333,16 +1303,17 @@ impl App {
     pub fn handle_host_event(&mut self, event: HostEvent) {
         self.dirty = true;
         match event {
-            HostEvent::Sessions { scope, sessions } => match self.sessions.as_mut() {
+            HostEvent::Sessions { scope, sessions } => match self.popups.sessions_mut() {
                 Some(p) => p.set_scope(scope, sessions),
                 None if self.awaiting_sessions => {
                     self.awaiting_sessions = false;
-                    self.sessions = Some(SessionPicker::new(scope, sessions));
+                    self.popups
+                        .push(Popup::Sessions(SessionPicker::new(scope, sessions)));
                 }
                 None => {}
             },
             HostEvent::MessageCounts(counts) => {
-                if let Some(p) = self.sessions.as_mut() {
+                if let Some(p) = self.popups.sessions_mut() {
                     p.counts.extend(counts);
                 }
             }
@@ -1389,7 +1360,7 @@ impl App {
                 }
             }
             HostEvent::LocalModels(models) => {
-                if let Some(l) = self.login.as_mut() {
+                if let Some(l) = self.popups.login_mut() {
                     l.add_local(models);
                 }
             }
@@ -1410,13 +1381,13 @@ impl App {
                 )));
                 self.transcript.follow();
             }
-            HostEvent::Tree(tree) => match (self.tree.as_mut(), self.awaiting_tree.take()) {
+            HostEvent::Tree(tree) => match (self.popups.tree_mut(), self.awaiting_tree.take()) {
                 (Some(view), _) => view.refresh(*tree),
                 (None, Some(purpose)) => {
                     if tree.rows.is_empty() {
                         self.notice("Nothing in this session yet");
                     } else {
-                        self.tree = Some(TreeView::new(purpose, *tree));
+                        self.popups.push(Popup::Tree(TreeView::new(purpose, *tree)));
                     }
                 }
                 (None, None) => {}
@@ -1469,79 +1440,22 @@ impl App {
         self.port.list_sessions(ListScope::CurrentFolder);
     }
 
-    fn sessions_key(&mut self, key: KeyEvent) {
-        let Some(p) = self.sessions.as_mut() else {
-            return;
-        };
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match &mut p.mode {
-            PickerMode::Rename(name) => {
-                match key.code {
-                    KeyCode::Esc => p.mode = PickerMode::Browse,
-                    KeyCode::Backspace => {
-                        name.pop();
-                    }
-                    KeyCode::Enter => {
-                        let name = name.trim().to_string();
-                        let chosen = p.selected_path();
-                        p.mode = PickerMode::Browse;
-                        if let Some(path) = chosen
-                            && !name.is_empty()
-                        {
-                            self.port.rename_session(path, name, p.scope);
-                        }
-                    }
-                    KeyCode::Char(c) if !ctrl => name.push(c),
-                    _ => {}
-                }
-                return;
-            }
-            PickerMode::ConfirmDelete => {
-                let chosen = p.selected_path();
-                p.mode = PickerMode::Browse;
-                if matches!(key.code, KeyCode::Char('y' | 'Y'))
-                    && let Some(path) = chosen
-                {
-                    self.port.delete_session(path, p.scope);
-                }
-                return;
-            }
-            PickerMode::Browse => {}
-        }
-        match key.code {
-            KeyCode::Char('r') if ctrl => {
-                if let Some(s) = p.selected_session() {
-                    p.mode = PickerMode::Rename(s.name.clone().unwrap_or_default());
+    fn sessions_done(&mut self, outcome: super::popup::sessions::Outcome) {
+        use super::popup::sessions::Outcome;
+        match outcome {
+            Outcome::Nothing => {}
+            Outcome::Close => self.popups.close_sessions(),
+            Outcome::Rename { path, name, scope } => self.port.rename_session(path, name, scope),
+            Outcome::Delete { path, scope } => self.port.delete_session(path, scope),
+            Outcome::List(scope) => self.port.list_sessions(scope),
+            Outcome::Open(path) => {
+                self.popups.close_sessions();
+                if self.is_busy() {
+                    self.notice("Cannot resume while the agent is working; press Esc first");
+                } else {
+                    self.port.open_session(path);
                 }
             }
-            KeyCode::Char('d') if ctrl && p.selected_session().is_some() => {
-                p.mode = PickerMode::ConfirmDelete;
-            }
-            KeyCode::Esc => self.sessions = None,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                self.sessions = None
-            }
-            KeyCode::Up => p.up(),
-            KeyCode::Down => p.down(),
-            _ if super::filter::edit(&mut p.query, &key) => p.selected = 0,
-            KeyCode::Backspace => p.pop(),
-            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => p.push(c),
-            KeyCode::Tab | KeyCode::BackTab => {
-                let scope = p.other_scope();
-                self.port.list_sessions(scope);
-            }
-            KeyCode::Enter => {
-                let chosen = p.selected_path();
-                self.sessions = None;
-                if let Some(path) = chosen {
-                    if self.is_busy() {
-                        self.notice("Cannot resume while the agent is working; press Esc first");
-                    } else {
-                        self.port.open_session(path);
-                    }
-                }
-            }
-            _ => {}
         }
     }
 
@@ -1660,26 +1574,20 @@ impl App {
         self.port.tree();
     }
 
-    fn tree_key(&mut self, key: KeyEvent) {
-        let page = (self.viewport.1 as usize).saturating_sub(4).max(1);
-        let Some(view) = self.tree.as_mut() else {
-            return;
-        };
-        let purpose = view.purpose;
-        match view.key(key, page) {
+    fn tree_done(&mut self, action: TreeAction) {
+        match action {
             TreeAction::None => {}
-            TreeAction::Close => self.tree = None,
+            TreeAction::Close => self.popups.close_tree(),
             TreeAction::Label { target, label } => self.port.label(target, label),
             TreeAction::Choose(id) => {
-                self.tree = None;
+                self.popups.close_tree();
                 if self.refuse_when_busy("fork") {
                     return;
                 }
-                let _ = purpose;
                 self.port.fork(id);
             }
             TreeAction::Move { target, leave } => {
-                self.tree = None;
+                self.popups.close_tree();
                 if self.refuse_when_busy("move in the tree") {
                     return;
                 }
@@ -1809,122 +1717,67 @@ impl App {
         self.transcript.follow();
     }
 
-    // ----- model picker -------------------------------------------------------------------
+    // ----- popups -----------------------------------------------------------------------
 
-    fn open_picker(&mut self, query: &str) {
-        self.picker = Some(ModelPicker {
-            query: query.to_string(),
-            selected: 0,
-            named: None,
-        });
-        self.name_picked_model();
-        // Open on the current model, so Enter keeps it and arrows move from it.
-        let current = self
-            .picker_matches()
-            .iter()
-            .position(|m| m.provider == self.model.provider && m.id == self.model.id);
-        if let (Some(i), Some(p)) = (current, self.picker.as_mut()) {
-            p.selected = i;
-        }
-    }
-
-    /// The model the picker's query names as `provider/id` when the catalogue does not list
-    /// it, by the rule `--model` and RPC `set_model` follow ([`model_by_id`]).
-    ///
-    /// [`model_by_id`]: crate::setup::select::model_by_id
-    fn name_picked_model(&mut self) {
-        let Some(p) = self.picker.as_mut() else {
-            return;
+    /// A key for the top popup; what it answers is carried out here.
+    fn popup_key(&mut self, key: KeyEvent) {
+        let page = (self.viewport.1 as usize).saturating_sub(4).max(1);
+        let catalogue = Catalogue {
+            models: &self.models,
+            current: &self.model,
+            catalog: self.catalog.as_deref(),
+            without_key: &self.providers_without_key,
         };
-        p.named = None;
-        let query = p.query.trim();
-        let Some((provider, id)) = query.split_once('/') else {
-            return;
-        };
-        if provider.is_empty() || id.is_empty() || query.contains(char::is_whitespace) {
-            return;
-        }
-        let listed = |m: &ModelInfo| m.provider == provider && m.id == id;
-        if listed(&self.model) || self.models.iter().any(listed) {
-            return;
-        }
-        if let Some(catalog) = &self.catalog
-            && let Ok((m, _)) =
-                crate::setup::select::model_by_id(catalog, provider, id, Some(&self.model))
-        {
-            p.named = Some(m);
-        }
-    }
-
-    /// Models matching the picker's query (every word must appear in `provider/id name`).
-    pub fn picker_matches(&self) -> Vec<&ModelInfo> {
-        let Some(p) = &self.picker else {
-            return Vec::new();
-        };
-        let q = p.query.to_lowercase();
-        // The current model is listed even when the catalogue lacks it (a local model, a new
-        // id given with --model), and so is a new id the query names.
-        let listed = self
-            .models
-            .iter()
-            .any(|m| m.provider == self.model.provider && m.id == self.model.id);
-        let extra = (!listed).then_some(&self.model);
-        extra
-            .into_iter()
-            .chain(p.named.as_ref())
-            .chain(self.models.iter())
-            .filter(|m| {
-                let hay = format!("{}/{} {}", m.provider, m.id, m.name).to_lowercase();
-                q.split_whitespace().all(|w| hay.contains(w))
-            })
-            .collect()
-    }
-
-    fn picker_key(&mut self, key: KeyEvent) {
-        let count = self.picker_matches().len();
-        let Some(p) = self.picker.as_mut() else {
-            return;
-        };
-        match key.code {
-            KeyCode::Esc => self.picker = None,
-            KeyCode::Up => p.selected = p.selected.saturating_sub(1),
-            KeyCode::Down => p.selected = (p.selected + 1).min(count.saturating_sub(1)),
-            KeyCode::Backspace => {
-                p.query.pop();
-                p.selected = 0;
-            }
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                self.picker = None
-            }
-            // The filter edits as a shell line does.
-            _ if super::filter::edit(&mut p.query, &key) => p.selected = 0,
-            KeyCode::Char(_) if key.modifiers.contains(KeyModifiers::CONTROL) => {}
-            KeyCode::Char(c) => {
-                p.query.push(c);
-                p.selected = 0;
-            }
-            KeyCode::Enter => {
-                let sel = p.selected;
-                let chosen = self.picker_matches().get(sel).map(|m| (*m).clone());
-                self.picker = None;
-                if let Some(m) = chosen {
+        match self.popups.top_mut() {
+            None => {}
+            Some(Popup::Model(p)) => match p.key(key, &catalogue) {
+                model::Outcome::Nothing => {}
+                model::Outcome::Close => self.popups.close_model(),
+                model::Outcome::Chosen(m, warning) => {
+                    self.popups.close_model();
                     self.notice(format!("Model: {}/{}", m.provider, m.id));
-                    // The warning `--model` and RPC `set_model` give for an uncatalogued id.
-                    let warning = self.catalog.as_ref().and_then(|c| {
-                        crate::setup::select::model_by_id(c, &m.provider, &m.id, Some(&self.model))
-                            .ok()
-                            .and_then(|(_, w)| w)
-                    });
                     if let Some(w) = warning {
                         self.notice(format!("warning: {w}"));
                     }
                     self.set_model(m);
                 }
-                return;
+            },
+            Some(Popup::Sessions(p)) => {
+                let outcome = p.key(key);
+                self.sessions_done(outcome);
             }
-            _ => {}
+            Some(Popup::Tree(v)) => {
+                let action = v.key(key, page);
+                self.tree_done(action);
+            }
+            Some(Popup::Login(v)) => {
+                let outcome = v.key(key);
+                self.login_done(outcome);
+            }
         }
-        self.name_picked_model();
+    }
+
+    /// What the model picker chooses from.
+    pub fn catalogue(&self) -> Catalogue<'_> {
+        Catalogue {
+            models: &self.models,
+            current: &self.model,
+            catalog: self.catalog.as_deref(),
+            without_key: &self.providers_without_key,
+        }
+    }
+
+    fn open_picker(&mut self, query: &str) {
+        let picker = ModelPicker::open(query, &self.catalogue());
+        self.popups.push(Popup::Model(picker));
+    }
+
+    /// Models the open model picker lists (none when it is closed).
+    pub fn picker_matches(&self) -> Vec<&ModelInfo> {
+        match self.popups.model() {
+            Some(p) => p.matches(&self.catalogue()),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -1971,14 +1824,4 @@ fn stats_text(s: &SessionStats) -> String {
         out.push_str(&format!("  context: {} tokens", u.context));
     }
     out
-}
-
-/// `12s`, `3m 04s`, `1h 02m`.
-pub fn short_duration(d: std::time::Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
-    }
 }

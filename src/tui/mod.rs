@@ -25,13 +25,11 @@
 //! `-c` asks when the newest session file is damaged).
 
 pub mod app;
-pub mod approval;
 pub mod cells;
 pub mod complete;
 pub mod editor;
 pub mod editor_view;
 pub mod external;
-pub mod file_picker;
 pub mod files;
 pub mod filter;
 pub mod frame;
@@ -40,12 +38,12 @@ pub mod highlight;
 pub mod inline;
 pub mod input;
 pub mod keymap;
-pub mod login;
 pub mod markdown;
 pub mod newest;
 pub mod notify;
 pub mod open_line;
 pub mod paint;
+pub mod popup;
 pub mod port;
 pub mod printed;
 pub mod render;
@@ -53,14 +51,12 @@ pub mod rows;
 pub mod sanitize;
 pub mod screen;
 pub mod scrolling;
-pub mod sessions;
 pub mod shown_command;
 pub mod slash;
 pub mod terminal;
 pub mod theme;
 pub mod transcript;
-pub mod tree;
-pub mod trust;
+pub mod units;
 pub mod wrap;
 
 use std::path::Path;
@@ -71,6 +67,7 @@ use crossterm::event::Event;
 use app::{App, Effect, Place};
 use frame::FrameScheduler;
 use notify::Notifier;
+use popup::trust;
 use screen::Screen;
 use terminal::Mode;
 

@@ -22,21 +22,13 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 use super::app::App;
 use super::cells::SPINNER;
 use super::paint::paint_line;
+use super::popup::Popup;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
-use super::wrap::{width as text_width, wrap_line};
+use super::units::{tokens, truncate};
+use super::wrap::width as text_width;
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::approval::ApprovalMode;
-
-/// 999, 1.2k, 45k, 1.3M.
-pub fn tokens(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1000..=9_999 => format!("{:.1}k", n as f64 / 1000.0),
-        10_000..=999_999 => format!("{}k", n / 1000),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
-    }
-}
 
 fn thinking_color(level: ThinkingLevel) -> Color {
     let t = theme::current().thinking;
@@ -48,21 +40,6 @@ fn thinking_color(level: ThinkingLevel) -> Color {
         ThinkingLevel::High => t[4],
         ThinkingLevel::Xhigh | ThinkingLevel::Max => t[5],
     }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if text_width(s) <= max {
-        return s.to_string();
-    }
-    let mut out = String::new();
-    for c in s.chars() {
-        if text_width(&out) + 2 > max {
-            break;
-        }
-        out.push(c);
-    }
-    out.push('…');
-    out
 }
 
 fn queued_lines(app: &App, width: usize) -> Vec<Line<'static>> {
@@ -103,7 +80,7 @@ fn status_line(app: &App, now: Instant) -> Line<'static> {
     if let Some(since) = app.paused_since {
         return Line::from(vec![
             Span::styled(" ⏸ Paused ", fg(|t| t.warning).add_modifier(Modifier::BOLD)),
-            Span::raw(super::app::short_duration(
+            Span::raw(super::units::short_duration(
                 now.saturating_duration_since(since),
             )),
             Span::styled(
@@ -187,7 +164,7 @@ fn footer_lines(app: &App, width: usize, now: Instant) -> [Line<'static>; 2] {
     let paused = app.paused_since.map(|since| {
         format!(
             "paused {} · ",
-            super::app::short_duration(now.saturating_duration_since(since))
+            super::units::short_duration(now.saturating_duration_since(since))
         )
     });
     let (mode, mode_style) = match paused {
@@ -305,7 +282,7 @@ pub fn bottom_height(app: &App, width: u16, height: u16) -> u16 {
 /// normal screen back untouched when they close; the completion list, the `@` file picker and
 /// an approval question belong to the prompt and are drawn in the live region above it.
 pub fn wants_full_screen(app: &App) -> bool {
-    app.picker.is_some() || app.login.is_some() || app.sessions.is_some() || app.tree.is_some()
+    !app.popups.is_empty()
 }
 
 /// Draw the whole screen (full-screen mode, and inline mode's full-screen popups).
@@ -391,14 +368,23 @@ pub fn draw_live(
 fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
     let drawn = [
         draw_completions(buf, app, main),
-        draw_file_picker(buf, app, main),
-        draw_picker(buf, app, main),
-        draw_login(buf, app, main),
-        draw_session_picker(buf, app, main),
-        draw_tree(buf, app, main),
-        draw_approval(buf, app, main),
+        app.file_picker.as_ref().map(|p| p.draw(buf, main)),
     ];
-    drawn.into_iter().flatten().reduce(|a, b| a.union(b))
+    let catalogue = app.catalogue();
+    let stacked = app.popups.iter().map(|p| match p {
+        Popup::Model(m) => m.draw(buf, main, &catalogue),
+        Popup::Sessions(s) => s.draw(buf, main),
+        Popup::Tree(t) => t.draw(buf, main),
+        Popup::Login(l) => l.draw(buf, main),
+    });
+    let stacked: Vec<Rect> = stacked.collect();
+    let approval = app.approval.draw(buf, main);
+    drawn
+        .into_iter()
+        .flatten()
+        .chain(stacked)
+        .chain(approval)
+        .reduce(|a, b| a.union(b))
 }
 
 /// The `/` completion list, at the bottom of `main`.
@@ -447,608 +433,4 @@ fn draw_hidden_rows(buf: &mut Buffer, area: Rect, (above, below): (usize, usize)
             buf.set_string(area.right() - w - 1, y, label, rule);
         }
     }
-}
-
-/// The short tag before a tree row's text.
-fn tree_tag(kind: crate::host::view::TreeKind) -> (&'static str, Style) {
-    use crate::host::view::TreeKind as K;
-    match kind {
-        K::User => ("you", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
-        K::Assistant => ("pi", Style::default().add_modifier(Modifier::BOLD)),
-        K::ToolResult => ("tool", fg(|t| t.dim)),
-        K::Compaction => ("compacted", fg(|t| t.warning)),
-        K::BranchSummary => ("branch summary", fg(|t| t.warning)),
-        K::ModelChange => ("model", fg(|t| t.dim)),
-        K::ThinkingChange => ("thinking", fg(|t| t.dim)),
-        K::Label => ("label", fg(|t| t.dim)),
-        K::SessionInfo => ("name", fg(|t| t.dim)),
-        K::Custom | K::CustomMessage | K::Other => ("other", fg(|t| t.dim)),
-    }
-}
-
-/// The `/tree` view (or the `/fork` chooser) over the transcript.
-fn draw_tree(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    use super::tree::TreePurpose;
-    let v = app.tree.as_ref()?;
-    let width = area.width as usize;
-    let (title, hints) = match v.purpose {
-        TreePurpose::Navigate => (
-            " Tree: ",
-            " ↑↓ move · Enter continue from here · Shift+L label · Ctrl+O filter · Esc close ",
-        ),
-        TreePurpose::Fork => (
-            " Fork before: ",
-            " ↑↓ choose a prompt · Enter fork into a new session · Esc cancel ",
-        ),
-    };
-    let mut header = vec![
-        Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw(sanitize(&v.query)),
-        Span::styled("▏", fg(|t| t.accent)),
-    ];
-    if v.purpose == TreePurpose::Navigate {
-        header.push(Span::styled(
-            format!("  (filter: {}; {} entries)", v.filter_name(), v.rows.len()),
-            fg(|t| t.dim),
-        ));
-    }
-    let mut lines = vec![Line::from(header)];
-    if let Some(edit) = &v.label_edit {
-        lines.push(Line::from(vec![
-            Span::styled(" Label: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
-            Span::raw(sanitize(edit)),
-            Span::styled("▏", fg(|t| t.accent)),
-            Span::styled("  (Enter set · empty clears · Esc cancel)", fg(|t| t.dim)),
-        ]));
-    }
-    if let Some(leaving) = &v.leaving {
-        lines.push(match &leaving.focus {
-            None => Line::from(vec![
-                Span::styled(
-                    " Leave the current branch: ",
-                    fg(|t| t.accent).add_modifier(Modifier::BOLD),
-                ),
-                Span::raw("Enter/n no summary · s summarize it · f summarize with a focus"),
-                Span::styled(" · Esc back", fg(|t| t.dim)),
-            ]),
-            Some(focus) => Line::from(vec![
-                Span::styled(" Focus: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
-                Span::raw(sanitize(focus)),
-                Span::styled("▏", fg(|t| t.accent)),
-                Span::styled("  (Enter summarize · Esc back)", fg(|t| t.dim)),
-            ]),
-        });
-    }
-    let room = (area.height as usize)
-        .saturating_sub(lines.len() + 1)
-        .max(1);
-    let sel = v.selected.min(v.visible.len().saturating_sub(1));
-    let here = v.here();
-    // Keep the selection in view, a little above the bottom when possible.
-    let start = sel
-        .saturating_sub(room.saturating_sub(3).max(1))
-        .min(v.visible.len().saturating_sub(room));
-    for (n, &i) in v.visible.iter().enumerate().skip(start).take(room) {
-        let row = &v.rows[i];
-        let chosen = n == sel;
-        let (tag, tag_style) = tree_tag(row.kind);
-        let base = if chosen {
-            fg(|t| t.accent).add_modifier(Modifier::BOLD)
-        } else if row.on_path {
-            Style::default()
-        } else {
-            fg(|t| t.dim)
-        };
-        let mut spans = vec![
-            Span::styled(if chosen { " › " } else { "   " }, base),
-            Span::styled(
-                v.prefixes.get(n).cloned().unwrap_or_default(),
-                fg(|t| t.dim),
-            ),
-            Span::styled(format!("{tag}: "), if chosen { base } else { tag_style }),
-        ];
-        if let Some(label) = &row.label {
-            spans.push(Span::styled(
-                format!("[{}] ", sanitize(label)),
-                fg(|t| t.warning).add_modifier(Modifier::BOLD),
-            ));
-        }
-        spans.push(Span::styled(sanitize(&row.text), base));
-        if here == Some(n) {
-            spans.push(Span::styled("  ← here", fg(|t| t.accent)));
-        }
-        lines.push(truncate_line(Line::from(spans), width));
-    }
-    if v.visible.is_empty() {
-        lines.push(Line::styled(
-            if v.rows.is_empty() {
-                "   nothing in this session yet"
-            } else {
-                "   no entry matches"
-            },
-            fg(|t| t.dim),
-        ));
-    }
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(fg(|t| t.accent))
-        .title(hints);
-    Clear.render(area, buf);
-    Paragraph::new(lines).block(block).render(area, buf);
-    Some(area)
-}
-
-/// Cut a line to `width` columns (the tree's rows stay one row each).
-fn truncate_line(line: Line<'static>, width: usize) -> Line<'static> {
-    let mut left = width;
-    let mut spans = Vec::new();
-    for span in line.spans {
-        if left == 0 {
-            break;
-        }
-        let w = unicode_width::UnicodeWidthStr::width(span.content.as_ref());
-        if w <= left {
-            left -= w;
-            spans.push(span);
-        } else {
-            let mut cut = String::new();
-            let mut used = 0;
-            for c in span.content.chars() {
-                let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-                if used + cw + 1 > left {
-                    break;
-                }
-                used += cw;
-                cut.push(c);
-            }
-            cut.push('…');
-            spans.push(Span::styled(cut, span.style));
-            left = 0;
-        }
-    }
-    Line::from(spans)
-}
-
-fn draw_session_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    use super::sessions::{PickerMode, age};
-    use crate::host::view::ListScope;
-    let p = app.sessions.as_ref()?;
-    let matches = p.matches();
-    let h = (matches.len().min(10) as u16 + 3).min(area.height);
-    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
-    let scope = match p.scope {
-        ListScope::CurrentFolder => "this folder",
-        ListScope::AllFolders => "all folders",
-    };
-    let sel = p.selected.min(matches.len().saturating_sub(1));
-    let header = match &p.mode {
-        PickerMode::Browse => Line::from(vec![
-            Span::styled(" Resume: ", Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(sanitize(&p.query)),
-            Span::styled("▏", fg(|t| t.accent)),
-            Span::styled(format!("  ({scope})"), fg(|t| t.dim)),
-        ]),
-        PickerMode::Rename(name) => Line::from(vec![
-            Span::styled(" New name: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
-            Span::raw(sanitize(name)),
-            Span::styled("▏", fg(|t| t.accent)),
-            Span::styled("  (Enter save · Esc cancel)", fg(|t| t.dim)),
-        ]),
-        PickerMode::ConfirmDelete => Line::from(vec![
-            Span::styled(" Delete ", fg(|t| t.error).add_modifier(Modifier::BOLD)),
-            Span::raw(
-                matches
-                    .get(sel)
-                    .map(|s| truncate(&sanitize(s.title()), 40))
-                    .unwrap_or_default(),
-            ),
-            Span::styled(
-                "? y deletes the file; any other key keeps it",
-                fg(|t| t.error),
-            ),
-        ]),
-    };
-    let mut lines = vec![header];
-    let now = std::time::SystemTime::now();
-    let start = sel.saturating_sub(9);
-    let width = area.width as usize;
-    // Right-hand columns: folder (up to 24), message count, age.
-    let folder_w = (width / 4).clamp(8, 24);
-    let room = width.saturating_sub(folder_w + 18).max(8);
-    for (i, s) in matches.iter().enumerate().skip(start).take(10) {
-        let style = if i == sel {
-            fg(|t| t.accent).add_modifier(Modifier::BOLD)
-        } else {
-            Style::default()
-        };
-        let mut title = vec![];
-        let first = s.first_message.as_deref().map(sanitize).unwrap_or_default();
-        match s.name.as_deref().map(sanitize) {
-            Some(name) => {
-                let name = truncate(&name, room);
-                let rest = room.saturating_sub(text_width(&name));
-                title.push(Span::styled(name, style));
-                if rest > 4 && !first.is_empty() {
-                    title.push(Span::styled(
-                        truncate(&format!(" · {first}"), rest),
-                        fg(|t| t.dim),
-                    ));
-                }
-            }
-            None => title.push(Span::styled(truncate(&sanitize(s.title()), room), style)),
-        }
-        let used: usize = title.iter().map(|s| text_width(&s.content)).sum();
-        let count = match p.counts.get(&s.path) {
-            Some(n) => format!("{n} msg"),
-            None => "…".into(),
-        };
-        let mut spans = vec![Span::styled(if i == sel { " › " } else { "   " }, style)];
-        spans.extend(title);
-        spans.push(Span::styled(
-            format!(
-                "{:pad$} {:>folder_w$} {:>7} {:>4}",
-                "",
-                truncate(&short_folder(&s.cwd), folder_w),
-                count,
-                age(s.modified, now),
-                pad = room.saturating_sub(used),
-            ),
-            fg(|t| t.dim),
-        ));
-        lines.push(Line::from(spans));
-    }
-    if matches.is_empty() {
-        lines.push(Line::styled("   no session matches", fg(|t| t.dim)));
-    }
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(fg(|t| t.accent))
-        .title(" Enter open · Tab scope · Ctrl+R rename · Ctrl+D delete · Esc close ");
-    Clear.render(popup, buf);
-    Paragraph::new(lines).block(block).render(popup, buf);
-    Some(popup)
-}
-
-/// A session's folder as shown in the picker: `~` for the home folder, else its last two
-/// parts.
-fn short_folder(cwd: &str) -> String {
-    let cwd = sanitize(cwd);
-    if let Some(home) = dirs::home_dir().map(|h| h.display().to_string())
-        && let Some(rest) = cwd.strip_prefix(&home)
-        && (rest.is_empty() || rest.starts_with('/'))
-    {
-        return format!("~{rest}");
-    }
-    let parts: Vec<&str> = cwd.rsplitn(3, '/').collect();
-    match parts.as_slice() {
-        [last, parent, _] => format!("…/{parent}/{last}"),
-        _ => cwd,
-    }
-}
-
-/// The `@` file picker, at the bottom of the transcript, just above the editor.
-fn draw_file_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    use super::file_picker::ROWS;
-    let p = app.file_picker.as_ref()?;
-    let hits = &p.found.hits;
-    let h = (hits.len().clamp(1, ROWS) as u16 + 2).min(area.height);
-    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
-    let count = match (p.found.total, p.query.is_empty()) {
-        (n, true) => format!("{n} files"),
-        (1, false) => "1 match".to_string(),
-        (n, false) => format!("{n} matches"),
-    };
-    let mut header = vec![
-        Span::styled(" @", Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw(sanitize(&p.query)),
-        Span::styled("▏", fg(|t| t.accent)),
-        Span::styled(format!("  {count}"), fg(|t| t.dim)),
-    ];
-    if p.listing {
-        header.push(Span::styled(" · listing…", fg(|t| t.dim)));
-    }
-    let mut lines = vec![Line::from(header)];
-    let sel = p.selected.min(hits.len().saturating_sub(1));
-    let start = sel.saturating_sub(ROWS - 1);
-    let width = area.width as usize;
-    for (i, hit) in hits.iter().enumerate().skip(start).take(ROWS) {
-        let chosen = i == sel;
-        let base = if chosen {
-            fg(|t| t.accent).add_modifier(Modifier::BOLD)
-        } else {
-            Style::default()
-        };
-        let strong = base
-            .add_modifier(Modifier::BOLD)
-            .fg(theme::current().accent);
-        let mut spans = vec![Span::styled(if chosen { " › " } else { "   " }, base)];
-        // Matched letters stand out; runs of the same style make one span.
-        let mut run = String::new();
-        let mut run_matched = false;
-        for (n, c) in sanitize(&hit.path).chars().enumerate() {
-            let matched = hit.matched.binary_search(&(n as u32)).is_ok();
-            if matched != run_matched && !run.is_empty() {
-                let style = if run_matched { strong } else { base };
-                spans.push(Span::styled(std::mem::take(&mut run), style));
-            }
-            run_matched = matched;
-            run.push(c);
-        }
-        if !run.is_empty() {
-            spans.push(Span::styled(run, if run_matched { strong } else { base }));
-        }
-        lines.push(truncate_line(Line::from(spans), width));
-    }
-    if hits.is_empty() {
-        let empty = if p.listing {
-            "   listing the folder's files…"
-        } else {
-            "   no file matches"
-        };
-        lines.push(Line::styled(empty, fg(|t| t.dim)));
-    }
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(fg(|t| t.accent))
-        .title(" ↑↓ choose · Enter/Tab insert · Esc close ");
-    Clear.render(popup, buf);
-    Paragraph::new(lines).block(block).render(popup, buf);
-    Some(popup)
-}
-
-fn draw_picker(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    let p = app.picker.as_ref()?;
-    let matches = app.picker_matches();
-    let h = (matches.len().min(10) as u16 + 3).min(area.height);
-    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
-    let mut lines = vec![Line::from(vec![
-        Span::styled(" Model: ", Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw(sanitize(&p.query)),
-        Span::styled("▏", fg(|t| t.accent)),
-    ])];
-    let sel = p.selected.min(matches.len().saturating_sub(1));
-    let start = sel.saturating_sub(9);
-    for (i, m) in matches.iter().enumerate().skip(start).take(10) {
-        let current = m.id == app.model.id && m.provider == app.model.provider;
-        let style = if i == sel {
-            fg(|t| t.accent).add_modifier(Modifier::BOLD)
-        } else {
-            Style::default()
-        };
-        lines.push(Line::from(vec![
-            Span::styled(if i == sel { " › " } else { "   " }, style),
-            Span::styled(format!("{}/{}", m.provider, m.id), style),
-            Span::styled(
-                format!(
-                    "  {}{}{}",
-                    tokens(m.context_window),
-                    if current { "  (current)" } else { "" },
-                    if app.providers_without_key.contains(&m.provider) {
-                        "  no key"
-                    } else {
-                        ""
-                    }
-                ),
-                fg(|t| t.dim),
-            ),
-        ]));
-    }
-    if matches.is_empty() {
-        lines.push(Line::styled("   no model matches", fg(|t| t.dim)));
-    }
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(fg(|t| t.accent))
-        .title(" ↑↓ choose · Enter select · Ctrl+U clear · Esc cancel ");
-    Clear.render(popup, buf);
-    Paragraph::new(lines).block(block).render(popup, buf);
-    Some(popup)
-}
-
-/// The `/login` overlay: the providers and local models, or the key being typed (as dots).
-fn draw_login(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    use super::login::{Choice, Stage};
-    let view = app.login.as_ref()?;
-    let dim = fg(|t| t.dim);
-    let (title, lines) = match &view.stage {
-        Stage::Choose { selected, filter } => {
-            let shown = view.shown();
-            let mut lines = vec![Line::from(vec![
-                Span::styled(
-                    if view.searching {
-                        " Sign in to a provider (looking for local servers…): "
-                    } else {
-                        " Sign in to a provider, or use a local server: "
-                    },
-                    Style::new().add_modifier(Modifier::BOLD),
-                ),
-                Span::raw(sanitize(filter)),
-                Span::styled("▏", fg(|t| t.accent)),
-            ])];
-            let sel = (*selected).min(shown.len().saturating_sub(1));
-            let start = sel.saturating_sub(9);
-            for (i, c) in shown.iter().enumerate().skip(start).take(10) {
-                let style = if i == sel {
-                    fg(|t| t.accent).add_modifier(Modifier::BOLD)
-                } else {
-                    Style::default()
-                };
-                let (name, note) = match *c {
-                    Choice::Provider { id, env, has_key } => (
-                        sanitize(id),
-                        format!(
-                            "{}{}",
-                            env.as_deref().map(|e| format!("  {e}")).unwrap_or_default(),
-                            if *has_key { "  key set" } else { "" }
-                        ),
-                    ),
-                    Choice::Local(m) => (
-                        format!("{}/{}", sanitize(&m.provider), sanitize(&m.id)),
-                        "  local server, no key needed".to_string(),
-                    ),
-                };
-                lines.push(Line::from(vec![
-                    Span::styled(if i == sel { " › " } else { "   " }, style),
-                    Span::styled(name, style),
-                    Span::styled(note, dim),
-                ]));
-            }
-            (
-                " type to filter · ↑↓ choose · Enter select · Esc close ",
-                lines,
-            )
-        }
-        Stage::Key { provider, key } => (
-            " Enter save · Ctrl+U clear · Esc back ",
-            vec![
-                Line::styled(
-                    format!(
-                        " API key for {} (paste it; it is saved in auth.json)",
-                        sanitize(provider)
-                    ),
-                    Style::new().add_modifier(Modifier::BOLD),
-                ),
-                Line::from(vec![
-                    Span::raw(" "),
-                    Span::raw("•".repeat(key.chars().count().min(40))),
-                    Span::styled("▏", fg(|t| t.accent)),
-                    Span::styled(
-                        if key.is_empty() {
-                            String::new()
-                        } else {
-                            format!("  {} characters", key.chars().count())
-                        },
-                        dim,
-                    ),
-                ]),
-            ],
-        ),
-    };
-    let h = (lines.len() as u16 + 1).min(area.height);
-    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(fg(|t| t.accent))
-        .title(title);
-    Clear.render(popup, buf);
-    Paragraph::new(lines).block(block).render(popup, buf);
-    Some(popup)
-}
-
-/// A tool call waiting for approval: what it would do, and the keys to answer.
-fn draw_approval(buf: &mut Buffer, app: &App, area: Rect) -> Option<Rect> {
-    let r = app.approval.current()?;
-    let width = area.width as usize;
-    let bold = Style::new().add_modifier(Modifier::BOLD);
-    let dim = fg(|t| t.dim);
-    let waiting = app.approval.queue.len().saturating_sub(1);
-    let mut head = match r.tool.as_str() {
-        "bash" => " Run this command?".to_string(),
-        "edit" => format!(" Apply this edit to {}?", sanitize(&r.subject)),
-        "write" => format!(" Write {}?", sanitize(&r.subject)),
-        other => format!(" Call {}?", sanitize(other)),
-    };
-    if waiting > 0 {
-        head.push_str(&format!(" ({waiting} more waiting)"));
-    }
-    let mut body: Vec<Line<'static>> = Vec::new();
-    if r.tool == "bash" {
-        body = super::shown_command::rows(&r.subject, width, bold, fg(|t| t.warning), dim);
-    }
-    // The diff's file header repeats the title: left out.
-    let detail = r
-        .detail
-        .as_deref()
-        .unwrap_or("")
-        .lines()
-        .skip_while(|l| l.starts_with("--- ") || l.starts_with("+++ "));
-    for l in detail {
-        let style = if l.starts_with("@@") {
-            dim
-        } else if l.starts_with('+') {
-            fg(|t| t.diff_added)
-        } else if l.starts_with('-') {
-            fg(|t| t.diff_removed)
-        } else {
-            Style::default()
-        };
-        body.extend(wrap_line(
-            &Line::styled(format!(" {}", sanitize(l)), style),
-            width,
-            1,
-        ));
-    }
-    let key = |k: &'static str| Span::styled(k, fg(|t| t.accent).add_modifier(Modifier::BOLD));
-    let keys = match &app.approval.reason {
-        None => Line::from(vec![
-            key(" y"),
-            Span::raw(" allow once   "),
-            key("a"),
-            Span::raw(format!(
-                " allow {} for the session   ",
-                sanitize(&r.session_scope)
-            )),
-            key("n"),
-            Span::raw(" refuse   "),
-            Span::styled("esc", dim),
-            Span::styled(" stop the run", dim),
-        ]),
-        Some(reason) => Line::from(vec![
-            Span::styled(" Why not (optional, for the model): ", bold),
-            Span::raw(sanitize(reason)),
-            Span::styled("▏", fg(|t| t.accent)),
-            Span::styled("  Enter refuse", dim),
-        ]),
-    };
-    // The keys wrap in full: what `a` allows is read before it is pressed.
-    let keys = wrap_line(&keys, width, 1);
-    // The title, the body (scrolled when it is taller than the room), and the keys, over the
-    // bottom of the conversation. Until the body's last line has been on screen, y and a wait.
-    let room = (area.height as usize).saturating_sub(2 + keys.len()).max(2);
-    let max_body = room.min((area.height as usize * 2 / 3).max(3));
-    let mut hidden = false;
-    if body.len() > max_body {
-        let shown = max_body - 1;
-        let last_top = body.len() - shown;
-        let top = app.approval.scroll.get().min(last_top);
-        app.approval.scroll.set(top);
-        app.approval.max_scroll.set(last_top);
-        hidden = top < last_top;
-        let mut window: Vec<Line<'static>> = body.drain(top..top + shown).collect();
-        window.push(Line::styled(
-            format!(
-                " lines {}–{} of {}{}",
-                top + 1,
-                top + shown,
-                body.len() + shown,
-                if hidden {
-                    ": ↓/PgDn to read the rest before y or a"
-                } else {
-                    ": ↑/PgUp to scroll back"
-                }
-            ),
-            fg(|t| t.warning),
-        ));
-        body = window;
-    } else {
-        app.approval.max_scroll.set(0);
-    }
-    if !hidden {
-        app.approval.bottom_seen.set(true);
-    }
-    app.approval
-        .unread
-        .set(hidden && !app.approval.bottom_seen.get());
-    let mut lines = vec![Line::styled(truncate(&head, width), bold)];
-    lines.extend(body);
-    lines.extend(keys);
-    let h = (lines.len() as u16 + 1).min(area.height);
-    let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(fg(|t| t.warning))
-        .title(format!(" approval: {} ", sanitize(&r.tool)));
-    Clear.render(popup, buf);
-    Paragraph::new(lines).block(block).render(popup, buf);
-    Some(popup)
 }

@@ -763,7 +763,7 @@ fn model_picker_switches_the_model() {
     let (mut app, port) = app();
     type_text(&mut app, "/model");
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.picker.is_some());
+    assert!(app.popups.model().is_some());
     type_text(&mut app, "gpt");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().models, ["gpt-5"]);
@@ -901,9 +901,12 @@ fn open_picker(app: &mut App, port: &Sent) {
     type_text(app, "/resume");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().listed.last(), Some(&ListScope::CurrentFolder));
-    assert!(app.sessions.is_none(), "the picker waits for the listing");
+    assert!(
+        app.popups.sessions().is_none(),
+        "the picker waits for the listing"
+    );
     app.handle_host_event(listing(ListScope::CurrentFolder));
-    assert!(app.sessions.is_some());
+    assert!(app.popups.sessions().is_some());
 }
 
 #[test]
@@ -927,16 +930,16 @@ fn resume_filters_opens_and_shows_the_transcript() {
     app.transcript.push(Cell::User("an earlier prompt".into()));
     open_picker(&mut app, &port);
     type_text(&mut app, "zzz nothing");
-    assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(0));
+    assert_eq!(app.popups.sessions().map(|p| p.matches().len()), Some(0));
     // The filter edits as a shell line: Ctrl+W drops a word, Ctrl+U the rest.
     app.handle_key(with(KeyCode::Char('w'), KeyModifiers::CONTROL));
-    assert_eq!(app.sessions.as_ref().unwrap().query, "zzz ");
+    assert_eq!(app.popups.sessions().unwrap().query, "zzz ");
     app.handle_key(with(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    assert_eq!(app.sessions.as_ref().unwrap().query, "");
+    assert_eq!(app.popups.sessions().unwrap().query, "");
     type_text(&mut app, "parser");
-    assert_eq!(app.sessions.as_ref().map(|p| p.matches().len()), Some(1));
+    assert_eq!(app.popups.sessions().map(|p| p.matches().len()), Some(1));
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.sessions.is_none());
+    assert!(app.popups.sessions().is_none());
     let path = std::path::PathBuf::from("/sessions/a1b2c3.jsonl");
     assert_eq!(port.log().opened, std::slice::from_ref(&path));
     app.handle_host_event(opened(path));
@@ -958,7 +961,7 @@ fn resume_is_refused_while_the_agent_works_and_esc_closes_the_picker() {
     let (mut app, port) = app();
     open_picker(&mut app, &port);
     app.handle_key(key(KeyCode::Esc));
-    assert!(app.sessions.is_none());
+    assert!(app.popups.sessions().is_none());
     app.handle_agent_event(AgentEvent::AgentStart);
     open_picker(&mut app, &port);
     app.handle_key(key(KeyCode::Enter));
@@ -976,7 +979,7 @@ fn resume_without_session_files_says_so() {
     app.saving = false;
     app.run_command("resume", "");
     assert!(port.log().listed.is_empty());
-    assert!(app.sessions.is_none());
+    assert!(app.popups.sessions().is_none());
     let text = screen(&mut app, 70, 12, Instant::now());
     assert!(text.contains("not saved"), "{text}");
 }
@@ -1254,7 +1257,7 @@ fn the_tree_view_shows_branches_labels_and_the_current_position() {
     app.run_command("tree", "");
     assert_eq!(sent.log().trees, 1);
     app.handle_host_event(HostEvent::Tree(Box::new(tree_of(&branched_session()))));
-    assert!(app.tree.is_some());
+    assert!(app.popups.tree().is_some());
     insta::assert_snapshot!(screen(&mut app, 80, 16, now));
 
     // Up from the current position (the last answer) is the prompt of that branch: Enter asks
@@ -1263,7 +1266,7 @@ fn the_tree_view_shows_branches_labels_and_the_current_position() {
     app.handle_key(key(KeyCode::Enter));
     assert!(screen(&mut app, 80, 16, now).contains("Leave the current branch"));
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.tree.is_none());
+    assert!(app.popups.tree().is_none());
     assert_eq!(sent.log().navigated, ["u3"]);
 
     // `f`: a summary focused on what is typed; the status shows the work until the answer.
@@ -1323,7 +1326,7 @@ fn the_tree_filters_as_you_type_cycles_filters_and_edits_labels() {
         ]
     );
     app.handle_key(key(KeyCode::Esc));
-    assert!(app.tree.is_none());
+    assert!(app.popups.tree().is_none());
 }
 
 #[test]
@@ -1740,21 +1743,21 @@ fn the_picker_opens_on_the_current_model_marks_keyless_ones_and_edits_its_filter
         matches[0], "my-local-model",
         "listed though not in the catalogue"
     );
-    assert_eq!(app.picker.as_ref().unwrap().selected, 0);
+    assert_eq!(app.popups.model().unwrap().selected, 0);
     let s = screen(&mut app, 80, 20, Instant::now());
     assert!(s.contains("ollama/my-local-model  128k  (current)"), "{s}");
     assert!(s.contains("openai/gpt-5  128k  no key"), "{s}");
     type_text(&mut app, "gpt five");
     let ctrl = KeyModifiers::CONTROL;
     app.handle_key(with(KeyCode::Char('w'), ctrl));
-    assert_eq!(app.picker.as_ref().unwrap().query, "gpt ");
+    assert_eq!(app.popups.model().unwrap().query, "gpt ");
     app.handle_key(with(KeyCode::Char('u'), ctrl));
-    assert_eq!(app.picker.as_ref().unwrap().query, "");
+    assert_eq!(app.popups.model().unwrap().query, "");
     app.handle_key(key(KeyCode::Esc));
     // Reopened on a catalogued model, the selection starts on it.
     app.model = model("gpt-5", "openai");
     app.run_command("model", "");
-    let p = app.picker.as_ref().unwrap();
+    let p = app.popups.model().unwrap();
     assert_eq!(app.picker_matches()[p.selected].id, "gpt-5");
 }
 
@@ -1862,7 +1865,7 @@ fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
         "{s}"
     );
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.login.is_none());
+    assert!(app.popups.login().is_none());
     assert_eq!(
         port.log().logins,
         [("groq".to_string(), "gsk-very-secret-key".to_string())]

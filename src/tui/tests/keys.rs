@@ -25,10 +25,13 @@ fn a_remapped_action_moves_to_its_new_key_and_the_old_key_no_longer_does_it() {
     let (mut app, port) = app();
     app.keys = remapped(r#"{"app.model.select": "ctrl+x", "app.model.cycleForward": "alt+n"}"#);
     app.handle_key(with(KeyCode::Char('l'), CTRL));
-    assert!(app.picker.is_none(), "Ctrl+L no longer opens the picker");
+    assert!(
+        app.popups.model().is_none(),
+        "Ctrl+L no longer opens the picker"
+    );
     assert_eq!(app.editor.text(), "", "nor does it type anything");
     app.handle_key(with(KeyCode::Char('x'), CTRL));
-    assert!(app.picker.is_some(), "Ctrl+X does");
+    assert!(app.popups.model().is_some(), "Ctrl+X does");
     app.handle_key(key(KeyCode::Esc));
 
     app.handle_key(with(KeyCode::Char('p'), CTRL));
