@@ -27,11 +27,13 @@
 pub mod app;
 pub mod cells;
 pub mod complete;
+pub mod composer;
 pub mod editor;
 pub mod editor_view;
 pub mod external;
 pub mod files;
 pub mod filter;
+pub mod footer;
 pub mod frame;
 pub mod help;
 pub mod highlight;

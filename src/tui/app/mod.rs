@@ -42,8 +42,11 @@ use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
 use crate::tui::cells::{self, Cell, ToolCell, ToolState, View, output_text};
 use crate::tui::complete::{self, Completion};
+use crate::tui::composer::Composer;
 use crate::tui::editor::{Edit, Editor};
 use crate::tui::files::FileIndex;
+use crate::tui::footer::Footer;
+pub use crate::tui::footer::Place;
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::popup::file_picker::{self, FilePicker};
 use crate::tui::popup::model::{self, Catalogue, ModelPicker};
@@ -69,14 +72,6 @@ pub enum Effect {
     /// Something needs the person (a run ended, an approval waits): tell them if the terminal
     /// is not focused (see `notify.rs`).
     Notify(String),
-}
-
-/// What the footer shows about where we are.
-#[derive(Clone, Debug, Default)]
-pub struct Place {
-    pub cwd: String,
-    pub branch: Option<String>,
-    pub session_name: Option<String>,
 }
 
 /// Two presses of Esc this close together (with nothing to stop) open the tree.
@@ -289,5 +284,34 @@ impl App {
             return Vec::new();
         }
         self.commands.completions(&self.editor.text())
+    }
+
+    /// The composer's parts, for one frame.
+    pub fn composer(&self) -> Composer<'_> {
+        Composer {
+            steering: &self.steering,
+            follow_up: &self.follow_up,
+            hint: self.hint.as_deref(),
+            working: self.working,
+            stopping: self.stopping,
+            paused_since: self.paused_since,
+            retry: self.retry.as_deref(),
+            attachments: &self.attachments,
+            thinking: self.thinking,
+            keys: &self.keys,
+        }
+    }
+
+    /// What the footer shows, for one frame.
+    pub fn footer(&self) -> Footer<'_> {
+        Footer {
+            place: &self.place,
+            totals: &self.totals,
+            context_tokens: self.context_tokens(),
+            model: self.model_ready().then_some(&self.model),
+            thinking: self.thinking,
+            approval: self.approval_mode,
+            paused_since: self.paused_since,
+        }
     }
 }

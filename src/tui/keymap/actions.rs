@@ -356,4 +356,3 @@ pub(super) const NODE_ONLY: &[&str] = &[
     "app.models.reorderUp",
     "app.models.reorderDown",
 ];
-

@@ -164,8 +164,7 @@ fn the_persons_keys_replace_an_actions_defaults() {
     assert!(warnings.is_empty());
     assert!(map.actions(&k(KeyCode::Char('z'), CTRL)).is_empty());
     // Older ids are the same actions.
-    let (map, warnings) =
-        Keymap::with_user(r#"{"expandTools": "ctrl+e", "cursorLineEnd": "end"}"#);
+    let (map, warnings) = Keymap::with_user(r#"{"expandTools": "ctrl+e", "cursorLineEnd": "end"}"#);
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
         map.actions(&k(KeyCode::Char('e'), CTRL)),

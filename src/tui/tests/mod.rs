@@ -33,6 +33,7 @@ use crate::provider::catalog::ModelInfo;
 mod approval;
 mod attach;
 mod cells;
+mod components;
 mod dialect;
 mod driving;
 mod editing;
