@@ -1,8 +1,11 @@
-//! The composer: what waits to be sent (queued steering and follow-up messages), the status
-//! line (work, a pause, a hint), the files attached to the next prompt, and the editor between
-//! two rules coloured by the thinking level. The app lends it its parts for one frame; the
-//! `@` picker and the `/` list are drawn over the conversation just above it.
+//! The composer: what is being written and what waits with it. It owns the editor, the
+//! queued steering and follow-up messages (as the agent's queue updates show them), the files
+//! attached to the next prompt, the status line's hint, the `@` picker and the `/` list's
+//! state; it draws the queue, the status line (the work it is lent as a [`Status`]), the
+//! attachment chips and the editor between two rules coloured by the thinking level. The `@`
+//! picker and the `/` list are drawn over the conversation just above it.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use ratatui::buffer::Buffer;
@@ -13,8 +16,10 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::cells::SPINNER;
 use super::editor::Editor;
+use super::files::FileIndex;
 use super::help::key_or;
 use super::keymap::{Action, Keymap};
+use super::popup::file_picker::FilePicker;
 use super::sanitize::sanitize;
 use super::theme::{self, fg};
 use super::units::{short_duration, truncate};
@@ -22,19 +27,49 @@ use super::wrap::width as text_width;
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::attach::FileRef;
 
-/// The composer for one frame.
-pub struct Composer<'a> {
-    pub steering: &'a [String],
-    pub follow_up: &'a [String],
-    /// A transient hint for the status line.
-    pub hint: Option<&'a str>,
+/// What is being written, and what waits to be sent with it.
+pub struct Composer {
+    pub editor: Editor,
+    /// Queued messages, as the agent's queue updates show them.
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+    /// Files and images waiting to go with the next prompt (shown as chips above the editor).
+    pub attachments: Vec<FileRef>,
+    /// A transient hint in the status line (e.g. "press Ctrl+C again to quit").
+    pub hint: Option<String>,
+    /// The folder's files for the `@` picker (listed when first needed).
+    pub files: FileIndex,
+    /// The `@` picker, when open.
+    pub file_picker: Option<FilePicker>,
+    /// The `/` completion list was dismissed with Esc for the current text.
+    pub completion_dismissed: bool,
+    pub completion_selected: usize,
+}
+
+impl Default for Composer {
+    fn default() -> Self {
+        Composer {
+            editor: Editor::default(),
+            steering: Vec::new(),
+            follow_up: Vec::new(),
+            attachments: Vec::new(),
+            hint: None,
+            files: FileIndex::lazy(PathBuf::from(".")),
+            file_picker: None,
+            completion_dismissed: false,
+            completion_selected: 0,
+        }
+    }
+}
+
+/// What the status line tells of the work (the app's, lent for one frame).
+pub struct Status<'a> {
     /// When the current work started.
     pub working: Option<Instant>,
     pub stopping: bool,
     pub paused_since: Option<Instant>,
     /// What the status line says instead of "Working..." (a retry, a summary being made).
     pub retry: Option<&'a str>,
-    pub attachments: &'a [FileRef],
     pub thinking: ThinkingLevel,
     pub keys: &'a Keymap,
 }
@@ -56,12 +91,12 @@ pub fn thinking_color(level: ThinkingLevel) -> Color {
     }
 }
 
-impl Composer<'_> {
-    pub fn queued_lines(&self, width: usize) -> Vec<Line<'static>> {
+impl Composer {
+    pub fn queued_lines(&self, keys: &Keymap, width: usize) -> Vec<Line<'static>> {
         let app = self;
         let mut out = Vec::new();
         let style = fg(|t| t.dim);
-        for (label, list) in [("Steering", app.steering), ("Follow-up", app.follow_up)] {
+        for (label, list) in [("Steering", &app.steering), ("Follow-up", &app.follow_up)] {
             for m in list {
                 let first = sanitize(m).lines().next().unwrap_or_default().to_string();
                 out.push(Line::from(vec![
@@ -74,7 +109,7 @@ impl Composer<'_> {
             }
         }
         if !out.is_empty() {
-            let esc = key_or(app.keys, Action::Interrupt, "Interrupting");
+            let esc = key_or(keys, Action::Interrupt, "Interrupting");
             out.push(Line::styled(
                 format!(" ↳ {esc} interrupts and brings queued messages back to the editor"),
                 style,
@@ -83,11 +118,11 @@ impl Composer<'_> {
         out
     }
 
-    pub fn status_line(&self, now: Instant) -> Line<'static> {
-        let app = self;
-        if let Some(h) = app.hint {
+    pub fn status_line(&self, status: &Status<'_>, now: Instant) -> Line<'static> {
+        if let Some(h) = &self.hint {
             return Line::styled(format!(" {h}"), fg(|t| t.warning));
         }
+        let app = status;
         let Some(start) = app.working else {
             return Line::default();
         };
@@ -151,8 +186,8 @@ impl Composer<'_> {
 
     /// The status line, then the editor between its rules (the rules say how many rows
     /// scrolled out of it).
-    pub fn draw_status(&self, area: Rect, buf: &mut Buffer, now: Instant) {
-        Paragraph::new(self.status_line(now)).render(area, buf);
+    pub fn draw_status(&self, status: &Status<'_>, area: Rect, buf: &mut Buffer, now: Instant) {
+        Paragraph::new(self.status_line(status, now)).render(area, buf);
     }
 }
 

@@ -187,7 +187,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.providers_without_key = info.providers_without_key.into_iter().collect();
     app.key_providers = info.key_providers;
     app.set_cwd(info.cwd.clone());
-    app.attachments = tui.files.clone();
+    app.composer.attachments = tui.files.clone();
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;
@@ -244,7 +244,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         .cloned()
         .collect();
     if !first.is_empty() {
-        app.editor.set_text(&first.join("\n\n"));
+        app.composer.editor.set_text(&first.join("\n\n"));
         app.submit(app::Delivery::Steer);
     }
     let code = event_loop(&mut screen, &mut app, &mut client, &env, notifier).await;

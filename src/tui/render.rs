@@ -35,11 +35,13 @@ impl Bottom {
     /// `height`: the terminal's rows; the editor grows with its wrapped text up to a third
     /// of them (3 to 12 rows), then scrolls.
     fn new(app: &App, width: usize, height: u16) -> Bottom {
-        let composer = app.composer();
         Bottom {
-            queued: composer.queued_lines(width),
-            chips: composer.chips_line(width),
-            editor_rows: app.editor.height(width as u16, (height / 3).clamp(3, 12)),
+            queued: app.composer.queued_lines(&app.keys, width),
+            chips: app.composer.chips_line(width),
+            editor_rows: app
+                .composer
+                .editor
+                .height(width as u16, (height / 3).clamp(3, 12)),
         }
     }
 
@@ -70,9 +72,10 @@ impl Bottom {
             Paragraph::new(chips).render(chips_area, buf);
         }
         Paragraph::new(self.queued).render(queue_area, buf);
-        app.composer().draw_status(status_area, buf, now);
+        app.composer
+            .draw_status(&app.status(), status_area, buf, now);
         let thinking = app.thinking;
-        draw_editor(&mut app.editor, thinking, editor_area, buf);
+        draw_editor(&mut app.composer.editor, thinking, editor_area, buf);
         app.footer().draw(footer_area, buf, now);
     }
 }
@@ -145,7 +148,9 @@ pub fn draw_live(
     let room = height.saturating_sub(bottom.height());
     app.viewport = (width, room);
     // The popups are drawn over a scratch area of the whole room, to learn their height.
-    let open = app.file_picker.is_some() || app.approval.is_open() || !app.completions().is_empty();
+    let open = app.composer.file_picker.is_some()
+        || app.approval.is_open()
+        || !app.completions().is_empty();
     let mut scratch = Buffer::empty(Rect::new(0, 0, width, if open { room } else { 0 }));
     let popup = if open {
         draw_popups(app, scratch.area, &mut scratch).map_or(0, |r| room - r.y.min(room))
@@ -174,7 +179,7 @@ pub fn draw_live(
 fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
     let drawn = [
         draw_completions(buf, app, main),
-        app.file_picker.as_ref().map(|p| p.draw(buf, main)),
+        app.composer.file_picker.as_ref().map(|p| p.draw(buf, main)),
     ];
     let catalogue = app.catalogue();
     let stacked = app.popups.iter().map(|p| match p {
@@ -201,7 +206,7 @@ fn draw_completions(buf: &mut Buffer, app: &App, main: Rect) -> Option<Rect> {
     }
     let n = completions.len().min(main.height as usize) as u16;
     let popup = Rect::new(main.x, main.y + main.height - n, main.width, n);
-    let sel = app.completion_selected.min(completions.len() - 1);
+    let sel = app.composer.completion_selected.min(completions.len() - 1);
     let lines: Vec<Line<'static>> = completions
         .iter()
         .enumerate()

@@ -34,7 +34,9 @@ impl App {
                     self.last_stop,
                     Some(StopReason::Error | StopReason::Aborted)
                 );
-                if ended_well && (!self.steering.is_empty() || !self.follow_up.is_empty()) {
+                if ended_well
+                    && (!self.composer.steering.is_empty() || !self.composer.follow_up.is_empty())
+                {
                     // Shown as working once the run starts (the queue may have emptied).
                     self.port.continue_run();
                 } else {
@@ -232,8 +234,8 @@ impl App {
                 steering,
                 follow_up,
             } => {
-                self.steering = steering;
-                self.follow_up = follow_up;
+                self.composer.steering = steering;
+                self.composer.follow_up = follow_up;
             }
         }
     }

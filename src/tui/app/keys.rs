@@ -17,17 +17,22 @@ impl App {
             l.paste(text);
             return;
         }
-        if self.file_picker.is_none()
+        if self.composer.file_picker.is_none()
             && let Some(images) = attach::dropped::images(&self.cwd, text)
         {
             for image in images {
-                if !self.attachments.iter().any(|a| a.path == image.path) {
-                    self.attachments.push(image);
+                if !self
+                    .composer
+                    .attachments
+                    .iter()
+                    .any(|a| a.path == image.path)
+                {
+                    self.composer.attachments.push(image);
                 }
             }
             return;
         }
-        self.editor.paste(text);
+        self.composer.editor.paste(text);
         self.sync_file_picker();
     }
 
@@ -62,7 +67,7 @@ impl App {
         self.dirty = true;
         let actions = self.keys.actions(&key).to_vec();
         if !actions.contains(&Action::Clear) {
-            self.hint = None;
+            self.composer.hint = None;
         }
         if self.approval.is_open() {
             self.approval_key(key);
@@ -72,7 +77,7 @@ impl App {
             self.popup_key(key);
             return;
         }
-        if self.file_picker.is_some() && self.file_picker_key(key) {
+        if self.composer.file_picker.is_some() && self.file_picker_key(key) {
             return;
         }
         // The first of the key's actions that applies (Ctrl+D quits only on an empty editor,
@@ -92,7 +97,7 @@ impl App {
             Action::Interrupt => self.escape(),
             Action::Clear => self.clear_or_quit(),
             Action::Exit => {
-                if !self.editor.is_empty() {
+                if !self.composer.editor.is_empty() {
                     return false;
                 }
                 self.quit();
@@ -100,7 +105,7 @@ impl App {
             Action::Suspend => self.effects.push(Effect::Suspend),
             Action::ExternalEditor => self
                 .effects
-                .push(Effect::ExternalEditor(self.editor.expanded())),
+                .push(Effect::ExternalEditor(self.composer.editor.expanded())),
             Action::ThinkingToggle => {
                 self.show_thinking = !self.show_thinking;
                 self.transcript.invalidate_view();
@@ -117,68 +122,73 @@ impl App {
             Action::PauseToggle => self.toggle_pause(),
             Action::FollowUp => self.submit(Delivery::FollowUp),
             Action::Dequeue => {
-                if !self.steering.is_empty() || !self.follow_up.is_empty() {
+                if !self.composer.steering.is_empty() || !self.composer.follow_up.is_empty() {
                     self.port.take_queued();
-                    self.steering.clear();
-                    self.follow_up.clear();
+                    self.composer.steering.clear();
+                    self.composer.follow_up.clear();
                 }
             }
             Action::SessionNew => self.run_command("new", ""),
             Action::SessionTree => self.open_tree(TreePurpose::Navigate),
             Action::SessionFork => self.open_tree(TreePurpose::Fork),
             Action::SessionResume => self.open_sessions(),
-            Action::NewLine => self.editor.newline(),
+            Action::NewLine => self.composer.editor.newline(),
             Action::Submit => {
                 // Right after a `\` it is a line break (where Shift+Enter is not seen).
-                if self.editor.backslash_newline() {
+                if self.composer.editor.backslash_newline() {
                     return true;
                 }
                 if let Some((name, takes_args, needs_args)) = self.selected_completion()
-                    && self.editor.text() != format!("/{name}")
+                    && self.composer.editor.text() != format!("/{name}")
                     && !needs_args
                     && !takes_args
                 {
-                    self.editor.set_text(&format!("/{name}"));
+                    self.composer.editor.set_text(&format!("/{name}"));
                 }
                 self.submit(Delivery::Steer)
             }
             Action::Tab => {
                 if let Some((name, takes_args, _)) = self.selected_completion() {
                     let suffix = if takes_args { " " } else { "" };
-                    self.editor.set_text(&format!("/{name}{suffix}"));
+                    self.composer.editor.set_text(&format!("/{name}{suffix}"));
                 } else {
                     self.complete_path();
                 }
             }
             Action::CursorUp => {
                 if !self.completions().is_empty() {
-                    self.completion_selected = self.completion_selected.saturating_sub(1);
-                } else if !self.editor.history_prev() {
+                    self.composer.completion_selected =
+                        self.composer.completion_selected.saturating_sub(1);
+                } else if !self.composer.editor.history_prev() {
                     self.edit(Edit::Up);
                 }
             }
             Action::CursorDown => {
                 let n = self.completions().len();
                 if n > 0 {
-                    self.completion_selected =
-                        (self.completion_selected + 1).min(n.saturating_sub(1));
-                } else if !self.editor.history_next() {
+                    self.composer.completion_selected =
+                        (self.composer.completion_selected + 1).min(n.saturating_sub(1));
+                } else if !self.composer.editor.history_next() {
                     self.edit(Edit::Down);
                 }
             }
             // With nothing to move in, Home and End move through the conversation.
-            Action::CursorLineStart if key.code == KeyCode::Home && self.editor.is_empty() => {
+            Action::CursorLineStart
+                if key.code == KeyCode::Home && self.composer.editor.is_empty() =>
+            {
                 self.transcript.scroll_to_top()
             }
-            Action::CursorLineEnd if key.code == KeyCode::End && self.editor.is_empty() => {
+            Action::CursorLineEnd
+                if key.code == KeyCode::End && self.composer.editor.is_empty() =>
+            {
                 self.transcript.follow()
             }
             Action::PageUp => self.scroll_up(page),
             Action::PageDown => self.scroll_down(page),
             Action::DeleteCharBackward
-                if self.editor.is_empty() && !self.attachments.is_empty() =>
+                if self.composer.editor.is_empty() && !self.composer.attachments.is_empty() =>
             {
-                self.attachments.pop();
+                self.composer.attachments.pop();
             }
             Action::CursorLeft => self.edit(Edit::Left),
             Action::CursorRight => self.edit(Edit::Right),
@@ -201,9 +211,9 @@ impl App {
     /// Ctrl+C: clear the editor and attachments; on an empty one, twice quickly quits.
     pub(super) fn clear_or_quit(&mut self) {
         let now = Instant::now();
-        if !self.editor.is_empty() || !self.attachments.is_empty() {
-            self.editor.clear();
-            self.attachments.clear();
+        if !self.composer.editor.is_empty() || !self.composer.attachments.is_empty() {
+            self.composer.editor.clear();
+            self.composer.attachments.clear();
             self.last_ctrl_c = Some(now);
         } else if self
             .last_ctrl_c
@@ -213,17 +223,17 @@ impl App {
         } else {
             self.last_ctrl_c = Some(now);
             let key = self.keys.label(Action::Clear).unwrap_or_default();
-            self.hint = Some(format!("Press {key} again to quit"));
+            self.composer.hint = Some(format!("Press {key} again to quit"));
         }
     }
 
     /// An edit of the text; a change brings back the `/` list if Esc had closed it.
     pub(super) fn edit(&mut self, edit: Edit) {
-        let before = self.editor.text();
-        self.editor.edit(edit);
-        if self.editor.text() != before {
-            self.completion_dismissed = false;
-            self.completion_selected = 0;
+        let before = self.composer.editor.text();
+        self.composer.editor.edit(edit);
+        if self.composer.editor.text() != before {
+            self.composer.completion_dismissed = false;
+            self.composer.completion_selected = 0;
         }
     }
 
@@ -235,11 +245,11 @@ impl App {
             KeyCode::Home if ctrl => self.transcript.scroll_to_top(),
             KeyCode::End if ctrl => self.transcript.follow(),
             _ => {
-                let before = self.editor.text();
-                self.editor.input(key);
-                if self.editor.text() != before {
-                    self.completion_dismissed = false;
-                    self.completion_selected = 0;
+                let before = self.composer.editor.text();
+                self.composer.editor.input(key);
+                if self.composer.editor.text() != before {
+                    self.composer.completion_dismissed = false;
+                    self.composer.completion_selected = 0;
                 }
                 if key.code == KeyCode::Char('@') && !ctrl && !alt {
                     self.open_file_picker();
@@ -254,10 +264,10 @@ impl App {
         self.dirty = true;
         match outcome {
             Ok(text) => {
-                self.editor.replace_all(&text);
-                self.completion_dismissed = false;
-                self.completion_selected = 0;
-                self.file_picker = None;
+                self.composer.editor.replace_all(&text);
+                self.composer.completion_dismissed = false;
+                self.composer.completion_selected = 0;
+                self.composer.file_picker = None;
             }
             Err(why) => self.notice(sanitize(&why)),
         }

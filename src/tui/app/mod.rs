@@ -36,14 +36,14 @@ use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Message, StopReason, Usage, UsageTotals,
 };
 use crate::approval::{ApprovalMode, Decision};
-use crate::attach::{self, FileRef};
+use crate::attach;
 use crate::host::view::ListScope;
 use crate::host::{HostEvent, Opened, SessionStats};
 use crate::provider::catalog::ModelInfo;
 use crate::tui::cells::{self, Cell, ToolCell, ToolState, View, output_text};
 use crate::tui::complete::{self, Completion};
-use crate::tui::composer::Composer;
-use crate::tui::editor::{Edit, Editor};
+use crate::tui::composer::{Composer, Status};
+use crate::tui::editor::Edit;
 use crate::tui::files::FileIndex;
 use crate::tui::footer::Footer;
 pub use crate::tui::footer::Place;
@@ -80,9 +80,8 @@ const DOUBLE_ESC: Duration = Duration::from_millis(500);
 pub struct App {
     port: Port,
     pub transcript: Transcript,
-    pub editor: Editor,
-    pub steering: Vec<String>,
-    pub follow_up: Vec<String>,
+    /// What is being written: the editor, queued messages, attachments, the `@` picker.
+    pub composer: Composer,
     /// When the current run started.
     pub working: Option<Instant>,
     /// Esc was pressed: the run is ending (the status line stops at once).
@@ -139,17 +138,6 @@ pub struct App {
     stale_runs: RunId,
     /// The session's folder (paths typed or pasted are relative to it).
     pub cwd: PathBuf,
-    /// Files and images waiting to go with the next prompt (shown as chips above the editor).
-    pub attachments: Vec<FileRef>,
-    /// The folder's files for the `@` picker (listed when first needed).
-    pub files: FileIndex,
-    /// The `@` picker, when open.
-    pub file_picker: Option<FilePicker>,
-    /// The `/` completion list was dismissed with Esc for the current text.
-    pub completion_dismissed: bool,
-    pub completion_selected: usize,
-    /// A transient hint in the status line (e.g. "press Ctrl+C again to quit").
-    pub hint: Option<String>,
     streaming: Option<usize>,
     tools: HashMap<String, usize>,
     last_ctrl_c: Option<Instant>,
@@ -175,9 +163,7 @@ impl App {
         App {
             port,
             transcript: Transcript::default(),
-            editor: Editor::default(),
-            steering: Vec::new(),
-            follow_up: Vec::new(),
+            composer: Composer::default(),
             working: None,
             stopping: false,
             retry: None,
@@ -209,12 +195,6 @@ impl App {
             last_stop: None,
             stale_runs: 0,
             cwd: PathBuf::from("."),
-            attachments: Vec::new(),
-            files: FileIndex::lazy(PathBuf::from(".")),
-            file_picker: None,
-            completion_dismissed: false,
-            completion_selected: 0,
-            hint: None,
             streaming: None,
             tools: HashMap::new(),
             last_ctrl_c: None,
@@ -248,7 +228,7 @@ impl App {
 
     /// Work in `cwd`: paths are relative to it and the `@` picker lists it.
     pub fn set_cwd(&mut self, cwd: PathBuf) {
-        self.files = FileIndex::lazy(cwd.clone());
+        self.composer.files = FileIndex::lazy(cwd.clone());
         self.cwd = cwd;
     }
 
@@ -270,7 +250,7 @@ impl App {
     pub fn animating(&self) -> bool {
         (self.working.is_some() && !self.stopping)
             || self.paused_since.is_some()
-            || (self.file_picker.is_some() && self.files.is_listing())
+            || (self.composer.file_picker.is_some() && self.composer.files.is_listing())
     }
 
     /// A run is active (or a prompt was just sent to start one).
@@ -280,23 +260,19 @@ impl App {
 
     /// The `/` completions to show, if any.
     pub fn completions(&self) -> Vec<&slash::Command> {
-        if self.completion_dismissed || self.editor.line_count() > 1 {
+        if self.composer.completion_dismissed || self.composer.editor.line_count() > 1 {
             return Vec::new();
         }
-        self.commands.completions(&self.editor.text())
+        self.commands.completions(&self.composer.editor.text())
     }
 
-    /// The composer's parts, for one frame.
-    pub fn composer(&self) -> Composer<'_> {
-        Composer {
-            steering: &self.steering,
-            follow_up: &self.follow_up,
-            hint: self.hint.as_deref(),
+    /// What the status line tells of the work, for one frame.
+    pub fn status(&self) -> Status<'_> {
+        Status {
             working: self.working,
             stopping: self.stopping,
             paused_since: self.paused_since,
             retry: self.retry.as_deref(),
-            attachments: &self.attachments,
             thinking: self.thinking,
             keys: &self.keys,
         }

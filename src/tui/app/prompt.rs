@@ -7,25 +7,25 @@ impl App {
 
     /// An `@` was just typed: at the start of a word it opens the file picker.
     pub(super) fn open_file_picker(&mut self) {
-        let (row, col) = self.editor.cursor();
+        let (row, col) = self.composer.editor.cursor();
         let Some(at) = col.checked_sub(1) else {
             return;
         };
-        let line: Vec<char> = self.editor.line(row).chars().collect();
+        let line: Vec<char> = self.composer.editor.line(row).chars().collect();
         let word_start = at == 0 || line.get(at - 1).is_some_and(|c| c.is_whitespace());
         if line.get(at) == Some(&'@') && word_start {
-            self.files.refresh();
-            self.file_picker = Some(FilePicker::new(row, at));
+            self.composer.files.refresh();
+            self.composer.file_picker = Some(FilePicker::new(row, at));
         }
     }
 
     /// Keep the picker on the text after its `@`; close it once the cursor leaves that word.
     pub(super) fn sync_file_picker(&mut self) {
-        let Some(p) = self.file_picker.as_mut() else {
+        let Some(p) = self.composer.file_picker.as_mut() else {
             return;
         };
-        let (row, col) = self.editor.cursor();
-        let line: Vec<char> = self.editor.line(row).chars().collect();
+        let (row, col) = self.composer.editor.cursor();
+        let line: Vec<char> = self.composer.editor.line(row).chars().collect();
         let query: Option<String> = (row == p.row && line.get(p.col) == Some(&'@'))
             .then(|| line.get(p.col + 1..col))
             .flatten()
@@ -33,16 +33,16 @@ impl App {
         match query {
             Some(q) if !q.contains(char::is_whitespace) => {
                 p.set_query(q);
-                p.refresh(&mut self.files);
+                p.refresh(&mut self.composer.files);
             }
-            _ => self.file_picker = None,
+            _ => self.composer.file_picker = None,
         }
     }
 
     /// Match the open picker against the file list as it is now (it may still be growing).
     pub fn refresh_file_picker(&mut self) {
-        if let Some(p) = self.file_picker.as_mut() {
-            p.refresh(&mut self.files);
+        if let Some(p) = self.composer.file_picker.as_mut() {
+            p.refresh(&mut self.composer.files);
         }
     }
 
@@ -50,22 +50,23 @@ impl App {
     /// edits the text as usual).
     pub(super) fn file_picker_key(&mut self, key: KeyEvent) -> bool {
         let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
-        let Some(p) = self.file_picker.as_mut() else {
+        let Some(p) = self.composer.file_picker.as_mut() else {
             return false;
         };
         match key.code {
-            KeyCode::Esc => self.file_picker = None,
+            KeyCode::Esc => self.composer.file_picker = None,
             KeyCode::Up => p.up(),
             KeyCode::Down => p.down(),
             KeyCode::Enter | KeyCode::Tab if plain => {
                 let Some(path) = p.chosen().map(str::to_string) else {
                     // Nothing to choose: the key does what it does without the picker.
-                    self.file_picker = None;
+                    self.composer.file_picker = None;
                     return false;
                 };
-                let typed = self.editor.cursor().1.saturating_sub(p.col);
-                self.file_picker = None;
-                self.editor
+                let typed = self.composer.editor.cursor().1.saturating_sub(p.col);
+                self.composer.file_picker = None;
+                self.composer
+                    .editor
                     .replace_before_cursor(typed, &file_picker::insertion(&path));
             }
             _ => return false,
@@ -75,7 +76,7 @@ impl App {
 
     /// Tab outside the `/` list: complete the path before the cursor.
     pub(super) fn complete_path(&mut self) {
-        let (word, len) = self.editor.word_before_cursor();
+        let (word, len) = self.composer.editor.word_before_cursor();
         let (at, path) = match word.strip_prefix('@') {
             Some(rest) => ("@", rest),
             None => ("", word.as_str()),
@@ -86,11 +87,12 @@ impl App {
         match complete::complete(&self.cwd, path) {
             Completion::None => {}
             Completion::Replace(with) => {
-                self.editor
+                self.composer
+                    .editor
                     .replace_before_cursor(len, &format!("{at}{with}"));
             }
             Completion::Choices(names) => {
-                self.hint = Some(sanitize(&names.join("  ")));
+                self.composer.hint = Some(sanitize(&names.join("  ")));
             }
         }
     }
@@ -98,14 +100,18 @@ impl App {
     /// The `/` list's chosen command, as (name, takes arguments, arguments required).
     pub(super) fn selected_completion(&self) -> Option<(String, bool, bool)> {
         let list = self.completions();
-        list.get(self.completion_selected.min(list.len().saturating_sub(1)))
-            .map(|c| {
-                (
-                    c.name.to_string(),
-                    !c.args.is_empty(),
-                    c.args.starts_with('<'),
-                )
-            })
+        list.get(
+            self.composer
+                .completion_selected
+                .min(list.len().saturating_sub(1)),
+        )
+        .map(|c| {
+            (
+                c.name.to_string(),
+                !c.args.is_empty(),
+                c.args.starts_with('<'),
+            )
+        })
     }
 
     pub(super) fn quit(&mut self) {
@@ -119,13 +125,13 @@ impl App {
     /// the editor (see [`App::restore_queued`]).
     pub(super) fn escape(&mut self) {
         if !self.completions().is_empty() {
-            self.completion_dismissed = true;
+            self.composer.completion_dismissed = true;
             return;
         }
         if !self.is_busy() {
             // Esc twice on an empty editor opens the tree, as in the Node pi.
             let now = Instant::now();
-            if self.editor.is_empty()
+            if self.composer.editor.is_empty()
                 && self
                     .last_idle_esc
                     .is_some_and(|t| now.duration_since(t) < DOUBLE_ESC)
@@ -140,8 +146,8 @@ impl App {
         self.port.abort();
         self.stopping = true;
         self.port.take_queued();
-        self.steering.clear();
-        self.follow_up.clear();
+        self.composer.steering.clear();
+        self.composer.follow_up.clear();
     }
 
     /// Put queued texts back into the editor, ahead of anything typed since.
@@ -150,21 +156,21 @@ impl App {
         if restored.is_empty() {
             return;
         }
-        if !self.editor.is_empty() {
-            restored.push(self.editor.text());
+        if !self.composer.editor.is_empty() {
+            restored.push(self.composer.editor.text());
         }
-        self.editor.set_text(&restored.join("\n\n"));
+        self.composer.editor.set_text(&restored.join("\n\n"));
     }
 
     pub fn submit(&mut self, delivery: Delivery) {
-        if self.editor.is_empty() && self.attachments.is_empty() {
+        if self.composer.editor.is_empty() && self.composer.attachments.is_empty() {
             return;
         }
-        self.file_picker = None;
-        let text = self.editor.take();
-        self.completion_dismissed = false;
-        self.completion_selected = 0;
-        if text.trim().is_empty() && self.attachments.is_empty() {
+        self.composer.file_picker = None;
+        let text = self.composer.editor.take();
+        self.composer.completion_dismissed = false;
+        self.composer.completion_selected = 0;
+        if text.trim().is_empty() && self.composer.attachments.is_empty() {
             return;
         }
         let text = match self.commands.classify(&text) {
@@ -203,10 +209,10 @@ impl App {
         // Starts a run, or steers / follows up the one running: the host decides, so a run
         // ending at this very moment loses nothing. Files (attached, or named with `@`) are
         // read by the host, off this task.
-        if self.attachments.is_empty() && !attach::mentions::any(&text) {
+        if self.composer.attachments.is_empty() && !attach::mentions::any(&text) {
             self.port.prompt(text, delivery);
         } else {
-            let files = std::mem::take(&mut self.attachments);
+            let files = std::mem::take(&mut self.composer.attachments);
             self.port.prompt_with_files(text, files, delivery);
         }
         if self.working.is_none() {

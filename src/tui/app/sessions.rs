@@ -57,7 +57,7 @@ impl App {
             sanitize(&self.model.id)
         ));
         if let Some(draft) = opened.draft {
-            self.editor.set_text(&draft);
+            self.composer.editor.set_text(&draft);
         }
     }
 }

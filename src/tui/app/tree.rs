@@ -93,7 +93,7 @@ impl App {
         }
         match nav.draft {
             Some(draft) => {
-                self.editor.set_text(&draft);
+                self.composer.editor.set_text(&draft);
                 self.notice("Moved before this prompt: edit it and send to start a new branch");
             }
             None => self.notice("Moved: the conversation goes on from here"),

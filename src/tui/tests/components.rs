@@ -4,7 +4,7 @@
 use super::*;
 use crate::agent::protocol::types::UsageTotals;
 use crate::approval::ApprovalMode;
-use crate::tui::composer::Composer;
+use crate::tui::composer::{Composer, Status};
 use crate::tui::footer::Footer;
 use crate::tui::keymap::Keymap;
 use crate::tui::popup::login::{Choice, LoginView};
@@ -70,23 +70,23 @@ fn snapshot_composer_status_names_the_live_keys() {
     let now = Instant::now();
     let started = now - Duration::from_secs(4);
     let steering = vec!["also check the docs".to_string()];
+    let c = Composer {
+        steering,
+        ..Composer::default()
+    };
     let draw = |paused: Option<Instant>| {
-        let c = Composer {
-            steering: &steering,
-            follow_up: &[],
-            hint: None,
+        let status = Status {
             working: Some(started),
             stopping: false,
             paused_since: paused,
             retry: None,
-            attachments: &[],
             thinking: ThinkingLevel::Medium,
             keys: &keys,
         };
         let rows: Vec<Line<'static>> = c
-            .queued_lines(70)
+            .queued_lines(&keys, 70)
             .into_iter()
-            .chain([c.status_line(now)])
+            .chain([c.status_line(&status, now)])
             .collect();
         rows.iter()
             .map(|l| l.to_string().trim_end().to_string())

@@ -72,7 +72,7 @@ fn enter_sends_a_prompt_when_idle() {
     type_text(&mut app, "hello");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().prompts, [("hello".to_string(), WhenBusy::Steer)]);
-    assert!(app.editor.is_empty());
+    assert!(app.composer.editor.is_empty());
     assert!(app.is_busy(), "the run shows as started at once");
 }
 
@@ -141,10 +141,10 @@ fn esc_aborts_and_brings_queued_messages_back_into_the_editor() {
         user_msg("a follow-up"),
     ]));
     assert_eq!(
-        app.editor.text(),
+        app.composer.editor.text(),
         "first steer\n\na follow-up\n\nstill typing"
     );
-    assert!(app.steering.is_empty() && app.follow_up.is_empty());
+    assert!(app.composer.steering.is_empty() && app.composer.follow_up.is_empty());
     // The run ends aborted: the marker is shown and the tool is no longer running.
     app.handle_agent_event(AgentEvent::MessageStart {
         message: AgentMessage::from(Message::Assistant(assistant(vec![]))),
@@ -279,7 +279,7 @@ fn ctrl_c_clears_then_twice_quits_and_ctrl_d_quits_on_empty() {
     type_text(&mut app, "abc");
     let ctrl_c = with(KeyCode::Char('c'), KeyModifiers::CONTROL);
     app.handle_key(ctrl_c);
-    assert!(app.editor.is_empty());
+    assert!(app.composer.editor.is_empty());
     assert!(app.take_effects().is_empty());
     app.handle_key(ctrl_c);
     assert_eq!(app.take_effects(), [Effect::Quit]);
@@ -299,11 +299,11 @@ fn newline_keys_and_history() {
     type_text(&mut app, "b");
     app.handle_key(with(KeyCode::Char('j'), KeyModifiers::CONTROL));
     type_text(&mut app, "c");
-    assert_eq!(app.editor.text(), "a\nb\nc");
+    assert_eq!(app.composer.editor.text(), "a\nb\nc");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().prompts[0].0, "a\nb\nc");
     app.handle_key(key(KeyCode::Up));
-    assert_eq!(app.editor.text(), "a\nb\nc");
+    assert_eq!(app.composer.editor.text(), "a\nb\nc");
 }
 
 #[test]
@@ -346,7 +346,7 @@ fn a_large_paste_collapses_and_is_sent_whole() {
     let (mut app, port) = app();
     let big: String = (0..30).map(|i| format!("row {i}\n")).collect();
     app.handle_paste(&big);
-    assert_eq!(app.editor.text(), "[paste #1 +30 lines]");
+    assert_eq!(app.composer.editor.text(), "[paste #1 +30 lines]");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().prompts[0].0, big);
 }

@@ -188,7 +188,10 @@ fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
         port.log().logins,
         [("groq".to_string(), "gsk-very-secret-key".to_string())]
     );
-    assert!(app.editor.is_empty(), "the key never reaches the editor");
+    assert!(
+        app.composer.editor.is_empty(),
+        "the key never reaches the editor"
+    );
     let mut groq = model("openai/gpt-oss-120b", "groq");
     groq.reasoning = true;
     app.handle_host_event(HostEvent::LoggedIn(crate::host::login::LoggedIn {

@@ -143,7 +143,7 @@ fn esc_twice_on_an_empty_idle_editor_asks_for_the_tree() {
 
 fn app_with_text(text: &str) -> (App, Sent) {
     let (mut app, sent) = app();
-    app.editor.set_text(text);
+    app.composer.editor.set_text(text);
     (app, sent)
 }
 
@@ -169,7 +169,7 @@ fn fork_offers_only_prompts_and_a_moved_conversation_replaces_the_screen() {
         thinking: ThinkingLevel::Low,
         warnings: Vec::new(),
     })));
-    assert_eq!(app.editor.text(), "try approach B instead");
+    assert_eq!(app.composer.editor.text(), "try approach B instead");
     let s = screen(&mut app, 80, 16, now);
     assert!(
         s.contains("set up the parser") && s.contains("new branch"),

@@ -35,7 +35,7 @@ fn an_unknown_command_is_answered_with_the_nearest_and_not_sent() {
         type_text(&mut app, typed);
         app.handle_key(key(KeyCode::Enter));
         assert_eq!(notices(&app).last().map(String::as_str), Some(said));
-        assert!(app.editor.is_empty());
+        assert!(app.composer.editor.is_empty());
     }
     assert!(port.log().prompts.is_empty(), "{:?}", port.log().prompts);
     assert!(app.working.is_none(), "nothing was started");

@@ -95,17 +95,17 @@ fn editing_keys_work_as_in_a_shell_line_editor() {
     let alt = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT);
     type_text(&mut app, "fix the parser now");
     app.handle_key(ctrl('w'));
-    assert_eq!(app.editor.text(), "fix the parser ");
+    assert_eq!(app.composer.editor.text(), "fix the parser ");
     app.handle_key(alt('b'));
     app.handle_key(alt('b'));
     type_text(&mut app, "old ");
-    assert_eq!(app.editor.text(), "fix old the parser ");
+    assert_eq!(app.composer.editor.text(), "fix old the parser ");
     app.handle_key(alt('f'));
     app.handle_key(ctrl('k'));
-    assert_eq!(app.editor.text(), "fix old the");
+    assert_eq!(app.composer.editor.text(), "fix old the");
     app.handle_key(ctrl('u'));
     assert_eq!(
-        app.editor.text(),
+        app.composer.editor.text(),
         "",
         "Ctrl+U deletes to the line start, it does not undo"
     );
@@ -114,14 +114,14 @@ fn editing_keys_work_as_in_a_shell_line_editor() {
     type_text(&mut app, ">");
     app.handle_key(ctrl('e'));
     type_text(&mut app, "<");
-    assert_eq!(app.editor.text(), ">abc<");
+    assert_eq!(app.composer.editor.text(), ">abc<");
 
     // A backslash before Enter is a line break; Enter alone sends.
-    app.editor.clear();
+    app.composer.editor.clear();
     type_text(&mut app, "line one\\");
     app.handle_key(key(KeyCode::Enter));
     type_text(&mut app, "line two");
-    assert_eq!(app.editor.text(), "line one\nline two");
+    assert_eq!(app.composer.editor.text(), "line one\nline two");
     assert!(sent.log().prompts.is_empty());
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(sent.log().prompts[0].0, "line one\nline two");
@@ -138,12 +138,12 @@ fn alt_up_pulls_queued_messages_back() {
         steering: vec!["steer this".into()],
         follow_up: vec![],
     });
-    assert_eq!(app.steering.len(), 1);
+    assert_eq!(app.composer.steering.len(), 1);
     app.handle_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
     assert_eq!(sent.log().took_queued, 1);
-    assert!(app.steering.is_empty());
+    assert!(app.composer.steering.is_empty());
     app.handle_host_event(HostEvent::Queued(vec![user_msg("steer this")]));
-    assert_eq!(app.editor.text(), "steer this");
+    assert_eq!(app.composer.editor.text(), "steer this");
     // Nothing queued: nothing asked.
     app.handle_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
     assert_eq!(sent.log().took_queued, 1);
