@@ -26,9 +26,7 @@ impl App {
             Outcome::List(scope) => self.port.list_sessions(scope),
             Outcome::Open(path) => {
                 self.popups.close_sessions();
-                if self.is_busy() {
-                    self.notice("Cannot resume while the agent is working; press Esc first");
-                } else {
+                if !self.refuse_when_busy("resume") {
                     self.port.open_session(path);
                 }
             }

@@ -15,9 +15,11 @@ impl App {
     pub(super) fn refuse_when_busy(&mut self, what: &str) -> bool {
         let busy = self.is_busy();
         if busy {
-            self.notice(format!(
-                "Cannot {what} while the agent is working; press Esc first"
-            ));
+            let stop = match self.keys.label(Action::Interrupt) {
+                Some(key) => format!("press {key} first"),
+                None => "stop it first".to_string(),
+            };
+            self.notice(format!("Cannot {what} while the agent is working; {stop}"));
         }
         busy
     }

@@ -159,3 +159,17 @@ fn the_header_and_help_name_remapped_keys() {
     assert!(s.contains("  Ctrl+S "), "{s}");
     assert!(s.contains("  Alt+A "), "{s}");
 }
+
+#[test]
+fn a_refusal_while_working_names_the_key_that_stops_the_work() {
+    let (keys, _) = Keymap::with_user(r#"{ "app.interrupt": "ctrl+x" }"#);
+    let (mut app, _port) = app();
+    app.set_keys(keys);
+    type_text(&mut app, "hello");
+    app.handle_key(key(KeyCode::Enter));
+    app.run_command("compact", "");
+    assert_eq!(
+        notices(&app).last().map(String::as_str),
+        Some("Cannot compact while the agent is working; press Ctrl+X first")
+    );
+}
