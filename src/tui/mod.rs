@@ -13,16 +13,23 @@
 //! synchronized output, so the terminal never shows half a frame. When a run ends or an
 //! approval waits while the terminal is not focused, `notify` tells the person.
 //!
-//! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
-//! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
-//! row fast), `frame`, `keymap` (which key does what, and keybindings.json), `external` (Ctrl+G
-//! in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys, paused for the external editor),
-//! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `screen` (the
-//! two modes), `inline` (inline mode's renderer) and `printed` (what of the conversation is in
-//! the scrollback), `notify` (the bell or a desktop notification), `port` (the agent as the app
-//! sees it), `theme` (colours, from the `theme` and `[colors]` keys of config), `newest` (what
-//! `-c` asks when the newest session file is damaged).
+//! Components: each owns its state, its keys and its drawing. The `transcript` (with `cells`,
+//! `markdown`, `highlight`: the conversation, cached), the `composer` (editor, queued messages,
+//! attachments, status line), the `footer`, and the popups under `popup/` (model and session
+//! pickers, tree, login on one stack that gets the keys; the approval prompt above it; the `@`
+//! picker with the composer; the folder-trust question before the screen). `app` routes keys
+//! and events to them and keeps what they share; `render` lays a frame out from them; `help`
+//! and `slash` make `/help`, hints and the command table from the live keymap (`keymap`, with
+//! keybindings.json). Only the loop, `screen` and `render` know `app`; sessions, tools and MCP
+//! are reached through the host (`port`, `crate::host::view`).
+//!
+//! Around them: `wrap`, `sanitize`, `units`, `rows` (shared row chunks), `paint` (drawing a row
+//! fast), `frame`, `external` (Ctrl+G in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys,
+//! paused for the external editor), `scrolling` (scroll detection when writing frames),
+//! `terminal` (hygiene), `screen` (the two modes), `inline` (inline mode's renderer) and
+//! `printed` (what of the conversation is in the scrollback), `notify` (the bell or a desktop
+//! notification), `theme` (colours, from the `theme` and `[colors]` keys of config), `newest`
+//! (what `-c` asks when the newest session file is damaged).
 
 pub mod app;
 pub mod cells;

@@ -5,9 +5,12 @@
 //! its [`Port`] to the host, whose answers come back through [`App::handle_run_event`] and
 //! [`App::handle_host_event`], so tests drive it with a port on a plain channel and hand-made
 //! events. Side effects that need the terminal (quit, suspend, OSC 52 copy, the external
-//! editor, a notification) are returned as [`Effect`]s for the loop in `mod.rs` to carry out. Drawing lives in
-//! `render.rs`. Keys are looked up in the [`Keymap`] (the Node.js pi's action ids, remappable
-//! in keybindings.json); popups keep their own keys.
+//! editor, a notification) are returned as [`Effect`]s for the loop in `mod.rs` to carry out.
+//! The components draw themselves (`render.rs` lays them out). Keys go to a waiting approval,
+//! else to the top of the popup stack, else through the [`Keymap`] (the Node.js pi's action
+//! ids, remappable in keybindings.json) to the composer and the transcript; popups keep their
+//! own keys and answer with outcomes this module carries out. The `impl App` is split by
+//! concern across this folder's files.
 //!
 //! Running-turn input: Enter sends, or steers while a run is active; Alt+Enter queues a
 //! follow-up; the queues are the agent's, shown from its `queue_update` events (and a run that
