@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use pi::tui::file_picker::{FileMatcher, LIMIT};
 use pi::tui::files::FileIndex;
+use pi::tui::popup::file_picker::{FileMatcher, LIMIT};
 
 const FILES: usize = 100_000;
 const WORDS: &[&str] = &[

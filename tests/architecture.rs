@@ -7,6 +7,10 @@
 //!   `setup` or `host`.
 //! * `setup` and `host` import no front end; the front ends (`tui`, `print`, `rpc`) import
 //!   each other never, nor `cli`.
+//! * `tui` (its tests aside) reaches `session`, `tools` and `mcp` only through `host` (its
+//!   commands, events and `host::view`).
+//! * Inside `tui`, only the loop (`tui` itself, `screen`) and the frame's layout (`render`)
+//!   know the `app`: components (popups, composer, footer, cells, ...) do not import it.
 //! * `reqwest` appears only in `provider`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -131,6 +135,16 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
     if front_ends.contains(&top) && to != top && (front_ends.contains(&to) || to == "cli") {
         return fail(&format!("front end {top} imports crate::{to}"));
     }
+    let in_tests = from.iter().any(|m| m == "tests");
+    if top == "tui" && !in_tests && matches!(to, "session" | "tools" | "mcp") {
+        return fail(&format!("tui imports crate::{to} (go through crate::host)"));
+    }
+    let knows_app = matches!(second, "" | "app" | "render" | "screen");
+    if top == "tui" && !in_tests && to == "tui" && to_second == "app" && !knows_app {
+        return fail(&format!(
+            "tui::{second} imports tui::app (a component knows only its part)"
+        ));
+    }
     None
 }
 
@@ -230,6 +244,12 @@ fn the_checker_catches_each_kind_of_crossing() {
         ("tools/bash.rs", "use crate::host::Client;"),
         ("attach/load.rs", "use crate::tui::app::App;"),
         ("tui/app.rs", "use crate::print::PrintOptions;"),
+        ("tui/app.rs", "use crate::session::ListScope;"),
+        ("tui/files.rs", "crate::tools::walk::parallel(&root, None)"),
+        ("tui/popup/tree.rs", "use crate::session::tree::TreeRow;"),
+        ("tui/render.rs", "use crate::mcp::ServerStatus;"),
+        ("tui/popup/model.rs", "use crate::tui::app::App;"),
+        ("tui/footer.rs", "use super::app::App;"),
         ("print/mod.rs", "use crate::tui::{self, TuiOptions};"),
         ("print/mod.rs", "use crate::cli::Cli;"),
         ("host/mod.rs", "use crate::tui::app::App;"),
@@ -259,6 +279,13 @@ fn the_checker_catches_each_kind_of_crossing() {
         (
             "cli/mod.rs",
             "use crate::print::{self, PrintOptions}; use crate::tui;",
+        ),
+        ("tui/app.rs", "use crate::host::view::ListScope;"),
+        ("tui/render.rs", "use super::app::App;"),
+        ("tui/app/keys.rs", "use super::super::popup::Popup;"),
+        (
+            "tui/tests/tree.rs",
+            "let s = crate::session::Session::read(r, None);",
         ),
         (
             "session/task.rs",

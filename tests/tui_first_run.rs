@@ -41,6 +41,16 @@ async fn a_first_run_opens_the_tui_and_login_saves_a_key_that_is_used() {
         s.contains("no model yet (/login)"),
         "the header says so too: {s}"
     );
+    let footer = |s: &str| {
+        s.lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        footer(&s).contains("no model"),
+        "the footer names no model: {s}"
+    );
 
     screen.send(b"/login");
     screen.wait_for("/login");
@@ -55,6 +65,10 @@ async fn a_first_run_opens_the_tui_and_login_saves_a_key_that_is_used() {
     let s = screen.wait_for("Saved the key for groq in ~/agent/auth.json");
     assert!(s.contains("model: groq/openai/gpt-oss-120b"), "{s}");
     assert!(!s.contains("gsk-pty-secret-key"), "{s}");
+    let s = screen.wait_until("the footer to name the model", |s| {
+        footer(s).contains("openai/gpt-oss-120b")
+    });
+    assert!(!footer(&s).contains("no model"), "{s}");
 
     screen.send(b"hi there");
     screen.wait_for("hi there");

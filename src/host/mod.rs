@@ -16,6 +16,7 @@ pub mod login;
 pub mod shell;
 pub mod stats;
 pub mod tree;
+pub mod view;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -210,6 +211,19 @@ pub struct Opened {
     pub warnings: Vec<String>,
     /// Text for the editor (the prompt a fork started before).
     pub draft: Option<String>,
+    /// What made it: a resume, `/fork` or `/clone`.
+    pub from: OpenedFrom,
+}
+
+/// Why a session was opened, for the words that say so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenedFrom {
+    /// An existing session, picked or named.
+    Resumed,
+    /// A new session made by `/fork`.
+    Forked,
+    /// A new session made by `/clone`.
+    Cloned,
 }
 
 /// The conversation after a move in the tree.
@@ -926,7 +940,7 @@ impl Host {
     }
 
     async fn open(&mut self, path: PathBuf) {
-        self.open_with_draft(path, None).await;
+        self.open_with_draft(path, None, OpenedFrom::Resumed).await;
     }
 
     /// Go on with the model a session used, when this setup can reach it.
@@ -944,7 +958,7 @@ impl Host {
         }
     }
 
-    async fn open_with_draft(&mut self, path: PathBuf, draft: Option<String>) {
+    async fn open_with_draft(&mut self, path: PathBuf, draft: Option<String>, from: OpenedFrom) {
         if self.agent.is_streaming() {
             self.tell(HostEvent::Failed(
                 "Cannot resume while the agent is working; press Esc first".into(),
@@ -1018,6 +1032,7 @@ impl Host {
             name,
             warnings,
             draft,
+            from,
         })));
     }
 

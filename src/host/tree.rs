@@ -14,7 +14,7 @@ use std::collections::{HashSet, VecDeque};
 
 use tokio::sync::mpsc;
 
-use super::{Command, Host, HostEvent};
+use super::{Command, Host, HostEvent, OpenedFrom};
 use crate::agent::engine::run::summarize;
 use crate::agent::policy::compaction;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal};
@@ -352,7 +352,8 @@ impl Host {
             return;
         };
         let leaf = entry.parent_id.clone();
-        self.copy_branch(session, leaf, Some(draft)).await;
+        self.copy_branch(session, leaf, Some(draft), OpenedFrom::Forked)
+            .await;
     }
 
     /// `/clone`: a new session holding the current branch.
@@ -361,13 +362,22 @@ impl Host {
             return;
         }
         match self.current_session().await {
-            Ok(Some((session, leaf))) => self.copy_branch(session, leaf, None).await,
+            Ok(Some((session, leaf))) => {
+                self.copy_branch(session, leaf, None, OpenedFrom::Cloned)
+                    .await
+            }
             Ok(None) => self.tell(HostEvent::Failed("nothing to clone yet".into())),
             Err(e) => self.tell(HostEvent::Failed(format!("cannot clone: {e}"))),
         }
     }
 
-    async fn copy_branch(&mut self, session: Session, leaf: Option<String>, draft: Option<String>) {
+    async fn copy_branch(
+        &mut self,
+        session: Session,
+        leaf: Option<String>,
+        draft: Option<String>,
+        from: OpenedFrom,
+    ) {
         let Some(paths) = self.paths.clone() else {
             return;
         };
@@ -381,7 +391,7 @@ impl Host {
         match written {
             Ok(forked) => {
                 let path: PathBuf = forked.path;
-                self.open_with_draft(path, draft).await;
+                self.open_with_draft(path, draft, from).await;
             }
             Err(e) => self.tell(HostEvent::Failed(format!(
                 "cannot write the new session: {e}"

@@ -9,6 +9,7 @@
 //! (`$ command`, `read path:10-40`, `edit path`, `grep /pattern/ in dir`, ...), a spinner and
 //! elapsed time while running, then ✓/✗ and the time taken. Output is collapsed (bash: last
 //! lines; read/write: first lines; others: first lines) unless the view expands tools (Ctrl+O).
+//! A write shows the content it writes, not its one-line result.
 //! Diffs (`edit` results with a `diff` detail, or text that looks like a unified diff) are
 //! coloured.
 
@@ -36,11 +37,13 @@ use crate::agent::protocol::types::{
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// How the transcript is being viewed; changing it re-renders every cell.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct View {
     pub show_thinking: bool,
     pub expand_tools: bool,
     pub now: Instant,
+    /// The key that expands collapsed output, as hints name it (`Ctrl+O`).
+    pub expand_key: Arc<str>,
 }
 
 impl View {
@@ -180,7 +183,7 @@ const SUMMARY_PREVIEW_LINES: usize = 4;
 impl Summary {
     /// The summary a resumed session's stand-in user message carries, if it is one.
     pub fn of(message: &UserMessage) -> Option<Summary> {
-        use crate::session::context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
+        use crate::host::view::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
         if !message.synthetic {
             return None;
         }
@@ -226,7 +229,11 @@ impl Summary {
         }
         if shown < all.len() {
             lines.push(Line::styled(
-                format!("▍ … {} more lines (Ctrl+O to expand)", all.len() - shown),
+                format!(
+                    "▍ … {} more lines ({} to expand)",
+                    all.len() - shown,
+                    view.expand_key
+                ),
                 dim(),
             ));
         }
@@ -454,7 +461,16 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
     ]);
     let mut out = wrap_line(&head, width, 2);
     let (output, diff_text) = t.texts();
-    let body: &str = diff_text.as_deref().unwrap_or(&output);
+    let failed = matches!(t.state, ToolState::Done { ok: false, .. });
+    // A write shows what it writes (its result only says how much); a failed one, why.
+    let written = (t.name == "write" && !failed)
+        .then(|| t.args.get("content").and_then(Value::as_str))
+        .flatten()
+        .map(sanitize);
+    let body: &str = match &written {
+        Some(content) => content,
+        None => diff_text.as_deref().unwrap_or(&output),
+    };
     let all: Vec<&str> = body.trim_end_matches('\n').lines().collect();
     if all.is_empty() || all.iter().all(|l| l.trim().is_empty()) {
         return out;
@@ -465,8 +481,7 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
         "grep" => 15,
         _ => 20,
     };
-    let failed = matches!(t.state, ToolState::Done { ok: false, .. });
-    let diff = diff_text.is_some();
+    let diff = written.is_none() && diff_text.is_some();
     let style_of = |l: &str| {
         if diff && l.starts_with('+') {
             fg(|t| t.diff_added)
@@ -486,16 +501,18 @@ fn tool_lines(t: &ToolCell, width: usize, view: &View) -> Vec<Line<'static>> {
         shown = all[all.len() - limit..].to_vec();
         out.push(Line::styled(
             format!(
-                "  … ({} earlier lines, ctrl+o to expand)",
-                all.len() - limit
+                "  … ({} earlier lines, {} to expand)",
+                all.len() - limit,
+                view.expand_key
             ),
             dim(),
         ));
     } else {
         shown = all[..limit].to_vec();
         note = Some(format!(
-            "  … ({} more lines, ctrl+o to expand)",
-            all.len() - limit
+            "  … ({} more lines, {} to expand)",
+            all.len() - limit,
+            view.expand_key
         ));
     }
     for l in shown {

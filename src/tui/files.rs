@@ -187,7 +187,7 @@ fn walk(root: PathBuf) -> Shared {
     let spawned = std::thread::Builder::new()
         .name("pi-files".into())
         .spawn(move || {
-            crate::tools::walk::parallel(&root, None).run(|| {
+            crate::host::view::walk_folder(&root, None).run(|| {
                 let mut batch = Batch {
                     paths: Vec::with_capacity(BATCH),
                     shared: out.clone(),

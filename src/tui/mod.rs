@@ -13,38 +13,46 @@
 //! synchronized output, so the terminal never shows half a frame. When a run ends or an
 //! approval waits while the terminal is not focused, `notify` tells the person.
 //!
-//! Modules: `app` (state, keys, events), `render` (layout), `cells` and `transcript` (what the
-//! conversation looks like, cached), `markdown`, `wrap`, `sanitize`, `editor`, `slash`,
-//! `highlight` (code colours, loaded lazily), `rows` (shared row chunks), `paint` (drawing a
-//! row fast), `frame`, `keymap` (which key does what, and keybindings.json), `external` (Ctrl+G
-//! in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys, paused for the external editor),
-//! `scrolling` (scroll detection when writing frames), `terminal` (hygiene), `screen` (the
-//! two modes), `inline` (inline mode's renderer) and `printed` (what of the conversation is in
-//! the scrollback), `notify` (the bell or a desktop notification), `port` (the agent as the app
-//! sees it), `theme` (colours, from the `theme` and `[colors]` keys of config), `newest` (what
-//! `-c` asks when the newest session file is damaged).
+//! Components: each owns its state, its keys and its drawing. The `transcript` (with `cells`,
+//! `markdown`, `highlight`: the conversation, cached), the `composer` (editor, queued messages,
+//! attachments, status line), the `footer`, and the popups under `popup/` (model and session
+//! pickers, tree, login on one stack that gets the keys; the approval prompt above it; the `@`
+//! picker with the composer; the folder-trust question before the screen). `app` routes keys
+//! and events to them and keeps what they share; `render` lays a frame out from them; `help`
+//! and `slash` make `/help`, hints and the command table from the live keymap (`keymap`, with
+//! keybindings.json). Only the loop, `screen` and `render` know `app`; sessions, tools and MCP
+//! are reached through the host (`port`, `crate::host::view`).
+//!
+//! Around them: `wrap`, `sanitize`, `units`, `rows` (shared row chunks), `paint` (drawing a row
+//! fast), `frame`, `external` (Ctrl+G in `$VISUAL`/`$EDITOR`), `input` (the terminal's keys,
+//! paused for the external editor), `scrolling` (scroll detection when writing frames),
+//! `terminal` (hygiene), `screen` (the two modes), `inline` (inline mode's renderer) and
+//! `printed` (what of the conversation is in the scrollback), `notify` (the bell or a desktop
+//! notification), `theme` (colours, from the `theme` and `[colors]` keys of config), `newest`
+//! (what `-c` asks when the newest session file is damaged).
 
 pub mod app;
-pub mod approval;
 pub mod cells;
 pub mod complete;
+pub mod composer;
 pub mod editor;
 pub mod editor_view;
 pub mod external;
-pub mod file_picker;
 pub mod files;
 pub mod filter;
+pub mod footer;
 pub mod frame;
+pub mod help;
 pub mod highlight;
 pub mod inline;
 pub mod input;
 pub mod keymap;
-pub mod login;
 pub mod markdown;
 pub mod newest;
 pub mod notify;
 pub mod open_line;
 pub mod paint;
+pub mod popup;
 pub mod port;
 pub mod printed;
 pub mod render;
@@ -52,14 +60,12 @@ pub mod rows;
 pub mod sanitize;
 pub mod screen;
 pub mod scrolling;
-pub mod sessions;
 pub mod shown_command;
 pub mod slash;
 pub mod terminal;
 pub mod theme;
 pub mod transcript;
-pub mod tree;
-pub mod trust;
+pub mod units;
 pub mod wrap;
 
 use std::path::Path;
@@ -70,6 +76,7 @@ use crossterm::event::Event;
 use app::{App, Effect, Place};
 use frame::FrameScheduler;
 use notify::Notifier;
+use popup::trust;
 use screen::Screen;
 use terminal::Mode;
 
@@ -187,13 +194,17 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.providers_without_key = info.providers_without_key.into_iter().collect();
     app.key_providers = info.key_providers;
     app.set_cwd(info.cwd.clone());
-    app.attachments = tui.files.clone();
+    app.composer.attachments = tui.files.clone();
     app.place = place();
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;
     app.approval_mode = info.approval;
     app.sandbox = info.sandbox.clone();
     app.show_thinking = !info.config.hide_thinking.unwrap_or(false);
+    app.set_model_chosen(info.no_model.is_none());
+    // The keys first: the header and every hint name them as they are bound.
+    let (keys, key_warnings) = keymap::load(agent_dir.as_deref());
+    app.set_keys(keys);
     // A resumed session (-c, --session, --fork) opens on its conversation.
     app.show_messages(&info.messages);
     if verbose || !info.config.quiet_startup.unwrap_or(false) {
@@ -205,8 +216,6 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     for w in &info.warnings {
         app.notice(sanitize::sanitize(w));
     }
-    let (keys, key_warnings) = keymap::load(agent_dir.as_deref());
-    app.keys = keys;
     for w in &key_warnings {
         app.notice(sanitize::sanitize(w));
     }
@@ -242,7 +251,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         .cloned()
         .collect();
     if !first.is_empty() {
-        app.editor.set_text(&first.join("\n\n"));
+        app.composer.editor.set_text(&first.join("\n\n"));
         app.submit(app::Delivery::Steer);
     }
     let code = event_loop(&mut screen, &mut app, &mut client, &env, notifier).await;
@@ -323,7 +332,7 @@ fn ask_about_locked(locked: &crate::setup::LockedSession) -> LockedChoice {
          f  fork it: go on in a new copy (the default)\n  \
          r  open it read-only: nothing from this run is saved\n  \
          q  quit",
-        crate::session::error::another_pi(locked.pid),
+        crate::host::view::another_pi(locked.pid),
         crate::visible::visible(&locked.path.display().to_string())
     );
     eprint!("Choice [f/r/q]: ");

@@ -6,7 +6,7 @@
 
 use std::io::BufRead;
 
-use crate::session::UnreadableNewest;
+use crate::host::view::UnreadableNewest;
 use crate::visible::visible;
 
 /// What the person chose.

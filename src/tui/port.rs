@@ -11,9 +11,9 @@ use crate::agent::protocol::command::{AgentCommand, WhenBusy};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{AgentMessage, Message};
 use crate::attach::{self, FileRef};
+use crate::host::view::ListScope;
 use crate::host::{Command, Commands};
 use crate::provider::catalog::ModelInfo;
-use crate::session::ListScope;
 
 /// How a submitted message is delivered while the agent works.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -205,7 +205,7 @@ impl Printed {
             let kept = View {
                 show_thinking: self.show_thinking,
                 expand_tools: self.expand_tools,
-                ..*view
+                ..view.clone()
             };
             return t.get(i).map(|c| c.rows(width, &kept)).unwrap_or_default();
         }
@@ -224,6 +224,7 @@ mod tests {
             show_thinking: true,
             expand_tools: false,
             now: Instant::now(),
+            expand_key: "Ctrl+O".into(),
         }
     }
 

@@ -1,110 +1,183 @@
-//! Slash commands: the list, completion as `/` is typed, and parsing a submitted line.
+//! Slash commands: one table of what can be typed after `/` (its name, arguments and what it
+//! does), completion as `/` is typed, parsing a submitted line, and the nearest known name for
+//! one that is not known.
 //!
-//! This module only knows names, descriptions and arguments; what a command does lives in
-//! `app.rs` (`App::run_command`).
+//! Every lookup goes through a [`CommandTable`], so commands added to it later (prompt
+//! templates, skills) are completed, listed by `/help` and found like the built-in ones. What a
+//! built-in command does lives with the app (`App::run_command`).
 
+use std::borrow::Cow;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Command {
-    pub name: &'static str,
-    pub args: &'static str,
-    pub help: &'static str,
+    pub name: Cow<'static, str>,
+    pub args: Cow<'static, str>,
+    pub help: Cow<'static, str>,
 }
 
-pub const COMMANDS: &[Command] = &[
+const fn builtin(name: &'static str, args: &'static str, help: &'static str) -> Command {
     Command {
-        name: "help",
-        args: "",
-        help: "keys and commands",
-    },
-    Command {
-        name: "model",
-        args: "[search]",
-        help: "choose the model",
-    },
-    Command {
-        name: "thinking",
-        args: "[level]",
-        help: "thinking level: off, minimal, low, medium, high, xhigh",
-    },
-    Command {
-        name: "new",
-        args: "",
-        help: "start a new conversation",
-    },
-    Command {
-        name: "compact",
-        args: "[focus]",
-        help: "condense the conversation now (the text given says what to keep in focus)",
-    },
-    Command {
-        name: "resume",
-        args: "",
-        help: "open a saved session",
-    },
-    Command {
-        name: "tree",
-        args: "",
-        help: "move to any point of the session (Esc Esc)",
-    },
-    Command {
-        name: "fork",
-        args: "",
-        help: "a new session from one of your earlier prompts",
-    },
-    Command {
-        name: "clone",
-        args: "",
-        help: "copy this branch into a new session",
-    },
-    Command {
-        name: "name",
-        args: "<name>",
-        help: "name this session",
-    },
-    Command {
-        name: "session",
-        args: "",
-        help: "messages, tokens and cost so far",
-    },
-    Command {
-        name: "mcp",
-        args: "",
-        help: "MCP servers: their state and tools",
-    },
-    Command {
-        name: "login",
-        args: "",
-        help: "add an API key for a provider, or use a local server",
-    },
-    Command {
-        name: "copy",
-        args: "",
-        help: "copy the last answer to the clipboard (OSC 52)",
-    },
-    Command {
-        name: "export",
-        args: "[file]",
-        help: "write the conversation as markdown",
-    },
-    Command {
-        name: "quit",
-        args: "",
-        help: "leave pi",
-    },
+        name: Cow::Borrowed(name),
+        args: Cow::Borrowed(args),
+        help: Cow::Borrowed(help),
+    }
+}
+
+/// The commands pi itself has, in the order `/help` and completion list them.
+const BUILTIN: &[Command] = &[
+    builtin("help", "", "keys and commands"),
+    builtin("model", "[search]", "choose the model"),
+    builtin(
+        "thinking",
+        "[level]",
+        "thinking level: off, minimal, low, medium, high, xhigh",
+    ),
+    builtin("new", "", "start a new conversation"),
+    builtin(
+        "compact",
+        "[focus]",
+        "condense the conversation now (the text given says what to keep in focus)",
+    ),
+    builtin("resume", "", "open a saved session"),
+    builtin("tree", "", "move to any point of the session"),
+    builtin("fork", "", "a new session from one of your earlier prompts"),
+    builtin("clone", "", "copy this branch into a new session"),
+    builtin("name", "<name>", "name this session"),
+    builtin("session", "", "messages, tokens and cost so far"),
+    builtin("mcp", "", "MCP servers: their state and tools"),
+    builtin(
+        "login",
+        "",
+        "add an API key for a provider, or use a local server",
+    ),
+    builtin("copy", "", "copy the last answer to the clipboard (OSC 52)"),
+    builtin(
+        "export",
+        "[file]",
+        "write the conversation as an HTML page (markdown for a .md name)",
+    ),
+    builtin("quit", "", "leave pi"),
 ];
 
-/// Commands matching what is typed so far (`/mo` → `model`), when the editor holds only a
-/// command word.
-pub fn completions(editor_text: &str) -> Vec<&'static Command> {
-    let Some(word) = editor_text.strip_prefix('/') else {
-        return Vec::new();
-    };
-    if word.contains(char::is_whitespace) {
-        return Vec::new();
+/// Names other coding agents use, and the command of pi that does that job.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("clear", "new"),
+    ("reset", "new"),
+    ("cost", "session"),
+    ("usage", "session"),
+    ("stats", "session"),
+    ("status", "session"),
+    ("exit", "quit"),
+    ("models", "model"),
+    ("sessions", "resume"),
+    ("keys", "help"),
+];
+
+/// What can be typed after `/`.
+#[derive(Clone, Debug)]
+pub struct CommandTable {
+    commands: Vec<Command>,
+}
+
+impl Default for CommandTable {
+    fn default() -> Self {
+        CommandTable {
+            commands: BUILTIN.to_vec(),
+        }
     }
-    COMMANDS
-        .iter()
-        .filter(|c| c.name.starts_with(word))
-        .collect()
+}
+
+impl CommandTable {
+    /// Add a command (a prompt template, a skill); a name already taken is not added twice.
+    pub fn add(&mut self, command: Command) -> bool {
+        if self.find(&command.name).is_some() {
+            return false;
+        }
+        self.commands.push(command);
+        true
+    }
+
+    pub fn all(&self) -> &[Command] {
+        &self.commands
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Command> {
+        self.commands.iter().find(|c| c.name == name)
+    }
+
+    /// Commands matching what is typed so far (`/mo` → `model`), when the editor holds only a
+    /// command word.
+    pub fn completions(&self, editor_text: &str) -> Vec<&Command> {
+        let Some(word) = editor_text.strip_prefix('/') else {
+            return Vec::new();
+        };
+        if word.contains(char::is_whitespace) {
+            return Vec::new();
+        }
+        self.commands
+            .iter()
+            .filter(|c| c.name.starts_with(word))
+            .collect()
+    }
+
+    /// The known command someone typing `/name` most likely meant: the one other agents call
+    /// that, else one the name begins or is begun by, else the closest spelling (a few edits
+    /// away at most).
+    pub fn nearest(&self, name: &str) -> Option<&Command> {
+        let name = name.to_lowercase();
+        if let Some(c) = self.find(&name) {
+            return Some(c);
+        }
+        if let Some(c) = SYNONYMS
+            .iter()
+            .find(|(other, _)| *other == name)
+            .and_then(|(_, ours)| self.find(ours))
+        {
+            return Some(c);
+        }
+        if let Some(c) = self
+            .commands
+            .iter()
+            .find(|c| !name.is_empty() && (c.name.starts_with(&name) || name.starts_with(&*c.name)))
+        {
+            return Some(c);
+        }
+        let most = (name.chars().count() / 3).max(1) + 1;
+        self.commands
+            .iter()
+            .map(|c| (edit_distance(&name, &c.name), c))
+            .filter(|(d, _)| *d <= most)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, c)| c)
+    }
+}
+
+/// What a submitted line is, as far as commands go.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// `/name args` for a known command.
+    Known(&'a str, &'a str),
+    /// `/name ...` for a name no command has.
+    Unknown(&'a str),
+    /// `//rest`: the text to send, beginning with one `/`.
+    Literal(&'a str),
+    /// Anything else (a path like `/usr/bin/ls` included) is a prompt.
+    Prompt,
+}
+
+impl CommandTable {
+    pub fn classify<'a>(&self, text: &'a str) -> Line<'a> {
+        if let Some(rest) = text.trim_start().strip_prefix('/')
+            && rest.starts_with('/')
+        {
+            return Line::Literal(rest);
+        }
+        match parse(text) {
+            Some((name, args)) if self.find(name).is_some() => Line::Known(name, args),
+            Some((name, _)) => Line::Unknown(name),
+            None => Line::Prompt,
+        }
+    }
 }
 
 /// `/name rest` → (`name`, `rest`), if the text is a command line.
@@ -117,17 +190,77 @@ pub fn parse(text: &str) -> Option<(&str, &str)> {
     Some((name, args.trim()))
 }
 
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn completes_and_parses() {
-        let names: Vec<_> = completions("/n").iter().map(|c| c.name).collect();
+        let table = CommandTable::default();
+        let names: Vec<_> = table.completions("/n").iter().map(|c| &*c.name).collect();
         assert_eq!(names, ["new", "name"]);
-        assert!(completions("/model gpt").is_empty());
-        assert!(completions("hello").is_empty());
+        assert!(table.completions("/model gpt").is_empty());
+        assert!(table.completions("hello").is_empty());
         assert_eq!(parse("/name  my work "), Some(("name", "my work")));
         assert_eq!(parse("/usr/bin/ls"), None);
+    }
+
+    #[test]
+    fn lines_are_known_unknown_literal_or_prompts() {
+        let table = CommandTable::default();
+        assert_eq!(table.classify("/name x"), Line::Known("name", "x"));
+        assert_eq!(table.classify("/clear"), Line::Unknown("clear"));
+        assert_eq!(table.classify("//clear it"), Line::Literal("/clear it"));
+        assert_eq!(table.classify("/usr/bin/ls"), Line::Prompt);
+        assert_eq!(table.classify("hello /new"), Line::Prompt);
+    }
+
+    #[test]
+    fn the_nearest_command_is_a_synonym_a_prefix_or_a_close_spelling() {
+        let table = CommandTable::default();
+        let nearest = |n: &str| table.nearest(n).map(|c| c.name.to_string());
+        assert_eq!(nearest("clear").as_deref(), Some("new"));
+        assert_eq!(nearest("cost").as_deref(), Some("session"));
+        assert_eq!(nearest("exp").as_deref(), Some("export"));
+        assert_eq!(nearest("modle").as_deref(), Some("model"));
+        assert_eq!(nearest("Thinkin").as_deref(), Some("thinking"));
+        assert_eq!(nearest("xyzzyplugh"), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn added_commands_are_found_completed_and_not_doubled() {
+        let mut table = CommandTable::default();
+        let review = Command {
+            name: "review".to_string().into(),
+            args: "".into(),
+            help: "a prompt template".to_string().into(),
+        };
+        assert!(table.add(review.clone()));
+        assert!(!table.add(review));
+        assert_eq!(table.classify("/review now"), Line::Known("review", "now"));
+        let names: Vec<_> = table.completions("/re").iter().map(|c| &*c.name).collect();
+        assert_eq!(names, ["resume", "review"]);
+        assert!(!table.add(builtin("help", "", "again")));
     }
 }

@@ -114,7 +114,7 @@ fn keys_answer_requests_in_turn_and_say_what_was_decided() {
     app.handle_host_event(bash_request(3, "rm -rf target"));
     type_text(&mut app, "x");
     assert!(
-        app.editor.is_empty(),
+        app.composer.editor.is_empty(),
         "keys go to the prompt, not the editor"
     );
     app.handle_key(key(KeyCode::Char('a')));

@@ -34,7 +34,7 @@ fn project() -> FileIndex {
 #[test]
 fn snapshot_file_picker_open_on_a_filter() {
     let (mut app, _port) = app();
-    app.files = project();
+    app.composer.files = project();
     type_text(&mut app, "look at @srcrs");
     let picker = screen(&mut app, 60, 14, Instant::now());
     app.handle_key(key(KeyCode::Down));
@@ -45,20 +45,20 @@ fn snapshot_file_picker_open_on_a_filter() {
 #[test]
 fn at_opens_the_picker_and_enter_puts_the_chosen_path_after_it() {
     let (mut app, port) = app();
-    app.files = project();
+    app.composer.files = project();
     type_text(&mut app, "explain @");
-    let p = app.file_picker.as_ref().unwrap();
+    let p = app.composer.file_picker.as_ref().unwrap();
     assert_eq!((p.row, p.col, p.query.as_str()), (0, 8, ""));
     assert_eq!(p.found.total, 7, "every file, nearest the top first");
     assert_eq!(p.chosen(), Some("README.md"));
     type_text(&mut app, "edi");
     assert_eq!(
-        app.file_picker.as_ref().unwrap().chosen(),
+        app.composer.file_picker.as_ref().unwrap().chosen(),
         Some("src/tui/editor.rs")
     );
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.file_picker.is_none());
-    assert_eq!(app.editor.text(), "explain @src/tui/editor.rs ");
+    assert!(app.composer.file_picker.is_none());
+    assert_eq!(app.composer.editor.text(), "explain @src/tui/editor.rs ");
     assert!(
         port.log().prompts.is_empty(),
         "Enter chose, it did not send"
@@ -66,7 +66,7 @@ fn at_opens_the_picker_and_enter_puts_the_chosen_path_after_it() {
     type_text(&mut app, "and @lib");
     app.handle_key(key(KeyCode::Tab));
     assert_eq!(
-        app.editor.text(),
+        app.composer.editor.text(),
         "explain @src/tui/editor.rs and @src/lib.rs "
     );
 }
@@ -74,56 +74,85 @@ fn at_opens_the_picker_and_enter_puts_the_chosen_path_after_it() {
 #[test]
 fn arrows_move_esc_closes_and_a_path_with_spaces_is_quoted() {
     let (mut app, _port) = app();
-    app.files = project();
+    app.composer.files = project();
     type_text(&mut app, "@rs");
-    let first = app.file_picker.as_ref().unwrap().chosen().map(String::from);
+    let first = app
+        .composer
+        .file_picker
+        .as_ref()
+        .unwrap()
+        .chosen()
+        .map(String::from);
     app.handle_key(key(KeyCode::Down));
-    let second = app.file_picker.as_ref().unwrap().chosen().map(String::from);
+    let second = app
+        .composer
+        .file_picker
+        .as_ref()
+        .unwrap()
+        .chosen()
+        .map(String::from);
     assert_ne!(first, second);
     app.handle_key(key(KeyCode::Up));
     assert_eq!(
-        app.file_picker.as_ref().unwrap().chosen().map(String::from),
+        app.composer
+            .file_picker
+            .as_ref()
+            .unwrap()
+            .chosen()
+            .map(String::from),
         first
     );
     app.handle_key(key(KeyCode::Esc));
-    assert!(app.file_picker.is_none());
-    assert_eq!(app.editor.text(), "@rs", "Esc keeps the text");
+    assert!(app.composer.file_picker.is_none());
+    assert_eq!(app.composer.editor.text(), "@rs", "Esc keeps the text");
 
-    app.editor.clear();
+    app.composer.editor.clear();
     type_text(&mut app, "@notes");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(app.editor.text(), "@\"docs/my notes.md\" ");
+    assert_eq!(app.composer.editor.text(), "@\"docs/my notes.md\" ");
 }
 
 #[test]
 fn the_picker_opens_only_at_a_word_start_and_closes_when_the_word_ends() {
     let (mut app, _port) = app();
-    app.files = project();
+    app.composer.files = project();
     type_text(&mut app, "mail bob@");
-    assert!(app.file_picker.is_none(), "an @ inside a word is text");
-    app.editor.clear();
+    assert!(
+        app.composer.file_picker.is_none(),
+        "an @ inside a word is text"
+    );
+    app.composer.editor.clear();
     type_text(&mut app, "@src");
-    assert!(app.file_picker.is_some());
+    assert!(app.composer.file_picker.is_some());
     type_text(&mut app, " ");
-    assert!(app.file_picker.is_none(), "a space ends the filter");
+    assert!(
+        app.composer.file_picker.is_none(),
+        "a space ends the filter"
+    );
     type_text(&mut app, "@x");
     app.handle_key(key(KeyCode::Backspace));
     app.handle_key(key(KeyCode::Backspace));
-    assert!(app.file_picker.is_none(), "deleting the @ closes it");
+    assert!(
+        app.composer.file_picker.is_none(),
+        "deleting the @ closes it"
+    );
     type_text(&mut app, "@m");
     app.handle_key(key(KeyCode::Left));
     app.handle_key(key(KeyCode::Left));
-    assert!(app.file_picker.is_none(), "moving before the @ closes it");
+    assert!(
+        app.composer.file_picker.is_none(),
+        "moving before the @ closes it"
+    );
 }
 
 #[test]
 fn enter_with_nothing_matching_sends_the_prompt() {
     let (mut app, port) = app();
-    app.files = project();
+    app.composer.files = project();
     type_text(&mut app, "ping @nobody-by-that-name");
-    assert_eq!(app.file_picker.as_ref().unwrap().chosen(), None);
+    assert_eq!(app.composer.file_picker.as_ref().unwrap().chosen(), None);
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.file_picker.is_none());
+    assert!(app.composer.file_picker.is_none());
     let log = port.log();
     assert_eq!(
         log.with_files,
@@ -157,26 +186,26 @@ fn tab_completes_the_path_before_the_cursor() {
     app.set_cwd(dir.path().to_path_buf());
     type_text(&mut app, "read sr");
     app.handle_key(key(KeyCode::Tab));
-    assert_eq!(app.editor.text(), "read src/");
+    assert_eq!(app.composer.editor.text(), "read src/");
     type_text(&mut app, "ma");
     app.handle_key(key(KeyCode::Tab));
-    assert_eq!(app.editor.text(), "read src/main.rs ");
+    assert_eq!(app.composer.editor.text(), "read src/main.rs ");
     type_text(&mut app, "and src/mo");
     app.handle_key(key(KeyCode::Tab));
-    assert_eq!(app.editor.text(), "read src/main.rs and src/mod_");
+    assert_eq!(app.composer.editor.text(), "read src/main.rs and src/mod_");
     app.handle_key(key(KeyCode::Tab));
-    assert_eq!(app.hint.as_deref(), Some("mod_a.rs  mod_b.rs"));
+    assert_eq!(app.composer.hint.as_deref(), Some("mod_a.rs  mod_b.rs"));
     // After an @ too (the picker closed first with Esc).
-    app.editor.clear();
+    app.composer.editor.clear();
     type_text(&mut app, "@src/t");
     app.handle_key(key(KeyCode::Esc));
     app.handle_key(key(KeyCode::Tab));
-    assert_eq!(app.editor.text(), "@src/tui/");
+    assert_eq!(app.composer.editor.text(), "@src/tui/");
     // `/` commands still complete first.
-    app.editor.clear();
+    app.composer.editor.clear();
     type_text(&mut app, "/mo");
     app.handle_key(key(KeyCode::Tab));
-    assert_eq!(app.editor.text(), "/model ");
+    assert_eq!(app.composer.editor.text(), "/model ");
 }
 
 #[test]
@@ -188,17 +217,20 @@ fn a_pasted_image_path_becomes_a_chip_and_goes_with_the_next_prompt() {
     app.set_cwd(dir.path().to_path_buf());
     // A terminal drop: the path, quoted.
     app.handle_paste(&format!("'{}'", shot.display()));
-    assert!(app.editor.is_empty(), "the path is not pasted as text");
-    assert_eq!(app.attachments.len(), 1);
-    assert_eq!(app.attachments[0].chip(), "[image: my shot.png]");
+    assert!(
+        app.composer.editor.is_empty(),
+        "the path is not pasted as text"
+    );
+    assert_eq!(app.composer.attachments.len(), 1);
+    assert_eq!(app.composer.attachments[0].chip(), "[image: my shot.png]");
     // The same image again is not attached twice; other text pastes as text.
     app.handle_paste(&shot.display().to_string().replace(' ', "\\ "));
-    assert_eq!(app.attachments.len(), 1);
+    assert_eq!(app.composer.attachments.len(), 1);
     app.handle_paste("what is in it?");
     let s = screen(&mut app, 70, 10, Instant::now());
     assert!(s.contains("[image: my shot.png]"), "{s}");
     app.handle_key(key(KeyCode::Enter));
-    assert!(app.attachments.is_empty());
+    assert!(app.composer.attachments.is_empty());
     assert_eq!(
         port.log().with_files,
         [(
@@ -217,13 +249,13 @@ fn chips_are_removed_with_backspace_or_ctrl_c_and_can_be_sent_alone() {
         path: format!("/tmp/{name}").into(),
         image: true,
     };
-    app.attachments = vec![chip("a.png"), chip("b.png")];
+    app.composer.attachments = vec![chip("a.png"), chip("b.png")];
     app.handle_key(key(KeyCode::Backspace));
-    assert_eq!(app.attachments, [chip("a.png")]);
+    assert_eq!(app.composer.attachments, [chip("a.png")]);
     app.handle_key(with(KeyCode::Char('c'), KeyModifiers::CONTROL));
-    assert!(app.attachments.is_empty());
+    assert!(app.composer.attachments.is_empty());
     assert!(app.take_effects().is_empty(), "clearing is not quitting");
-    app.attachments = vec![chip("c.png")];
+    app.composer.attachments = vec![chip("c.png")];
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().with_files[0].1, ["c.png"]);
 }

@@ -59,15 +59,23 @@ fn up_and_down_move_through_wrapped_rows_before_history() {
     type_text(&mut app, text);
     screen(&mut app, 30, 14, Instant::now());
     app.handle_key(key(KeyCode::Up));
-    let (_, col) = app.editor.cursor();
+    let (_, col) = app.composer.editor.cursor();
     assert!(col < text.len(), "moved up a row, not into history: {col}");
-    assert_eq!(app.editor.text(), text);
+    assert_eq!(app.composer.editor.text(), text);
     app.handle_key(key(KeyCode::Up));
     app.handle_key(key(KeyCode::Up));
-    assert_eq!(app.editor.text(), text, "Up on the first row of a draft");
+    assert_eq!(
+        app.composer.editor.text(),
+        text,
+        "Up on the first row of a draft"
+    );
     app.handle_key(key(KeyCode::Down));
     app.handle_key(key(KeyCode::Down));
-    assert_eq!(app.editor.cursor(), (0, text.len()), "back at the end");
+    assert_eq!(
+        app.composer.editor.cursor(),
+        (0, text.len()),
+        "back at the end"
+    );
 }
 
 #[test]
@@ -76,18 +84,18 @@ fn the_undo_byte_undoes_and_a_recalled_paste_is_sent_whole() {
     type_text(&mut app, "abc");
     // What crossterm makes of byte 0x1F.
     app.handle_key(with(KeyCode::Char('7'), CTRL));
-    assert_eq!(app.editor.text(), "ab");
+    assert_eq!(app.composer.editor.text(), "ab");
     app.handle_key(with(KeyCode::Char('-'), CTRL));
-    assert_eq!(app.editor.text(), "a");
+    assert_eq!(app.composer.editor.text(), "a");
 
-    app.editor.clear();
+    app.composer.editor.clear();
     let big: String = (0..30).map(|i| format!("row {i}\n")).collect();
     type_text(&mut app, "see ");
     app.handle_paste(&big);
-    assert_eq!(app.editor.text(), "see [paste #1 +30 lines]");
+    assert_eq!(app.composer.editor.text(), "see [paste #1 +30 lines]");
     app.handle_key(key(KeyCode::Enter));
     app.handle_key(key(KeyCode::Up));
-    assert_eq!(app.editor.text(), "see [paste #1 +30 lines]");
+    assert_eq!(app.composer.editor.text(), "see [paste #1 +30 lines]");
     app.handle_key(key(KeyCode::Enter));
     let log = port.log();
     assert_eq!(log.prompts.len(), 2);

@@ -25,10 +25,13 @@ fn a_remapped_action_moves_to_its_new_key_and_the_old_key_no_longer_does_it() {
     let (mut app, port) = app();
     app.keys = remapped(r#"{"app.model.select": "ctrl+x", "app.model.cycleForward": "alt+n"}"#);
     app.handle_key(with(KeyCode::Char('l'), CTRL));
-    assert!(app.picker.is_none(), "Ctrl+L no longer opens the picker");
-    assert_eq!(app.editor.text(), "", "nor does it type anything");
+    assert!(
+        app.popups.model().is_none(),
+        "Ctrl+L no longer opens the picker"
+    );
+    assert_eq!(app.composer.editor.text(), "", "nor does it type anything");
     app.handle_key(with(KeyCode::Char('x'), CTRL));
-    assert!(app.picker.is_some(), "Ctrl+X does");
+    assert!(app.popups.model().is_some(), "Ctrl+X does");
     app.handle_key(key(KeyCode::Esc));
 
     app.handle_key(with(KeyCode::Char('p'), CTRL));
@@ -44,10 +47,10 @@ fn submit_and_new_line_can_swap_keys() {
     type_text(&mut app, "one");
     app.handle_key(key(KeyCode::Enter));
     type_text(&mut app, "two");
-    assert_eq!(app.editor.text(), "one\ntwo");
+    assert_eq!(app.composer.editor.text(), "one\ntwo");
     // Shift+Enter belonged to newLine and now to nothing: it neither sends nor breaks.
     app.handle_key(with(KeyCode::Enter, KeyModifiers::SHIFT));
-    assert_eq!(app.editor.text(), "one\ntwo");
+    assert_eq!(app.composer.editor.text(), "one\ntwo");
     assert!(port.log().prompts.is_empty());
     app.handle_key(with(KeyCode::Enter, CTRL));
     assert_eq!(port.log().prompts[0].0, "one\ntwo");
@@ -62,22 +65,22 @@ fn editing_actions_follow_the_keymap_too() {
     type_text(&mut app, "keep this");
     app.handle_key(with(KeyCode::Char('u'), CTRL));
     assert_eq!(
-        app.editor.text(),
+        app.composer.editor.text(),
         "keep this",
         "Ctrl+U is nobody's now (not undo)"
     );
     app.handle_key(with(KeyCode::Char('a'), CTRL));
     type_text(&mut app, "!");
     assert_eq!(
-        app.editor.text(),
+        app.composer.editor.text(),
         "keep this!",
         "Ctrl+A no longer goes to the start"
     );
     app.handle_key(with(KeyCode::Char('u'), ALT));
-    assert_eq!(app.editor.text(), "");
+    assert_eq!(app.composer.editor.text(), "");
     // Keys no action ever had still reach the text area (Shift+letters, redo...).
     type_text(&mut app, "Ab");
-    assert_eq!(app.editor.text(), "Ab");
+    assert_eq!(app.composer.editor.text(), "Ab");
 }
 
 #[test]
@@ -86,7 +89,7 @@ fn ctrl_d_quits_on_an_empty_editor_and_deletes_forward_otherwise() {
     type_text(&mut app, "ab");
     app.handle_key(key(KeyCode::Home));
     app.handle_key(with(KeyCode::Char('d'), CTRL));
-    assert_eq!(app.editor.text(), "b");
+    assert_eq!(app.composer.editor.text(), "b");
     assert!(app.take_effects().is_empty());
     app.handle_key(with(KeyCode::Char('d'), CTRL));
     app.handle_key(with(KeyCode::Char('d'), CTRL));
@@ -98,7 +101,10 @@ fn a_remapped_clear_names_its_key_in_the_hint() {
     let (mut app, _port) = app();
     app.keys = remapped(r#"{"app.clear": "alt+c"}"#);
     app.handle_key(with(KeyCode::Char('c'), ALT));
-    assert_eq!(app.hint.as_deref(), Some("Press Alt+C again to quit"));
+    assert_eq!(
+        app.composer.hint.as_deref(),
+        Some("Press Alt+C again to quit")
+    );
     app.handle_key(with(KeyCode::Char('c'), ALT));
     assert_eq!(app.take_effects(), [Effect::Quit]);
 }
@@ -118,9 +124,9 @@ fn ctrl_g_hands_the_text_to_the_external_editor_and_takes_it_back() {
     // The agent went on meanwhile: its events are folded in when the TUI is back.
     app.handle_agent_event(AgentEvent::AgentStart);
     app.external_edit_done(Ok("from the editor".into()));
-    assert_eq!(app.editor.text(), "from the editor");
+    assert_eq!(app.composer.editor.text(), "from the editor");
     assert_eq!(
-        app.editor.take(),
+        app.composer.editor.take(),
         "from the editor",
         "no paste marker left behind"
     );
@@ -131,7 +137,7 @@ fn ctrl_g_hands_the_text_to_the_external_editor_and_takes_it_back() {
     app.external_edit_done(Err(
         "The editor `nope` was not found (set $VISUAL or $EDITOR); the text is unchanged".into(),
     ));
-    assert_eq!(app.editor.text(), "kept as it was");
+    assert_eq!(app.composer.editor.text(), "kept as it was");
     let s = screen(&mut app, 100, 20, Instant::now());
     assert!(s.contains("The editor `nope` was not found"), "{s}");
 }

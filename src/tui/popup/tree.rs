@@ -7,7 +7,17 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::host::SessionTree;
-use crate::session::tree::{TreeFilter, TreeKind, TreeRow, filter_rows};
+use crate::host::view::{TreeFilter, TreeKind, TreeRow, filter_rows};
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::tui::sanitize::sanitize;
+use crate::tui::theme::fg;
+use crate::tui::units::truncate_line;
 
 /// What choosing an entry does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,7 +300,7 @@ impl TreeView {
                     self.label_edit = Some(row.label.clone().unwrap_or_default());
                 }
             }
-            _ if super::filter::edit(&mut self.query, &key) => self.refilter_keeping(),
+            _ if crate::tui::filter::edit(&mut self.query, &key) => self.refilter_keeping(),
             KeyCode::Backspace => {
                 self.query.pop();
                 self.refilter_keeping();
@@ -327,5 +337,135 @@ impl TreeView {
             TreeFilter::LabeledOnly => "labelled only",
             TreeFilter::All => "everything",
         }
+    }
+}
+
+impl TreeView {
+    /// The `/tree` view (or the `/fork` chooser) over `area`.
+    pub fn draw(&self, buf: &mut Buffer, area: Rect) -> Rect {
+        let v = self;
+        let width = area.width as usize;
+        let (title, hints) = match v.purpose {
+            TreePurpose::Navigate => (
+                " Tree: ",
+                " ↑↓ move · Enter continue from here · Shift+L label · Ctrl+O filter · Esc close ",
+            ),
+            TreePurpose::Fork => (
+                " Fork before: ",
+                " ↑↓ choose a prompt · Enter fork into a new session · Esc cancel ",
+            ),
+        };
+        let mut header = vec![
+            Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(sanitize(&v.query)),
+            Span::styled("▏", fg(|t| t.accent)),
+        ];
+        if v.purpose == TreePurpose::Navigate {
+            header.push(Span::styled(
+                format!("  (filter: {}; {} entries)", v.filter_name(), v.rows.len()),
+                fg(|t| t.dim),
+            ));
+        }
+        let mut lines = vec![Line::from(header)];
+        if let Some(edit) = &v.label_edit {
+            lines.push(Line::from(vec![
+                Span::styled(" Label: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+                Span::raw(sanitize(edit)),
+                Span::styled("▏", fg(|t| t.accent)),
+                Span::styled("  (Enter set · empty clears · Esc cancel)", fg(|t| t.dim)),
+            ]));
+        }
+        if let Some(leaving) = &v.leaving {
+            lines.push(match &leaving.focus {
+                None => Line::from(vec![
+                    Span::styled(
+                        " Leave the current branch: ",
+                        fg(|t| t.accent).add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw("Enter/n no summary · s summarize it · f summarize with a focus"),
+                    Span::styled(" · Esc back", fg(|t| t.dim)),
+                ]),
+                Some(focus) => Line::from(vec![
+                    Span::styled(" Focus: ", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+                    Span::raw(sanitize(focus)),
+                    Span::styled("▏", fg(|t| t.accent)),
+                    Span::styled("  (Enter summarize · Esc back)", fg(|t| t.dim)),
+                ]),
+            });
+        }
+        let room = (area.height as usize)
+            .saturating_sub(lines.len() + 1)
+            .max(1);
+        let sel = v.selected.min(v.visible.len().saturating_sub(1));
+        let here = v.here();
+        // Keep the selection in view, a little above the bottom when possible.
+        let start = sel
+            .saturating_sub(room.saturating_sub(3).max(1))
+            .min(v.visible.len().saturating_sub(room));
+        for (n, &i) in v.visible.iter().enumerate().skip(start).take(room) {
+            let row = &v.rows[i];
+            let chosen = n == sel;
+            let (tag, tag_style) = tree_tag(row.kind);
+            let base = if chosen {
+                fg(|t| t.accent).add_modifier(Modifier::BOLD)
+            } else if row.on_path {
+                Style::default()
+            } else {
+                fg(|t| t.dim)
+            };
+            let mut spans = vec![
+                Span::styled(if chosen { " › " } else { "   " }, base),
+                Span::styled(
+                    v.prefixes.get(n).cloned().unwrap_or_default(),
+                    fg(|t| t.dim),
+                ),
+                Span::styled(format!("{tag}: "), if chosen { base } else { tag_style }),
+            ];
+            if let Some(label) = &row.label {
+                spans.push(Span::styled(
+                    format!("[{}] ", sanitize(label)),
+                    fg(|t| t.warning).add_modifier(Modifier::BOLD),
+                ));
+            }
+            spans.push(Span::styled(sanitize(&row.text), base));
+            if here == Some(n) {
+                spans.push(Span::styled("  ← here", fg(|t| t.accent)));
+            }
+            lines.push(truncate_line(Line::from(spans), width));
+        }
+        if v.visible.is_empty() {
+            lines.push(Line::styled(
+                if v.rows.is_empty() {
+                    "   nothing in this session yet"
+                } else {
+                    "   no entry matches"
+                },
+                fg(|t| t.dim),
+            ));
+        }
+        let block = Block::default()
+            .borders(Borders::TOP)
+            .border_style(fg(|t| t.accent))
+            .title(hints);
+        Clear.render(area, buf);
+        Paragraph::new(lines).block(block).render(area, buf);
+        area
+    }
+}
+
+/// The short tag before a tree row's text.
+fn tree_tag(kind: TreeKind) -> (&'static str, Style) {
+    use TreeKind as K;
+    match kind {
+        K::User => ("you", fg(|t| t.accent).add_modifier(Modifier::BOLD)),
+        K::Assistant => ("pi", Style::default().add_modifier(Modifier::BOLD)),
+        K::ToolResult => ("tool", fg(|t| t.dim)),
+        K::Compaction => ("compacted", fg(|t| t.warning)),
+        K::BranchSummary => ("branch summary", fg(|t| t.warning)),
+        K::ModelChange => ("model", fg(|t| t.dim)),
+        K::ThinkingChange => ("thinking", fg(|t| t.dim)),
+        K::Label => ("label", fg(|t| t.dim)),
+        K::SessionInfo => ("name", fg(|t| t.dim)),
+        K::Custom | K::CustomMessage | K::Other => ("other", fg(|t| t.dim)),
     }
 }

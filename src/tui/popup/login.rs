@@ -9,6 +9,15 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::provider::catalog::ModelInfo;
 
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::tui::sanitize::sanitize;
+use crate::tui::theme::fg;
+
 /// One row of the list.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Choice {
@@ -133,7 +142,7 @@ impl LoginView {
                     *selected = 0;
                     Outcome::Nothing
                 }
-                _ if super::filter::edit(filter, &k) => {
+                _ if crate::tui::filter::edit(filter, &k) => {
                     *selected = 0;
                     Outcome::Nothing
                 }
@@ -164,7 +173,7 @@ impl LoginView {
                     Outcome::Nothing
                 }
                 KeyCode::Char('c') if ctrl => Outcome::Close,
-                _ if super::filter::edit(key, &k) => Outcome::Nothing,
+                _ if crate::tui::filter::edit(key, &k) => Outcome::Nothing,
                 KeyCode::Backspace => {
                     key.pop();
                     Outcome::Nothing
@@ -180,6 +189,98 @@ impl LoginView {
                 _ => Outcome::Nothing,
             },
         }
+    }
+}
+
+/// The `/login` overlay: the providers and local models, or the key being typed (as dots).
+impl LoginView {
+    /// The overlay at the bottom of `area`; the rows it covers.
+    pub fn draw(&self, buf: &mut Buffer, area: Rect) -> Rect {
+        let view = self;
+        let dim = fg(|t| t.dim);
+        let (title, lines) = match &view.stage {
+            Stage::Choose { selected, filter } => {
+                let shown = view.shown();
+                let mut lines = vec![Line::from(vec![
+                    Span::styled(
+                        if view.searching {
+                            " Sign in to a provider (looking for local servers…): "
+                        } else {
+                            " Sign in to a provider, or use a local server: "
+                        },
+                        Style::new().add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(sanitize(filter)),
+                    Span::styled("▏", fg(|t| t.accent)),
+                ])];
+                let sel = (*selected).min(shown.len().saturating_sub(1));
+                let start = sel.saturating_sub(9);
+                for (i, c) in shown.iter().enumerate().skip(start).take(10) {
+                    let style = if i == sel {
+                        fg(|t| t.accent).add_modifier(Modifier::BOLD)
+                    } else {
+                        Style::default()
+                    };
+                    let (name, note) = match *c {
+                        Choice::Provider { id, env, has_key } => (
+                            sanitize(id),
+                            format!(
+                                "{}{}",
+                                env.as_deref().map(|e| format!("  {e}")).unwrap_or_default(),
+                                if *has_key { "  key set" } else { "" }
+                            ),
+                        ),
+                        Choice::Local(m) => (
+                            format!("{}/{}", sanitize(&m.provider), sanitize(&m.id)),
+                            "  local server, no key needed".to_string(),
+                        ),
+                    };
+                    lines.push(Line::from(vec![
+                        Span::styled(if i == sel { " › " } else { "   " }, style),
+                        Span::styled(name, style),
+                        Span::styled(note, dim),
+                    ]));
+                }
+                (
+                    " type to filter · ↑↓ choose · Enter select · Esc close ",
+                    lines,
+                )
+            }
+            Stage::Key { provider, key } => (
+                " Enter save · Ctrl+U clear · Esc back ",
+                vec![
+                    Line::styled(
+                        format!(
+                            " API key for {} (paste it; it is saved in auth.json)",
+                            sanitize(provider)
+                        ),
+                        Style::new().add_modifier(Modifier::BOLD),
+                    ),
+                    Line::from(vec![
+                        Span::raw(" "),
+                        Span::raw("•".repeat(key.chars().count().min(40))),
+                        Span::styled("▏", fg(|t| t.accent)),
+                        Span::styled(
+                            if key.is_empty() {
+                                String::new()
+                            } else {
+                                format!("  {} characters", key.chars().count())
+                            },
+                            dim,
+                        ),
+                    ]),
+                ],
+            ),
+        };
+        let h = (lines.len() as u16 + 1).min(area.height);
+        let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+        let block = Block::default()
+            .borders(Borders::TOP)
+            .border_style(fg(|t| t.accent))
+            .title(title);
+        Clear.render(popup, buf);
+        Paragraph::new(lines).block(block).render(popup, buf);
+        popup
     }
 }
 

@@ -16,6 +16,17 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::approval::{ApprovalRequest, Decision};
 
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::tui::sanitize::sanitize;
+use crate::tui::theme::fg;
+use crate::tui::units::truncate;
+use crate::tui::wrap::wrap_line;
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ApprovalPrompt {
     pub queue: VecDeque<ApprovalRequest>,
@@ -136,6 +147,125 @@ impl ApprovalPrompt {
         self.queue.pop_front();
         self.fresh();
         Outcome::Answer(id, decision)
+    }
+}
+
+/// A tool call waiting for approval: what it would do, and the keys to answer.
+impl ApprovalPrompt {
+    /// The waiting call over the bottom of `area`, if one waits; the rows it covers.
+    pub fn draw(&self, buf: &mut Buffer, area: Rect) -> Option<Rect> {
+        let r = self.current()?;
+        let width = area.width as usize;
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let dim = fg(|t| t.dim);
+        let waiting = self.queue.len().saturating_sub(1);
+        let mut head = match r.tool.as_str() {
+            "bash" => " Run this command?".to_string(),
+            "edit" => format!(" Apply this edit to {}?", sanitize(&r.subject)),
+            "write" => format!(" Write {}?", sanitize(&r.subject)),
+            other => format!(" Call {}?", sanitize(other)),
+        };
+        if waiting > 0 {
+            head.push_str(&format!(" ({waiting} more waiting)"));
+        }
+        let mut body: Vec<Line<'static>> = Vec::new();
+        if r.tool == "bash" {
+            body = crate::tui::shown_command::rows(&r.subject, width, bold, fg(|t| t.warning), dim);
+        }
+        // The diff's file header repeats the title: left out.
+        let detail = r
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .skip_while(|l| l.starts_with("--- ") || l.starts_with("+++ "));
+        for l in detail {
+            let style = if l.starts_with("@@") {
+                dim
+            } else if l.starts_with('+') {
+                fg(|t| t.diff_added)
+            } else if l.starts_with('-') {
+                fg(|t| t.diff_removed)
+            } else {
+                Style::default()
+            };
+            body.extend(wrap_line(
+                &Line::styled(format!(" {}", sanitize(l)), style),
+                width,
+                1,
+            ));
+        }
+        let key = |k: &'static str| Span::styled(k, fg(|t| t.accent).add_modifier(Modifier::BOLD));
+        let keys = match &self.reason {
+            None => Line::from(vec![
+                key(" y"),
+                Span::raw(" allow once   "),
+                key("a"),
+                Span::raw(format!(
+                    " allow {} for the session   ",
+                    sanitize(&r.session_scope)
+                )),
+                key("n"),
+                Span::raw(" refuse   "),
+                Span::styled("esc", dim),
+                Span::styled(" stop the run", dim),
+            ]),
+            Some(reason) => Line::from(vec![
+                Span::styled(" Why not (optional, for the model): ", bold),
+                Span::raw(sanitize(reason)),
+                Span::styled("▏", fg(|t| t.accent)),
+                Span::styled("  Enter refuse", dim),
+            ]),
+        };
+        // The keys wrap in full: what `a` allows is read before it is pressed.
+        let keys = wrap_line(&keys, width, 1);
+        // The title, the body (scrolled when it is taller than the room), and the keys, over the
+        // bottom of the conversation. Until the body's last line has been on screen, y and a wait.
+        let room = (area.height as usize).saturating_sub(2 + keys.len()).max(2);
+        let max_body = room.min((area.height as usize * 2 / 3).max(3));
+        let mut hidden = false;
+        if body.len() > max_body {
+            let shown = max_body - 1;
+            let last_top = body.len() - shown;
+            let top = self.scroll.get().min(last_top);
+            self.scroll.set(top);
+            self.max_scroll.set(last_top);
+            hidden = top < last_top;
+            let mut window: Vec<Line<'static>> = body.drain(top..top + shown).collect();
+            window.push(Line::styled(
+                format!(
+                    " lines {}–{} of {}{}",
+                    top + 1,
+                    top + shown,
+                    body.len() + shown,
+                    if hidden {
+                        ": ↓/PgDn to read the rest before y or a"
+                    } else {
+                        ": ↑/PgUp to scroll back"
+                    }
+                ),
+                fg(|t| t.warning),
+            ));
+            body = window;
+        } else {
+            self.max_scroll.set(0);
+        }
+        if !hidden {
+            self.bottom_seen.set(true);
+        }
+        self.unread.set(hidden && !self.bottom_seen.get());
+        let mut lines = vec![Line::styled(truncate(&head, width), bold)];
+        lines.extend(body);
+        lines.extend(keys);
+        let h = (lines.len() as u16 + 1).min(area.height);
+        let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+        let block = Block::default()
+            .borders(Borders::TOP)
+            .border_style(fg(|t| t.warning))
+            .title(format!(" approval: {} ", sanitize(&r.tool)));
+        Clear.render(popup, buf);
+        Paragraph::new(lines).block(block).render(popup, buf);
+        Some(popup)
     }
 }
 

@@ -16,7 +16,18 @@ use std::collections::BinaryHeap;
 use nucleo_matcher::pattern::{Atom, AtomKind, CaseMatching, Normalization};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
-use super::files::FileIndex;
+use crate::tui::files::FileIndex;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::tui::sanitize::sanitize;
+use crate::tui::theme;
+use crate::tui::theme::fg;
+use crate::tui::units::truncate_line;
 
 /// Results kept for one filter.
 pub const LIMIT: usize = 50;
@@ -234,6 +245,78 @@ impl FilePicker {
     /// The path selected, if anything matches.
     pub fn chosen(&self) -> Option<&str> {
         self.found.hits.get(self.selected).map(|h| h.path.as_str())
+    }
+}
+
+/// The `@` file picker, at the bottom of the transcript, just above the editor.
+impl FilePicker {
+    /// The picker at the bottom of `area`, just above the editor; the rows it covers.
+    pub fn draw(&self, buf: &mut Buffer, area: Rect) -> Rect {
+        let p = self;
+        let hits = &p.found.hits;
+        let h = (hits.len().clamp(1, ROWS) as u16 + 2).min(area.height);
+        let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);
+        let count = match (p.found.total, p.query.is_empty()) {
+            (n, true) => format!("{n} files"),
+            (1, false) => "1 match".to_string(),
+            (n, false) => format!("{n} matches"),
+        };
+        let mut header = vec![
+            Span::styled(" @", Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(sanitize(&p.query)),
+            Span::styled("▏", fg(|t| t.accent)),
+            Span::styled(format!("  {count}"), fg(|t| t.dim)),
+        ];
+        if p.listing {
+            header.push(Span::styled(" · listing…", fg(|t| t.dim)));
+        }
+        let mut lines = vec![Line::from(header)];
+        let sel = p.selected.min(hits.len().saturating_sub(1));
+        let start = sel.saturating_sub(ROWS - 1);
+        let width = area.width as usize;
+        for (i, hit) in hits.iter().enumerate().skip(start).take(ROWS) {
+            let chosen = i == sel;
+            let base = if chosen {
+                fg(|t| t.accent).add_modifier(Modifier::BOLD)
+            } else {
+                Style::default()
+            };
+            let strong = base
+                .add_modifier(Modifier::BOLD)
+                .fg(theme::current().accent);
+            let mut spans = vec![Span::styled(if chosen { " › " } else { "   " }, base)];
+            // Matched letters stand out; runs of the same style make one span.
+            let mut run = String::new();
+            let mut run_matched = false;
+            for (n, c) in sanitize(&hit.path).chars().enumerate() {
+                let matched = hit.matched.binary_search(&(n as u32)).is_ok();
+                if matched != run_matched && !run.is_empty() {
+                    let style = if run_matched { strong } else { base };
+                    spans.push(Span::styled(std::mem::take(&mut run), style));
+                }
+                run_matched = matched;
+                run.push(c);
+            }
+            if !run.is_empty() {
+                spans.push(Span::styled(run, if run_matched { strong } else { base }));
+            }
+            lines.push(truncate_line(Line::from(spans), width));
+        }
+        if hits.is_empty() {
+            let empty = if p.listing {
+                "   listing the folder's files…"
+            } else {
+                "   no file matches"
+            };
+            lines.push(Line::styled(empty, fg(|t| t.dim)));
+        }
+        let block = Block::default()
+            .borders(Borders::TOP)
+            .border_style(fg(|t| t.accent))
+            .title(" ↑↓ choose · Enter/Tab insert · Esc close ");
+        Clear.render(popup, buf);
+        Paragraph::new(lines).block(block).render(popup, buf);
+        popup
     }
 }
 

@@ -1,0 +1,380 @@
+//! Tests of what the person sees and what keys do: insta snapshots on ratatui's `TestBackend`
+//! for each cell kind, the layout, the queued-message display and the model picker, and tests
+//! that drive [`App`] with key events and hand-made agent events through a recording port.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::widgets::Paragraph;
+use serde_json::json;
+
+use super::app::{App, Effect, Place};
+use super::cells::{Cell, ToolCell, ToolState, View};
+use super::port::{Port, message_text};
+use super::render;
+use super::transcript::{Scroll, Transcript};
+use crate::agent::protocol::command::{AgentCommand, WhenBusy};
+use crate::agent::protocol::events::AgentEvent;
+use crate::agent::protocol::stream::StreamEvent;
+use crate::agent::protocol::thinking::ThinkingLevel;
+use crate::agent::protocol::tool::ToolOutput;
+use crate::agent::protocol::types::{
+    AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
+    ToolResultMessage, Usage,
+};
+use crate::host::view::{ListScope, SessionInfo};
+use crate::host::{Command, Commands, HostEvent, Opened};
+use crate::provider::catalog::ModelInfo;
+
+mod approval;
+mod attach;
+mod cells;
+mod components;
+mod dialect;
+mod driving;
+mod editing;
+mod failures;
+mod inline;
+mod keys;
+mod models;
+mod resume;
+mod streaming;
+mod themes;
+mod tree;
+mod truthful;
+mod work;
+
+/// What the app sent to the host, sorted by kind.
+#[derive(Default)]
+struct Log {
+    /// Prompts with how they are delivered while a run is active.
+    prompts: Vec<(String, WhenBusy)>,
+    /// Prompts sent with files: the text, the files' names, the delivery.
+    with_files: Vec<(String, Vec<String>, WhenBusy)>,
+    aborts: usize,
+    took_queued: usize,
+    continued: usize,
+    models: Vec<String>,
+    thinking: Vec<ThinkingLevel>,
+    listed: Vec<ListScope>,
+    opened: Vec<std::path::PathBuf>,
+    names: Vec<String>,
+    exports: Vec<Option<std::path::PathBuf>>,
+    stats: usize,
+    new_sessions: usize,
+    trees: usize,
+    shells: Vec<(String, bool)>,
+    compacts: Vec<Option<String>>,
+    navigated: Vec<String>,
+    summarized: Vec<(String, Option<String>)>,
+    labels: Vec<(String, Option<String>)>,
+    forks: Vec<String>,
+    clones: usize,
+    renamed: Vec<(std::path::PathBuf, String)>,
+    deleted: Vec<std::path::PathBuf>,
+    logins: Vec<(String, String)>,
+    local_searches: usize,
+    approvals: Vec<(u64, crate::approval::Decision)>,
+    approval_modes: Vec<crate::approval::ApprovalMode>,
+    mcp_status: usize,
+}
+
+/// The receiving end of the app's port.
+struct Sent {
+    rx: RefCell<tokio::sync::mpsc::UnboundedReceiver<Command>>,
+    log: RefCell<Log>,
+}
+
+impl Sent {
+    /// Everything sent so far.
+    fn log(&self) -> std::cell::Ref<'_, Log> {
+        let mut rx = self.rx.borrow_mut();
+        let mut log = self.log.borrow_mut();
+        while let Ok(c) = rx.try_recv() {
+            match c {
+                Command::Agent(AgentCommand::Prompt {
+                    messages,
+                    when_busy,
+                    ..
+                }) => {
+                    for m in messages {
+                        log.prompts.push((message_text(&m), when_busy));
+                    }
+                }
+                Command::PromptWithFiles {
+                    text,
+                    files,
+                    when_busy,
+                } => log.with_files.push((
+                    text,
+                    files.into_iter().map(|f| f.name).collect(),
+                    when_busy,
+                )),
+                Command::Agent(AgentCommand::Abort { .. }) => log.aborts += 1,
+                Command::Agent(AgentCommand::Continue { .. }) => log.continued += 1,
+                Command::Agent(AgentCommand::Compact { focus, .. }) => log.compacts.push(focus),
+                Command::TakeQueued => log.took_queued += 1,
+                Command::SetModel(m) => log.models.push(m.id.clone()),
+                Command::SetThinking(t) => log.thinking.push(t),
+                Command::ListSessions(scope) => log.listed.push(scope),
+                Command::OpenSession(p) => log.opened.push(p),
+                Command::NameSession(n) => log.names.push(n),
+                Command::Export(p) => log.exports.push(p),
+                Command::Stats => log.stats += 1,
+                Command::McpStatus => log.mcp_status += 1,
+                Command::NewSession => log.new_sessions += 1,
+                Command::Tree => log.trees += 1,
+                Command::Shell { command, include } => log.shells.push((command, include)),
+                Command::Login { provider, key } => log.logins.push((provider, key.0)),
+                Command::FindLocalModels => log.local_searches += 1,
+                Command::Approve { id, decision } => log.approvals.push((id, decision)),
+                Command::SetApproval(mode) => log.approval_modes.push(mode),
+                Command::Navigate(id) => log.navigated.push(id),
+                Command::NavigateSummarized { target, focus } => {
+                    log.summarized.push((target, focus))
+                }
+                Command::Label { target, label } => log.labels.push((target, label)),
+                Command::Fork(id) => log.forks.push(id),
+                Command::Clone => log.clones += 1,
+                Command::RenameSession { path, name, .. } => log.renamed.push((path, name)),
+                Command::DeleteSession { path, .. } => log.deleted.push(path),
+                other => panic!("unexpected command {other:?}"),
+            }
+        }
+        drop(log);
+        self.log.borrow()
+    }
+}
+
+fn model(id: &str, provider: &str) -> ModelInfo {
+    ModelInfo {
+        id: id.into(),
+        name: id.into(),
+        provider: provider.into(),
+        api: crate::provider::catalog::Api::OpenAiCompletions,
+        base_url: String::new(),
+        context_window: 128_000,
+        max_tokens: 16_384,
+        reasoning: true,
+        images: false,
+        pricing: Default::default(),
+        headers: Vec::new(),
+        compat: Default::default(),
+    }
+}
+
+fn app() -> (App, Sent) {
+    let (commands, rx) = Commands::detached();
+    let port = Sent {
+        rx: RefCell::new(rx),
+        log: RefCell::new(Log::default()),
+    };
+    let mut app = App::new(
+        Port::new(commands),
+        model("qwen3:8b", "ollama"),
+        ThinkingLevel::Medium,
+    );
+    app.place = Place {
+        cwd: "~/src/demo".into(),
+        branch: Some("main".into()),
+        session_name: None,
+    };
+    app.models = vec![
+        model("qwen3:8b", "ollama"),
+        model("claude-sonnet-4-5", "anthropic"),
+        model("gpt-5", "openai"),
+    ];
+    (app, port)
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn with(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+    KeyEvent::new(code, m)
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        app.handle_key(key(KeyCode::Char(c)));
+    }
+}
+
+fn screen(app: &mut App, w: u16, h: u16, now: Instant) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render::draw(f, app, now)).unwrap();
+    term.backend().to_string()
+}
+
+fn cells_screen(cells: Vec<Cell>, view: &View, w: u16, h: u16) -> String {
+    let mut t = Transcript::default();
+    for c in cells {
+        t.push(c);
+    }
+    let rows = t.visible(w as usize, h as usize, view);
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| f.render_widget(Paragraph::new(rows), f.area()))
+        .unwrap();
+    term.backend().to_string()
+}
+
+fn view(now: Instant) -> View {
+    View {
+        show_thinking: true,
+        expand_tools: false,
+        now,
+        expand_key: "Ctrl+O".into(),
+    }
+}
+
+fn assistant(blocks: Vec<ContentBlock>) -> AssistantMessage {
+    AssistantMessage {
+        content: blocks,
+        ..Default::default()
+    }
+}
+
+fn user_msg(text: &str) -> AgentMessage {
+    AgentMessage::user(text)
+}
+
+fn tool(name: &str, args: serde_json::Value, state: ToolState, output: &str) -> Cell {
+    Cell::Tool(ToolCell {
+        id: "t1".into(),
+        name: name.into(),
+        args: Arc::new(args),
+        state,
+        output: output.into(),
+        diff: None,
+        saved: None,
+    })
+}
+
+// ----- the session picker -----------------------------------------------------------------
+
+fn saved(id: &str, name: Option<&str>, first: &str, cwd: &str, ago: u64, size: u64) -> SessionInfo {
+    SessionInfo {
+        path: std::path::PathBuf::from(format!("/sessions/{id}.jsonl")),
+        id: id.into(),
+        cwd: cwd.into(),
+        name: name.map(Into::into),
+        parent_session: None,
+        created: String::new(),
+        modified: std::time::SystemTime::now() - Duration::from_secs(ago),
+        size,
+        first_message: Some(first.into()),
+    }
+}
+
+/// What the host would list for `scope`.
+fn listing(scope: ListScope) -> HostEvent {
+    let mut v = vec![
+        saved(
+            "a1b2c3",
+            None,
+            "fix the failing parser test",
+            "/demo",
+            300,
+            812,
+        ),
+        saved(
+            "d4e5f6",
+            Some("Release notes"),
+            "write the changelog",
+            "/demo",
+            3 * 3600 + 5,
+            4300,
+        ),
+    ];
+    if scope == ListScope::AllFolders {
+        v.push(saved(
+            "0789ab",
+            None,
+            "tune the database indexes",
+            "/db",
+            2 * 86_400 + 5,
+            1_363_149,
+        ));
+    }
+    HostEvent::Sessions { scope, sessions: v }
+}
+
+/// What the host answers when it opened `a1b2c3`.
+fn opened(path: std::path::PathBuf) -> HostEvent {
+    let call = AssistantMessage {
+        content: vec![
+            ContentBlock::text("Let me run the tests."),
+            ContentBlock::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "bash".into(),
+                arguments: json!({"command": "cargo test"}),
+                intent: None,
+                thought_signature: None,
+            }),
+        ],
+        ..Default::default()
+    };
+    let result = ToolResultMessage {
+        tool_call_id: "c1".into(),
+        tool_name: "bash".into(),
+        content: vec![ContentBlock::text("test parser ... FAILED")],
+        details: None,
+        is_error: true,
+        useless: false,
+        timestamp: 0,
+    };
+    HostEvent::Opened(Box::new(Opened {
+        path,
+        session_id: "a1b2c3".into(),
+        messages: vec![
+            user_msg("fix the failing parser test"),
+            AgentMessage::from(Message::Assistant(call)),
+            AgentMessage::from(Message::ToolResult(result)),
+            AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
+                "The **parser** test fails on empty input.",
+            )]))),
+        ],
+        model: model("sonnet-test", "anthropic"),
+        thinking: ThinkingLevel::High,
+        name: None,
+        warnings: Vec::new(),
+        draft: None,
+        from: crate::host::OpenedFrom::Resumed,
+    }))
+}
+
+/// `/resume`, answered by the host with this folder's listing.
+fn open_picker(app: &mut App, port: &Sent) {
+    type_text(app, "/resume");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.log().listed.last(), Some(&ListScope::CurrentFolder));
+    assert!(
+        app.popups.sessions().is_none(),
+        "the picker waits for the listing"
+    );
+    app.handle_host_event(listing(ListScope::CurrentFolder));
+    assert!(app.popups.sessions().is_some());
+}
+
+/// The screen with its colours: ratatui's buffer dump lists each run of cells whose style
+/// changes, so a snapshot shows which code got which colour.
+fn styled_cells_screen(cells: Vec<Cell>, w: u16, h: u16) -> String {
+    let mut t = Transcript::default();
+    for c in cells {
+        t.push(c);
+    }
+    let rows = t.visible(w as usize, h as usize, &view(Instant::now()));
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| f.render_widget(Paragraph::new(rows), f.area()))
+        .unwrap();
+    format!("{:?}", term.backend().buffer())
+}
+
+fn answer(md: &str) -> Cell {
+    Cell::assistant(assistant(vec![ContentBlock::text(md)]), false)
+}
