@@ -1064,7 +1064,7 @@ mod tests {
         );
         ctx.sync_and_build(&prompt("sys"), &tools(), OPTS, arcs(transcript(1)));
         assert!(!ctx.note_model("p", "api", "m"));
-        assert!(ctx.log().len() > 0);
+        assert!(!ctx.log().is_empty());
         assert!(ctx.note_model("p", "api", "other"));
         assert!(ctx.log().is_empty());
         assert_eq!(ctx.last_sync_count(), 0);
