@@ -74,8 +74,8 @@ pub struct AgentSettings {
     /// Send the model an append-only context (spec §10): messages already sent go again as
     /// they were sent, and the system prompt and tool specs as they were snapshotted, so a
     /// provider's prompt cache keeps matching. The log lives as long as the agent, across
-    /// runs; it starts over after compaction, a rewrite of earlier history, another model or
-    /// `reset`.
+    /// runs; it starts over after compaction (a shorter history), another model or `reset`,
+    /// and a message rewritten in place is sent anew with everything after it.
     pub append_only: bool,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
