@@ -24,10 +24,13 @@ inline mode, which prints the conversation into the terminal's scrollback.
 Usage: bench/tui_stream.py [PI_BINARY]   (bench/tui_stream.sh builds it and calls this)
 Environment: TOKENS, RATE, ROWS, COLS, IDLE, CODE (0: no code blocks), PACED (1: one event per
 write), SHAPE (`markdown`, the default, or `line`: one paragraph without a newline, as in
-issue 25's 300-word answer), MARK (default 20), MODE (inline or fullscreen).
+issue 25's 300-word answer), MARK (default 20), MODE (inline or fullscreen), JSON (1: also
+one line `JSON {...}` with the figures, for bench/tui_figures.py).
 """
+import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -187,6 +190,7 @@ def main():
     idle_bytes1 = term.count()
 
     quit_pi(pid, term)
+    shutil.rmtree(work, ignore_errors=True)
 
     wall = t1 - t0
     cpu = cpu1 - cpu0
@@ -203,6 +207,16 @@ def main():
     if delays:
         print(f"  delta to terminal p50 {percentile(delays, 50):7.1f} ms, p99 {percentile(delays, 99):7.1f} ms, "
               f"max {max(delays):7.1f} ms ({len(delays)} of {len(SENT)} markers seen)")
+    if os.environ.get("JSON") == "1":
+        # One line for bench/tui_figures.py.
+        print("JSON " + json.dumps({
+            "mode": MODE, "wall_s": wall, "cpu_ms": cpu * 1000, "cpu_pct": 100 * cpu / wall,
+            "peak_mb": peak, "bytes": bytes1 - bytes0, "text_bytes": TEXT_BYTES,
+            "idle_pct": 100 * (idle_cpu1 - idle_cpu0) / IDLE,
+            "p50_ms": percentile(delays, 50) if delays else None,
+            "p99_ms": percentile(delays, 99) if delays else None,
+            "max_ms": max(delays) if delays else None,
+            "markers_seen": len(delays), "markers_sent": len(SENT)}))
 
 
 main()

@@ -1669,3 +1669,105 @@ async fn a_side_request_context_shares_the_main_prefix() {
     let own = agent.side_request_context(vec![question], Some(vec!["summarise".into()]));
     assert_eq!(own.system_prompt, ["summarise", "(marked)"]);
 }
+
+// Append-only context (spec §10) -----------------------------------------------------------------
+
+/// The transcript with every timestamp set to `ts`: the same conversation as far as a provider
+/// can tell (timestamps are never sent), but new values.
+fn restamped(messages: Vec<AgentMessage>, ts: i64) -> Vec<AgentMessage> {
+    messages
+        .into_iter()
+        .map(|m| match m {
+            AgentMessage::Llm(llm) => {
+                let mut llm = (*llm).clone();
+                match &mut llm {
+                    Message::User(u) => u.timestamp = ts,
+                    Message::Developer(d) => d.timestamp = ts,
+                    Message::Assistant(a) => a.timestamp = ts,
+                    Message::ToolResult(r) => r.timestamp = ts,
+                }
+                llm.into()
+            }
+            other => other,
+        })
+        .collect()
+}
+
+fn stamps_sent(p: &ScriptedProvider, i: usize) -> Vec<i64> {
+    p.requests()[i]
+        .context
+        .messages
+        .iter()
+        .map(|m| m.timestamp())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_append_only_context_resends_what_was_sent_across_runs() {
+    let p = scripts(vec![
+        reply::text("one"),
+        reply::text("two"),
+        reply::text("three"),
+        reply::text("four"),
+        reply::text("five"),
+    ]);
+    let agent = agent(&p, vec![]);
+    agent.update_settings(|s| s.append_only = true);
+    let mut rx = agent.subscribe();
+    agent.prompt_text("first").unwrap();
+    finish(&agent, &mut rx).await;
+    let sent = stamps_sent(&p, 0);
+    assert_eq!(sent.len(), 1);
+
+    // The same conversation with other values: the earlier messages go as they went.
+    agent
+        .replace_messages(restamped(agent.messages(), 7))
+        .unwrap();
+    agent.prompt_text("second").unwrap();
+    finish(&agent, &mut rx).await;
+    let second = stamps_sent(&p, 1);
+    assert_eq!(second.len(), 3);
+    assert_eq!(second[0], sent[0], "the first prompt as it was sent");
+    assert_eq!(second[1], 7, "the answer was not sent before");
+    agent
+        .replace_messages(restamped(agent.messages(), 10))
+        .unwrap();
+    agent.prompt_text("again").unwrap();
+    finish(&agent, &mut rx).await;
+    let again = stamps_sent(&p, 2);
+    assert_eq!(again[..3], second[..3], "each message as it was first sent");
+
+    // Another model: everything is sent afresh.
+    agent.update_settings(|s| s.model.id = "other".into());
+    agent
+        .replace_messages(restamped(agent.messages(), 8))
+        .unwrap();
+    agent.prompt_text("third").unwrap();
+    finish(&agent, &mut rx).await;
+    let third = stamps_sent(&p, 3);
+    assert_eq!(&third[..6], [8; 6], "{third:?}");
+
+    // `reset` starts a new log, even for a conversation that looks the same.
+    let kept = agent.messages();
+    agent.reset();
+    agent.replace_messages(restamped(kept, 9)).unwrap();
+    agent.prompt_text("fourth").unwrap();
+    finish(&agent, &mut rx).await;
+    let fourth = stamps_sent(&p, 4);
+    assert_eq!(&fourth[..8], [9; 8], "{fourth:?}");
+}
+
+#[tokio::test]
+async fn without_the_append_only_context_each_call_sends_the_transcript_as_it_is() {
+    let p = scripts(vec![reply::text("one"), reply::text("two")]);
+    let agent = agent(&p, vec![]);
+    let mut rx = agent.subscribe();
+    agent.prompt_text("first").unwrap();
+    finish(&agent, &mut rx).await;
+    agent
+        .replace_messages(restamped(agent.messages(), 7))
+        .unwrap();
+    agent.prompt_text("second").unwrap();
+    finish(&agent, &mut rx).await;
+    assert_eq!(&stamps_sent(&p, 1)[..2], [7, 7]);
+}

@@ -701,6 +701,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.follow_up_mode =
         config::queue_mode(config.follow_up_mode.as_deref(), "follow_up_mode")?;
     settings.intent_tracing = intent_tracing(&config, &options.env);
+    // Every provider caches by prefix: keep what was sent byte-identical turn to turn.
+    settings.append_only = true;
     settings.hooks = Arc::new(crate::approval::gate::GateHooks(gate.clone()));
     let agent = Agent::new(settings);
     let mcp = start_mcp(

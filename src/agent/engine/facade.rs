@@ -21,6 +21,7 @@ use crate::agent::engine::config::LoopConfig;
 use crate::agent::engine::host_hooks::{self, HookId, HookList, SignalHook};
 use crate::agent::engine::run::{check_continuable, run_compact, run_continue, run_prompt};
 use crate::agent::lock;
+use crate::agent::policy::append_only::AppendOnlyContext;
 use crate::agent::policy::normalize::{
     ToolNormalizeOptions, normalize_messages_for_provider, normalize_tools,
 };
@@ -70,6 +71,12 @@ pub struct AgentSettings {
     pub compaction: Option<crate::agent::policy::compaction::CompactionSettings>,
     /// See [`LoopConfig::max_repeated_tool_turns`].
     pub max_repeated_tool_turns: Option<u32>,
+    /// Send the model an append-only context (spec §10): messages already sent go again as
+    /// they were sent, and the system prompt and tool specs as they were snapshotted, so a
+    /// provider's prompt cache keeps matching. The log lives as long as the agent, across
+    /// runs; it starts over after compaction (a shorter history), another model or `reset`,
+    /// and a message rewritten in place is sent anew with everything after it.
+    pub append_only: bool,
     /// Host hooks (gates, tool hooks, transforms). Queues are the agent's own.
     pub hooks: Arc<dyn LoopHooks>,
 }
@@ -98,6 +105,7 @@ impl AgentSettings {
             max_repeated_tool_turns: Some(
                 crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS,
             ),
+            append_only: false,
             hooks: Arc::new(NoHooks),
         }
     }
@@ -147,6 +155,8 @@ struct Inner {
     /// is locked.
     external: Mutex<Vec<AgentMessage>>,
     written_back: AtomicU64,
+    /// The request log kept across runs while `AgentSettings::append_only` is on.
+    append_only: Arc<Mutex<AppendOnlyContext>>,
 }
 
 /// A conversation with a model and tools. Cheap to clone; clones share everything.
@@ -178,6 +188,7 @@ impl Agent {
                 model_call_hooks: Mutex::new(HookList::default()),
                 external: Mutex::new(Vec::new()),
                 written_back: AtomicU64::new(0),
+                append_only: Arc::new(Mutex::new(AppendOnlyContext::new())),
             }),
         }
     }
@@ -499,6 +510,11 @@ impl Agent {
             st.error = None;
             st.pending_tool_calls.clear();
         }
+        // A new conversation sends everything afresh.
+        let mut ao = lock(&self.inner.append_only);
+        ao.reset_sync_cursor();
+        ao.invalidate();
+        drop(ao);
         self.clear_all_queues();
     }
 
@@ -685,7 +701,7 @@ impl Agent {
             telemetry: s.telemetry,
             retry: s.retry,
             max_repeated_tool_turns: s.max_repeated_tool_turns,
-            append_only: None,
+            append_only: s.append_only.then(|| self.inner.append_only.clone()),
             compaction: s.compaction,
             hooks: Arc::new(FacadeHooks {
                 agent: self.clone(),

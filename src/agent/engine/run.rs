@@ -999,12 +999,17 @@ impl Run {
             prune_descriptions: self.cfg.prune_tool_descriptions,
         };
         let mut ctx = match &self.cfg.append_only {
-            Some(ao) => lock(ao).sync_and_build(
-                &self.system_prompt,
-                &self.tools,
-                options,
-                messages.as_ref().clone(),
-            ),
+            Some(ao) => {
+                let mut ao = lock(ao);
+                // A model changed between calls (or runs) starts the log over.
+                ao.note_model(&self.model.provider, &self.model.api, &self.model.id);
+                ao.sync_and_build(
+                    &self.system_prompt,
+                    &self.tools,
+                    options,
+                    messages.as_ref().clone(),
+                )
+            }
             None => {
                 let key = Arc::as_ptr(&self.tools) as usize;
                 let specs = match &self.tool_specs {

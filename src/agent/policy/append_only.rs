@@ -324,6 +324,8 @@ pub struct AppendOnlyContext {
     digests: Vec<u64>,
     /// How many transcript messages the last sync covered.
     last_sync_count: usize,
+    /// The model the log was sent to (`provider/api/id`), once one was noted.
+    model: Option<String>,
 }
 
 impl AppendOnlyContext {
@@ -390,6 +392,21 @@ impl AppendOnlyContext {
             tools: s.tools.clone(),
             messages: Arc::new(self.log.to_messages()),
         })
+    }
+
+    /// Say which model the next request goes to; a model other than the last one noted drops
+    /// prefix, log and cursor (see [`Self::invalidate_for_model_change`]). `true` when it did.
+    pub fn note_model(&mut self, provider: &str, api: &str, id: &str) -> bool {
+        let key = format!("{provider}/{api}/{id}");
+        if self.model.as_deref() == Some(key.as_str()) {
+            return false;
+        }
+        let changed = self.model.is_some();
+        if changed {
+            self.invalidate_for_model_change();
+        }
+        self.model = Some(key);
+        changed
     }
 
     /// A different model may tokenise or replay differently: drop prefix, log and cursor.
@@ -1036,5 +1053,24 @@ mod tests {
             plain(ctx.log().entries()),
             [user("a", 1), user("summary", 1), user("b", 2)]
         );
+    }
+
+    #[test]
+    fn another_model_starts_the_log_over() {
+        let mut ctx = AppendOnlyContext::new();
+        assert!(
+            !ctx.note_model("p", "api", "m"),
+            "the first model noted is no change"
+        );
+        ctx.sync_and_build(&prompt("sys"), &tools(), OPTS, arcs(transcript(1)));
+        assert!(!ctx.note_model("p", "api", "m"));
+        assert!(!ctx.log().is_empty());
+        assert!(ctx.note_model("p", "api", "other"));
+        assert!(ctx.log().is_empty());
+        assert_eq!(ctx.last_sync_count(), 0);
+        assert!(!ctx.prefix().is_built());
+        // Everything is sent afresh, with this turn's values.
+        let out = ctx.sync_and_build(&prompt("sys"), &tools(), OPTS, arcs(transcript(2)));
+        assert!(out.messages.iter().all(|m| m.timestamp() == 2));
     }
 }
