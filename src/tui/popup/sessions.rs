@@ -185,8 +185,7 @@ impl SessionPicker {
         // Right-hand columns: id (as much as tells the listed sessions apart), folder (up to
         // 24), message count, age.
         let ids: Vec<&str> = self.sessions.iter().map(|s| s.id.as_str()).collect();
-        let short: HashMap<&str, String> =
-            ids.iter().copied().zip(unique_prefixes(&ids)).collect();
+        let short: HashMap<&str, String> = ids.iter().copied().zip(unique_prefixes(&ids)).collect();
         let id_w = short.values().map(|s| text_width(s)).max().unwrap_or(0);
         let folder_w = (width / 4).clamp(8, 24);
         let room = width.saturating_sub(folder_w + id_w + 19).max(8);
