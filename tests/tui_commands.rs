@@ -1,7 +1,8 @@
 //! Commands and the words about them, end to end: the real binary in a pseudo-terminal
 //! against the scripted local server. `/help` and the start-up header name a key as
 //! keybindings.json binds it; an unknown `/command` is answered with the nearest known one and
-//! never reaches the model, while `//text` sends `/text` as a prompt.
+//! never reaches the model, while `//text` sends `/text` as a prompt; `/clone` and `/fork` say
+//! cloned and forked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -103,5 +104,29 @@ async fn an_unknown_command_is_not_sent_and_a_double_slash_is() {
         sent_prompts(&server),
         ["hello", "/clear is a command elsewhere"]
     );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clone_and_fork_say_what_they_did() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("First answer.")]).await;
+    let home = temp_home("clone-fork");
+    let mut pi = Pty::spawn(&home, &server, &[]);
+    pi.wait_for("qwen3:8b");
+    pi.send(b"hello\r");
+    pi.wait_for("First answer.");
+
+    pi.send(b"/clone\r");
+    let s = pi.wait_for("Cloned into the new session");
+    assert!(!s.contains("Resumed"), "{s}");
+
+    pi.send(b"/fork\r");
+    pi.wait_for("Fork before:");
+    pi.send(b"\r");
+    let s = pi.wait_for("Forked into the new session");
+    assert!(!s.contains("Resumed"), "{s}");
+    // The prompt forked before is back in the editor, to be changed and sent again.
+    pi.send(b"\x15");
+    assert!(pi.quit().success());
     let _ = std::fs::remove_dir_all(&home);
 }
