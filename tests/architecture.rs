@@ -4,7 +4,8 @@
 //! * `agent` imports nothing else in the crate, and no terminal, HTTP, file or process API;
 //!   within it, `protocol` imports only itself and `policy` only `protocol` and itself.
 //! * `provider`, `tools`, `mcp`, `session`, `config` and `attach` import no front end, nor
-//!   `setup` or `host`.
+//!   `setup` or `host`; of the agent they know only its contract, `agent::protocol` (not the
+//!   loop's `engine` nor its `policy`).
 //! * `setup` and `host` import no front end; the front ends (`tui`, `print`, `rpc`) import
 //!   each other never, nor `cli`.
 //! * `tui` (its tests aside) reaches `session`, `tools` and `mcp` only through `host` (its
@@ -128,6 +129,14 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
     if lower.contains(&top) && (front_ends.contains(&to) || matches!(to, "cli" | "setup" | "host"))
     {
         return fail(&format!("{top} imports crate::{to}"));
+    }
+    if lower.contains(&top) && to == "agent" && to_second != "protocol" {
+        let what = if to_second.is_empty() {
+            "crate::agent (name agent::protocol)".to_string()
+        } else {
+            format!("agent::{to_second} (only agent::protocol)")
+        };
+        return fail(&format!("{top} imports {what}"));
     }
     if matches!(top, "setup" | "host") && (front_ends.contains(&to) || to == "cli") {
         return fail(&format!("{top} imports the front end crate::{to}"));
@@ -254,6 +263,25 @@ fn the_checker_catches_each_kind_of_crossing() {
         ("print/mod.rs", "use crate::cli::Cli;"),
         ("host/mod.rs", "use crate::tui::app::App;"),
         ("setup/mod.rs", "fn f() -> reqwest::Client { todo!() }"),
+        (
+            "provider/emit.rs",
+            "use crate::agent::policy::validate::PARSE_ERROR_KEY;",
+        ),
+        (
+            "session/task.rs",
+            "use crate::agent::engine::facade::Agent;",
+        ),
+        (
+            "session/context.rs",
+            "crate::agent::policy::compaction::summary_message(s, t)",
+        ),
+        (
+            "config/mod.rs",
+            "Some(crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS)",
+        ),
+        ("tools/read.rs", "use crate::agent::{engine, protocol};"),
+        ("mcp/client.rs", "use crate::agent::policy::coerce::x;"),
+        ("attach/load.rs", "use crate::agent::engine::run::Run;"),
     ];
     for (file, line) in cases {
         let problems = check_file(Path::new(file), line);
@@ -289,7 +317,11 @@ fn the_checker_catches_each_kind_of_crossing() {
         ),
         (
             "session/task.rs",
-            "use crate::agent::engine::facade::Agent;",
+            "use crate::agent::protocol::events::RunEvent;",
+        ),
+        (
+            "config/mod.rs",
+            "crate::agent::protocol::compaction::CompactionSettings::default()",
         ),
         (
             "provider/http.rs",

@@ -55,9 +55,9 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
-use crate::agent::policy::validate::PARSE_ERROR_KEY;
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::PARSE_ERROR_KEY;
 use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, STOP_REFUSAL, StopDetails, StopReason,
     ToolResultMessage, TransientError, UserContent, now_ms,

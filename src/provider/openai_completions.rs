@@ -17,9 +17,9 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
-use crate::agent::policy::validate::PARSE_ERROR_KEY;
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice};
 use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::PARSE_ERROR_KEY;
 use crate::agent::protocol::types::{
     ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
 };
