@@ -26,6 +26,7 @@ pub mod rpc;
 pub mod secrets;
 pub mod session;
 pub mod setup;
+pub mod sync;
 pub mod tools;
 pub mod tui;
 pub mod visible;

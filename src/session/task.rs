@@ -11,13 +11,14 @@
 //! Hosts that already loop over the events themselves can skip this and call
 //! [`SessionRecorder::handle`] directly.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::recorder::SessionRecorder;
 use crate::agent::protocol::events::{AgentEvent, RunEvent};
+use crate::sync::lock;
 
 type Change = Box<dyn FnOnce(&mut SessionRecorder) + Send>;
 
@@ -35,10 +36,6 @@ pub struct RecorderTask {
     join: JoinHandle<()>,
     session_id: String,
     path: std::path::PathBuf,
-}
-
-fn lock(m: &Mutex<SessionRecorder>) -> MutexGuard<'_, SessionRecorder> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl RecorderTask {
@@ -154,7 +151,7 @@ impl RecorderTask {
         let _ = self.join.await;
         Arc::try_unwrap(self.shared)
             .ok()
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .map(crate::sync::into_inner)
     }
 }
 

@@ -225,7 +225,7 @@ impl ToolContext {
 
     /// The lock that serialises writes to one file (across tools and batches).
     fn file_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut locks = crate::sync::lock(&self.locks);
         // Drop locks nobody holds so the map does not grow with every file ever written.
         if locks.len() > 256 {
             locks.retain(|_, l| Arc::strong_count(l) > 1);
