@@ -20,6 +20,7 @@ pub mod config;
 pub mod end_signals;
 pub mod host;
 pub mod mcp;
+pub mod paths;
 pub mod print;
 pub mod provider;
 pub mod rpc;

@@ -1,8 +1,8 @@
 //! The module boundaries, held by reading the source: every `crate::…` path (and every
 //! `super::…` path, resolved) is checked against the layout's rules.
 //!
-//! * `sync` (the poison-tolerant lock) is a leaf: it imports nothing from the crate, and
-//!   anyone may import it.
+//! * `sync` (the poison-tolerant lock) and `paths` (`~` in paths) are leaves: they import
+//!   nothing from the crate, and anyone may import them (the agent only `sync`).
 //! * `agent` imports nothing else in the crate but `sync`, and no terminal, HTTP, file or
 //!   process API; within it, `protocol` imports only itself and `policy` only `protocol` and itself.
 //! * `provider`, `tools`, `mcp`, `session`, `config` and `attach` import no front end, nor
@@ -114,8 +114,8 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
     let front_ends = ["tui", "print", "rpc"];
     let fail = |why: &str| Some(format!("{}:{}: {why}", r.file, r.line));
     // (`super::` in a file's inline `mod tests` resolves one level short, to the empty path.)
-    if top == "sync" && !matches!(to, "" | "sync") {
-        return fail(&format!("the leaf sync imports crate::{to}"));
+    if matches!(top, "sync" | "paths") && !to.is_empty() && to != top {
+        return fail(&format!("the leaf {top} imports crate::{to}"));
     }
     if top == "agent" {
         if to != "agent" && to != "sync" {
@@ -270,6 +270,8 @@ fn the_checker_catches_each_kind_of_crossing() {
         ("host/mod.rs", "use crate::tui::app::App;"),
         ("setup/mod.rs", "fn f() -> reqwest::Client { todo!() }"),
         ("sync.rs", "use crate::agent::lock;"),
+        ("paths.rs", "use crate::sync::lock;"),
+        ("agent/engine/run.rs", "crate::paths::short_home(p)"),
         (
             "agent/engine/run.rs",
             "use crate::session::lock::SessionLock;",
@@ -301,6 +303,8 @@ fn the_checker_catches_each_kind_of_crossing() {
     let fine = [
         ("agent/mod.rs", "pub(crate) use crate::sync::lock;"),
         ("tui/theme.rs", "*crate::sync::read(&GLOBAL)"),
+        ("tools/context.rs", "crate::paths::expand_home_in(p, h)"),
+        ("paths.rs", "use super::*;"),
         (
             "agent/engine/run.rs",
             "use crate::agent::policy::soft::SoftState;",

@@ -340,18 +340,14 @@ pub(crate) fn is_odd_space(c: char) -> bool {
     )
 }
 
+/// `~` and `~/…` from the home folder (see `crate::paths`); an error when none is known.
 fn expand_home(path: &str) -> Result<PathBuf, ToolError> {
-    let rest = if path == "~" {
-        ""
-    } else if let Some(rest) = path.strip_prefix("~/") {
-        rest
-    } else {
+    if crate::paths::home_relative(path).is_none() {
         return Ok(PathBuf::from(path));
-    };
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| ToolError::new("Cannot expand `~`: the HOME variable is not set."))?;
-    Ok(PathBuf::from(home).join(rest))
+    }
+    let home = crate::paths::home()
+        .ok_or_else(|| ToolError::new("Cannot expand `~`: no home folder is known."))?;
+    Ok(crate::paths::expand_home_in(path, Some(&home)))
 }
 
 /// Remove `.` and fold `..` without touching the file system (symlinks stay as named).
