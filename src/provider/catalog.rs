@@ -995,3 +995,78 @@ mod ollama_tests {
         assert_eq!(ollama_root("https://box:1/"), "https://box:1");
     }
 }
+
+#[cfg(test)]
+mod listing_tests {
+    use std::fmt::Write;
+
+    use super::*;
+
+    /// Everything the built-in catalogue says, a line per provider and model: the providers
+    /// twice, without and with every environment variable set (to show which ones they read).
+    fn listing() -> String {
+        let mut out = String::new();
+        let all_env = |k: &str| Some(format!("http://env/{k}"));
+        let compat = |c: &Compat| {
+            if *c == Compat::openai() {
+                "openai"
+            } else if *c == Compat::default() {
+                "default"
+            } else {
+                "other"
+            }
+        };
+        for env in [&no_env as &dyn Fn(&str) -> Option<String>, &all_env] {
+            for p in Catalog::builtin(env).providers() {
+                let _ = writeln!(
+                    out,
+                    "provider {} {} {:?} key_env={:?} keyless={} compat={} headers={:?}",
+                    p.id,
+                    p.api.as_str(),
+                    p.base_url,
+                    p.key_env,
+                    p.keyless,
+                    compat(&p.compat),
+                    p.headers
+                );
+            }
+        }
+        for m in Catalog::builtin(&no_env).models() {
+            let pr = &m.pricing;
+            let _ = writeln!(
+                out,
+                "model {}/{} {:?} {} {:?} context={} max={} reasoning={} images={} \
+                 price={}/{}/{}/{} compat={} headers={:?}",
+                m.provider,
+                m.id,
+                m.name,
+                m.api.as_str(),
+                m.base_url,
+                m.context_window,
+                m.max_tokens,
+                m.reasoning,
+                m.images,
+                pr.input,
+                pr.output,
+                pr.cache_read,
+                pr.cache_write,
+                compat(&m.compat),
+                m.headers
+            );
+        }
+        out
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn the_built_in_list_is_the_one_recorded() {
+        let now = listing();
+        if std::env::var_os("PI_WRITE_CATALOG_LISTING").is_some() {
+            std::fs::write("src/provider/catalog_listing.txt", &now).unwrap();
+        }
+        assert_eq!(now, include_str!("catalog_listing.txt"));
+    }
+}
