@@ -210,15 +210,11 @@ impl WireApi for ChatCompletions {
         {
             body.insert("temperature".into(), json!(t));
         }
-        let mut headers = model.headers.clone();
-        let custom_auth = headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-        if let Some(k) = key
-            && !custom_auth
-        {
-            headers.push(("authorization".into(), format!("Bearer {k}")));
-        }
+        let headers = super::wire::merge_headers(
+            key.map(|k| ("authorization", format!("Bearer {k}"))),
+            &[],
+            &model.headers,
+        );
         Ok(HttpRequest {
             url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
             headers,
