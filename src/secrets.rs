@@ -97,7 +97,7 @@ impl Secrets {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        let mut inner = crate::sync::write(&self.inner);
         let mut changed = false;
         for v in values {
             let v = v.as_ref().trim();
@@ -120,12 +120,7 @@ impl Secrets {
         if Arc::ptr_eq(&self.inner, &other.inner) {
             return;
         }
-        let values = other
-            .inner
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values
-            .clone();
+        let values = crate::sync::read(&other.inner).values.clone();
         self.extend(values);
     }
 
@@ -136,11 +131,7 @@ impl Secrets {
 
     /// How many values are known.
     pub fn len(&self) -> usize {
-        self.inner
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values
-            .len()
+        crate::sync::read(&self.inner).values.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -149,13 +140,13 @@ impl Secrets {
 
     /// Whether `text` holds a known value.
     pub fn found_in(&self, text: &str) -> bool {
-        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let inner = crate::sync::read(&self.inner);
         inner.matcher.as_ref().is_some_and(|m| m.is_match(text))
     }
 
     /// `text` with every known value replaced by [`REDACTED`] (borrowed when nothing matched).
     pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let inner = crate::sync::read(&self.inner);
         let Some(m) = inner.matcher.as_ref() else {
             return Cow::Borrowed(text);
         };

@@ -49,7 +49,10 @@ impl Rig {
         let events = agent.subscribe();
         let dir = tempfile::tempdir().unwrap();
         let recorder = SessionRecorder::new_session(dir.path(), dir.path());
-        let session = Some(RecorderTask::spawn(&agent, recorder));
+        let session = Some(RecorderTask::from_events(
+            agent.subscribe_filtered(SessionRecorder::wants),
+            recorder,
+        ));
         Rig {
             agent,
             events,
@@ -93,8 +96,8 @@ impl Rig {
         let ctx = Session::load(&path)
             .expect("the session file loads")
             .into_context();
-        self.session = Some(RecorderTask::spawn(
-            &self.agent,
+        self.session = Some(RecorderTask::from_events(
+            self.agent.subscribe_filtered(SessionRecorder::wants),
             SessionRecorder::resume(&Session::load(&path).unwrap()).unwrap(),
         ));
         let _ = &self.dir;

@@ -1,10 +1,13 @@
 //! The module boundaries, held by reading the source: every `crate::…` path (and every
 //! `super::…` path, resolved) is checked against the layout's rules.
 //!
-//! * `agent` imports nothing else in the crate, and no terminal, HTTP, file or process API;
-//!   within it, `protocol` imports only itself and `policy` only `protocol` and itself.
+//! * `sync` (the poison-tolerant lock) and `paths` (`~` in paths) are leaves: they import
+//!   nothing from the crate, and anyone may import them (the agent only `sync`).
+//! * `agent` imports nothing else in the crate but `sync`, and no terminal, HTTP, file or
+//!   process API; within it, `protocol` imports only itself and `policy` only `protocol` and itself.
 //! * `provider`, `tools`, `mcp`, `session`, `config` and `attach` import no front end, nor
-//!   `setup` or `host`.
+//!   `setup` or `host`; of the agent they know only its contract, `agent::protocol` (not the
+//!   loop's `engine` nor its `policy`).
 //! * `setup` and `host` import no front end; the front ends (`tui`, `print`, `rpc`) import
 //!   each other never, nor `cli`.
 //! * `tui` (its tests aside) reaches `session`, `tools` and `mcp` only through `host` (its
@@ -110,8 +113,12 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
     let to_second = r.target.get(1).map(String::as_str).unwrap_or("");
     let front_ends = ["tui", "print", "rpc"];
     let fail = |why: &str| Some(format!("{}:{}: {why}", r.file, r.line));
+    // (`super::` in a file's inline `mod tests` resolves one level short, to the empty path.)
+    if matches!(top, "sync" | "paths") && !to.is_empty() && to != top {
+        return fail(&format!("the leaf {top} imports crate::{to}"));
+    }
     if top == "agent" {
-        if to != "agent" {
+        if to != "agent" && to != "sync" {
             return fail(&format!("agent imports crate::{to}"));
         }
         if second == "protocol" && to_second != "protocol" {
@@ -128,6 +135,14 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
     if lower.contains(&top) && (front_ends.contains(&to) || matches!(to, "cli" | "setup" | "host"))
     {
         return fail(&format!("{top} imports crate::{to}"));
+    }
+    if lower.contains(&top) && to == "agent" && to_second != "protocol" {
+        let what = if to_second.is_empty() {
+            "crate::agent (name agent::protocol)".to_string()
+        } else {
+            format!("agent::{to_second} (only agent::protocol)")
+        };
+        return fail(&format!("{top} imports {what}"));
     }
     if matches!(top, "setup" | "host") && (front_ends.contains(&to) || to == "cli") {
         return fail(&format!("{top} imports the front end crate::{to}"));
@@ -254,12 +269,42 @@ fn the_checker_catches_each_kind_of_crossing() {
         ("print/mod.rs", "use crate::cli::Cli;"),
         ("host/mod.rs", "use crate::tui::app::App;"),
         ("setup/mod.rs", "fn f() -> reqwest::Client { todo!() }"),
+        ("sync.rs", "use crate::agent::lock;"),
+        ("paths.rs", "use crate::sync::lock;"),
+        ("agent/engine/run.rs", "crate::paths::short_home(p)"),
+        (
+            "agent/engine/run.rs",
+            "use crate::session::lock::SessionLock;",
+        ),
+        (
+            "provider/emit.rs",
+            "use crate::agent::policy::validate::PARSE_ERROR_KEY;",
+        ),
+        (
+            "session/task.rs",
+            "use crate::agent::engine::facade::Agent;",
+        ),
+        (
+            "session/context.rs",
+            "crate::agent::policy::compaction::summary_message(s, t)",
+        ),
+        (
+            "config/mod.rs",
+            "Some(crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS)",
+        ),
+        ("tools/read.rs", "use crate::agent::{engine, protocol};"),
+        ("mcp/client.rs", "use crate::agent::policy::coerce::x;"),
+        ("attach/load.rs", "use crate::agent::engine::run::Run;"),
     ];
     for (file, line) in cases {
         let problems = check_file(Path::new(file), line);
         assert!(!problems.is_empty(), "not caught: {file}: {line}");
     }
     let fine = [
+        ("agent/mod.rs", "pub(crate) use crate::sync::lock;"),
+        ("tui/theme.rs", "*crate::sync::read(&GLOBAL)"),
+        ("tools/context.rs", "crate::paths::expand_home_in(p, h)"),
+        ("paths.rs", "use super::*;"),
         (
             "agent/engine/run.rs",
             "use crate::agent::policy::soft::SoftState;",
@@ -289,7 +334,11 @@ fn the_checker_catches_each_kind_of_crossing() {
         ),
         (
             "session/task.rs",
-            "use crate::agent::engine::facade::Agent;",
+            "use crate::agent::protocol::events::RunEvent;",
+        ),
+        (
+            "config/mod.rs",
+            "crate::agent::protocol::compaction::CompactionSettings::default()",
         ),
         (
             "provider/http.rs",

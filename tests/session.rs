@@ -623,7 +623,7 @@ async fn a_recorded_run_parses_back_with_the_same_ids_and_tree() {
     let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
     rec.set_model("scripted", "scripted-model");
     rec.set_thinking_level(ThinkingLevel::Off);
-    let task = RecorderTask::spawn(&agent, rec);
+    let task = RecorderTask::from_events(agent.subscribe_filtered(SessionRecorder::wants), rec);
     agent.prompt_text("use the tool").unwrap();
     agent.wait_idle().await;
     task.with(|r| {
@@ -658,7 +658,7 @@ async fn a_harmony_leak_discarded_by_the_loop_is_neither_recorded_nor_kept_by_th
     let model = Model::new("openai", "openai-responses", "gpt-5");
     let agent = Agent::new(AgentSettings::new(Arc::new(provider.clone()), model));
     let rec = SessionRecorder::new_session(dir.path(), Path::new("/w"));
-    let task = RecorderTask::spawn(&agent, rec);
+    let task = RecorderTask::from_events(agent.subscribe_filtered(SessionRecorder::wants), rec);
     agent.prompt_text("look").unwrap();
     agent.wait_idle().await;
     let rec = task.finish().await.unwrap();
@@ -1545,7 +1545,8 @@ async fn a_crash_mid_tool_resumes_into_a_request_the_api_accepts() {
         .to_model();
     let agent = Agent::new(AgentSettings::new(Arc::new(providers), model));
     agent.replace_messages(ctx.messages).unwrap();
-    let task = RecorderTask::spawn(&agent, recorder);
+    let task =
+        RecorderTask::from_events(agent.subscribe_filtered(SessionRecorder::wants), recorder);
     agent.prompt_text("The build was stuck; go on.").unwrap();
     agent.wait_idle().await;
     let recorder = task.finish().await.unwrap();

@@ -19,8 +19,5 @@ pub mod protocol;
 #[cfg(any(test, feature = "test-support"))]
 pub mod scripted;
 
-/// Lock a mutex, taking the data even if a panicking holder poisoned it (the data here is
-/// always left consistent, and a UI must not die of a poisoned lock).
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+/// The crate's poison-tolerant lock (the loop's files name it from here).
+pub(crate) use crate::sync::lock;

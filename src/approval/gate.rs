@@ -23,6 +23,7 @@ use super::{ApprovalMode, ApprovalRequest, Decision, may_change};
 use crate::agent::protocol::abort::AbortSignal;
 use crate::agent::protocol::hooks::{BeforeToolCall, LoopHooks};
 use crate::agent::protocol::types::{AssistantMessage, ToolCall};
+use crate::sync::lock;
 use crate::tools::ToolContext;
 use crate::tools::preview::change_preview;
 
@@ -282,10 +283,6 @@ fn cut(text: &str, max: usize) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The gate as the loop's hooks (only `before_tool_call`; everything else is neutral).

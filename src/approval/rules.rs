@@ -206,10 +206,7 @@ impl Subject {
 /// `raw` relative to `cwd` when it lies inside it, else absolute; `..` resolved by its text.
 pub fn relative_path(raw: &str, cwd: &Path) -> String {
     let raw = raw.trim().trim_start_matches('@');
-    let expanded = match raw.strip_prefix("~/") {
-        Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(raw), |h| h.join(rest)),
-        None => PathBuf::from(raw),
-    };
+    let expanded = crate::paths::expand_home(raw);
     let joined = if expanded.is_absolute() {
         expanded
     } else {
@@ -308,6 +305,18 @@ mod tests {
             "`*` stays within a folder"
         );
         assert_eq!(r.check("write", &path("src/x.rs"), cwd), Verdict::Unmatched);
+    }
+
+    #[test]
+    fn a_lone_tilde_is_judged_as_the_home_folder_the_tool_would_use() {
+        let Some(home) = crate::paths::home() else {
+            return;
+        };
+        let cwd = Path::new("/nowhere/p");
+        let shown = |p: &Path| p.to_string_lossy().trim_end_matches('/').to_string();
+        assert_eq!(relative_path("~", cwd), shown(&home));
+        assert_eq!(relative_path("~/a", cwd), shown(&home.join("a")));
+        assert_eq!(relative_path("~x/a", cwd), "~x/a");
     }
 
     #[test]

@@ -52,14 +52,7 @@ pub fn base_name(name: &str) -> &str {
 
 /// `raw` as a path: `~` and `~/…` from the home folder, relative paths from `cwd`.
 pub fn resolve(cwd: &Path, raw: &str) -> PathBuf {
-    let home = || dirs::home_dir().unwrap_or_default();
-    let expanded = if raw == "~" {
-        home()
-    } else if let Some(rest) = raw.strip_prefix("~/") {
-        home().join(rest)
-    } else {
-        PathBuf::from(raw)
-    };
+    let expanded = crate::paths::expand_home(raw);
     if expanded.is_absolute() {
         expanded
     } else {

@@ -39,9 +39,9 @@ pub struct CompactionConfig {
 
 impl CompactionConfig {
     /// The settings, defaults filled in.
-    pub fn settings(&self) -> crate::agent::policy::compaction::CompactionSettings {
-        let d = crate::agent::policy::compaction::CompactionSettings::default();
-        crate::agent::policy::compaction::CompactionSettings {
+    pub fn settings(&self) -> crate::agent::protocol::compaction::CompactionSettings {
+        let d = crate::agent::protocol::compaction::CompactionSettings::default();
+        crate::agent::protocol::compaction::CompactionSettings {
             enabled: self.enabled.unwrap_or(d.enabled),
             reserve_tokens: self.reserve_tokens.unwrap_or(d.reserve_tokens),
             keep_recent_tokens: self.keep_recent_tokens.unwrap_or(d.keep_recent_tokens),
@@ -1008,7 +1008,7 @@ mod example_tests {
         assert_eq!(cfg.retry.max_retries, Some(3));
         assert_eq!(
             cfg.max_repeated_tool_turns,
-            Some(crate::agent::engine::config::DEFAULT_MAX_REPEATED_TOOL_TURNS)
+            Some(crate::agent::protocol::command::DEFAULT_MAX_REPEATED_TOOL_TURNS)
         );
         assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
         // The documented interactive settings are the defaults.

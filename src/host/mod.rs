@@ -480,7 +480,7 @@ fn record(
             last = text;
         }
     }));
-    RecorderTask::spawn(agent, recorder)
+    RecorderTask::from_events(agent.subscribe_filtered(SessionRecorder::wants), recorder)
 }
 
 impl Host {

@@ -6,7 +6,6 @@
 pub use crate::mcp::manager::{ServerState, ServerStatus, ToolEntry, describe as describe_servers};
 pub use crate::session::context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
 pub use crate::session::error::another_pi;
-pub use crate::session::paths::short_path;
 pub use crate::session::tree::{TreeFilter, TreeKind, TreeRow, filter_rows};
 pub use crate::session::{ListScope, SessionInfo, UnreadableNewest, unique_prefixes};
 /// The folder walk the tools use (ignore files honoured), for the `@` file picker.

@@ -28,6 +28,7 @@ use super::config::{ServerConfig, Transport};
 use super::naming;
 use super::tool::McpTool;
 use crate::agent::protocol::tool::AgentTool;
+use crate::sync::lock;
 use crate::tools::process::{ProcessGroup, Signal};
 
 /// How long [`McpManager::stop`] gives the servers' processes to leave after SIGTERM.
@@ -119,10 +120,6 @@ pub struct Environment {
     pub cwd: PathBuf,
     /// The tools' output limits, which results are cut to.
     pub limits: crate::tools::ToolLimits,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl McpManager {

@@ -83,7 +83,7 @@ fn start_report(info: &setup::StartInfo, sources: &[std::path::PathBuf]) -> Vec<
     } else {
         sources
             .iter()
-            .map(|p| crate::session::paths::short_path(p))
+            .map(|p| crate::paths::short_home(p))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -166,7 +166,7 @@ fn export_to_file(options: &setup::Options, args: &[String]) -> Result<String, S
     Ok(format!(
         "Exported {} messages to {}",
         messages.len(),
-        crate::session::paths::short_path(&out)
+        crate::paths::short_home(&out)
     ))
 }
 

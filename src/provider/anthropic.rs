@@ -32,9 +32,9 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
-use crate::agent::policy::validate::PARSE_ERROR_KEY;
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::PARSE_ERROR_KEY;
 use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, STOP_PAUSE_TURN, STOP_REFUSAL,
     StopDetails, StopReason, ToolResultMessage, TransientError, UserContent,
@@ -66,15 +66,11 @@ impl WireApi for AnthropicMessages {
         if base.is_empty() {
             return Err(format!("no base URL for provider `{}`", model.provider));
         }
-        let mut headers = Vec::new();
-        if let Some(key) = key {
-            headers.push(("x-api-key".to_string(), key.to_string()));
-        }
-        headers.push(("anthropic-version".to_string(), API_VERSION.to_string()));
-        for (name, value) in &model.headers {
-            headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-            headers.push((name.clone(), value.clone()));
-        }
+        let headers = super::wire::merge_headers(
+            key.map(|k| ("x-api-key", k.to_string())),
+            &[("anthropic-version", API_VERSION)],
+            &model.headers,
+        );
         Ok(HttpRequest {
             url: format!("{base}/v1/messages"),
             headers,
@@ -799,6 +795,25 @@ mod tests {
             api.error_message(502, "bad gateway"),
             "bad gateway (HTTP 502)"
         );
+    }
+
+    #[test]
+    fn a_configured_authorization_replaces_the_api_key() {
+        let mut model = sonnet();
+        model.headers = vec![("Authorization".into(), "Bearer gateway".into())];
+        let req = request(
+            vec![Message::User(UserMessage::new("hi"))],
+            StreamOptions::default(),
+        );
+        let b = AnthropicMessages
+            .build(&model, &req, Some("sk-ant"))
+            .unwrap();
+        assert!(
+            b.headers.iter().all(|(k, _)| k != "x-api-key"),
+            "{:?}",
+            b.headers
+        );
+        assert!(b.headers.iter().any(|(k, _)| k == "anthropic-version"));
     }
 
     #[test]

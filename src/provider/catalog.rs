@@ -7,6 +7,12 @@
 //! overriding a built-in provider's base URL keeps its models. A model id the catalogue does not
 //! know is still usable on a known provider: [`Catalog::resolve`] builds an entry with default
 //! limits and says so, so new models work on the day they ship.
+//!
+//! The built-in providers and models are data, `catalog.toml` next to this file, compiled in
+//! and parsed once, on first use; `catalog_listing.txt` records what they amount to, and a
+//! test holds the two together.
+
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -186,236 +192,6 @@ pub struct Catalog {
     models: Vec<ModelInfo>,
 }
 
-struct Builtin {
-    id: &'static str,
-    name: &'static str,
-    context: u64,
-    max_out: u64,
-    reasoning: bool,
-    images: bool,
-    price: [f64; 4],
-}
-
-const ANTHROPIC_MODELS: &[Builtin] = &[
-    Builtin {
-        id: "claude-opus-4-5",
-        name: "Claude Opus 4.5",
-        context: 200_000,
-        max_out: 64_000,
-        reasoning: true,
-        images: true,
-        price: [5.0, 25.0, 0.5, 6.25],
-    },
-    Builtin {
-        id: "claude-sonnet-4-5",
-        name: "Claude Sonnet 4.5",
-        context: 200_000,
-        max_out: 64_000,
-        reasoning: true,
-        images: true,
-        price: [3.0, 15.0, 0.3, 3.75],
-    },
-    Builtin {
-        id: "claude-haiku-4-5",
-        name: "Claude Haiku 4.5",
-        context: 200_000,
-        max_out: 64_000,
-        reasoning: true,
-        images: true,
-        price: [1.0, 5.0, 0.1, 1.25],
-    },
-    Builtin {
-        id: "claude-opus-4-1",
-        name: "Claude Opus 4.1",
-        context: 200_000,
-        max_out: 32_000,
-        reasoning: true,
-        images: true,
-        price: [15.0, 75.0, 1.5, 18.75],
-    },
-    Builtin {
-        id: "claude-sonnet-4-0",
-        name: "Claude Sonnet 4",
-        context: 200_000,
-        max_out: 64_000,
-        reasoning: true,
-        images: true,
-        price: [3.0, 15.0, 0.3, 3.75],
-    },
-];
-
-const OPENAI_MODELS: &[Builtin] = &[
-    Builtin {
-        id: "gpt-5.1",
-        name: "GPT-5.1",
-        context: 400_000,
-        max_out: 128_000,
-        reasoning: true,
-        images: true,
-        price: [1.25, 10.0, 0.125, 0.0],
-    },
-    Builtin {
-        id: "gpt-5",
-        name: "GPT-5",
-        context: 400_000,
-        max_out: 128_000,
-        reasoning: true,
-        images: true,
-        price: [1.25, 10.0, 0.125, 0.0],
-    },
-    Builtin {
-        id: "gpt-5-mini",
-        name: "GPT-5 mini",
-        context: 400_000,
-        max_out: 128_000,
-        reasoning: true,
-        images: true,
-        price: [0.25, 2.0, 0.025, 0.0],
-    },
-    Builtin {
-        id: "gpt-5-nano",
-        name: "GPT-5 nano",
-        context: 400_000,
-        max_out: 128_000,
-        reasoning: true,
-        images: true,
-        price: [0.05, 0.4, 0.005, 0.0],
-    },
-    Builtin {
-        id: "gpt-4.1",
-        name: "GPT-4.1",
-        context: 1_047_576,
-        max_out: 32_768,
-        reasoning: false,
-        images: true,
-        price: [2.0, 8.0, 0.5, 0.0],
-    },
-    Builtin {
-        id: "gpt-4.1-mini",
-        name: "GPT-4.1 mini",
-        context: 1_047_576,
-        max_out: 32_768,
-        reasoning: false,
-        images: true,
-        price: [0.4, 1.6, 0.1, 0.0],
-    },
-    Builtin {
-        id: "gpt-4o",
-        name: "GPT-4o",
-        context: 128_000,
-        max_out: 16_384,
-        reasoning: false,
-        images: true,
-        price: [2.5, 10.0, 1.25, 0.0],
-    },
-    Builtin {
-        id: "o3",
-        name: "o3",
-        context: 200_000,
-        max_out: 100_000,
-        reasoning: true,
-        images: true,
-        price: [2.0, 8.0, 0.5, 0.0],
-    },
-    Builtin {
-        id: "o4-mini",
-        name: "o4-mini",
-        context: 200_000,
-        max_out: 100_000,
-        reasoning: true,
-        images: true,
-        price: [1.1, 4.4, 0.275, 0.0],
-    },
-];
-
-/// Models of the providers reached through Chat Completions that pi picks by default.
-const COMPLETIONS_MODELS: &[(&str, Builtin)] = &[
-    (
-        "openrouter",
-        Builtin {
-            id: "anthropic/claude-sonnet-4.5",
-            name: "Claude Sonnet 4.5 (OpenRouter)",
-            context: 1_000_000,
-            max_out: 64_000,
-            reasoning: true,
-            images: true,
-            price: [3.0, 15.0, 0.3, 3.75],
-        },
-    ),
-    (
-        "groq",
-        Builtin {
-            id: "openai/gpt-oss-120b",
-            name: "GPT-OSS 120B (Groq)",
-            context: 131_072,
-            max_out: 65_536,
-            reasoning: true,
-            images: false,
-            price: [0.15, 0.75, 0.0, 0.0],
-        },
-    ),
-    (
-        "cerebras",
-        Builtin {
-            id: "gpt-oss-120b",
-            name: "GPT-OSS 120B (Cerebras)",
-            context: 131_072,
-            max_out: 32_768,
-            reasoning: true,
-            images: false,
-            price: [0.35, 0.75, 0.0, 0.0],
-        },
-    ),
-    (
-        "xai",
-        Builtin {
-            id: "grok-code-fast-1",
-            name: "Grok Code Fast 1",
-            context: 256_000,
-            max_out: 10_000,
-            reasoning: true,
-            images: false,
-            price: [0.2, 1.5, 0.02, 0.0],
-        },
-    ),
-    (
-        "xai",
-        Builtin {
-            id: "grok-4",
-            name: "Grok 4",
-            context: 256_000,
-            max_out: 64_000,
-            reasoning: true,
-            images: true,
-            price: [3.0, 15.0, 0.75, 0.0],
-        },
-    ),
-    (
-        "mistral",
-        Builtin {
-            id: "devstral-medium-latest",
-            name: "Devstral Medium",
-            context: 128_000,
-            max_out: 32_768,
-            reasoning: false,
-            images: false,
-            price: [0.4, 2.0, 0.0, 0.0],
-        },
-    ),
-    (
-        "deepseek",
-        Builtin {
-            id: "deepseek-chat",
-            name: "DeepSeek V3.2",
-            context: 128_000,
-            max_out: 8_192,
-            reasoning: false,
-            images: false,
-            price: [0.28, 0.42, 0.028, 0.0],
-        },
-    ),
-];
-
 /// The model pi starts with for a provider that has a key and no model was named, in the order
 /// providers are tried.
 pub const DEFAULT_MODELS: &[(&str, &str)] = &[
@@ -438,56 +214,6 @@ pub fn default_model(provider: &str) -> Option<&'static str> {
         .find(|(p, _)| *p == provider)
         .map(|(_, id)| *id)
 }
-
-/// Gemini models on the Gemini API (prices for prompts up to 200K tokens; cache writes are billed
-/// as storage time, which has no per-token price).
-const GOOGLE_MODELS: &[Builtin] = &[
-    Builtin {
-        id: "gemini-2.5-pro",
-        name: "Gemini 2.5 Pro",
-        context: 1_048_576,
-        max_out: 65_536,
-        reasoning: true,
-        images: true,
-        price: [1.25, 10.0, 0.125, 0.0],
-    },
-    Builtin {
-        id: "gemini-2.5-flash",
-        name: "Gemini 2.5 Flash",
-        context: 1_048_576,
-        max_out: 65_536,
-        reasoning: true,
-        images: true,
-        price: [0.3, 2.5, 0.03, 0.0],
-    },
-    Builtin {
-        id: "gemini-2.5-flash-lite",
-        name: "Gemini 2.5 Flash-Lite",
-        context: 1_048_576,
-        max_out: 65_536,
-        reasoning: true,
-        images: true,
-        price: [0.1, 0.4, 0.01, 0.0],
-    },
-    Builtin {
-        id: "gemini-3-pro-preview",
-        name: "Gemini 3 Pro Preview",
-        context: 1_048_576,
-        max_out: 65_536,
-        reasoning: true,
-        images: true,
-        price: [2.0, 12.0, 0.2, 0.0],
-    },
-    Builtin {
-        id: "gemini-3-flash-preview",
-        name: "Gemini 3 Flash Preview",
-        context: 1_048_576,
-        max_out: 65_536,
-        reasoning: true,
-        images: true,
-        price: [0.5, 3.0, 0.05, 0.0],
-    },
-];
 
 /// Ollama's OpenAI-compatible address from an `OLLAMA_HOST` value (`host:port` or a URL).
 pub fn ollama_root(host: &str) -> String {
@@ -515,173 +241,174 @@ fn azure_base_url(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     valid.then(|| format!("https://{name}.openai.azure.com/openai/v1"))
 }
 
-/// A built-in provider: id, api, default base URL, base-URL env override, key env, keyless.
-type BuiltinProvider = (
-    &'static str,
-    Api,
-    &'static str,
-    Option<&'static str>,
-    Option<&'static str>,
-    bool,
-);
+/// The built-in catalogue as written in `catalog.toml`, compiled in.
+const BUILTIN_TOML: &str = include_str!("catalog.toml");
 
-const PROVIDERS: &[BuiltinProvider] = &[
-    (
-        "anthropic",
-        Api::AnthropicMessages,
-        "https://api.anthropic.com",
-        Some("ANTHROPIC_BASE_URL"),
-        Some("ANTHROPIC_API_KEY"),
-        false,
-    ),
-    (
-        "openai",
-        Api::OpenAiResponses,
-        "https://api.openai.com/v1",
-        Some("OPENAI_BASE_URL"),
-        Some("OPENAI_API_KEY"),
-        false,
-    ),
-    (
-        "azure-openai-responses",
-        Api::AzureOpenAiResponses,
-        // No default: every Azure resource has its own address (see `azure_base_url`).
-        "",
-        Some("AZURE_OPENAI_BASE_URL"),
-        Some("AZURE_OPENAI_API_KEY"),
-        false,
-    ),
-    (
-        "google",
-        Api::GoogleGenerativeAi,
-        "https://generativelanguage.googleapis.com/v1beta",
-        None,
-        Some("GEMINI_API_KEY"),
-        false,
-    ),
-    (
-        "openrouter",
-        Api::OpenAiCompletions,
-        "https://openrouter.ai/api/v1",
-        None,
-        Some("OPENROUTER_API_KEY"),
-        false,
-    ),
-    (
-        "groq",
-        Api::OpenAiCompletions,
-        "https://api.groq.com/openai/v1",
-        None,
-        Some("GROQ_API_KEY"),
-        false,
-    ),
-    (
-        "deepseek",
-        Api::OpenAiCompletions,
-        "https://api.deepseek.com/v1",
-        None,
-        Some("DEEPSEEK_API_KEY"),
-        false,
-    ),
-    (
-        "cerebras",
-        Api::OpenAiCompletions,
-        "https://api.cerebras.ai/v1",
-        None,
-        Some("CEREBRAS_API_KEY"),
-        false,
-    ),
-    (
-        "xai",
-        Api::OpenAiCompletions,
-        "https://api.x.ai/v1",
-        None,
-        Some("XAI_API_KEY"),
-        false,
-    ),
-    (
-        "mistral",
-        Api::OpenAiCompletions,
-        "https://api.mistral.ai/v1",
-        None,
-        Some("MISTRAL_API_KEY"),
-        false,
-    ),
-    (
-        "ollama",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:11434/v1",
-        Some("OLLAMA_HOST"),
-        None,
-        true,
-    ),
-    (
-        "llamacpp",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:8080/v1",
-        None,
-        None,
-        true,
-    ),
-];
+/// `catalog.toml`: the providers, then the models in groups.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinData {
+    provider: Vec<BuiltinProvider>,
+    models: Vec<BuiltinGroup>,
+}
+
+/// One `[[provider]]` of `catalog.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinProvider {
+    id: String,
+    api: Api,
+    base_url: String,
+    /// The environment variable that moves the provider.
+    #[serde(default)]
+    base_url_env: Option<String>,
+    #[serde(default)]
+    key_env: Option<String>,
+    #[serde(default)]
+    keyless: bool,
+    /// OpenAI's own request rules ([`Compat::openai`]) rather than the compatible servers'.
+    #[serde(default)]
+    openai_compat: bool,
+}
+
+/// One `[[models]]` group: a provider's models, listed or taken from another provider.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinGroup {
+    provider: String,
+    #[serde(default)]
+    models_of: Option<String>,
+    #[serde(default)]
+    list: Vec<BuiltinModel>,
+}
+
+/// One model of a group.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinModel {
+    id: String,
+    name: String,
+    context: u64,
+    max_out: u64,
+    reasoning: bool,
+    images: bool,
+    /// Dollars per million tokens: input, output, cache read, cache write.
+    price: [f64; 4],
+}
+
+impl BuiltinData {
+    /// The models a group stands for: its own list, or the list of the group it names.
+    fn models_of<'a>(&'a self, group: &'a BuiltinGroup) -> &'a [BuiltinModel] {
+        match &group.models_of {
+            Some(other) => self
+                .models
+                .iter()
+                .find(|g| &g.provider == other && g.models_of.is_none())
+                .map_or(&[], |g| g.list.as_slice()),
+            None => &group.list,
+        }
+    }
+}
+
+/// Read `catalog.toml`, checking what serde cannot: that every group names a provider (and a
+/// listed group, for `models_of`) and no provider or model is there twice.
+fn parse_builtin(text: &str) -> Result<BuiltinData, String> {
+    let data: BuiltinData = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut providers = std::collections::HashSet::new();
+    for p in &data.provider {
+        if !providers.insert(p.id.as_str()) {
+            return Err(format!("provider `{}` is listed twice", p.id));
+        }
+    }
+    let mut models = std::collections::HashSet::new();
+    for g in &data.models {
+        if !providers.contains(g.provider.as_str()) {
+            return Err(format!("models for unknown provider `{}`", g.provider));
+        }
+        if let Some(other) = &g.models_of {
+            let listed = data
+                .models
+                .iter()
+                .any(|o| &o.provider == other && o.models_of.is_none());
+            if !listed || !g.list.is_empty() {
+                return Err(format!(
+                    "`{}` takes the models of `{other}`, which lists none (or lists its own too)",
+                    g.provider
+                ));
+            }
+        }
+        for m in data.models_of(g) {
+            if !models.insert((g.provider.as_str(), m.id.as_str())) {
+                return Err(format!("model `{}/{}` is listed twice", g.provider, m.id));
+            }
+        }
+    }
+    Ok(data)
+}
+
+/// The built-in catalogue's data, parsed on first use.
+static BUILTIN: LazyLock<Result<BuiltinData, String>> =
+    LazyLock::new(|| parse_builtin(BUILTIN_TOML));
+
+fn builtin_data() -> &'static BuiltinData {
+    match &*BUILTIN {
+        Ok(data) => data,
+        // Not reachable by input: the file is compiled in, and a test parses it.
+        Err(e) => panic!("the compiled-in model catalogue (catalog.toml) is broken: {e}"),
+    }
+}
 
 impl Catalog {
     /// The built-in catalogue. `env` reads environment variables (base-URL overrides).
     pub fn builtin(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let data = builtin_data();
         let mut c = Catalog::default();
-        for (id, api, url, url_env, key_env, keyless) in PROVIDERS {
-            let base_url = url_env
+        for p in &data.provider {
+            let id = p.id.as_str();
+            let base_url = p
+                .base_url_env
+                .as_deref()
                 .and_then(env)
                 .filter(|u| !u.trim().is_empty())
                 .map(|u| {
-                    if *id == "ollama" {
+                    if id == "ollama" {
                         ollama_base_url(&u)
                     } else {
                         u
                     }
                 })
-                .or_else(|| match *id {
+                .or_else(|| match id {
                     "azure-openai-responses" => azure_base_url(env),
                     _ => None,
                 })
-                .unwrap_or_else(|| url.to_string());
-            let compat = if matches!(*id, "openai" | "azure-openai-responses") {
-                Compat::openai()
-            } else {
-                Compat::default()
-            };
+                .unwrap_or_else(|| p.base_url.clone());
             c.providers.push(ProviderInfo {
-                id: id.to_string(),
-                api: *api,
+                id: p.id.clone(),
+                api: p.api,
                 base_url: base_url.trim_end_matches('/').to_string(),
-                key_env: key_env.map(str::to_string),
+                key_env: p.key_env.clone(),
                 key: None,
                 auth_key: None,
                 models_key: None,
                 auth_header: false,
                 headers: Vec::new(),
-                compat,
-                keyless: *keyless,
+                compat: if p.openai_compat {
+                    Compat::openai()
+                } else {
+                    Compat::default()
+                },
+                keyless: p.keyless,
             });
         }
-        // Azure deployments run the OpenAI models under the same ids (mapped to deployment names
-        // by `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`).
-        let listed = ANTHROPIC_MODELS
-            .iter()
-            .map(|b| ("anthropic", b))
-            .chain(OPENAI_MODELS.iter().map(|b| ("openai", b)))
-            .chain(OPENAI_MODELS.iter().map(|b| ("azure-openai-responses", b)))
-            .chain(GOOGLE_MODELS.iter().map(|b| ("google", b)))
-            .chain(COMPLETIONS_MODELS.iter().map(|(p, b)| (*p, b)));
-        {
-            for (provider, b) in listed {
-                let Some(p) = c.provider(provider).cloned() else {
-                    continue;
-                };
+        for group in &data.models {
+            let Some(p) = c.provider(&group.provider).cloned() else {
+                continue;
+            };
+            for b in data.models_of(group) {
                 c.models.push(ModelInfo {
-                    id: b.id.to_string(),
-                    name: b.name.to_string(),
-                    provider: provider.to_string(),
+                    id: b.id.clone(),
+                    name: b.name.clone(),
+                    provider: p.id.clone(),
                     api: p.api,
                     base_url: p.base_url.clone(),
                     context_window: b.context,
@@ -993,5 +720,127 @@ mod ollama_tests {
             "http://10.1.2.3:1234/v1"
         );
         assert_eq!(ollama_root("https://box:1/"), "https://box:1");
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use std::fmt::Write;
+
+    use super::*;
+
+    /// Everything the built-in catalogue says, a line per provider and model: the providers
+    /// twice, without and with every environment variable set (to show which ones they read).
+    fn listing() -> String {
+        let mut out = String::new();
+        let all_env = |k: &str| Some(format!("http://env/{k}"));
+        let compat = |c: &Compat| {
+            if *c == Compat::openai() {
+                "openai"
+            } else if *c == Compat::default() {
+                "default"
+            } else {
+                "other"
+            }
+        };
+        for env in [&no_env as &dyn Fn(&str) -> Option<String>, &all_env] {
+            for p in Catalog::builtin(env).providers() {
+                let _ = writeln!(
+                    out,
+                    "provider {} {} {:?} key_env={:?} keyless={} compat={} headers={:?}",
+                    p.id,
+                    p.api.as_str(),
+                    p.base_url,
+                    p.key_env,
+                    p.keyless,
+                    compat(&p.compat),
+                    p.headers
+                );
+            }
+        }
+        for m in Catalog::builtin(&no_env).models() {
+            let pr = &m.pricing;
+            let _ = writeln!(
+                out,
+                "model {}/{} {:?} {} {:?} context={} max={} reasoning={} images={} \
+                 price={}/{}/{}/{} compat={} headers={:?}",
+                m.provider,
+                m.id,
+                m.name,
+                m.api.as_str(),
+                m.base_url,
+                m.context_window,
+                m.max_tokens,
+                m.reasoning,
+                m.images,
+                pr.input,
+                pr.output,
+                pr.cache_read,
+                pr.cache_write,
+                compat(&m.compat),
+                m.headers
+            );
+        }
+        out
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn every_entry_of_the_data_file_parses() {
+        let data = parse_builtin(BUILTIN_TOML).unwrap();
+        let entries = BUILTIN_TOML.matches("{ id = ").count();
+        let parsed: usize = data.models.iter().map(|g| g.list.len()).sum();
+        assert_eq!(parsed, entries, "a model line was not read as a model");
+        assert_eq!(
+            data.provider.len(),
+            BUILTIN_TOML.matches("[[provider]]").count()
+        );
+    }
+
+    #[test]
+    fn a_broken_data_file_says_what_is_wrong() {
+        let provider = "[[provider]]\nid = \"p\"\napi = \"anthropic-messages\"\nbase_url = \"\"\n";
+        let model = "{ id = \"m\", name = \"M\", context = 1, max_out = 1, reasoning = false, \
+                     images = false, price = [0.0, 0.0, 0.0, 0.0] }";
+        let group = |p: &str, list: &str| format!("[[models]]\nprovider = \"{p}\"\n{list}\n");
+        let ok = format!("{provider}{}", group("p", &format!("list = [{model}]")));
+        assert!(parse_builtin(&ok).is_ok(), "{:?}", parse_builtin(&ok).err());
+        let cases = [
+            (
+                format!("{ok}[[models]]\nprovider = \"q\"\n"),
+                "unknown provider `q`",
+            ),
+            (
+                format!("models = []\n{provider}{provider}"),
+                "`p` is listed twice",
+            ),
+            (
+                format!(
+                    "{provider}{}",
+                    group("p", &format!("list = [{model}, {model}]"))
+                ),
+                "`p/m` is listed twice",
+            ),
+            (
+                format!("{ok}[[models]]\nprovider = \"p\"\nmodels_of = \"r\"\n"),
+                "takes the models of `r`",
+            ),
+            (ok.replace("context = 1,", "context = -1,"), "context"),
+            (ok.replace("max_out", "max_output"), "max_output"),
+            (ok.replace("\"anthropic-messages\"", "\"smoke\""), "smoke"),
+        ];
+        for (text, says) in cases {
+            let err = parse_builtin(&text).unwrap_err();
+            assert!(err.contains(says), "{says}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_built_in_list_is_the_one_recorded() {
+        let now = listing();
+        assert_eq!(now, include_str!("catalog_listing.txt"));
     }
 }

@@ -9,12 +9,12 @@
 use serde_json::{Map, Value};
 
 use super::catalog::ModelInfo;
-use crate::agent::policy::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 use crate::agent::protocol::stream::StreamEvent;
 use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, StopDetails, StopReason, TextContent, ThinkingContent,
     ToolCall, TransientError, Usage, empty_object, now_ms,
 };
+use crate::agent::protocol::types::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {

@@ -55,9 +55,9 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
-use crate::agent::policy::validate::PARSE_ERROR_KEY;
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::PARSE_ERROR_KEY;
 use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, ImageContent, Message, STOP_REFUSAL, StopDetails, StopReason,
     ToolResultMessage, TransientError, UserContent, now_ms,
@@ -93,16 +93,11 @@ impl WireApi for Gemini {
                 model.id
             ));
         }
-        let mut headers = Vec::new();
-        let custom_auth = model.headers.iter().any(|(k, _)| {
-            k.eq_ignore_ascii_case(KEY_HEADER) || k.eq_ignore_ascii_case("authorization")
-        });
-        if let Some(key) = key
-            && !custom_auth
-        {
-            headers.push((KEY_HEADER.to_string(), key.to_string()));
-        }
-        headers.extend(model.headers.iter().cloned());
+        let headers = super::wire::merge_headers(
+            key.map(|k| (KEY_HEADER, k.to_string())),
+            &[],
+            &model.headers,
+        );
         Ok(HttpRequest {
             url: format!("{base}/models/{id}:streamGenerateContent?alt=sse"),
             headers,

@@ -33,6 +33,7 @@ use super::sse::SseParser;
 use super::wire::{HttpRequest, WireApi, WireDecoder};
 use crate::agent::protocol::stream::{EventStream, ProviderError, StreamEvent};
 use crate::agent::protocol::types::TransientError;
+use crate::sync::lock;
 
 /// Whether a status is worth retrying.
 pub fn is_transient_status(status: u16) -> bool {
@@ -579,10 +580,6 @@ impl Stream for Call {
             this.take_events();
         }
     }
-}
-
-fn lock(m: &std::sync::Mutex<Phase>) -> std::sync::MutexGuard<'_, Phase> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Header values that are credentials, to be blanked out of any error text.

@@ -144,14 +144,14 @@ impl Providers {
 
     /// Use `key` for `provider` from now on (a key given in `/login`).
     pub fn set_key(&self, provider: &str, key: String) {
-        let mut cache = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::sync::lock(&self.keys);
         self.secrets.add(&key);
         cache.insert(provider.to_string(), Some(key));
     }
 
     /// The key for a provider, resolved once (a `!command` runs once per process).
     pub fn key_for(&self, provider: &str) -> Result<Option<String>, String> {
-        let mut cache = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::sync::lock(&self.keys);
         if let Some(k) = cache.get(provider) {
             return Ok(k.clone());
         }
@@ -175,7 +175,7 @@ impl Providers {
         key: Option<&str>,
     ) -> Result<Vec<(String, String)>, String> {
         let cache_key = format!("{}/{}", model.provider, model.id);
-        let mut cache = self.headers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::sync::lock(&self.headers);
         let mut headers = match cache.get(&cache_key) {
             Some(h) => h.clone(),
             None => {

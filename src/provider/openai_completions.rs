@@ -17,9 +17,9 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
-use crate::agent::policy::validate::PARSE_ERROR_KEY;
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice};
 use crate::agent::protocol::thinking::Effort;
+use crate::agent::protocol::types::PARSE_ERROR_KEY;
 use crate::agent::protocol::types::{
     ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
 };
@@ -210,15 +210,11 @@ impl WireApi for ChatCompletions {
         {
             body.insert("temperature".into(), json!(t));
         }
-        let mut headers = model.headers.clone();
-        let custom_auth = headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-        if let Some(k) = key
-            && !custom_auth
-        {
-            headers.push(("authorization".into(), format!("Bearer {k}")));
-        }
+        let headers = super::wire::merge_headers(
+            key.map(|k| ("authorization", format!("Bearer {k}"))),
+            &[],
+            &model.headers,
+        );
         Ok(HttpRequest {
             url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
             headers,

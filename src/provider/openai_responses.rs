@@ -181,19 +181,7 @@ fn http_request(
     auth: Option<(&str, String)>,
     wire_model: &str,
 ) -> HttpRequest {
-    let mut headers = Vec::new();
-    let custom_auth = model.headers.iter().any(|(k, _)| {
-        k.eq_ignore_ascii_case("authorization")
-            || auth
-                .as_ref()
-                .is_some_and(|(name, _)| k.eq_ignore_ascii_case(name))
-    });
-    if let Some((name, value)) = auth
-        && !custom_auth
-    {
-        headers.push((name.to_string(), value));
-    }
-    headers.extend(model.headers.iter().cloned());
+    let headers = super::wire::merge_headers(auth, &[], &model.headers);
     HttpRequest {
         url,
         headers,

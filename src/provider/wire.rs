@@ -113,9 +113,63 @@ pub fn parse_json(event: &SseEvent) -> Result<Value, String> {
     })
 }
 
+/// A request's headers, by one rule for every wire format: the key's header (`auth`) unless
+/// the configured headers already authenticate (they carry `authorization` or the key's own
+/// header), then the format's fixed headers, then the configured ones; a header named again
+/// (in any case) replaces the earlier one.
+pub fn merge_headers(
+    auth: Option<(&str, String)>,
+    fixed: &[(&str, &str)],
+    configured: &[(String, String)],
+) -> Vec<(String, String)> {
+    let configures = |name: &str| configured.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut out: Vec<(String, String)> = Vec::new();
+    if let Some((name, value)) = auth
+        && !configures("authorization")
+        && !configures(name)
+    {
+        out.push((name.to_string(), value));
+    }
+    let fixed = fixed.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    for (name, value) in fixed.chain(configured.iter().cloned()) {
+        out.retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
+        out.push((name, value));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configured_headers_override_and_may_authenticate() {
+        let h = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let key = || Some(("x-api-key", "k".to_string()));
+        let fixed = [("anthropic-version", "1")];
+        assert_eq!(
+            merge_headers(key(), &fixed, &[h("X-Extra", "e")]),
+            vec![
+                h("x-api-key", "k"),
+                h("anthropic-version", "1"),
+                h("X-Extra", "e")
+            ]
+        );
+        assert_eq!(
+            merge_headers(key(), &fixed, &[h("Anthropic-Version", "2")]),
+            vec![h("x-api-key", "k"), h("Anthropic-Version", "2")]
+        );
+        for auth in ["Authorization", "X-API-KEY"] {
+            assert_eq!(
+                merge_headers(key(), &[], &[h(auth, "mine")]),
+                vec![h(auth, "mine")]
+            );
+        }
+        assert_eq!(
+            merge_headers(None, &[], &[h("a", "1"), h("A", "2")]),
+            vec![h("A", "2")]
+        );
+    }
 
     #[test]
     fn error_messages_prefer_the_providers_text() {

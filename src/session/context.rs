@@ -101,7 +101,7 @@ pub struct SessionContext {
 
 /// Preamble of the user message that carries a compaction summary (the loop's, so a summary
 /// read from a file and one made live look the same to the model).
-pub use crate::agent::policy::compaction::SUMMARY_PREAMBLE as COMPACTION_PREAMBLE;
+pub use crate::agent::protocol::compaction::SUMMARY_PREAMBLE as COMPACTION_PREAMBLE;
 
 /// Preamble of the user message that carries a branch summary.
 pub const BRANCH_PREAMBLE: &str = "The conversation went down another path from here, which \
@@ -119,7 +119,7 @@ fn synthetic_user(text: String, timestamp: i64) -> AgentMessage {
 
 /// The user message standing in for a compaction summary.
 pub fn compaction_summary_message(summary: &str, timestamp: i64) -> AgentMessage {
-    crate::agent::policy::compaction::summary_message(summary, timestamp)
+    crate::agent::protocol::compaction::summary_message(summary, timestamp)
 }
 
 /// The user message standing in for a branch summary.

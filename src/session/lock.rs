@@ -36,7 +36,7 @@ static HELD: Mutex<Vec<Weak<Held>>> = Mutex::new(Vec::new());
 
 fn held() -> MutexGuard<'static, Vec<Weak<Held>>> {
     // The list stays valid even if a thread panicked while holding the guard.
-    HELD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::sync::lock(&HELD)
 }
 
 /// What a lock held by this process means to a new claim.

@@ -98,53 +98,16 @@ impl SessionPaths {
                     .map(str::to_string)
             });
         if let Some(dir) = chosen {
-            let dir = expand_home(&dir, dirs::home_dir().as_deref());
+            let dir = crate::paths::expand_home(&dir);
             return Some(Self::in_dir(cwd.join(dir), agent_dir));
         }
         agent_dir.map(|a| Self::for_cwd(a, cwd))
     }
 }
 
-/// A path as a person reads it: under the home folder as `~/…`.
-pub fn short_path(path: &Path) -> String {
-    short_path_in(path, dirs::home_dir().as_deref())
-}
-
-fn short_path_in(path: &Path, home: Option<&Path>) -> String {
-    match home.and_then(|h| path.strip_prefix(h).ok()) {
-        Some(rest) if rest.as_os_str().is_empty() => "~".into(),
-        Some(rest) => format!("~/{}", rest.display()),
-        None => path.display().to_string(),
-    }
-}
-
-/// `~` and `~/...` as the home folder (left alone without one); anything else as written.
-pub fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
-    match (raw, home) {
-        ("~", Some(h)) => h.to_path_buf(),
-        (r, Some(h)) if r.starts_with("~/") => h.join(&r[2..]),
-        (r, _) => PathBuf::from(r),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_under_home_are_shortened() {
-        let home = Path::new("/home/me");
-        assert_eq!(
-            short_path_in(Path::new("/home/me/a/b.md"), Some(home)),
-            "~/a/b.md"
-        );
-        assert_eq!(short_path_in(Path::new("/home/me"), Some(home)), "~");
-        assert_eq!(
-            short_path_in(Path::new("/home/meow/x"), Some(home)),
-            "/home/meow/x"
-        );
-        assert_eq!(short_path_in(Path::new("/tmp/x"), None), "/tmp/x");
-    }
 
     #[test]
     fn cwd_encoding_matches_node_pi() {
@@ -205,12 +168,6 @@ mod tests {
 
     #[test]
     fn home_is_expanded() {
-        let home = Some(Path::new("/home/me"));
-        assert_eq!(expand_home("~", home), Path::new("/home/me"));
-        assert_eq!(expand_home("~/s/x", home), Path::new("/home/me/s/x"));
-        assert_eq!(expand_home("~other/s", home), Path::new("~other/s"));
-        assert_eq!(expand_home("/abs", home), Path::new("/abs"));
-        assert_eq!(expand_home("~/s", None), Path::new("~/s"));
         if let Some(h) = dirs::home_dir() {
             let p = SessionPaths::resolve(None, Path::new("/w"), None, Some("~/pi-s"), &|_| None)
                 .unwrap();

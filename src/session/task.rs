@@ -1,7 +1,8 @@
 //! Running a [`SessionRecorder`] next to an agent: [`RecorderTask`].
 //!
-//! The task reads the agent's event stream (from `Agent::subscribe`) on the tokio runtime and
-//! feeds each event to the recorder; the `fsync` at a turn's end runs on the blocking pool so
+//! The task reads an event stream (a host passes the agent's, subscribed with
+//! [`SessionRecorder::wants`] as the filter) on the tokio runtime and feeds each event to the
+//! recorder; the `fsync` at a turn's end runs on the blocking pool so
 //! the runtime (and the UI on it) never waits for the disk. Hosts change the session through
 //! [`RecorderTask::with`] (model switches, names, labels): such a change is applied after every
 //! event the agent emitted before it, because the task always drains pending events first.
@@ -10,14 +11,14 @@
 //! Hosts that already loop over the events themselves can skip this and call
 //! [`SessionRecorder::handle`] directly.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::recorder::SessionRecorder;
-use crate::agent::engine::facade::Agent;
 use crate::agent::protocol::events::{AgentEvent, RunEvent};
+use crate::sync::lock;
 
 type Change = Box<dyn FnOnce(&mut SessionRecorder) + Send>;
 
@@ -37,17 +38,10 @@ pub struct RecorderTask {
     path: std::path::PathBuf,
 }
 
-fn lock(m: &Mutex<SessionRecorder>) -> MutexGuard<'_, SessionRecorder> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl RecorderTask {
-    /// Subscribe to `agent` and record from now on. Must be called inside a tokio runtime.
-    pub fn spawn(agent: &Agent, recorder: SessionRecorder) -> Self {
-        Self::from_events(agent.subscribe_filtered(SessionRecorder::wants), recorder)
-    }
-
-    /// Record the events arriving on `events`.
+    /// Record the events arriving on `events` (e.g.
+    /// `agent.subscribe_filtered(SessionRecorder::wants)`). Must be called inside a tokio
+    /// runtime.
     pub fn from_events(
         mut events: mpsc::UnboundedReceiver<RunEvent>,
         recorder: SessionRecorder,
@@ -157,7 +151,7 @@ impl RecorderTask {
         let _ = self.join.await;
         Arc::try_unwrap(self.shared)
             .ok()
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .map(crate::sync::into_inner)
     }
 }
 

@@ -225,7 +225,7 @@ impl ToolContext {
 
     /// The lock that serialises writes to one file (across tools and batches).
     fn file_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut locks = crate::sync::lock(&self.locks);
         // Drop locks nobody holds so the map does not grow with every file ever written.
         if locks.len() > 256 {
             locks.retain(|_, l| Arc::strong_count(l) > 1);
@@ -340,18 +340,14 @@ pub(crate) fn is_odd_space(c: char) -> bool {
     )
 }
 
+/// `~` and `~/…` from the home folder (see `crate::paths`); an error when none is known.
 fn expand_home(path: &str) -> Result<PathBuf, ToolError> {
-    let rest = if path == "~" {
-        ""
-    } else if let Some(rest) = path.strip_prefix("~/") {
-        rest
-    } else {
+    if crate::paths::home_relative(path).is_none() {
         return Ok(PathBuf::from(path));
-    };
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| ToolError::new("Cannot expand `~`: the HOME variable is not set."))?;
-    Ok(PathBuf::from(home).join(rest))
+    }
+    let home = crate::paths::home()
+        .ok_or_else(|| ToolError::new("Cannot expand `~`: no home folder is known."))?;
+    Ok(crate::paths::expand_home_in(path, Some(&home)))
 }
 
 /// Remove `.` and fold `..` without touching the file system (symlinks stay as named).

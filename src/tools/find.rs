@@ -101,7 +101,7 @@ pub fn find_skipping(
                     path: entry.into_path(),
                     is_dir,
                 };
-                found.lock().unwrap_or_else(|p| p.into_inner()).push(item);
+                crate::sync::lock(found).push(item);
                 if count.fetch_add(1, Ordering::Relaxed) + 1 > limit {
                     stop.store(true, Ordering::Relaxed);
                     return WalkState::Quit;
@@ -113,7 +113,7 @@ pub fn find_skipping(
     if cancel.is_cancelled() {
         return Err(ToolError::new(ABORTED_TEXT));
     }
-    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut found = crate::sync::into_inner(found);
     found.sort_unstable();
     let more = found.len() > limit;
     found.truncate(limit);

@@ -188,7 +188,7 @@ pub fn search_skipping(
                     path: entry.into_path(),
                     lines: sink.lines,
                 };
-                found.lock().unwrap_or_else(|p| p.into_inner()).push(hits);
+                crate::sync::lock(found).push(hits);
             }
             if stop.load(Ordering::Relaxed) {
                 WalkState::Quit
@@ -200,7 +200,7 @@ pub fn search_skipping(
     if cancel.is_cancelled() {
         return Err(ToolError::new(super::context::ABORTED_TEXT));
     }
-    let mut files = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut files = crate::sync::into_inner(found);
     files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let matches = counter.into_inner();
     Ok(SearchResult {

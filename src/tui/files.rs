@@ -10,10 +10,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ignore::WalkState;
+
+use crate::sync::lock;
 
 /// More files than this are not listed (the picker says so).
 pub const MAX_FILES: usize = 500_000;
@@ -43,12 +45,6 @@ static LISTINGS: AtomicUsize = AtomicUsize::new(1);
 
 fn next_id() -> usize {
     LISTINGS.fetch_add(1, Ordering::Relaxed)
-}
-
-fn lock(shared: &Shared) -> MutexGuard<'_, Listing> {
-    shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The files of one folder, listed on demand.

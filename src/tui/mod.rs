@@ -110,16 +110,7 @@ pub fn git_branch(start: &Path) -> Option<String> {
 
 fn place() -> Place {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let mut shown = cwd.display().to_string();
-    if let Some(home) = dirs::home_dir()
-        && let Ok(rest) = cwd.strip_prefix(&home)
-    {
-        shown = if rest.as_os_str().is_empty() {
-            "~".into()
-        } else {
-            format!("~/{}", rest.display())
-        };
-    }
+    let shown = crate::paths::short_home(&cwd);
     Place {
         cwd: sanitize::sanitize(&shown),
         branch: git_branch(&cwd).map(|b| sanitize::sanitize(&b)),

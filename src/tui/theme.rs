@@ -193,7 +193,7 @@ thread_local! {
 pub fn current() -> Theme {
     SCOPED
         .with(Cell::get)
-        .unwrap_or_else(|| *GLOBAL.read().unwrap_or_else(|e| e.into_inner()))
+        .unwrap_or_else(|| *crate::sync::read(&GLOBAL))
 }
 
 /// A style whose foreground is one colour of the current theme: `fg(|t| t.dim)`.
@@ -203,7 +203,7 @@ pub fn fg(pick: impl FnOnce(&Theme) -> Color) -> Style {
 
 /// Choose the theme for the whole program (done once, when the TUI starts).
 pub fn set(theme: Theme) {
-    *GLOBAL.write().unwrap_or_else(|e| e.into_inner()) = theme;
+    *crate::sync::write(&GLOBAL) = theme;
 }
 
 /// Run `f` drawing with `theme` on this thread only.

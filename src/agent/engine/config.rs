@@ -48,9 +48,7 @@ impl RetryPolicy {
     }
 }
 
-/// Default for [`LoopConfig::max_repeated_tool_turns`]: the sixth identical request after five
-/// identical answers is refused.
-pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
+pub use crate::agent::protocol::command::DEFAULT_MAX_REPEATED_TOOL_TURNS;
 
 /// What is fixed for one run.
 #[derive(Clone)]

@@ -24,35 +24,13 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
+pub use crate::agent::protocol::compaction::{
+    CompactionSettings, SUMMARY_PREAMBLE, summary_message, summary_of,
+};
 use crate::agent::protocol::types::{AgentMessage, ContentBlock, Message, UserContent};
-
-/// Opening words of the user message that stands in for the condensed turns (the session
-/// format's `compactionSummary` as the model sees it).
-pub const SUMMARY_PREAMBLE: &str = "Earlier turns of this conversation were condensed to save \
-space. This summary of them stands in for the original messages:";
 
 /// Characters of one tool result kept in a summary request.
 pub const MAX_TOOL_RESULT_CHARS: usize = 2_000;
-
-/// `[compaction]` settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CompactionSettings {
-    pub enabled: bool,
-    /// Room kept free for the reply: compaction starts above `window − reserve_tokens`.
-    pub reserve_tokens: u64,
-    /// About how many tokens of the newest messages stay as they are.
-    pub keep_recent_tokens: u64,
-}
-
-impl Default for CompactionSettings {
-    fn default() -> Self {
-        CompactionSettings {
-            enabled: true,
-            reserve_tokens: 16_384,
-            keep_recent_tokens: 20_000,
-        }
-    }
-}
 
 /// Estimated tokens of a text: characters / 4, rounded up.
 fn text_tokens(chars: usize) -> u64 {
@@ -148,36 +126,6 @@ fn is_cut_point(m: &AgentMessage) -> bool {
 
 fn is_user(m: &AgentMessage) -> bool {
     matches!(m.as_llm(), Some(Message::User(_)))
-}
-
-/// The summary carried by a stand-in message, if `m` is one.
-pub fn summary_of(m: &AgentMessage) -> Option<&str> {
-    let Some(Message::User(u)) = m.as_llm() else {
-        return None;
-    };
-    let UserContent::Text(text) = &u.content else {
-        return None;
-    };
-    let rest = text.strip_prefix(SUMMARY_PREAMBLE)?.trim();
-    Some(
-        rest.strip_prefix("<summary>")
-            .and_then(|r| r.strip_suffix("</summary>"))
-            .unwrap_or(rest)
-            .trim(),
-    )
-}
-
-/// The user message that stands in for condensed turns.
-pub fn summary_message(summary: &str, timestamp: i64) -> AgentMessage {
-    AgentMessage::from(crate::agent::protocol::types::UserMessage {
-        content: UserContent::Text(format!(
-            "{SUMMARY_PREAMBLE}\n\n<summary>\n{summary}\n</summary>"
-        )),
-        synthetic: true,
-        steering: false,
-        attribution: None,
-        timestamp,
-    })
 }
 
 /// Files the summarised part read and changed.

@@ -21,10 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::protocol::tool::RegisteredTool;
 
-/// Key a provider puts in the arguments when the model's JSON did not parse.
-pub const PARSE_ERROR_KEY: &str = "__parseError";
-/// Key holding the raw, unparsable JSON text.
-pub const RAW_JSON_KEY: &str = "__rawJson";
+pub use crate::agent::protocol::types::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 
 /// How many repair-and-revalidate rounds are tried before giving up.
 pub const MAX_REPAIR_PASSES: usize = 5;

@@ -10,6 +10,10 @@ use std::collections::BTreeSet;
 use tokio::sync::oneshot;
 
 use crate::agent::protocol::events::RunId;
+
+/// Default for the loop's `max_repeated_tool_turns` (a setting the configuration and front ends
+/// pass in): the sixth identical request after five identical answers is refused.
+pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
 use crate::agent::protocol::stream::Model;
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::AgentMessage;

@@ -2,11 +2,13 @@
 //!
 //! Messages ([`types`]), the event stream ([`events`]), the commands a front end sends
 //! ([`command`]), the provider stream ([`stream`]), tools ([`tool`]), host hooks ([`hooks`]),
-//! abort signals ([`abort`]), thinking levels ([`thinking`]) and the run report
-//! ([`summary`]). This module depends on nothing else in the crate.
+//! abort signals ([`abort`]), thinking levels ([`thinking`]), the run report ([`summary`]) and
+//! the compaction settings and summary message ([`compaction`]). This module depends on nothing
+//! else in the crate.
 
 pub mod abort;
 pub mod command;
+pub mod compaction;
 pub mod events;
 pub mod hooks;
 pub mod panic;

@@ -63,6 +63,12 @@ pub struct ImageContent {
     pub detail: Option<String>,
 }
 
+/// Key a provider puts in a call's arguments when the model's JSON did not parse (the loop
+/// then fails the call with the parse error instead of running the tool).
+pub const PARSE_ERROR_KEY: &str = "__parseError";
+/// Key holding the raw, unparsable JSON text next to [`PARSE_ERROR_KEY`].
+pub const RAW_JSON_KEY: &str = "__rawJson";
+
 /// A call the model asked for. `arguments` is the parsed JSON object.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

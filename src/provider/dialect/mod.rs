@@ -37,11 +37,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::agent::policy::validate::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 use crate::agent::protocol::stream::{ProviderRequest, ToolSpec};
 use crate::agent::protocol::types::{
     AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, UserContent, UserMessage,
 };
+use crate::agent::protocol::types::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 
 pub use stream::{DialectProvider, DialectSettings, Setting};
 

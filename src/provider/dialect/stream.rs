@@ -116,11 +116,7 @@ impl DialectProvider {
     /// replaces the previous receiver.
     pub fn notices(&self) -> mpsc::UnboundedReceiver<String> {
         let (tx, rx) = mpsc::unbounded_channel();
-        *self
-            .shared
-            .notices
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        *crate::sync::lock(&self.shared.notices) = Some(tx);
         rx
     }
 
@@ -142,7 +138,7 @@ impl Shared {
             },
             Some(Setting::Off) => Choice::Native { auto: false },
             None => {
-                let learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+                let learned = crate::sync::lock(&self.learned);
                 if let Some(d) = learned.get(&model_key(model)) {
                     return Choice::Use(d.clone());
                 }
@@ -160,7 +156,7 @@ impl Shared {
     }
 
     fn notice(&self, text: String) {
-        let tx = self.notices.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = crate::sync::lock(&self.notices);
         if let Some(tx) = tx.as_ref() {
             let _ = tx.send(text);
         }
@@ -230,10 +226,7 @@ impl Provider for DialectProvider {
                                 if !cancel.is_cancelled() && refuses_tools(&error) =>
                             {
                                 let hermes: Arc<dyn Dialect> = Arc::new(super::hermes::HERMES);
-                                shared
-                                    .learned
-                                    .lock()
-                                    .unwrap_or_else(|p| p.into_inner())
+                                crate::sync::lock(&shared.learned)
                                     .insert(model_key(&request.model), hermes.clone());
                                 shared.notice(format!(
                                     "{} refused native tools; using the hermes dialect",

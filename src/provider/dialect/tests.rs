@@ -431,7 +431,7 @@ fn harmony_calls_with_the_recipient_before_or_after_the_channel() {
 
 #[test]
 fn malformed_calls_become_calls_whose_arguments_carry_the_parse_error() {
-    use crate::agent::policy::validate::PARSE_ERROR_KEY;
+    use crate::agent::protocol::types::PARSE_ERROR_KEY;
     let cases: &[(&str, &str, &str)] = &[
         (
             "hermes",
@@ -859,7 +859,7 @@ fn a_call_holding_any_tag_in_a_value_is_read_whole() {
 
 /// The arguments of the only call in `m`, which must be an unreadable one.
 fn only_bad_call(m: &AssistantMessage, what: &str) -> String {
-    use crate::agent::policy::validate::PARSE_ERROR_KEY;
+    use crate::agent::protocol::types::PARSE_ERROR_KEY;
     let all: Vec<_> = m.tool_calls().collect();
     assert_eq!(all.len(), 1, "{what}: {:?}", m.content);
     assert_eq!(all[0].name, "write", "{what}");

@@ -32,7 +32,7 @@ impl App {
             }
             HostEvent::Exported(path) => self.notice(format!(
                 "Exported to {}",
-                sanitize(&crate::host::view::short_path(&path))
+                sanitize(&crate::paths::short_home(&path))
             )),
             HostEvent::Approval(request) => {
                 self.effects.push(Effect::Notify(format!(
@@ -49,7 +49,7 @@ impl App {
                     Some(f) => format!(
                         "Saved the key for {} in {}",
                         sanitize(&done.provider),
-                        sanitize(&crate::host::view::short_path(f))
+                        sanitize(&crate::paths::short_home(f))
                     ),
                     None => format!(
                         "Using the key for {} in this run (no home folder to save it in)",
@@ -147,7 +147,7 @@ fn stats_text(s: &SessionStats) -> String {
     match &s.path {
         Some(p) => out.push_str(&format!(
             "  file: {}\n",
-            sanitize(&crate::host::view::short_path(p))
+            sanitize(&crate::paths::short_home(p))
         )),
         None => out.push_str("  file: not saved (--no-session)\n"),
     }

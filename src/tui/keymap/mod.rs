@@ -478,7 +478,7 @@ pub fn load(agent_dir: Option<&Path>) -> (Keymap, Vec<String>) {
     let Some(path) = agent_dir.map(|d| d.join("keybindings.json")) else {
         return (Keymap::default(), Vec::new());
     };
-    let shown = crate::host::view::short_path(&path);
+    let shown = crate::paths::short_home(&path);
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let (map, warnings) = Keymap::with_user(&text);

@@ -249,11 +249,9 @@ impl SessionPicker {
 /// parts.
 fn short_folder(cwd: &str) -> String {
     let cwd = sanitize(cwd);
-    if let Some(home) = dirs::home_dir().map(|h| h.display().to_string())
-        && let Some(rest) = cwd.strip_prefix(&home)
-        && (rest.is_empty() || rest.starts_with('/'))
-    {
-        return format!("~{rest}");
+    let short = crate::paths::short_home(std::path::Path::new(&cwd));
+    if short != cwd {
+        return short;
     }
     let parts: Vec<&str> = cwd.rsplitn(3, '/').collect();
     match parts.as_slice() {
