@@ -9,6 +9,7 @@ pub mod abort;
 pub mod command;
 pub mod events;
 pub mod hooks;
+pub mod paced;
 pub mod panic;
 pub mod pause;
 pub mod stream;
