@@ -27,7 +27,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agent::engine::facade::Agent;
 use crate::agent::engine::task;
 use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, Reply, WhenBusy};
-use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
+use crate::agent::protocol::events::{AgentEvent, RunId};
+use crate::agent::protocol::paced::{self, PacedReceiver};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::AgentMessage;
 use crate::attach::{self, FileRef};
@@ -322,7 +323,7 @@ pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Resu
 pub struct Client {
     pub commands: Commands,
     /// The agent's events, each with its run.
-    pub events: mpsc::UnboundedReceiver<RunEvent>,
+    pub events: PacedReceiver,
     /// Answers to session commands.
     pub host_events: mpsc::UnboundedReceiver<HostEvent>,
 }
@@ -408,11 +409,14 @@ struct Host {
 
 /// Start the host task. Must be called inside a tokio runtime.
 pub fn spawn(parts: HostParts) -> Client {
-    let events = if parts.live_updates {
-        parts.agent.subscribe()
+    // Paced: a front end that stops reading (an RPC client, a blocked stdout) makes the
+    // model stream wait instead of the queue growing.
+    let wanted: fn(&AgentEvent) -> bool = if parts.live_updates {
+        |_| true
     } else {
-        parts.agent.subscribe_filtered(settled)
+        settled
     };
+    let events = parts.agent.subscribe_paced(paced::DEFAULT_LIMIT, wanted);
     let (tx, commands) = mpsc::unbounded_channel();
     let (out, host_events) = mpsc::unbounded_channel();
     let recorder = parts

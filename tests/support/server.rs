@@ -170,6 +170,8 @@ struct State {
     close_delays: Vec<Duration>,
     /// Connections that reached a stall (everything before it was sent).
     stalls: usize,
+    /// Body chunks written so far, over all connections.
+    chunks_sent: usize,
 }
 
 #[derive(Clone)]
@@ -210,6 +212,11 @@ impl TestServer {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
+    }
+
+    /// How many body chunks have been written so far (a test can see a stream stop moving).
+    pub fn chunks_sent(&self) -> usize {
+        self.state.lock().unwrap().chunks_sent
     }
 
     pub fn close_delays(&self) -> Vec<Duration> {
@@ -309,6 +316,7 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
                 sock.write_all(&b).await?;
                 sock.write_all(b"\r\n").await?;
                 sock.flush().await?;
+                state.lock().unwrap().chunks_sent += 1;
             }
             Chunk::Bytes(b) => {
                 sock.write_all(&b).await?;

@@ -37,6 +37,9 @@ use crate::agent::protocol::hooks::{
     InterruptMode, LoopHooks, NoHooks, ResultOverride, SteeringPeek, SteeringSource, ToolDirective,
     TurnEndInfo,
 };
+use crate::agent::protocol::paced::{
+    EventSender, PacedProvider, PacedReceiver, Pacer, paced_channel,
+};
 use crate::agent::protocol::panic::contain;
 use crate::agent::protocol::stream::{LlmContext, Model, Provider, StreamEvent, ToolChoice};
 use crate::agent::protocol::summary::{RunCoverage, RunSummary};
@@ -139,6 +142,8 @@ struct Inner {
     skip_retry: Arc<Notify>,
     pause: crate::agent::protocol::pause::PauseGate,
     subscribers: Mutex<Vec<Subscriber>>,
+    /// The gauges of paced subscribers, which the model stream waits on.
+    pacer: Arc<Pacer>,
     run: Mutex<Option<RunHandle>>,
     next_run: Mutex<u64>,
     idle: watch::Sender<u64>,
@@ -178,6 +183,7 @@ impl Agent {
                 skip_retry: Arc::new(Notify::new()),
                 pause: Default::default(),
                 subscribers: Mutex::new(Vec::new()),
+                pacer: Arc::default(),
                 run: Mutex::new(None),
                 next_run: Mutex::new(0),
                 idle,
@@ -250,6 +256,16 @@ impl Agent {
         wanted: fn(&AgentEvent) -> bool,
     ) -> mpsc::UnboundedReceiver<RunEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
+        let tx = EventSender::plain(tx);
+        lock(&self.inner.subscribers).push(Subscriber { tx, wanted });
+        rx
+    }
+
+    /// Receive the events `wanted` accepts, the model stream waiting while `limit` of them
+    /// are queued for this subscriber and not yet taken (see [`crate::agent::protocol::paced`]).
+    pub fn subscribe_paced(&self, limit: usize, wanted: fn(&AgentEvent) -> bool) -> PacedReceiver {
+        let (tx, rx, gauge) = paced_channel(limit);
+        self.inner.pacer.register(&gauge);
         lock(&self.inner.subscribers).push(Subscriber { tx, wanted });
         rx
     }
@@ -684,7 +700,7 @@ impl Agent {
     fn loop_config(&self, s: &AgentSettings) -> LoopConfig {
         let (reasoning, disable) = s.thinking.to_request();
         LoopConfig {
-            provider: s.provider.clone(),
+            provider: PacedProvider::wrap(s.provider.clone(), self.inner.pacer.clone()),
             model: s.model.clone(),
             system_prompt: s.system_prompt.clone(),
             tools: s.tools.clone(),
@@ -936,7 +952,7 @@ impl EventSink for FacadeSink {
 
 /// One receiver of the event stream, and which events it wants.
 struct Subscriber {
-    tx: mpsc::UnboundedSender<RunEvent>,
+    tx: EventSender,
     wanted: fn(&AgentEvent) -> bool,
 }
 

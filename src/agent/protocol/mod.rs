@@ -11,6 +11,7 @@ pub mod command;
 pub mod compaction;
 pub mod events;
 pub mod hooks;
+pub mod paced;
 pub mod panic;
 pub mod pause;
 pub mod stream;
