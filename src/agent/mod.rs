@@ -6,7 +6,7 @@
 //!   in the crate; providers, tools, sessions and front ends build on it.
 //! * [`engine`] — the loop itself: runs and turns ([`engine::run`]), tool batches
 //!   ([`engine::batch`]), the long-lived [`engine::facade::Agent`] and the task that serves it
-//!   over a command channel ([`engine::task`]).
+//!   applies commands to it ([`engine::task`]).
 //! * [`policy`] — the rules the loop applies to what passes through it: context conversion and
 //!   normalisation, the append-only prompt-cache log, argument validation and coercion, soft
 //!   tool requirements, placeholder results, the run summary.
