@@ -475,13 +475,6 @@ impl Agent {
         self.inner.skip_retry.notify_waiters();
     }
 
-    /// Abort with a specific reason (tool-scoped, terminal, ...).
-    pub fn abort_with(&self, reason: AbortReason) {
-        if let Some(run) = lock(&self.inner.run).as_ref() {
-            run.signal.abort(reason);
-        }
-    }
-
     /// Resolves when no run is active.
     pub async fn wait_idle(&self) {
         let mut rx = self.inner.idle.subscribe();

@@ -73,8 +73,8 @@ impl Run {
     pub(super) fn close_failed(&mut self, text: &str) {
         // Results a batch emitted before it failed are answers already: keep them, so no call
         // is answered twice.
-        let emitted = std::mem::take(&mut *lock(&self.batch_results));
-        self.context.extend(emitted);
+        let emitted = std::mem::take(&mut *lock(&self.reply.batch_results));
+        self.transcript.context.extend(emitted);
         let aborted = self.aborted();
         let (stop, reason, status) = if aborted {
             (
@@ -96,10 +96,10 @@ impl Run {
         };
         let upstream = (!aborted).then_some(text.as_str());
         let mut results = Vec::new();
-        let committed = match self.streaming.take() {
+        let committed = match self.reply.streaming.take() {
             Some(builder) => {
                 let mut message = builder.into_message();
-                let completed = std::mem::take(&mut self.completed_calls);
+                let completed = std::mem::take(&mut self.reply.completed_calls);
                 retain_completed_tool_calls(&mut message, &completed);
                 message.stop_reason = stop;
                 message.error_message = Some(text.clone());
@@ -111,14 +111,17 @@ impl Run {
                 // A reply committed before the failure (e.g. the repeated-call guard) has its
                 // calls answered first: its results must follow it.
                 results.extend(self.answer_open_calls(reason, &text, upstream, status));
-                if !self.turn_open {
+                if !self.transcript.turn_open {
                     self.sink.emit(AgentEvent::TurnStart);
-                    self.turn_open = true;
+                    self.transcript.turn_open = true;
                 }
-                let unemitted = std::mem::take(&mut self.unemitted);
+                let unemitted = std::mem::take(&mut self.transcript.unemitted);
                 self.emit_inputs(&unemitted);
-                let mut message =
-                    AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+                let mut message = AssistantMessage::empty(
+                    &self.call.model.api,
+                    &self.call.model.provider,
+                    &self.call.model.id,
+                );
                 message.content.push(ContentBlock::text(""));
                 message.stop_reason = stop;
                 message.error_message = Some(text.clone());
@@ -129,7 +132,7 @@ impl Run {
             message: committed,
             tool_results: results,
         });
-        self.turn_open = false;
+        self.transcript.turn_open = false;
     }
 
     /// Answer the calls of the last assistant message that have no result yet.
@@ -140,7 +143,7 @@ impl Run {
         upstream: Option<&str>,
         status: ToolStatus,
     ) -> Vec<AgentMessage> {
-        let open: Vec<ToolCall> = unanswered_calls(&self.context)
+        let open: Vec<ToolCall> = unanswered_calls(&self.transcript.context)
             .into_iter()
             .cloned()
             .collect();
@@ -172,7 +175,7 @@ impl Run {
             message: committed.clone(),
             tool_results: results.clone(),
         });
-        self.turn_open = false;
+        self.transcript.turn_open = false;
         if run_hook
             && !self.aborted()
             && let Some(assistant) = committed.as_assistant()
@@ -182,22 +185,26 @@ impl Run {
                 tool_results: &results,
                 will_continue,
             };
-            self.hooks.on_turn_end(&self.context, info).await;
+            self.hooks.on_turn_end(&self.transcript.context, info).await;
         }
     }
 
     /// The aborted boundary: the partial being streamed (or a fresh message) marked aborted.
     pub(super) fn finish_aborted(&mut self) -> AgentMessage {
         let reason = self.signal.reason().unwrap_or(AbortReason::Requested);
-        let builder = self.streaming.take();
+        let builder = self.reply.streaming.take();
         let had_partial = builder.is_some();
         let mut message = match builder {
             Some(b) => b.into_message(),
-            None => AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id),
+            None => AssistantMessage::empty(
+                &self.call.model.api,
+                &self.call.model.provider,
+                &self.call.model.id,
+            ),
         };
         message.stop_reason = StopReason::Aborted;
         message.error_message = Some(reason.text());
-        let completed = std::mem::take(&mut self.completed_calls);
+        let completed = std::mem::take(&mut self.reply.completed_calls);
         retain_completed_tool_calls(&mut message, &completed);
         message.tool_call_abort_messages =
             reason.tool_labels(message.tool_calls().map(|c| c.id.as_str()));
@@ -228,9 +235,9 @@ impl Run {
                 )
             });
         }
-        self.streaming = None;
-        self.completed_calls.clear();
-        self.harmony_retries = 0;
+        self.reply.streaming = None;
+        self.reply.completed_calls.clear();
+        self.reply.harmony_retries = 0;
         let m: AgentMessage = message.into();
         if !started_emitted {
             self.sink
@@ -249,20 +256,20 @@ impl Run {
         started: Instant,
     ) -> Result<AgentMessage, LoopError> {
         if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
-            retain_completed_tool_calls(&mut message, &self.completed_calls);
-            salvage_interrupted_tool_turn(&mut message, &self.tools);
+            retain_completed_tool_calls(&mut message, &self.reply.completed_calls);
+            salvage_interrupted_tool_turn(&mut message, &self.call.tools);
         }
         self.hooks
             .transform_assistant_message(&mut message, &self.signal)
             .await
             .map_err(LoopError::new)?;
-        self.prepared.clear();
+        self.reply.prepared.clear();
         if matches!(message.stop_reason, StopReason::Stop | StopReason::ToolUse)
             && message.has_tool_calls()
         {
-            self.prepared = prepare_calls(
+            self.reply.prepared = prepare_calls(
                 &mut message,
-                &self.tools,
+                &self.call.tools,
                 self.hooks.as_ref(),
                 self.cfg.intent_tracing,
                 &self.signal,

@@ -81,12 +81,12 @@ impl Run {
         let Some(settings) = self.cfg.compaction else {
             return false;
         };
-        let window = self.model.context_window;
+        let window = self.call.model.context_window;
         if !settings.enabled || window == 0 {
             return false;
         }
         compaction::should_compact(
-            compaction::context_tokens(&self.context).tokens,
+            compaction::context_tokens(&self.transcript.context).tokens,
             window,
             &settings,
         )
@@ -108,7 +108,8 @@ impl Run {
             }
             return false;
         }
-        let Some(plan) = compaction::plan(&self.context, settings.keep_recent_tokens) else {
+        let Some(plan) = compaction::plan(&self.transcript.context, settings.keep_recent_tokens)
+        else {
             // Asked for (`/compact`): say why nothing happens. Automatic: nothing to say.
             if reason == CompactionReason::Manual {
                 self.sink.emit(AgentEvent::CompactionStart { reason });
@@ -125,12 +126,17 @@ impl Run {
         };
         self.sink.emit(AgentEvent::CompactionStart { reason });
         let budget =
-            compaction::transcript_budget(self.model.context_window, settings.reserve_tokens);
+            compaction::transcript_budget(self.call.model.context_window, settings.reserve_tokens);
         let max_tool = compaction::MAX_TOOL_RESULT_CHARS;
         let mut history = plan.previous_summary.clone();
         if !plan.history.is_empty() {
-            let request =
-                compaction::history_request(&self.context, &plan, focus, max_tool, budget);
+            let request = compaction::history_request(
+                &self.transcript.context,
+                &plan,
+                focus,
+                max_tool,
+                budget,
+            );
             match self.summarize(request).await {
                 Ok(text) => history = Some(text),
                 Err(e) => return self.compaction_failed(reason, e),
@@ -138,8 +144,13 @@ impl Run {
         }
         let mut prefix = None;
         if let Some(range) = plan.turn_prefix.clone() {
-            let request =
-                compaction::turn_prefix_request(&self.context, range, focus, max_tool, budget);
+            let request = compaction::turn_prefix_request(
+                &self.transcript.context,
+                range,
+                focus,
+                max_tool,
+                budget,
+            );
             match self.summarize(request).await {
                 Ok(text) => prefix = Some(text),
                 Err(e) => return self.compaction_failed(reason, e),
@@ -150,23 +161,33 @@ impl Run {
             prefix.as_deref(),
             &plan.files,
         );
-        let first_kept = self.context[plan.first_kept].clone();
-        if self.first_new < plan.first_kept {
-            self.compacted_away.extend(
-                self.context[self.first_new..plan.first_kept]
+        let first_kept = self.transcript.context[plan.first_kept].clone();
+        if self.transcript.first_new < plan.first_kept {
+            self.transcript.compacted_away.extend(
+                self.transcript.context[self.transcript.first_new..plan.first_kept]
                     .iter()
                     .cloned(),
             );
         }
-        self.context = compaction::compacted(&self.context, plan.first_kept, &summary, now_ms());
-        self.first_new = if self.first_new >= plan.first_kept {
-            self.first_new - plan.first_kept + 1
+        self.transcript.context = compaction::compacted(
+            &self.transcript.context,
+            plan.first_kept,
+            &summary,
+            now_ms(),
+        );
+        self.transcript.first_new = if self.transcript.first_new >= plan.first_kept {
+            self.transcript.first_new - plan.first_kept + 1
         } else {
             1
         };
-        self.llm_cache = Arc::new(Vec::new());
-        self.converted = 0;
-        let tokens_after = self.context.iter().map(compaction::estimate_tokens).sum();
+        self.request.llm_cache = Arc::new(Vec::new());
+        self.request.converted = 0;
+        let tokens_after = self
+            .transcript
+            .context
+            .iter()
+            .map(compaction::estimate_tokens)
+            .sum();
         self.sink.emit(AgentEvent::CompactionEnd {
             reason,
             result: Some(CompactionResult {
@@ -184,7 +205,11 @@ impl Run {
         true
     }
 
-    pub(super) fn compaction_failed(&self, reason: CompactionReason, error: Option<String>) -> bool {
+    pub(super) fn compaction_failed(
+        &self,
+        reason: CompactionReason,
+        error: Option<String>,
+    ) -> bool {
         self.sink.emit(AgentEvent::CompactionEnd {
             reason,
             result: None,
@@ -202,7 +227,7 @@ impl Run {
     ) -> Result<String, Option<String>> {
         summarize(
             &self.cfg.provider,
-            &self.model,
+            &self.call.model,
             self.cfg.session_id.clone(),
             request,
             &self.signal,

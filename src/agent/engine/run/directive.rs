@@ -5,28 +5,28 @@ use super::*;
 
 impl Run {
     pub(super) fn resolve_directive(&mut self, inputs: &mut Vec<AgentMessage>) {
-        self.directive_resolved = true;
-        self.host_choice = None;
-        self.soft_req = None;
+        self.directive.resolved = true;
+        self.directive.host_choice = None;
+        self.directive.soft_req = None;
         if self.aborted() {
             return;
         }
         match self.hooks.tool_directive() {
             Some(ToolDirective::Hard(choice)) => {
-                self.host_choice = Some(choice);
-                self.soft.clear();
+                self.directive.host_choice = Some(choice);
+                self.directive.soft.clear();
             }
-            Some(ToolDirective::Soft(req)) if self.tools.contains(&req.tool_name) => {
-                if self.soft.activate(&req) {
+            Some(ToolDirective::Soft(req)) if self.call.tools.contains(&req.tool_name) => {
+                if self.directive.soft.activate(&req) {
                     for m in &req.reminder {
                         self.push(m.clone());
-                        self.unemitted.push(m.clone());
+                        self.transcript.unemitted.push(m.clone());
                         inputs.push(m.clone());
                     }
                 }
-                self.soft_req = Some(req);
+                self.directive.soft_req = Some(req);
             }
-            _ => self.soft.clear(),
+            _ => self.directive.soft.clear(),
         }
     }
 
@@ -35,7 +35,7 @@ impl Run {
         &mut self,
         assistant: &AssistantMessage,
     ) -> Result<Option<String>, LoopError> {
-        let Some(req) = &self.soft_req else {
+        let Some(req) = &self.directive.soft_req else {
             return Ok(None);
         };
         if hard_choice_blocks(self.cfg.tool_choice.as_ref(), &req.tool_name)
@@ -43,11 +43,11 @@ impl Run {
         {
             return Ok(None);
         }
-        if self.soft.escalations >= crate::agent::policy::soft::MAX_SOFT_ESCALATIONS {
+        if self.directive.soft.escalations >= crate::agent::policy::soft::MAX_SOFT_ESCALATIONS {
             return Err(LoopError::new(escalation_error(&req.tool_name)));
         }
-        self.soft.forced = Some(ToolChoice::Tool(req.tool_name.clone()));
-        self.soft.escalations += 1;
+        self.directive.soft.forced = Some(ToolChoice::Tool(req.tool_name.clone()));
+        self.directive.soft.escalations += 1;
         Ok(Some(req.tool_name.clone()))
     }
 }

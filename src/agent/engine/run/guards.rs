@@ -3,7 +3,20 @@
 use super::*;
 
 /// Kills the deadline timer when the run ends.
-pub(super) struct TimerGuard(pub(super) Option<tokio::task::JoinHandle<()>>);
+pub(super) struct TimerGuard(Option<tokio::task::JoinHandle<()>>);
+
+impl TimerGuard {
+    /// Abort `signal` with the deadline reason when `deadline` passes.
+    pub(super) fn start(deadline: Option<tokio::time::Instant>, signal: &AbortSignal) -> Self {
+        TimerGuard(deadline.map(|deadline| {
+            let s = signal.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(deadline).await;
+                s.abort(AbortReason::Deadline);
+            })
+        }))
+    }
+}
 
 impl Drop for TimerGuard {
     fn drop(&mut self) {
@@ -30,9 +43,12 @@ impl Run {
         }
         let msgs = self.insert_inputs(keep);
         self.emit_inputs(&msgs);
-        if self.turn_open {
-            let mut m =
-                AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+        if self.transcript.turn_open {
+            let mut m = AssistantMessage::empty(
+                &self.call.model.api,
+                &self.call.model.provider,
+                &self.call.model.id,
+            );
             m.content.push(ContentBlock::text(""));
             m.stop_reason = StopReason::Aborted;
             m.error_message = Some(DEADLINE_TEXT.to_string());
@@ -42,7 +58,7 @@ impl Run {
                 message: committed,
                 tool_results: Vec::new(),
             });
-            self.turn_open = false;
+            self.transcript.turn_open = false;
         }
     }
 }

@@ -12,7 +12,7 @@ impl Run {
             self.push(m.message.clone());
             out.push(m.message);
         }
-        self.unemitted.extend(out.iter().cloned());
+        self.transcript.unemitted.extend(out.iter().cloned());
         out
     }
 
@@ -20,13 +20,13 @@ impl Run {
         for m in inputs {
             self.emit_message(m);
         }
-        self.unemitted.clear();
+        self.transcript.unemitted.clear();
     }
 
     pub(super) fn open_turn(&mut self, inputs: &[AgentMessage]) {
-        if !self.turn_open {
+        if !self.transcript.turn_open {
             self.sink.emit(AgentEvent::TurnStart);
-            self.turn_open = true;
+            self.transcript.turn_open = true;
         }
         self.emit_inputs(inputs);
     }

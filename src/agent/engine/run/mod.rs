@@ -69,7 +69,6 @@ use crate::agent::protocol::types::{
 /// Re-samples allowed for a backend that keeps pausing its turn.
 pub const MAX_PAUSED_TURN_CONTINUATIONS: u32 = 8;
 
-
 mod closing;
 mod compacting;
 mod directive;
@@ -80,8 +79,8 @@ mod retry;
 mod streaming;
 mod turn;
 
-pub use compacting::summarize;
 use closing::{retain_completed_tool_calls, salvage_interrupted_tool_turn};
+pub use compacting::summarize;
 use guards::TimerGuard;
 use streaming::{contain_stream, drop_elsewhere, provider_panic_text};
 
@@ -162,9 +161,9 @@ pub async fn run_compact(
     run.compact(CompactionReason::Manual, focus.as_deref())
         .await;
     RunOutcome {
-        first_new: run.context.len(),
-        context: run.context,
-        soft_state: run.soft,
+        first_new: run.transcript.context.len(),
+        context: run.transcript.context,
+        soft_state: run.directive.soft,
         error: None,
     }
 }
@@ -233,28 +232,42 @@ enum Step {
     End,
 }
 
-struct Run {
-    cfg: LoopConfig,
-    hooks: Arc<dyn LoopHooks>,
-    sink: Arc<dyn EventSink>,
-    signal: AbortSignal,
+/// The transcript as the run grows it, and where the open turn stands.
+struct Transcript {
     context: Vec<AgentMessage>,
     /// Where this run's messages start in `context` (the run only appends).
     first_new: usize,
-    // Per-call state, refreshed by `sync_before_model_call`.
+    /// This run's messages that a compaction took out of the context (still this run's, for
+    /// `agent_end`).
+    compacted_away: Vec<AgentMessage>,
+    /// Inputs inserted into the context whose events have not been emitted yet.
+    unemitted: Vec<AgentMessage>,
+    turn_open: bool,
+}
+
+/// What a model call is made with, refreshed by `sync_before_model_call` before each call.
+struct CallSettings {
     system_prompt: Vec<String>,
     tools: Arc<ToolSet>,
     model: Model,
     reasoning: Option<Effort>,
     disable_reasoning: bool,
-    // Incremental default conversion: provider messages for `context[..converted]`.
+}
+
+/// The request log: provider messages already converted, and the tool specs last sent.
+#[derive(Default)]
+struct RequestCache {
+    /// Provider messages for `context[..converted]` (the default conversion, done
+    /// incrementally).
     llm_cache: Arc<Vec<Arc<Message>>>,
     converted: usize,
     tool_specs: Option<(usize, Vec<ToolSpec>)>,
-    // Turn state.
-    turn_open: bool,
-    /// Inputs inserted into the context whose events have not been emitted yet.
-    unemitted: Vec<AgentMessage>,
+}
+
+/// The reply of the current call: what is streamed, how often it was re-sampled, the calls
+/// prepared from it and the results its batch has emitted.
+#[derive(Default)]
+struct Reply {
     /// The reply being streamed (after its `message_start`, before its `message_end`).
     streaming: Option<MessageBuilder>,
     /// Ids of the streaming reply's tool calls whose arguments are complete.
@@ -263,24 +276,44 @@ struct Run {
     retries: u32,
     /// Replies of the open turn discarded for leaking Harmony protocol text.
     harmony_retries: u32,
-    directive_resolved: bool,
-    host_choice: Option<ToolChoice>,
-    soft_req: Option<SoftToolRequirement>,
-    soft: SoftState,
-    preserve_soft: bool,
-    paused_continuations: u32,
-    /// Stops a model that repeats the same calls and gets the same answers.
-    repetition: RepetitionGuard,
     prepared: Vec<PreparedCall>,
     /// The running batch's results as they are emitted (see [`BatchEnv::results`]).
     batch_results: Mutex<Vec<AgentMessage>>,
-    collector: Option<Mutex<RunCollector>>,
-    /// This run's messages that a compaction took out of the context (still this run's, for
-    /// `agent_end`).
-    compacted_away: Vec<AgentMessage>,
+}
+
+/// The host's tool directive for the current call and the soft-requirement state.
+struct Directive {
+    resolved: bool,
+    host_choice: Option<ToolChoice>,
+    soft_req: Option<SoftToolRequirement>,
+    soft: SoftState,
+    /// Keep `soft` after the run (a gate stopped it).
+    preserve_soft: bool,
+}
+
+/// Counters that stop a run going round: paused-turn re-samples, repeated calls, the overflow
+/// compaction of the current request, and the deadline timer.
+struct Guards {
+    paused_continuations: u32,
+    /// Stops a model that repeats the same calls and gets the same answers.
+    repetition: RepetitionGuard,
     /// The current request was already compacted after the provider found it too long.
     overflow_compacted: bool,
     _timer: TimerGuard,
+}
+
+struct Run {
+    cfg: LoopConfig,
+    hooks: Arc<dyn LoopHooks>,
+    sink: Arc<dyn EventSink>,
+    signal: AbortSignal,
+    collector: Option<Mutex<RunCollector>>,
+    transcript: Transcript,
+    call: CallSettings,
+    request: RequestCache,
+    reply: Reply,
+    directive: Directive,
+    guards: Guards,
 }
 
 impl Run {
@@ -292,50 +325,45 @@ impl Run {
         sink: Arc<dyn EventSink>,
     ) -> Self {
         let signal = external.child();
-        let timer = cfg.deadline.map(|deadline| {
-            let s = signal.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep_until(deadline).await;
-                s.abort(AbortReason::Deadline);
-            })
-        });
+        let timer = TimerGuard::start(cfg.deadline, &signal);
         let collector = cfg.telemetry.then(|| Mutex::new(RunCollector::new()));
         let first_new = context.len();
         let repetition = RepetitionGuard::new(cfg.max_repeated_tool_turns);
         Run {
             hooks: cfg.hooks.clone(),
-            system_prompt: cfg.system_prompt.clone(),
-            tools: cfg.tools.clone(),
-            model: cfg.model.clone(),
-            reasoning: cfg.reasoning,
-            disable_reasoning: cfg.disable_reasoning,
+            call: CallSettings {
+                system_prompt: cfg.system_prompt.clone(),
+                tools: cfg.tools.clone(),
+                model: cfg.model.clone(),
+                reasoning: cfg.reasoning,
+                disable_reasoning: cfg.disable_reasoning,
+            },
             cfg,
             sink,
             signal,
-            context,
-            first_new,
-            llm_cache: Arc::new(Vec::new()),
-            converted: 0,
-            tool_specs: None,
-            turn_open: false,
-            unemitted: Vec::new(),
-            streaming: None,
-            completed_calls: Vec::new(),
-            retries: 0,
-            harmony_retries: 0,
-            directive_resolved: false,
-            host_choice: None,
-            soft_req: None,
-            soft,
-            preserve_soft: false,
-            paused_continuations: 0,
-            repetition,
-            prepared: Vec::new(),
-            batch_results: Mutex::new(Vec::new()),
             collector,
-            compacted_away: Vec::new(),
-            overflow_compacted: false,
-            _timer: TimerGuard(timer),
+            transcript: Transcript {
+                context,
+                first_new,
+                compacted_away: Vec::new(),
+                unemitted: Vec::new(),
+                turn_open: false,
+            },
+            request: RequestCache::default(),
+            reply: Reply::default(),
+            directive: Directive {
+                resolved: false,
+                host_choice: None,
+                soft_req: None,
+                soft,
+                preserve_soft: false,
+            },
+            guards: Guards {
+                paused_continuations: 0,
+                repetition,
+                overflow_compacted: false,
+                _timer: timer,
+            },
         }
     }
 
@@ -352,8 +380,8 @@ impl Run {
         if let Some(e) = &error {
             self.close_failed(&e.message);
         }
-        if !self.preserve_soft {
-            self.soft.clear();
+        if !self.directive.preserve_soft {
+            self.directive.soft.clear();
         }
         let (telemetry, coverage) = match &self.collector {
             Some(c) => {
@@ -367,17 +395,21 @@ impl Run {
             let hooks = self.hooks.clone();
             let _ = contain_sync(|| hooks.on_run_end(summary, coverage));
         }
-        let mut messages = std::mem::take(&mut self.compacted_away);
-        messages.extend(self.context[self.first_new..].iter().cloned());
+        let mut messages = std::mem::take(&mut self.transcript.compacted_away);
+        messages.extend(
+            self.transcript.context[self.transcript.first_new..]
+                .iter()
+                .cloned(),
+        );
         self.sink.emit(AgentEvent::AgentEnd {
             messages,
             telemetry,
             coverage,
         });
         RunOutcome {
-            context: self.context,
-            first_new: self.first_new,
-            soft_state: self.soft,
+            context: self.transcript.context,
+            first_new: self.transcript.first_new,
+            soft_state: self.directive.soft,
             error,
         }
     }
@@ -392,7 +424,7 @@ impl Run {
     }
 
     fn push(&mut self, message: AgentMessage) {
-        self.context.push(message);
+        self.transcript.context.push(message);
     }
 
     fn emit_message(&self, message: &AgentMessage) {
@@ -412,7 +444,8 @@ impl Run {
     }
 
     fn call_args(&self, id: &str) -> serde_json::Value {
-        self.context
+        self.transcript
+            .context
             .iter()
             .rev()
             .find_map(|m| m.as_assistant())
@@ -421,4 +454,3 @@ impl Run {
             .unwrap_or_default()
     }
 }
-

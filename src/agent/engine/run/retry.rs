@@ -15,7 +15,7 @@ impl Run {
         started_emitted: bool,
         started: Instant,
     ) -> Result<Option<AgentMessage>, LoopError> {
-        if harmony::applies_to(&self.model)
+        if harmony::applies_to(&self.call.model)
             && !self.aborted()
             && let Some(leak) = harmony::detect(&message)
         {
@@ -26,17 +26,17 @@ impl Run {
             && self.cfg.compaction.is_some_and(|c| c.enabled)
             && !self.aborted()
         {
-            if self.overflow_compacted {
+            if self.guards.overflow_compacted {
                 message.error_message = Some(format!(
                     "The conversation is still too long for {} after compacting it: {}",
-                    self.model.id,
+                    self.call.model.id,
                     message
                         .error_message
                         .as_deref()
                         .unwrap_or("the request was refused")
                 ));
             } else {
-                self.overflow_compacted = true;
+                self.guards.overflow_compacted = true;
                 if started_emitted {
                     // Shown as a failed attempt, then dropped, as a retried one is.
                     let mut shown = message.clone();
@@ -50,8 +50,8 @@ impl Run {
                     });
                 }
                 if self.compact(CompactionReason::Overflow, None).await {
-                    self.streaming = None;
-                    self.completed_calls.clear();
+                    self.reply.streaming = None;
+                    self.reply.completed_calls.clear();
                     return Ok(None);
                 }
                 if self.aborted() {
@@ -61,11 +61,11 @@ impl Run {
         }
         let retryable = message.stop_reason == StopReason::Error
             && message.transient.is_some()
-            && self.retries < self.cfg.retry.max_retries
+            && self.reply.retries < self.cfg.retry.max_retries
             && !self.aborted();
         if retryable {
-            retain_completed_tool_calls(&mut message, &self.completed_calls);
-            salvage_interrupted_tool_turn(&mut message, &self.tools);
+            retain_completed_tool_calls(&mut message, &self.reply.completed_calls);
+            salvage_interrupted_tool_turn(&mut message, &self.call.tools);
         }
         if !(retryable && message.stop_reason == StopReason::Error) {
             let success = message.stop_reason != StopReason::Error;
@@ -75,7 +75,7 @@ impl Run {
                 .await
                 .map(Some);
         }
-        self.retries += 1;
+        self.reply.retries += 1;
         let error_text = message.error_message.clone().unwrap_or_default();
         // The failed attempt counts as a call; its partial never enters the transcript.
         self.record_discarded(&message, started);
@@ -93,9 +93,9 @@ impl Run {
                 message: message.into(),
             });
         }
-        let delay = self.cfg.retry.delay(self.retries, retry_after);
+        let delay = self.cfg.retry.delay(self.reply.retries, retry_after);
         self.sink.emit(AgentEvent::AutoRetryStart {
-            attempt: self.retries,
+            attempt: self.reply.retries,
             max_attempts: self.cfg.retry.max_retries,
             delay_ms: delay.as_millis() as u64,
             error_message: error_text,
@@ -129,14 +129,14 @@ impl Run {
     ) -> Result<Option<AgentMessage>, LoopError> {
         // The discarded reply still counts as a model call.
         self.record_discarded(&message, started);
-        let escalated = self.harmony_retries >= harmony::MAX_RETRIES;
+        let escalated = self.reply.harmony_retries >= harmony::MAX_RETRIES;
         let signals = leak.signals.to_string();
         self.hooks.on_harmony_leak(HarmonyLeakInfo {
             escalated,
-            retry: self.harmony_retries,
+            retry: self.reply.harmony_retries,
             signals: &signals,
             surface: leak.surface.as_str(),
-            model: &self.model,
+            model: &self.call.model,
             removed_len: leak.len,
         });
         if started_emitted {
@@ -155,7 +155,7 @@ impl Run {
         if escalated {
             return Err(LoopError::new(leak.persisted_text()));
         }
-        self.harmony_retries += 1;
+        self.reply.harmony_retries += 1;
         Ok(None)
     }
 
@@ -171,19 +171,19 @@ impl Run {
                 &message.usage,
             )
         });
-        self.streaming = None;
-        self.completed_calls.clear();
+        self.reply.streaming = None;
+        self.reply.completed_calls.clear();
     }
 
     /// Emit `auto_retry_end` if the current call was being retried.
     pub(super) fn end_retrying(&mut self, success: bool, final_error: Option<String>) {
-        if self.retries > 0 {
+        if self.reply.retries > 0 {
             self.sink.emit(AgentEvent::AutoRetryEnd {
                 success,
-                attempt: self.retries,
+                attempt: self.reply.retries,
                 final_error: (!success).then(|| final_error.unwrap_or_default()),
             });
-            self.retries = 0;
+            self.reply.retries = 0;
         }
     }
 }

@@ -36,12 +36,15 @@ pub(super) fn contain_stream(stream: EventStream) -> EventStream {
 
 impl Run {
     /// One provider call, streamed to the end (or to an abort).
-    pub(super) async fn stream_attempt(&mut self, context: LlmContext) -> Result<Attempt, LoopError> {
+    pub(super) async fn stream_attempt(
+        &mut self,
+        context: LlmContext,
+    ) -> Result<Attempt, LoopError> {
         if self.aborted() {
             return Ok(Attempt::Aborted(self.finish_aborted()));
         }
         let request = ProviderRequest {
-            model: self.model.clone(),
+            model: self.call.model.clone(),
             context,
             options: self.request_options(),
         };
@@ -55,8 +58,8 @@ impl Run {
                 return Err(LoopError::new(provider_panic_text(&panic)));
             }
         };
-        self.streaming = None;
-        self.completed_calls.clear();
+        self.reply.streaming = None;
+        self.reply.completed_calls.clear();
         let signal = self.signal.clone();
         let cancelled = signal.cancelled();
         tokio::pin!(cancelled);
@@ -90,32 +93,32 @@ impl Run {
                     drop(stream);
                     return Ok(Attempt::Final {
                         message: *message,
-                        started_emitted: self.streaming.is_some(),
+                        started_emitted: self.reply.streaming.is_some(),
                         started,
                     });
                 }
-                StreamEvent::Start { ref partial } => match &mut self.streaming {
+                StreamEvent::Start { ref partial } => match &mut self.reply.streaming {
                     None => {
                         self.sink.emit(AgentEvent::MessageStart {
                             message: (**partial).clone().into(),
                         });
-                        self.streaming = Some(MessageBuilder::new((**partial).clone()));
+                        self.reply.streaming = Some(MessageBuilder::new((**partial).clone()));
                     }
                     Some(b) => {
                         // The provider restarted the attempt: same message, fresh content.
                         b.apply(&event);
-                        self.completed_calls.clear();
+                        self.reply.completed_calls.clear();
                         self.sink.emit(AgentEvent::MessageUpdate {
                             assistant_message_event: event,
                         });
                     }
                 },
                 ev => {
-                    let Some(b) = &mut self.streaming else {
+                    let Some(b) = &mut self.reply.streaming else {
                         continue; // content before `start` is ignored
                     };
                     if let StreamEvent::ToolCallEnd { tool_call, .. } = &ev {
-                        self.completed_calls.push(tool_call.id.clone());
+                        self.reply.completed_calls.push(tool_call.id.clone());
                     }
                     b.apply(&ev);
                     self.hooks.on_assistant_event(b.message(), &ev);
@@ -130,8 +133,8 @@ impl Run {
     pub(super) fn fail_chat(&self, started: Instant) {
         self.collect(|c| {
             c.fail_chat(
-                &self.model.id,
-                &self.model.provider,
+                &self.call.model.id,
+                &self.call.model.provider,
                 started.elapsed().as_millis() as u64,
                 "stream_error",
             )

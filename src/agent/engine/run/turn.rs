@@ -70,27 +70,27 @@ impl Run {
 
         let refresh = self.hooks.sync_before_model_call(&self.signal).await;
         if let Some(p) = refresh.system_prompt {
-            self.system_prompt = p;
+            self.call.system_prompt = p;
         }
         if let Some(t) = refresh.tools {
-            self.tools = t;
+            self.call.tools = t;
         }
         if let Some(m) = refresh.model {
-            self.model = m;
+            self.call.model = m;
         }
         if let Some(r) = refresh.reasoning {
-            self.reasoning = r;
+            self.call.reasoning = r;
         }
         if let Some(d) = refresh.disable_reasoning {
-            self.disable_reasoning = d;
+            self.call.disable_reasoning = d;
         }
 
-        if !self.directive_resolved {
+        if !self.directive.resolved {
             self.resolve_directive(&mut inputs);
         }
 
-        if !self.turn_open {
-            self.overflow_compacted = false;
+        if !self.transcript.turn_open {
+            self.guards.overflow_compacted = false;
         }
         if self.compaction_due() {
             self.compact(CompactionReason::Threshold, None).await;
@@ -108,7 +108,7 @@ impl Run {
                     return Err(LoopError::new(e));
                 }
                 Ok(GateDecision::Stop(reason)) => {
-                    if self.turn_open {
+                    if self.transcript.turn_open {
                         // Only a retry reaches the gate with its turn open: close that turn.
                         self.stop_open_turn(reason).await;
                         return Ok(Step::End);
@@ -120,7 +120,7 @@ impl Run {
                         return Err(LoopError::new(e));
                     }
                     self.emit_inputs(&inputs);
-                    self.preserve_soft = !self.aborted();
+                    self.directive.preserve_soft = !self.aborted();
                     return Ok(Step::End);
                 }
                 Ok(GateDecision::Proceed) => {}
@@ -144,11 +144,14 @@ impl Run {
                 "Internal error: the committed reply is not an assistant message",
             ));
         };
-        self.directive_resolved = false;
-        self.host_choice = None;
-        self.soft.forced = None;
+        self.directive.resolved = false;
+        self.directive.host_choice = None;
+        self.directive.soft.forced = None;
         let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
-        self.repetition.check(&calls).map_err(LoopError::new)?;
+        self.guards
+            .repetition
+            .check(&calls)
+            .map_err(LoopError::new)?;
         let mut results: Vec<AgentMessage> = Vec::new();
         if matches!(
             assistant.stop_reason,
@@ -202,7 +205,7 @@ impl Run {
                 }
                 more = false;
             } else {
-                let prepared = std::mem::take(&mut self.prepared);
+                let prepared = std::mem::take(&mut self.reply.prepared);
                 let env = BatchEnv {
                     hooks: self.hooks.as_ref(),
                     sink: &self.sink,
@@ -210,10 +213,10 @@ impl Run {
                     interrupt_mode: self.cfg.interrupt_mode,
                     collector: self.collector.as_ref(),
                     pause: &self.cfg.pause,
-                    results: &self.batch_results,
+                    results: &self.reply.batch_results,
                 };
                 results = execute_batch(assistant, &prepared, &env).await;
-                self.context.extend(results.iter().cloned());
+                self.transcript.context.extend(results.iter().cloned());
                 more = self.signal.reason() != Some(AbortReason::TerminalToolResult);
             }
         } else if !calls.is_empty() {
@@ -227,17 +230,17 @@ impl Run {
         }
 
         if !calls.is_empty() {
-            self.paused_continuations = 0;
+            self.guards.paused_continuations = 0;
         } else if !more
             && assistant.stop_reason == StopReason::Stop
             && assistant.stop_detail_kind() == Some(STOP_PAUSE_TURN)
-            && self.paused_continuations < MAX_PAUSED_TURN_CONTINUATIONS
+            && self.guards.paused_continuations < MAX_PAUSED_TURN_CONTINUATIONS
         {
-            self.paused_continuations += 1;
+            self.guards.paused_continuations += 1;
             more = true;
         }
 
-        self.repetition.record(&calls, &results);
+        self.guards.repetition.record(&calls, &results);
         let will_continue = more && !self.deadline_passed();
         self.close_turn(&committed, results, will_continue, true)
             .await;
@@ -247,7 +250,11 @@ impl Run {
     /// A gate stopped the call of a turn that is already open (a retry): close the turn with
     /// an aborted reply that says why.
     pub(super) async fn stop_open_turn(&mut self, reason: Option<String>) {
-        let mut m = AssistantMessage::empty(&self.model.api, &self.model.provider, &self.model.id);
+        let mut m = AssistantMessage::empty(
+            &self.call.model.api,
+            &self.call.model.provider,
+            &self.call.model.id,
+        );
         m.content.push(ContentBlock::text(""));
         m.stop_reason = StopReason::Aborted;
         m.error_message = Some(
