@@ -157,8 +157,8 @@ struct Inner {
     subscribers: Mutex<Vec<Subscriber>>,
     run: Mutex<RunSlot>,
     idle: watch::Sender<u64>,
-    soft: Mutex<SoftState>,
-    choices: Mutex<OneShotChoices>,
+    /// Soft-requirement state carried between runs, and the one-shot tool choices.
+    tool_state: Mutex<ToolState>,
     suppress_steering_once: AtomicBool,
     host_hooks: Mutex<HostHooks>,
     /// Messages a host added with `emit_external_event` while a run was active: the run's
@@ -192,9 +192,8 @@ impl Agent {
                 subscribers: Mutex::new(Vec::new()),
                 run: Mutex::new(RunSlot::default()),
                 idle,
-                soft: Mutex::new(SoftState::default()),
+                tool_state: Mutex::new(ToolState::default()),
                 suppress_steering_once: AtomicBool::new(false),
-                choices: Mutex::new(OneShotChoices::default()),
                 host_hooks: Mutex::new(HostHooks::default()),
                 external: Mutex::new(Vec::new()),
                 written_back: AtomicU64::new(0),
@@ -373,8 +372,7 @@ impl Agent {
         let mut out: Vec<AgentMessage> = q.steering.drain(..).collect();
         out.extend(q.follow_up.drain(..));
         drop(q);
-        lock(&self.inner.soft).clear();
-        *lock(&self.inner.choices) = OneShotChoices::default();
+        *lock(&self.inner.tool_state) = ToolState::default();
         self.emit_queue_update();
         out
     }
@@ -382,7 +380,7 @@ impl Agent {
     /// Force `choice` on the next model call, once. If a gate stops the run before that call
     /// is made, the choice is kept for the next run (and dropped if its tool is gone by then).
     pub fn force_tool_choice(&self, choice: ToolChoice) {
-        lock(&self.inner.choices).queued = Some(choice);
+        lock(&self.inner.tool_state).choices.queued = Some(choice);
     }
 
     /// Add a hook awaited before the agent takes queued messages (steering or follow-up, at
@@ -583,7 +581,7 @@ impl Agent {
         let settings = self.settings();
         let config = self.loop_config(&settings);
         let context = self.messages();
-        let soft = lock(&self.inner.soft).clone();
+        let soft = lock(&self.inner.tool_state).soft.clone();
         let facade_sink = Arc::new(FacadeSink::new(self.clone(), id));
         let sink: Arc<dyn EventSink> = facade_sink.clone();
         let run = async {
@@ -629,7 +627,7 @@ impl Agent {
             match result {
                 Ok(Ok(outcome)) => {
                     if !detached {
-                        *lock(&self.inner.soft) = outcome.soft_state;
+                        lock(&self.inner.tool_state).soft = outcome.soft_state;
                         st.messages = outcome.context;
                         st.messages.extend(external);
                         st.error = outcome.error.map(|e| e.message).or(st.error.take());
@@ -839,6 +837,13 @@ fn apply_to(st: &mut AgentState, event: &AgentEvent) {
     }
 }
 
+/// What the facade keeps of tool choice between runs.
+#[derive(Default)]
+struct ToolState {
+    soft: SoftState,
+    choices: OneShotChoices,
+}
+
 /// One-shot hard tool choices: queued by the host, claimed by a turn, deferred by a gate stop.
 #[derive(Default)]
 struct OneShotChoices {
@@ -952,7 +957,7 @@ struct FacadeHooks {
 impl LoopHooks for FacadeHooks {
     async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
         // A new turn means the previous turn's claimed choice was sent.
-        lock(&self.agent.inner.choices).claimed = None;
+        lock(&self.agent.inner.tool_state).choices.claimed = None;
         let hooks = lock(&self.agent.inner.host_hooks).model_call.snapshot();
         host_hooks::run_all(hooks, signal).await;
         let user = self.user.sync_before_model_call(signal).await;
@@ -970,7 +975,8 @@ impl LoopHooks for FacadeHooks {
     fn tool_directive(&self) -> Option<ToolDirective> {
         let s = self.agent.settings();
         {
-            let mut choices = lock(&self.agent.inner.choices);
+            let mut tool_state = lock(&self.agent.inner.tool_state);
+            let choices = &mut tool_state.choices;
             if let Some(c) = choices.deferred.take()
                 && choice_available(&c, &s.tools)
             {
@@ -982,7 +988,8 @@ impl LoopHooks for FacadeHooks {
             return Some(d);
         }
         {
-            let mut choices = lock(&self.agent.inner.choices);
+            let mut tool_state = lock(&self.agent.inner.tool_state);
+            let choices = &mut tool_state.choices;
             if let Some(c) = choices.queued.take()
                 && choice_available(&c, &s.tools)
             {
@@ -999,7 +1006,8 @@ impl LoopHooks for FacadeHooks {
 
     fn on_tool_choice_rejected(&self) -> Result<(), String> {
         {
-            let mut choices = lock(&self.agent.inner.choices);
+            let mut tool_state = lock(&self.agent.inner.tool_state);
+            let choices = &mut tool_state.choices;
             if let Some(c) = choices.claimed.take() {
                 choices.deferred = Some(c);
             }
