@@ -5,8 +5,8 @@
 //!   stream trait, the tool trait, the host hooks, thinking levels. It depends on nothing else
 //!   in the crate; providers, tools, sessions and front ends build on it.
 //! * [`engine`] — the loop itself: runs and turns ([`engine::run`]), tool batches
-//!   ([`engine::batch`]), the long-lived [`engine::facade::Agent`] and the task that serves it
-//!   over a command channel ([`engine::task`]).
+//!   ([`engine::batch`]), the long-lived [`engine::facade::Agent`] and the one place
+//!   a command is carried out on it ([`engine::task`]).
 //! * [`policy`] — the rules the loop applies to what passes through it: context conversion and
 //!   normalisation, the append-only prompt-cache log, argument validation and coercion, soft
 //!   tool requirements, placeholder results, the run summary.

@@ -130,6 +130,22 @@ struct RunHandle {
     signal: AbortSignal,
 }
 
+/// The active run, if any, and the id of the newest run started.
+#[derive(Default)]
+struct RunSlot {
+    current: Option<RunHandle>,
+    last_id: u64,
+}
+
+/// The host's hook lists.
+#[derive(Default)]
+struct HostHooks {
+    /// Awaited before any queued message is taken.
+    dequeue: HookList,
+    /// Awaited before each model call, before its settings are read.
+    model_call: HookList,
+}
+
 struct Inner {
     state: Mutex<AgentState>,
     /// A run that `reset` cut loose (0: none): its events and its outcome no longer touch
@@ -144,16 +160,12 @@ struct Inner {
     subscribers: Mutex<Vec<Subscriber>>,
     /// The gauges of paced subscribers, which the model stream waits on.
     pacer: Arc<Pacer>,
-    run: Mutex<Option<RunHandle>>,
-    next_run: Mutex<u64>,
+    run: Mutex<RunSlot>,
     idle: watch::Sender<u64>,
-    soft: Mutex<SoftState>,
-    choices: Mutex<OneShotChoices>,
+    /// Soft-requirement state carried between runs, and the one-shot tool choices.
+    tool_state: Mutex<ToolState>,
     suppress_steering_once: AtomicBool,
-    /// Awaited before any queued message is taken.
-    dequeue_hooks: Mutex<HookList>,
-    /// Awaited before each model call, before its settings are read.
-    model_call_hooks: Mutex<HookList>,
+    host_hooks: Mutex<HostHooks>,
     /// Messages a host added with `emit_external_event` while a run was active: the run's
     /// outcome does not hold them, so they are added back after it. With `written_back` (the
     /// last run whose outcome replaced the transcript), read and written only while `state`
@@ -184,14 +196,11 @@ impl Agent {
                 pause: Default::default(),
                 subscribers: Mutex::new(Vec::new()),
                 pacer: Arc::default(),
-                run: Mutex::new(None),
-                next_run: Mutex::new(0),
+                run: Mutex::new(RunSlot::default()),
                 idle,
-                soft: Mutex::new(SoftState::default()),
+                tool_state: Mutex::new(ToolState::default()),
                 suppress_steering_once: AtomicBool::new(false),
-                choices: Mutex::new(OneShotChoices::default()),
-                dequeue_hooks: Mutex::new(HookList::default()),
-                model_call_hooks: Mutex::new(HookList::default()),
+                host_hooks: Mutex::new(HostHooks::default()),
                 external: Mutex::new(Vec::new()),
                 written_back: AtomicU64::new(0),
                 append_only: Arc::new(Mutex::new(AppendOnlyContext::new())),
@@ -221,7 +230,7 @@ impl Agent {
 
     /// The id of the newest run started so far (0 before the first).
     pub fn last_run(&self) -> RunId {
-        *lock(&self.inner.next_run)
+        lock(&self.inner.run).last_id
     }
 
     /// Replace the transcript (e.g. a resumed session). Refused while a run is active.
@@ -294,7 +303,9 @@ impl Agent {
         let messages = self.messages();
         let kind = match check_continuable(&messages) {
             Ok(()) => RunKind::Continue,
-            Err(e) if !lock(&self.inner.dequeue_hooks).is_empty() => RunKind::FromQueues(e.message),
+            Err(e) if !lock(&self.inner.host_hooks).dequeue.is_empty() => {
+                RunKind::FromQueues(e.message)
+            }
             Err(e) => {
                 let steer = self.take_queue(QueueSide::Steering, &signal);
                 if !steer.is_empty() {
@@ -377,8 +388,7 @@ impl Agent {
         let mut out: Vec<AgentMessage> = q.steering.drain(..).collect();
         out.extend(q.follow_up.drain(..));
         drop(q);
-        lock(&self.inner.soft).clear();
-        *lock(&self.inner.choices) = OneShotChoices::default();
+        *lock(&self.inner.tool_state) = ToolState::default();
         self.emit_queue_update();
         out
     }
@@ -386,37 +396,37 @@ impl Agent {
     /// Force `choice` on the next model call, once. If a gate stops the run before that call
     /// is made, the choice is kept for the next run (and dropped if its tool is gone by then).
     pub fn force_tool_choice(&self, choice: ToolChoice) {
-        lock(&self.inner.choices).queued = Some(choice);
+        lock(&self.inner.tool_state).choices.queued = Some(choice);
     }
 
     /// Add a hook awaited before the agent takes queued messages (steering or follow-up, at
     /// every boundary and in `continue_run`), with the signal of the run taking them. A hook
     /// may queue messages itself; once the signal fired, nothing is taken.
     pub fn add_before_dequeue_hook(&self, hook: SignalHook) -> HookId {
-        lock(&self.inner.dequeue_hooks).add(hook)
+        lock(&self.inner.host_hooks).dequeue.add(hook)
     }
 
     /// `false` when the hook was removed already.
     pub fn remove_before_dequeue_hook(&self, id: HookId) -> bool {
-        lock(&self.inner.dequeue_hooks).remove(id)
+        lock(&self.inner.host_hooks).dequeue.remove(id)
     }
 
     /// Add a hook awaited before each model call of every run, with the run's signal: after
     /// the pause gate, before the call's settings are read (so what it changes applies).
     pub fn add_before_model_call_hook(&self, hook: SignalHook) -> HookId {
-        lock(&self.inner.model_call_hooks).add(hook)
+        lock(&self.inner.host_hooks).model_call.add(hook)
     }
 
     /// `false` when the hook was removed already.
     pub fn remove_before_model_call_hook(&self, id: HookId) -> bool {
-        lock(&self.inner.model_call_hooks).remove(id)
+        lock(&self.inner.host_hooks).model_call.remove(id)
     }
 
     /// Apply `event` to the state as if the loop had emitted it, then send it to subscribers
     /// (stamped with the active run, if any). A `message_end` adds its message to the
     /// transcript; one added during a run is kept after the run's own messages.
     pub fn emit_external_event(&self, event: AgentEvent) {
-        let run = lock(&self.inner.run).as_ref().map(|r| r.id);
+        let run = lock(&self.inner.run).current.as_ref().map(|r| r.id);
         self.apply_external(run, &event);
         self.broadcast(run, event);
     }
@@ -449,7 +459,7 @@ impl Agent {
     }
 
     async fn run_dequeue_hooks(&self, signal: &AbortSignal) {
-        let hooks = lock(&self.inner.dequeue_hooks).snapshot();
+        let hooks = lock(&self.inner.host_hooks).dequeue.snapshot();
         host_hooks::run_all(hooks, signal).await;
     }
 
@@ -472,7 +482,7 @@ impl Agent {
 
     /// Abort the current run (no-op when idle).
     pub fn abort(&self, reason: Option<String>) {
-        if let Some(run) = lock(&self.inner.run).as_ref() {
+        if let Some(run) = lock(&self.inner.run).current.as_ref() {
             run.signal.abort(match reason {
                 Some(r) => AbortReason::Message(r),
                 None => AbortReason::Requested,
@@ -491,18 +501,11 @@ impl Agent {
         self.inner.skip_retry.notify_waiters();
     }
 
-    /// Abort with a specific reason (tool-scoped, terminal, ...).
-    pub fn abort_with(&self, reason: AbortReason) {
-        if let Some(run) = lock(&self.inner.run).as_ref() {
-            run.signal.abort(reason);
-        }
-    }
-
     /// Resolves when no run is active.
     pub async fn wait_idle(&self) {
         let mut rx = self.inner.idle.subscribe();
         loop {
-            if lock(&self.inner.run).is_none() {
+            if lock(&self.inner.run).current.is_none() {
                 return;
             }
             if rx.changed().await.is_err() {
@@ -519,7 +522,7 @@ impl Agent {
         {
             let run = lock(&self.inner.run);
             let mut st = lock(&self.inner.state);
-            if let Some(r) = run.as_ref() {
+            if let Some(r) = run.current.as_ref() {
                 self.inner.detached.store(r.id, Ordering::SeqCst);
             }
             st.messages.clear();
@@ -541,21 +544,18 @@ impl Agent {
 
     fn claim(&self) -> Result<(u64, AbortSignal), AgentError> {
         let mut run = lock(&self.inner.run);
-        if run.is_some() {
+        if run.current.is_some() {
             return Err(AgentError::Busy);
         }
-        let id = {
-            let mut n = lock(&self.inner.next_run);
-            *n += 1;
-            *n
-        };
+        run.last_id += 1;
+        let id = run.last_id;
         let signal = AbortSignal::new();
         // One-shot and per run: an earlier run that ended before its first steering poll (e.g.
         // aborted at once) must not leave it set for this one.
         self.inner
             .suppress_steering_once
             .store(false, Ordering::SeqCst);
-        *run = Some(RunHandle {
+        run.current = Some(RunHandle {
             id,
             signal: signal.clone(),
         });
@@ -569,8 +569,8 @@ impl Agent {
     /// the agent idle, and no successor can start (and emit) before it is sent.
     fn release(&self, id: u64, agent_end: Option<AgentEvent>) {
         let mut run = lock(&self.inner.run);
-        if run.as_ref().is_some_and(|r| r.id == id) {
-            *run = None;
+        if run.current.as_ref().is_some_and(|r| r.id == id) {
+            run.current = None;
             let mut st = lock(&self.inner.state);
             st.is_streaming = false;
             st.pending_tool_calls.clear();
@@ -597,7 +597,7 @@ impl Agent {
         let settings = self.settings();
         let config = self.loop_config(&settings);
         let context = self.messages();
-        let soft = lock(&self.inner.soft).clone();
+        let soft = lock(&self.inner.tool_state).soft.clone();
         let facade_sink = Arc::new(FacadeSink::new(self.clone(), id));
         let sink: Arc<dyn EventSink> = facade_sink.clone();
         let run = async {
@@ -643,7 +643,7 @@ impl Agent {
             match result {
                 Ok(Ok(outcome)) => {
                     if !detached {
-                        *lock(&self.inner.soft) = outcome.soft_state;
+                        lock(&self.inner.tool_state).soft = outcome.soft_state;
                         st.messages = outcome.context;
                         st.messages.extend(external);
                         st.error = outcome.error.map(|e| e.message).or(st.error.take());
@@ -853,6 +853,13 @@ fn apply_to(st: &mut AgentState, event: &AgentEvent) {
     }
 }
 
+/// What the facade keeps of tool choice between runs.
+#[derive(Default)]
+struct ToolState {
+    soft: SoftState,
+    choices: OneShotChoices,
+}
+
 /// One-shot hard tool choices: queued by the host, claimed by a turn, deferred by a gate stop.
 #[derive(Default)]
 struct OneShotChoices {
@@ -966,8 +973,8 @@ struct FacadeHooks {
 impl LoopHooks for FacadeHooks {
     async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
         // A new turn means the previous turn's claimed choice was sent.
-        lock(&self.agent.inner.choices).claimed = None;
-        let hooks = lock(&self.agent.inner.model_call_hooks).snapshot();
+        lock(&self.agent.inner.tool_state).choices.claimed = None;
+        let hooks = lock(&self.agent.inner.host_hooks).model_call.snapshot();
         host_hooks::run_all(hooks, signal).await;
         let user = self.user.sync_before_model_call(signal).await;
         let s = self.agent.settings();
@@ -984,7 +991,8 @@ impl LoopHooks for FacadeHooks {
     fn tool_directive(&self) -> Option<ToolDirective> {
         let s = self.agent.settings();
         {
-            let mut choices = lock(&self.agent.inner.choices);
+            let mut tool_state = lock(&self.agent.inner.tool_state);
+            let choices = &mut tool_state.choices;
             if let Some(c) = choices.deferred.take()
                 && choice_available(&c, &s.tools)
             {
@@ -996,7 +1004,8 @@ impl LoopHooks for FacadeHooks {
             return Some(d);
         }
         {
-            let mut choices = lock(&self.agent.inner.choices);
+            let mut tool_state = lock(&self.agent.inner.tool_state);
+            let choices = &mut tool_state.choices;
             if let Some(c) = choices.queued.take()
                 && choice_available(&c, &s.tools)
             {
@@ -1013,7 +1022,8 @@ impl LoopHooks for FacadeHooks {
 
     fn on_tool_choice_rejected(&self) -> Result<(), String> {
         {
-            let mut choices = lock(&self.agent.inner.choices);
+            let mut tool_state = lock(&self.agent.inner.tool_state);
+            let choices = &mut tool_state.choices;
             if let Some(c) = choices.claimed.take() {
                 choices.deferred = Some(c);
             }

@@ -1,7 +1,7 @@
 //! The loop: a run's turns ([`run`]), one message's tool batch ([`batch`]), answers for calls
 //! that did not run ([`answer`]), what is fixed for a run ([`config`]), the long-lived
 //! [`facade::Agent`] that owns the transcript and the queues (with the hooks a host adds to it,
-//! [`host_hooks`]), and the task that serves it over a command channel ([`task`]).
+//! [`host_hooks`]), and [`task`], which carries out one command on it.
 
 pub mod answer;
 pub mod batch;

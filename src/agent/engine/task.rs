@@ -1,39 +1,10 @@
-//! The agent task: the one place front ends reach the agent through.
-//!
-//! [`spawn`] starts a task that owns an [`Agent`] and carries out the [`AgentCommand`]s sent
-//! to its [`AgentHandle`], in order; the event stream comes back through
-//! [`Agent::subscribe`]. A host that owns more than the agent (a session recorder, say) runs
-//! [`apply`] on its own task instead, so its own commands and the agent's stay in one order.
-
-use tokio::sync::mpsc;
+//! Carrying out an [`AgentCommand`]: the one place front ends reach the agent through. The
+//! host runs [`apply`] on its own task, so its own commands and the agent's stay in one order;
+//! the event stream comes back through [`Agent::subscribe`].
 
 use crate::agent::engine::facade::Agent;
 use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, WhenBusy};
 use crate::agent::protocol::types::AgentMessage;
-
-/// Sends commands to an agent task. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct AgentHandle {
-    commands: mpsc::UnboundedSender<AgentCommand>,
-}
-
-impl AgentHandle {
-    /// Send a command; `false` when the task is gone.
-    pub fn send(&self, command: AgentCommand) -> bool {
-        self.commands.send(command).is_ok()
-    }
-}
-
-/// Start a task that serves `agent` until every handle is dropped.
-pub fn spawn(agent: Agent) -> AgentHandle {
-    let (commands, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(command) = rx.recv().await {
-            apply(&agent, command).await;
-        }
-    });
-    AgentHandle { commands }
-}
 
 /// Carry out one command. Only `Reset` and `WaitIdle` wait (for the run to end); everything
 /// else returns at once, since runs live on their own tasks.
@@ -140,10 +111,10 @@ mod tests {
         ))
     }
 
-    async fn ask<T>(h: &AgentHandle, make: impl FnOnce(oneshot::Sender<T>) -> AgentCommand) -> T {
+    async fn ask<T>(a: &Agent, make: impl FnOnce(oneshot::Sender<T>) -> AgentCommand) -> T {
         let (tx, rx) = oneshot::channel();
-        assert!(h.send(make(tx)));
-        rx.await.expect("the task answers")
+        apply(a, make(tx)).await;
+        rx.await.expect("the command answers")
     }
 
     #[tokio::test]
@@ -153,8 +124,7 @@ mod tests {
         let p = ScriptedProvider::new([slow, reply::text("after the steer")]);
         let a = agent(&p);
         let mut events = a.subscribe();
-        let h = spawn(a.clone());
-        let first = ask(&h, |tx| AgentCommand::Prompt {
+        let first = ask(&a, |tx| AgentCommand::Prompt {
             messages: vec![AgentMessage::user("one")],
             when_busy: WhenBusy::Refuse,
             reply: Some(tx),
@@ -163,25 +133,25 @@ mod tests {
         let Ok(Accepted::Started(run)) = first else {
             panic!("the first prompt starts a run: {first:?}");
         };
-        let refused = ask(&h, |tx| AgentCommand::Prompt {
+        let refused = ask(&a, |tx| AgentCommand::Prompt {
             messages: vec![AgentMessage::user("two")],
             when_busy: WhenBusy::Refuse,
             reply: Some(tx),
         })
         .await;
         assert_eq!(refused, Err(AgentError::Busy));
-        let queued = ask(&h, |tx| AgentCommand::Prompt {
+        let queued = ask(&a, |tx| AgentCommand::Prompt {
             messages: vec![AgentMessage::user("three")],
             when_busy: WhenBusy::FollowUp,
             reply: Some(tx),
         })
         .await;
         assert_eq!(queued, Ok(Accepted::Queued));
-        let state = ask(&h, AgentCommand::Snapshot).await;
+        let state = ask(&a, AgentCommand::Snapshot).await;
         assert!(state.is_streaming);
         assert_eq!(a.peek_follow_up_queue().len(), 1);
         // Every event of the run carries its id.
-        h.send(AgentCommand::Abort { reason: None });
+        apply(&a, AgentCommand::Abort { reason: None }).await;
         loop {
             let e = events.recv().await.expect("events");
             if let AgentEvent::AgentEnd { .. } = e.event {
@@ -198,17 +168,20 @@ mod tests {
     async fn reset_waits_for_the_run_then_forgets_everything() {
         let p = ScriptedProvider::new([vec![Step::Stall]]);
         let a = agent(&p);
-        let h = spawn(a.clone());
-        h.send(AgentCommand::Prompt {
-            messages: vec![AgentMessage::user("go")],
-            when_busy: WhenBusy::Refuse,
-            reply: None,
-        });
-        h.send(AgentCommand::FollowUp(AgentMessage::user("later")));
-        ask(&h, |tx| AgentCommand::Reset { reply: Some(tx) }).await;
-        let state = ask(&h, AgentCommand::Snapshot).await;
+        apply(
+            &a,
+            AgentCommand::Prompt {
+                messages: vec![AgentMessage::user("go")],
+                when_busy: WhenBusy::Refuse,
+                reply: None,
+            },
+        )
+        .await;
+        apply(&a, AgentCommand::FollowUp(AgentMessage::user("later"))).await;
+        ask(&a, |tx| AgentCommand::Reset { reply: Some(tx) }).await;
+        let state = ask(&a, AgentCommand::Snapshot).await;
         assert!(!state.is_streaming);
         assert!(state.messages.is_empty());
-        assert!(ask(&h, AgentCommand::TakeQueued).await.is_empty());
+        assert!(ask(&a, AgentCommand::TakeQueued).await.is_empty());
     }
 }
