@@ -52,19 +52,9 @@ pub async fn run(mut options: setup::Options) -> u8 {
     let mut code = 0;
     loop {
         tokio::select! {
-            line = input.recv() => match line {
-                Some(framing::Input::Line(line)) => {
-                    for reply in session.handle_line(&line).await {
-                        out.line(&reply);
-                    }
-                    out.flush();
-                }
-                Some(framing::Input::TooLong { bytes, limit }) => {
-                    out.line(&too_long(bytes, limit));
-                    out.flush();
-                }
-                None => break,
-            },
+            // In this order when several are ready: a host answer (say, to `new_session`)
+            // follows the run events sent before it, and a signal is never kept waiting.
+            biased;
             signalled = &mut signal => {
                 code = signalled;
                 break;
@@ -87,6 +77,19 @@ pub async fn run(mut options: setup::Options) -> u8 {
                 }
                 out.flush();
             }
+            line = input.recv() => match line {
+                Some(framing::Input::Line(line)) => {
+                    for reply in session.handle_line(&line).await {
+                        out.line(&reply);
+                    }
+                    out.flush();
+                }
+                Some(framing::Input::TooLong { bytes, limit }) => {
+                    out.line(&too_long(bytes, limit));
+                    out.flush();
+                }
+                None => break,
+            },
         }
     }
     // stdin closed: stop what runs, write the session out, leave.
