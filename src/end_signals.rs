@@ -1,5 +1,5 @@
-//! The signals that end a front end without a terminal (print/JSON and RPC mode): SIGTERM,
-//! SIGHUP and SIGINT, each turned into its conventional exit code (143, 129, 130).
+//! The signals that end a front end (print/JSON, RPC and the TUI): SIGTERM, SIGHUP and
+//! SIGINT, each turned into its conventional exit code (143, 129, 130).
 //!
 //! The handlers are registered by [`EndSignals::install`], which a front end calls before it
 //! starts anything: a signal that arrives while MCP servers are still starting is then held
@@ -17,6 +17,9 @@ pub struct EndSignals {
 }
 
 impl EndSignals {
+    /// The exit code [`next`](Self::next) gives for SIGINT.
+    pub const INTERRUPT: u8 = 130;
+
     /// Register the handlers now (a tokio runtime must be running).
     pub fn install() -> EndSignals {
         EndSignals {
@@ -40,7 +43,7 @@ impl EndSignals {
         tokio::select! {
             _ = one(&mut self.term) => 143,
             _ = one(&mut self.hup) => 129,
-            _ = one(&mut self.int) => 130,
+            _ = one(&mut self.int) => Self::INTERRUPT,
         }
     }
 }

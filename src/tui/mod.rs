@@ -81,6 +81,7 @@ use screen::Screen;
 use terminal::Mode;
 
 use crate::agent::protocol::command::AgentCommand;
+use crate::end_signals::EndSignals;
 
 /// The current branch from `.git/HEAD` (following a worktree's `gitdir:` file), if any.
 pub fn git_branch(start: &Path) -> Option<String> {
@@ -338,35 +339,6 @@ fn ask_about_locked(locked: &crate::setup::LockedSession) -> LockedChoice {
     }
 }
 
-async fn wait_signal(s: &mut Option<tokio::signal::unix::Signal>) {
-    match s {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending::<()>().await,
-    }
-}
-
-/// The signals that end the TUI (each restores the terminal and aborts the run first).
-struct Signals {
-    term: Option<tokio::signal::unix::Signal>,
-    hup: Option<tokio::signal::unix::Signal>,
-    /// In raw mode Ctrl+C arrives as a key (the editor's meaning); a SIGINT is sent by
-    /// something else (`kill -INT`, a supervisor) and ends pi like the other two.
-    int: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn install() -> Signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        Signals {
-            term: signal(SignalKind::terminate()).ok(),
-            hup: signal(SignalKind::hangup()).ok(),
-            int: signal(SignalKind::interrupt()).ok(),
-        }
-    }
-}
-
 /// What became of a Ctrl+G edit.
 enum Edited {
     /// The new text, or why the text stays as it was.
@@ -381,7 +353,7 @@ async fn edit_externally(
     text: &str,
     env: &crate::provider::EnvLookup,
     input: &mut input::Input,
-    signals: &mut Signals,
+    signals: &mut EndSignals,
 ) -> std::io::Result<Edited> {
     let command = external::editor_command(&|k| env(k));
     let draft = match external::Draft::write(&std::env::temp_dir(), text) {
@@ -415,7 +387,7 @@ async fn edit_externally(
 /// code when SIGTERM or SIGHUP comes first (the editor is killed).
 async fn run_editor(
     line: &str,
-    signals: &mut Signals,
+    signals: &mut EndSignals,
 ) -> Result<std::io::Result<std::process::ExitStatus>, u8> {
     let spawned = tokio::process::Command::new("sh")
         .arg("-c")
@@ -429,16 +401,13 @@ async fn run_editor(
     loop {
         tokio::select! {
             status = child.wait() => return Ok(status),
-            // Ctrl+C typed to an editor that leaves the terminal cooked reaches pi too: it
-            // is the editor's.
-            _ = wait_signal(&mut signals.int) => {}
-            _ = wait_signal(&mut signals.term) => {
-                let _ = child.kill().await;
-                return Err(143);
-            }
-            _ = wait_signal(&mut signals.hup) => {
-                let _ = child.kill().await;
-                return Err(129);
+            code = signals.next() => {
+                // Ctrl+C typed to an editor that leaves the terminal cooked reaches pi too:
+                // it is the editor's. SIGTERM and SIGHUP end both.
+                if code != EndSignals::INTERRUPT {
+                    let _ = child.kill().await;
+                    return Err(code);
+                }
             }
         }
     }
@@ -453,7 +422,7 @@ async fn event_loop(
 ) -> std::io::Result<u8> {
     let mut input = input::Input::start()?;
     let mut frames = FrameScheduler::default();
-    let mut signals = Signals::install();
+    let mut signals = EndSignals::install();
     let interrupted = |client: &crate::host::Client| {
         client.commands.agent(AgentCommand::Abort {
             reason: Some("Interrupted by a signal".into()),
@@ -571,17 +540,12 @@ async fn event_loop(
             _ = &mut sleep, if armed.is_some() => {
                 armed = None;
             }
-            _ = wait_signal(&mut signals.term) => {
+            // In raw mode Ctrl+C arrives as a key (the editor's meaning); a SIGINT is sent by
+            // something else (`kill -INT`, a supervisor) and ends pi like the other two. Each
+            // restores the terminal (the caller) and aborts the run first.
+            code = signals.next() => {
                 interrupted(client);
-                return Ok(143);
-            }
-            _ = wait_signal(&mut signals.hup) => {
-                interrupted(client);
-                return Ok(129);
-            }
-            _ = wait_signal(&mut signals.int) => {
-                interrupted(client);
-                return Ok(130);
+                return Ok(code);
             }
         }
     }
