@@ -7,6 +7,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::pi_at_server as pi;
 use support::server::{Chunk, Reply, TestServer, call_reply, chunk, event, tags, text_reply};
 use support::session_id_of;
 use tokio::io::AsyncWriteExt;
@@ -19,21 +20,6 @@ fn home() -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// The binary with a clean environment whose only model is the test server (as Ollama).
-fn pi(server: &TestServer, home: &std::path::Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
 }
 
 /// Run `pi` with `args` and require it to succeed (stderr shown if not).

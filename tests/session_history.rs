@@ -9,14 +9,14 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use support::pi_at_server as pi;
 use support::server::{Chunk, Reply, TestServer, chunk, tags, text_reply};
-use tokio::process::Command;
 
 fn home() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -25,21 +25,6 @@ fn home() -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// The binary with a clean environment whose only model is the test server (as Ollama).
-fn pi(server: &TestServer, home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pi"));
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
 }
 
 async fn run(server: &TestServer, home: &Path, args: &[&str]) -> Output {

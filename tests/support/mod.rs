@@ -394,6 +394,26 @@ pub async fn run_pi(
     c.args(args).output().await.unwrap()
 }
 
+/// The real binary run in `home` with nothing of this process's environment but PATH: HOME,
+/// the agent folder `home/agent`, and the test server as its only model (as Ollama); stdin
+/// empty, stdout and stderr captured.
+pub fn pi_at_server(
+    server: &server::TestServer,
+    home: &std::path::Path,
+) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
 /// The one session file under an agent folder's `sessions/` (the first found).
 pub fn only_session_file(agent: &std::path::Path) -> std::path::PathBuf {
     let dir = std::fs::read_dir(agent.join("sessions"))
