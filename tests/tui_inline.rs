@@ -155,6 +155,13 @@ async fn continuing_prints_the_earlier_conversation_into_the_scrollback() {
     let _ = std::fs::remove_dir_all(&home);
 }
 
+/// Whether the footer's right end ("approval: auto") is drawn at column `width`.
+fn footer_at(screen: &str, width: usize) -> bool {
+    screen
+        .lines()
+        .any(|l| l.ends_with("approval: auto") && l.chars().count() == width)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resize_redraws_the_live_region_and_keeps_the_conversation() {
     let server = TestServer::start(vec![tags("qwen3:8b"), long_answer(12)]).await;
@@ -169,13 +176,15 @@ async fn a_resize_redraws_the_live_region_and_keeps_the_conversation() {
 
     pi.resize(34, 80);
     let s = pi.wait_until("the live region at 80 columns", |s| {
-        s.contains("a draft") && s.contains("approval: auto")
+        s.contains("a draft") && footer_at(s, 80)
     });
     assert_eq!(footer_rows(&pi), 1, "one footer:\n{s}");
     assert_eq!(count(&pi.history(), "a draft"), 1, "one editor:\n{s}");
     pi.resize(40, 120);
+    // Wait for pi's own frame at the new width (the footer reaching column 120), not the
+    // emulator's copy of the old one, so the keys below are not typed during the resize.
     let s = pi.wait_until("the live region at 120 columns", |s| {
-        s.contains("a draft") && s.contains("approval: auto")
+        s.contains("a draft") && footer_at(s, 120)
     });
     assert_eq!(footer_rows(&pi), 1, "one footer:\n{s}");
     let history = pi.history();
