@@ -1,5 +1,6 @@
-//! The host through its command channel: runs, new sessions, listing, opening, naming,
-//! exporting, stats and shutdown, each answered as an event, with the session files checked.
+//! The host through its operations: runs, new sessions, listing, opening, naming, exporting,
+//! stats and shutdown, each answered on the one event stream, with the session files checked;
+//! messages queued as a run ended are run by the host.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -9,15 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi::agent::engine::facade::{Agent, AgentSettings};
-use pi::agent::protocol::command::{Accepted, AgentCommand, AgentError, WhenBusy};
-use pi::agent::protocol::events::AgentEvent;
+use pi::agent::protocol::command::{Accepted, AgentError, WhenBusy};
+use pi::agent::protocol::events::{AgentEvent, RunEvent};
 use pi::agent::protocol::thinking::ThinkingLevel;
 use pi::agent::protocol::types::AgentMessage;
 use pi::agent::scripted::{ScriptedProvider, Step, reply};
 use pi::approval::gate::GateHooks;
 use pi::approval::rules::Rules;
 use pi::approval::{ApprovalMode, Decision, Gate};
-use pi::host::{self, Client, Command, HostEvent, HostParts};
+use pi::host::{self, Client, FrontEvent, HostEvent, HostParts, OpBody, Prompt};
 use pi::provider::catalog::{Catalog, ModelInfo};
 use pi::session::{ListScope, Session, SessionPaths, SessionRecorder};
 use support::*;
@@ -39,6 +40,10 @@ struct Rig {
     dir: tempfile::TempDir,
     /// Message counts that followed listings (set aside by [`Rig::answer`]).
     counts: Vec<(PathBuf, usize)>,
+    /// Agent events read while looking for a host event, and host events read while looking
+    /// for an agent event: each kind is read in its own order.
+    runs: std::collections::VecDeque<RunEvent>,
+    hosts: std::collections::VecDeque<HostEvent>,
 }
 
 impl Rig {
@@ -138,6 +143,36 @@ impl Rig {
             client,
             dir,
             counts: Vec::new(),
+            runs: Default::default(),
+            hosts: Default::default(),
+        }
+    }
+
+    /// The next agent event (host events read meanwhile are kept for [`Rig::answer`]).
+    async fn next_run(&mut self) -> Option<RunEvent> {
+        if let Some(e) = self.runs.pop_front() {
+            return Some(e);
+        }
+        loop {
+            match self.client.events.recv().await? {
+                FrontEvent::Run(e) => return Some(e),
+                FrontEvent::Host { event, .. } => self.hosts.push_back(event),
+                FrontEvent::Answer { .. } => {}
+            }
+        }
+    }
+
+    /// The next host event (agent events read meanwhile are kept for [`Rig::next_run`]).
+    async fn next_host(&mut self) -> Option<HostEvent> {
+        if let Some(e) = self.hosts.pop_front() {
+            return Some(e);
+        }
+        loop {
+            match self.client.events.recv().await? {
+                FrontEvent::Run(e) => self.runs.push_back(e),
+                FrontEvent::Host { event, .. } => return Some(event),
+                FrontEvent::Answer { .. } => {}
+            }
         }
     }
 
@@ -145,14 +180,13 @@ impl Rig {
     async fn prompt(&mut self, text: &str) -> Vec<AgentMessage> {
         let accepted = self
             .client
-            .commands
-            .prompt(vec![AgentMessage::user(text)], WhenBusy::Refuse)
+            .prompt(Prompt::text(text, WhenBusy::Refuse))
             .await;
         let Ok(Accepted::Started(run)) = accepted else {
             panic!("the prompt did not start a run: {accepted:?}");
         };
         loop {
-            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+            let e = tokio::time::timeout(WAIT, self.next_run())
                 .await
                 .expect("agent_end in time")
                 .expect("events");
@@ -167,7 +201,7 @@ impl Rig {
     async fn wait_end(&mut self) -> String {
         let mut seen = String::new();
         loop {
-            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+            let e = tokio::time::timeout(WAIT, self.next_run())
                 .await
                 .expect("agent_end in time")
                 .expect("events");
@@ -180,13 +214,11 @@ impl Rig {
 
     /// Start a run without waiting for it, then wait for its first event of kind `kind`.
     async fn start_until(&mut self, text: &str, kind: &str) {
-        self.client.commands.agent(AgentCommand::Prompt {
-            messages: vec![AgentMessage::user(text)],
-            when_busy: WhenBusy::Refuse,
-            reply: None,
-        });
+        self.client
+            .commands
+            .send(OpBody::Prompt(Prompt::text(text, WhenBusy::Refuse)));
         loop {
-            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+            let e = tokio::time::timeout(WAIT, self.next_run())
                 .await
                 .expect("the event in time")
                 .expect("events");
@@ -199,7 +231,7 @@ impl Rig {
     /// The next answer; message counts (which follow every listing) are set aside.
     async fn answer(&mut self) -> HostEvent {
         loop {
-            let e = tokio::time::timeout(WAIT, self.client.host_events.recv())
+            let e = tokio::time::timeout(WAIT, self.next_host())
                 .await
                 .expect("an answer in time")
                 .expect("host events");
@@ -241,7 +273,7 @@ async fn new_session_ends_the_file_and_starts_another() {
     ]);
     let mut rig = Rig::new(&p, true);
     rig.prompt("one").await;
-    assert!(rig.client.commands.send(Command::NewSession));
+    assert!(rig.client.commands.send(OpBody::NewSession).is_some());
     let HostEvent::NewSession { after_run, .. } = rig.answer().await else {
         panic!("expected NewSession");
     };
@@ -249,7 +281,7 @@ async fn new_session_ends_the_file_and_starts_another() {
     rig.prompt("two").await;
     // The second request starts from an empty conversation.
     assert_eq!(request_roles(&p, 1), ["user"]);
-    let closed = rig.client.commands.shutdown().await.unwrap();
+    let closed = rig.client.shutdown().await.unwrap();
     assert!(closed.saved);
     let files = rig.session_files();
     assert_eq!(files.len(), 2, "{files:?}");
@@ -267,13 +299,13 @@ async fn listing_and_opening_a_session_switch_the_conversation_and_the_file() {
     ]);
     let mut rig = Rig::new(&p, true);
     rig.prompt("old question").await;
-    rig.client.commands.send(Command::NewSession);
+    rig.client.commands.send(OpBody::NewSession);
     rig.answer().await;
     rig.prompt("fresh question").await;
 
-    rig.client
-        .commands
-        .send(Command::ListSessions(ListScope::CurrentFolder));
+    rig.client.commands.send(OpBody::ListSessions {
+        scope: ListScope::CurrentFolder,
+    });
     let HostEvent::Sessions { sessions, .. } = rig.answer().await else {
         panic!("expected a listing");
     };
@@ -284,7 +316,9 @@ async fn listing_and_opening_a_session_switch_the_conversation_and_the_file() {
         .expect("the first session is listed")
         .path
         .clone();
-    rig.client.commands.send(Command::OpenSession(old.clone()));
+    rig.client
+        .commands
+        .send(OpBody::OpenSession { path: old.clone() });
     let HostEvent::Opened(opened) = rig.answer().await else {
         panic!("expected Opened");
     };
@@ -293,7 +327,7 @@ async fn listing_and_opening_a_session_switch_the_conversation_and_the_file() {
     rig.prompt("and then?").await;
     // The model sees the opened conversation, and the reply goes to its file.
     assert_eq!(request_roles(&p, 2), ["user", "assistant", "user"]);
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     assert_eq!(
         texts(&old),
         ["old question", "old answer", "and then?", "continued"]
@@ -305,14 +339,14 @@ async fn opening_is_refused_while_a_run_is_active() {
     let p = scripts(vec![vec![Step::Stall]]);
     let mut rig = Rig::new(&p, true);
     rig.start_until("go", "turn_start").await;
-    rig.client
-        .commands
-        .send(Command::OpenSession(rig.dir.path().join("x.jsonl")));
+    rig.client.commands.send(OpBody::OpenSession {
+        path: rig.dir.path().join("x.jsonl"),
+    });
     let HostEvent::Failed(why) = rig.answer().await else {
         panic!("expected a refusal");
     };
     assert!(why.contains("working"), "{why}");
-    let closed = rig.client.commands.shutdown().await.unwrap();
+    let closed = rig.client.shutdown().await.unwrap();
     assert!(closed.saved, "the aborted run was recorded");
 }
 
@@ -322,17 +356,17 @@ async fn names_exports_and_stats_are_answered() {
     let mut rig = Rig::new(&p, true);
     rig.prompt("the question").await;
 
-    rig.client
-        .commands
-        .send(Command::NameSession("  parser work ".into()));
+    rig.client.commands.send(OpBody::NameSession {
+        name: "  parser work ".into(),
+    });
     let HostEvent::Named(name) = rig.answer().await else {
         panic!("expected Named");
     };
     assert_eq!(name, "parser work");
 
-    rig.client
-        .commands
-        .send(Command::Export(Some(PathBuf::from("out.md"))));
+    rig.client.commands.send(OpBody::Export {
+        path: Some(PathBuf::from("out.md")),
+    });
     let HostEvent::Exported(path) = rig.answer().await else {
         panic!("expected Exported");
     };
@@ -345,15 +379,15 @@ async fn names_exports_and_stats_are_answered() {
     }
     assert!(md.contains("## User\n\nthe question") && md.contains("the answer"));
 
-    rig.client.commands.send(Command::Export(Some(
-        rig.dir.path().join("no/such/folder/out.md"),
-    )));
+    rig.client.commands.send(OpBody::Export {
+        path: Some(rig.dir.path().join("no/such/folder/out.md")),
+    });
     let HostEvent::Failed(why) = rig.answer().await else {
         panic!("expected a failed export");
     };
     assert!(why.contains("cannot write"), "{why}");
 
-    rig.client.commands.send(Command::Stats);
+    rig.client.commands.send(OpBody::Stats);
     let HostEvent::Stats(stats) = rig.answer().await else {
         panic!("expected Stats");
     };
@@ -363,7 +397,7 @@ async fn names_exports_and_stats_are_answered() {
     assert!(stats.path.as_ref().is_some_and(|p| p.exists()));
     assert_eq!(stats.context_window, model_info().context_window);
 
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     let info = pi::session::session_info(&rig.session_files()[0]).unwrap();
     assert_eq!(info.name.as_deref(), Some("parser work"));
 }
@@ -372,15 +406,15 @@ async fn names_exports_and_stats_are_answered() {
 async fn without_saving_session_commands_say_so() {
     let p = scripts(vec![reply::text("hi")]);
     let mut rig = Rig::new(&p, false);
-    rig.client
-        .commands
-        .send(Command::ListSessions(ListScope::CurrentFolder));
+    rig.client.commands.send(OpBody::ListSessions {
+        scope: ListScope::CurrentFolder,
+    });
     let HostEvent::Failed(why) = rig.answer().await else {
         panic!("expected a refusal");
     };
     assert!(why.contains("not saved"), "{why}");
     rig.prompt("hello").await;
-    let closed = rig.client.commands.shutdown().await.unwrap();
+    let closed = rig.client.shutdown().await.unwrap();
     assert!(!closed.saved);
     assert!(rig.session_files().is_empty());
 }
@@ -425,8 +459,7 @@ async fn a_prompt_waits_for_the_session_file_and_is_refused_while_it_cannot_be_m
     std::fs::write(&blocker, "not a folder").unwrap();
     let refused = rig
         .client
-        .commands
-        .prompt(vec![AgentMessage::user("one")], WhenBusy::Refuse)
+        .prompt(Prompt::text("one", WhenBusy::Refuse))
         .await;
     let Err(AgentError::Refused(why)) = refused else {
         panic!("expected a refusal, got {refused:?}");
@@ -437,14 +470,17 @@ async fn a_prompt_waits_for_the_session_file_and_is_refused_while_it_cannot_be_m
         "{why}"
     );
     assert!(p.requests().is_empty(), "no model was asked");
-    // The same through a prompt that carries no reply: the front end is told.
-    rig.client.commands.send(Command::PromptWithFiles {
-        text: "one again".into(),
-        files: Vec::new(),
-        when_busy: WhenBusy::Refuse,
-    });
-    let HostEvent::Failed(why) = rig.answer().await else {
-        panic!("expected a failure");
+    // The same for a prompt with files to read: refused before anything is read or sent.
+    let refused = rig
+        .client
+        .prompt(Prompt {
+            text: "one again, with @notes.txt".into(),
+            mentions: true,
+            ..Prompt::default()
+        })
+        .await;
+    let Err(AgentError::Refused(why)) = refused else {
+        panic!("expected a refusal, got {refused:?}");
     };
     assert!(why.contains("nothing was sent"), "{why}");
     assert!(p.requests().is_empty());
@@ -453,7 +489,7 @@ async fn a_prompt_waits_for_the_session_file_and_is_refused_while_it_cannot_be_m
     std::fs::remove_file(&blocker).unwrap();
     rig.prompt("two").await;
     assert_eq!(p.requests().len(), 1);
-    let closed = rig.client.commands.shutdown().await.unwrap();
+    let closed = rig.client.shutdown().await.unwrap();
     assert!(closed.saved);
     assert_eq!(closed.unsaved, None);
     assert!(closed.farewell().unwrap().contains("To resume"));
@@ -469,18 +505,17 @@ async fn a_prompt_waits_for_the_session_file_and_is_refused_while_it_cannot_be_m
 #[tokio::test]
 async fn a_session_that_could_not_be_written_is_not_offered_for_resuming() {
     let p = scripts(vec![reply::text("lost")]);
-    let rig = Rig::new(&p, true);
+    let mut rig = Rig::new(&p, true);
     std::fs::write(rig.dir.path().join("sessions"), "not a folder").unwrap();
     let refused = rig
         .client
-        .commands
-        .prompt(vec![AgentMessage::user("one")], WhenBusy::Refuse)
+        .prompt(Prompt::text("one", WhenBusy::Refuse))
         .await;
     assert!(
         matches!(refused, Err(AgentError::Refused(_))),
         "{refused:?}"
     );
-    let closed = rig.client.commands.shutdown().await.unwrap();
+    let closed = rig.client.shutdown().await.unwrap();
     assert!(!closed.saved);
     assert_eq!(
         closed.unsaved, None,
@@ -506,7 +541,7 @@ fn request_texts(p: &ScriptedProvider, i: usize) -> Vec<String> {
 
 impl Rig {
     async fn tree(&mut self) -> pi::host::SessionTree {
-        self.client.commands.send(Command::Tree);
+        self.client.commands.send(OpBody::Tree);
         match self.answer().await {
             HostEvent::Tree(t) => *t,
             other => panic!("expected a tree, got {other:?}"),
@@ -530,26 +565,29 @@ async fn new_session_leaves_the_first_file_as_it_was() {
     let p = scripts(vec![reply::text("first answer"), reply::text("second")]);
     let mut rig = Rig::new(&p, true);
     rig.prompt("one").await;
-    rig.client.commands.send(Command::NewSession);
+    rig.client.commands.send(OpBody::NewSession);
     let HostEvent::NewSession { .. } = rig.answer().await else {
         panic!("expected NewSession");
     };
     let first = rig.session_files()[0].clone();
     let before = std::fs::read(&first).unwrap();
-    rig.client
-        .commands
-        .send(Command::NameSession("later".into()));
+    rig.client.commands.send(OpBody::NameSession {
+        name: "later".into(),
+    });
     rig.answer().await;
-    rig.client
-        .commands
-        .send(Command::SetThinking(ThinkingLevel::High));
+    rig.client.commands.send(OpBody::SetThinking {
+        level: ThinkingLevel::High,
+    });
     let other = Catalog::builtin(&|_| None)
         .resolve("anthropic", "claude-sonnet-4-5")
         .unwrap()
         .0;
-    rig.client.commands.send(Command::SetModel(Box::new(other)));
+    rig.client.commands.send(OpBody::SetModel {
+        provider: other.provider,
+        id: other.id,
+    });
     rig.prompt("two").await;
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     assert_eq!(
         std::fs::read(&first).unwrap(),
         before,
@@ -584,7 +622,9 @@ async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_th
     rig.prompt("prompt one").await;
     rig.prompt("prompt two").await;
     let target = rig.row_id(TreeKind::User, "prompt two").await;
-    rig.client.commands.send(Command::Navigate(target.clone()));
+    rig.client.commands.send(OpBody::Navigate {
+        target: target.clone(),
+    });
     let HostEvent::Navigated(nav) = rig.answer().await else {
         panic!("expected Navigated");
     };
@@ -611,7 +651,7 @@ async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_th
         .map(|r| r.text.as_str())
         .collect();
     assert_eq!(on_path, ["prompt one", "prompt two, reworded"]);
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     let texts = support::resumed_texts(&rig.session_files()[0]);
     assert_eq!(
         texts,
@@ -633,7 +673,7 @@ async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_th
     rig.prompt("q1").await;
     rig.prompt("q2").await;
     let a1 = rig.row_id(TreeKind::Assistant, "a1").await;
-    rig.client.commands.send(Command::Navigate(a1));
+    rig.client.commands.send(OpBody::Navigate { target: a1 });
     let HostEvent::Navigated(nav) = rig.answer().await else {
         panic!("expected Navigated");
     };
@@ -649,7 +689,7 @@ async fn labels_are_set_and_cleared_from_the_tree() {
     let mut rig = Rig::new(&p, true);
     rig.prompt("the question").await;
     let id = rig.row_id(TreeKind::User, "the question").await;
-    rig.client.commands.send(Command::Label {
+    rig.client.commands.send(OpBody::Label {
         target: id.clone(),
         label: Some(" checkpoint ".into()),
     });
@@ -658,7 +698,7 @@ async fn labels_are_set_and_cleared_from_the_tree() {
     };
     let row = tree.rows.iter().find(|r| r.id == id).unwrap();
     assert_eq!(row.label.as_deref(), Some("checkpoint"));
-    rig.client.commands.send(Command::Label {
+    rig.client.commands.send(OpBody::Label {
         target: id.clone(),
         label: None,
     });
@@ -666,7 +706,7 @@ async fn labels_are_set_and_cleared_from_the_tree() {
         panic!("expected a fresh tree");
     };
     assert_eq!(tree.rows.iter().find(|r| r.id == id).unwrap().label, None);
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     let s = Session::load(&rig.session_files()[0]).unwrap();
     let labels: Vec<_> = s
         .entries
@@ -691,7 +731,7 @@ async fn fork_and_clone_write_new_files_that_name_their_parent() {
     // (The tree is read once the recorder has written what the run emitted.)
     let target = rig.row_id(TreeKind::User, "prompt two").await;
     let original = rig.session_files()[0].clone();
-    rig.client.commands.send(Command::Fork(target));
+    rig.client.commands.send(OpBody::Fork { target });
     let HostEvent::Opened(opened) = rig.answer().await else {
         panic!("expected Opened");
     };
@@ -708,7 +748,7 @@ async fn fork_and_clone_write_new_files_that_name_their_parent() {
     );
 
     // Clone the fork's branch: a third file with the same conversation.
-    rig.client.commands.send(Command::Clone);
+    rig.client.commands.send(OpBody::Clone);
     let HostEvent::Opened(cloned) = rig.answer().await else {
         panic!("expected Opened");
     };
@@ -717,7 +757,7 @@ async fn fork_and_clone_write_new_files_that_name_their_parent() {
     let header = pi::session::list::read_header(&cloned.path).unwrap();
     let fork_path = std::fs::canonicalize(&opened.path).unwrap();
     assert_eq!(header.parent_session.as_deref(), fork_path.to_str());
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     assert_eq!(rig.session_files().len(), 3);
     // The original is untouched by what happened in the fork.
     let s = Session::load(&original).unwrap();
@@ -729,13 +769,13 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
     let p = scripts(vec![reply::text("old answer"), reply::text("new answer")]);
     let mut rig = Rig::new(&p, true);
     rig.prompt("old question").await;
-    rig.client.commands.send(Command::NewSession);
+    rig.client.commands.send(OpBody::NewSession);
     rig.answer().await;
     rig.prompt("new question").await;
     // Listing waits for the recorder's writes.
-    rig.client
-        .commands
-        .send(Command::ListSessions(ListScope::CurrentFolder));
+    rig.client.commands.send(OpBody::ListSessions {
+        scope: ListScope::CurrentFolder,
+    });
     rig.answer().await;
     let files = rig.session_files();
     let old = files
@@ -744,7 +784,7 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
         .unwrap()
         .clone();
     let scope = ListScope::CurrentFolder;
-    rig.client.commands.send(Command::RenameSession {
+    rig.client.commands.send(OpBody::RenameSession {
         path: old.clone(),
         name: "the old one".into(),
         scope,
@@ -759,7 +799,7 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
     while !rig.counts.contains(&(old.clone(), 2)) {
         assert!(std::time::Instant::now() < deadline, "{:?}", rig.counts);
         if let Ok(Some(HostEvent::MessageCounts(c))) =
-            tokio::time::timeout(Duration::from_millis(50), rig.client.host_events.recv()).await
+            tokio::time::timeout(Duration::from_millis(50), rig.next_host()).await
         {
             rig.counts.extend(c);
         }
@@ -770,7 +810,7 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
         .find(|f| **f != old && f.extension().is_some_and(|x| x == "jsonl"))
         .unwrap_or_else(|| panic!("{files:?}"))
         .clone();
-    rig.client.commands.send(Command::DeleteSession {
+    rig.client.commands.send(OpBody::DeleteSession {
         path: current.clone(),
         scope,
     });
@@ -778,7 +818,7 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
         panic!("expected a refusal");
     };
     assert!(why.contains("in use"), "{why}");
-    rig.client.commands.send(Command::DeleteSession {
+    rig.client.commands.send(OpBody::DeleteSession {
         path: old.clone(),
         scope,
     });
@@ -787,7 +827,7 @@ async fn the_picker_renames_and_deletes_listed_sessions() {
     };
     assert!(!old.exists());
     assert!(sessions.iter().all(|s| s.path != old));
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
 }
 
 /// A rig whose agent keeps only ~20 tokens of the newest messages when compacting.
@@ -805,7 +845,7 @@ impl Rig {
     /// Agent events until one of `kind`; returns it.
     async fn until_event(&mut self, kind: &str) -> AgentEvent {
         loop {
-            let e = tokio::time::timeout(WAIT, self.client.events.recv())
+            let e = tokio::time::timeout(WAIT, self.next_run())
                 .await
                 .unwrap_or_else(|_| panic!("{kind} in time"))
                 .expect("events");
@@ -821,10 +861,7 @@ impl Rig {
 
     /// `/compact` (no focus), once its summary request is under way.
     async fn start_compaction(&mut self) {
-        self.client.commands.agent(AgentCommand::Compact {
-            focus: None,
-            reply: None,
-        });
+        self.client.commands.send(OpBody::Compact { focus: None });
         self.until_event("compaction_start").await;
     }
 }
@@ -844,9 +881,8 @@ async fn compact_with_a_focus_writes_the_entry_and_a_resume_sees_summary_and_kep
     let mut rig = compacting_rig(&p);
     rig.prompt(&format!("first question {long}")).await;
     rig.prompt(&second).await;
-    rig.client.commands.agent(AgentCommand::Compact {
+    rig.client.commands.send(OpBody::Compact {
         focus: Some("the parser".into()),
-        reply: None,
     });
     let AgentEvent::CompactionEnd { result, reason, .. } = rig.until_compaction_end().await else {
         unreachable!()
@@ -873,7 +909,7 @@ async fn compact_with_a_focus_writes_the_entry_and_a_resume_sees_summary_and_kep
         !sent.iter().any(|t| t.contains("first question")),
         "{sent:?}"
     );
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     // The file has the entry; resuming gives the same conversation.
     let path = rig.session_files()[0].clone();
     let s = Session::load(&path).unwrap();
@@ -899,9 +935,7 @@ async fn esc_during_compaction_leaves_the_conversation_as_it_was() {
     rig.prompt("second question").await;
     // Once the summary request is under way:
     rig.start_compaction().await;
-    rig.client
-        .commands
-        .agent(AgentCommand::Abort { reason: None });
+    rig.client.commands.send(OpBody::Abort { reason: None });
     let AgentEvent::CompactionEnd {
         result, aborted, ..
     } = rig.until_compaction_end().await
@@ -909,7 +943,7 @@ async fn esc_during_compaction_leaves_the_conversation_as_it_was() {
         unreachable!()
     };
     assert!(result.is_none() && aborted);
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     let path = rig.session_files()[0].clone();
     let s = Session::load(&path).unwrap();
     assert!(!s.entries.iter().any(|e| e.kind.type_name() == "compaction"));
@@ -917,7 +951,7 @@ async fn esc_during_compaction_leaves_the_conversation_as_it_was() {
 }
 
 #[tokio::test]
-async fn messages_queued_during_a_compaction_stay_queued() {
+async fn messages_queued_during_a_compaction_are_run_after_it_in_order() {
     let long = "word ".repeat(200);
     let second = "second question, a longer one to keep, ".repeat(3);
     let mut summary = vec![Step::Delay(Duration::from_millis(200))];
@@ -926,6 +960,8 @@ async fn messages_queued_during_a_compaction_stay_queued() {
         reply::text(&format!("first answer {long}")),
         reply::text("second answer"),
         summary,
+        reply::text("took the steer"),
+        reply::text("took the follow-up"),
     ]);
     let mut rig = compacting_rig(&p);
     rig.prompt(&format!("first question {long}")).await;
@@ -934,21 +970,53 @@ async fn messages_queued_during_a_compaction_stay_queued() {
     rig.start_compaction().await;
     rig.client
         .commands
-        .agent(AgentCommand::Steer(AgentMessage::user("steer me")));
-    rig.client
-        .commands
-        .agent(AgentCommand::FollowUp(AgentMessage::user("then this")));
+        .send(OpBody::Prompt(Prompt::text("steer me", WhenBusy::Steer)));
+    rig.client.commands.send(OpBody::Prompt(Prompt::text(
+        "then this",
+        WhenBusy::FollowUp,
+    )));
     let AgentEvent::CompactionEnd { result, .. } = rig.until_compaction_end().await else {
         unreachable!()
     };
     assert!(result.is_some());
-    rig.client.commands.send(Command::TakeQueued);
+    // The compaction took neither; nobody asks, and the host runs them once it has ended,
+    // the steer first.
+    loop {
+        let AgentEvent::MessageEnd { message } = rig.until_event("message_end").await else {
+            unreachable!()
+        };
+        if pi::tui::port::message_text(&message) == "took the follow-up" {
+            break;
+        }
+    }
+    let third = request_texts(&p, 3).join("\n");
+    assert!(
+        third.contains("steer me") && !third.contains("then this"),
+        "{third}"
+    );
+    assert!(request_texts(&p, 4).join("\n").contains("then this"));
+    rig.client.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_queued_when_a_run_fails_wait_for_the_person() {
+    let p = scripts(vec![vec![Step::Stall], reply::text("not asked")]);
+    let mut rig = Rig::new(&p, true);
+    rig.start_until("go", "agent_start").await;
+    rig.client
+        .commands
+        .send(OpBody::Prompt(Prompt::text("later", WhenBusy::FollowUp)));
+    rig.client.commands.send(OpBody::Abort { reason: None });
+    rig.until_event("agent_end").await;
+    // Nothing more runs: the queue is still there to take back.
+    rig.client.commands.send(OpBody::TakeQueued);
     let HostEvent::Queued(queued) = rig.answer().await else {
         panic!("expected the queues");
     };
     let texts: Vec<String> = queued.iter().map(pi::tui::port::message_text).collect();
-    assert_eq!(texts, ["steer me", "then this"]);
-    rig.client.commands.shutdown().await;
+    assert_eq!(texts, ["later"]);
+    assert_eq!(p.requests().len(), 1);
+    rig.client.shutdown().await;
 }
 
 #[tokio::test]
@@ -965,7 +1033,7 @@ async fn leaving_a_branch_can_summarise_it_where_the_conversation_goes_on() {
     rig.prompt("prompt two").await;
     let old_leaf = rig.tree().await.leaf.unwrap();
     let target = rig.row_id(TreeKind::User, "prompt two").await;
-    rig.client.commands.send(Command::NavigateSummarized {
+    rig.client.commands.send(OpBody::NavigateSummarized {
         target,
         focus: Some("speed".into()),
     });
@@ -989,7 +1057,7 @@ async fn leaving_a_branch_can_summarise_it_where_the_conversation_goes_on() {
     let sent = request_texts(&p, 3);
     assert_eq!(sent.len(), 4, "{sent:?}");
     assert!(sent[2].contains("Approach two was slow."));
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     let s = Session::load(&rig.session_files()[0]).unwrap();
     let summary = s
         .entries
@@ -1018,15 +1086,13 @@ async fn an_abort_while_the_branch_is_summarised_moves_nothing() {
     rig.prompt("prompt one").await;
     rig.prompt("prompt two").await;
     let target = rig.row_id(TreeKind::User, "prompt two").await;
-    rig.client.commands.send(Command::NavigateSummarized {
+    rig.client.commands.send(OpBody::NavigateSummarized {
         target,
         focus: None,
     });
     // A command sent meanwhile waits; the abort stops the summary.
-    rig.client.commands.send(Command::Stats);
-    rig.client
-        .commands
-        .agent(AgentCommand::Abort { reason: None });
+    rig.client.commands.send(OpBody::Stats);
+    rig.client.commands.send(OpBody::Abort { reason: None });
     let HostEvent::Failed(why) = rig.answer().await else {
         panic!("expected the stop");
     };
@@ -1034,7 +1100,7 @@ async fn an_abort_while_the_branch_is_summarised_moves_nothing() {
     let HostEvent::Stats(_) = rig.answer().await else {
         panic!("the deferred command is answered after");
     };
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     let texts = support::resumed_texts(&rig.session_files()[0]);
     assert_eq!(
         texts,
@@ -1046,7 +1112,7 @@ async fn an_abort_while_the_branch_is_summarised_moves_nothing() {
 async fn bang_commands_run_and_their_output_joins_the_conversation_or_not() {
     let p = scripts(vec![reply::text("noted")]);
     let mut rig = Rig::new(&p, true);
-    rig.client.commands.send(Command::Shell {
+    rig.client.commands.send(OpBody::Shell {
         command: "echo from-the-shell".into(),
         include: true,
     });
@@ -1059,7 +1125,7 @@ async fn bang_commands_run_and_their_output_joins_the_conversation_or_not() {
     );
     assert_eq!(r.exit_code, Some(0));
     // `!!`: shown, not added.
-    rig.client.commands.send(Command::Shell {
+    rig.client.commands.send(OpBody::Shell {
         command: "echo only-for-me".into(),
         include: false,
     });
@@ -1075,19 +1141,17 @@ async fn bang_commands_run_and_their_output_joins_the_conversation_or_not() {
     );
     assert!(!sent.contains("only-for-me"), "{sent}");
     // Esc stops a running command.
-    rig.client.commands.send(Command::Shell {
+    rig.client.commands.send(OpBody::Shell {
         command: "sleep 20".into(),
         include: false,
     });
-    rig.client
-        .commands
-        .agent(AgentCommand::Abort { reason: None });
+    rig.client.commands.send(OpBody::Abort { reason: None });
     let started = std::time::Instant::now();
     let HostEvent::ShellDone(r) = rig.answer().await else {
         panic!("expected ShellDone");
     };
     assert!(r.cancelled && started.elapsed() < Duration::from_secs(3));
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
     // The file holds both runs as the Node pi writes them.
     let text = std::fs::read_to_string(&rig.session_files()[0]).unwrap();
     let runs: Vec<serde_json::Value> = text
@@ -1110,10 +1174,7 @@ async fn compact_on_a_short_conversation_says_there_is_nothing_to_compact() {
     let p = scripts(vec![reply::text("hi")]);
     let mut rig = Rig::new(&p, true);
     rig.prompt("hello").await;
-    rig.client.commands.agent(AgentCommand::Compact {
-        focus: None,
-        reply: None,
-    });
+    rig.client.commands.send(OpBody::Compact { focus: None });
     let AgentEvent::CompactionEnd {
         result,
         error_message,
@@ -1125,7 +1186,7 @@ async fn compact_on_a_short_conversation_says_there_is_nothing_to_compact() {
     assert!(result.is_none());
     assert!(error_message.unwrap().contains("nothing to compact"));
     assert_eq!(p.requests().len(), 1, "no summary was asked for");
-    rig.client.commands.shutdown().await;
+    rig.client.shutdown().await;
 }
 
 #[tokio::test]
@@ -1136,15 +1197,17 @@ async fn a_prompt_with_files_attaches_what_it_names_and_says_what_was_left_out()
     std::fs::write(dir.join("notes.txt"), "the notes\n").unwrap();
     std::fs::write(dir.join("huge.log"), "x".repeat(300 * 1024)).unwrap();
     std::fs::write(dir.join("shot.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
-    rig.client.commands.send(Command::PromptWithFiles {
+    rig.client.commands.send(OpBody::Prompt(Prompt {
         text: "see @notes.txt, @huge.log and @nobody".into(),
         files: vec![pi::attach::FileRef {
             name: "shot.png".into(),
             path: dir.join("shot.png"),
             image: true,
         }],
+        mentions: true,
         when_busy: WhenBusy::Steer,
-    });
+        ..Prompt::default()
+    }));
     let mut notices = Vec::new();
     for _ in 0..2 {
         match rig.answer().await {
@@ -1165,7 +1228,7 @@ async fn a_prompt_with_files_attaches_what_it_names_and_says_what_was_left_out()
         )
     );
     loop {
-        let e = tokio::time::timeout(WAIT, rig.client.events.recv())
+        let e = tokio::time::timeout(WAIT, rig.next_run())
             .await
             .expect("agent_end in time")
             .expect("events");
@@ -1184,7 +1247,7 @@ async fn a_prompt_with_files_attaches_what_it_names_and_says_what_was_left_out()
 async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
     let p = ScriptedProvider::new(vec![reply::text("your key is gsk-host-test")]);
     let mut rig = Rig::new(&p, true);
-    rig.client.commands.send(host::Command::Login {
+    rig.client.commands.send(OpBody::Login {
         provider: "groq".into(),
         key: host::login::SecretKey("gsk-host-test".into()),
     });
@@ -1200,7 +1263,7 @@ async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
             .contains("gsk-host-test")
     );
     // A bad key or an unknown provider is refused with a reason, and nothing is written.
-    rig.client.commands.send(host::Command::Login {
+    rig.client.commands.send(OpBody::Login {
         provider: "groq".into(),
         key: host::login::SecretKey("two words".into()),
     });
@@ -1208,7 +1271,7 @@ async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
         panic!("no refusal");
     };
     assert!(why.contains("one word"), "{why}");
-    rig.client.commands.send(host::Command::Login {
+    rig.client.commands.send(OpBody::Login {
         provider: "nobody".into(),
         key: host::login::SecretKey("k".into()),
     });
@@ -1223,7 +1286,7 @@ async fn login_saves_the_key_and_switches_to_the_providers_default_model() {
     );
     // From the login on, the key is masked in the open session's file.
     rig.prompt("what is my key?").await;
-    assert!(rig.client.commands.shutdown().await.unwrap().saved);
+    assert!(rig.client.shutdown().await.unwrap().saved);
     let saved = std::fs::read_to_string(&rig.session_files()[0]).unwrap();
     assert!(saved.contains("your key is"), "{saved}");
     assert!(!saved.contains("gsk-host-test"), "{saved}");
@@ -1258,8 +1321,8 @@ async fn an_approval_request_reaches_the_front_end_and_its_answer_decides_the_ca
         !cwd.join("approved.txt").exists(),
         "nothing runs before the answer"
     );
-    rig.client.commands.send(Command::Approve {
-        id: request.id,
+    rig.client.commands.send(OpBody::Approve {
+        request: request.id,
         decision: Decision::Once,
     });
     let ended = rig.wait_end().await;
@@ -1270,8 +1333,8 @@ async fn an_approval_request_reaches_the_front_end_and_its_answer_decides_the_ca
     let HostEvent::Approval(request) = rig.answer().await else {
         panic!("an approval request");
     };
-    rig.client.commands.send(Command::Approve {
-        id: request.id,
+    rig.client.commands.send(OpBody::Approve {
+        request: request.id,
         decision: Decision::Refuse(Some("not now".into())),
     });
     let ended = rig.wait_end().await;
@@ -1281,10 +1344,10 @@ async fn an_approval_request_reaches_the_front_end_and_its_answer_decides_the_ca
         "the refusal reaches the model as the call's result: {ended}"
     );
     // The mode can be changed through the host.
-    rig.client
-        .commands
-        .send(Command::SetApproval(ApprovalMode::ReadOnly));
-    rig.client.commands.send(Command::Stats);
+    rig.client.commands.send(OpBody::SetApproval {
+        mode: ApprovalMode::ReadOnly,
+    });
+    rig.client.commands.send(OpBody::Stats);
     let _ = rig.answer().await;
     assert_eq!(gate.mode(), ApprovalMode::ReadOnly);
 }

@@ -862,3 +862,61 @@ async fn a_settings_file_broken_meanwhile_is_left_alone_and_said() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_follow_up_queued_during_a_compaction_runs_after_it_without_being_asked() {
+    let gate = support::server::Gate::default();
+    let held_summary = Reply::sse(vec![
+        Chunk::Gate(gate.clone()),
+        chunk(json!({"content": "## Goal\nNotes."}), None),
+        chunk(json!({}), Some("stop")),
+    ]);
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("a reply long enough to be worth condensing later on"),
+        text_reply("another reply long enough to be worth condensing"),
+        held_summary,
+        // The summary of the turn kept in part.
+        text_reply("turn notes"),
+        text_reply("the queued follow-up answered"),
+    ])
+    .await;
+    let h = home();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        "[compaction]\nkeep_recent_tokens = 1\n",
+    )
+    .unwrap();
+    let mut c = Client::start(&server, &h);
+    for (id, text) in [("p1", "first question"), ("p2", "second question")] {
+        c.send(json!({"id": id, "type": "prompt", "message": text}))
+            .await;
+        c.response(id).await;
+        c.until("agent_end", |v| v["type"] == "agent_end").await;
+    }
+    c.send(json!({"id": "c1", "type": "compact"})).await;
+    c.until("compaction_start", |v| v["type"] == "compaction_start")
+        .await;
+    c.send(json!({"id": "f1", "type": "follow_up", "message": "and after the summary?"}))
+        .await;
+    assert_eq!(c.response("f1").await["success"], true);
+    // The summary is written only now that the follow-up waits in the queue.
+    gate.open();
+    // Nobody asks again: the host runs what waited once the compaction has ended.
+    c.until("the follow-up's answer", |v| {
+        v["type"] == "message_end" && v.to_string().contains("the queued follow-up answered")
+    })
+    .await;
+    let compacted = |v: &Value| v["type"] == "response" && v["id"] == "c1";
+    let r = match c.seen.iter().find(|v| compacted(v)) {
+        Some(r) => r.clone(),
+        None => c.until("the compaction's answer", compacted).await,
+    };
+    assert_eq!(r["success"], true, "{r}");
+    let reqs = server.requests();
+    let last = &reqs[reqs.len() - 1].body["messages"];
+    assert!(
+        last.to_string().contains("and after the summary?"),
+        "{last}"
+    );
+}

@@ -20,7 +20,19 @@ pub mod scope;
 pub use gate::Gate;
 
 /// How tool calls that can change things are handled.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
     /// Everything runs (deny rules still refuse).
     #[default]
@@ -89,7 +101,8 @@ pub struct ApprovalRequest {
 }
 
 /// The person's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Run this call.
     Once,

@@ -25,11 +25,12 @@ pub use message::{Built, build, shown_text};
 
 /// A file to attach: the name the person used for it (shown, and given to the model), and
 /// where it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileRef {
     pub name: String,
     pub path: PathBuf,
     /// Known to be an image (sniffed when it was added).
+    #[serde(default)]
     pub image: bool,
 }
 

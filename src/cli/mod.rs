@@ -331,7 +331,7 @@ pub fn main() -> ExitCode {
         if non_interactive {
             let print = PrintOptions {
                 messages,
-                files: files.into_iter().map(|(_, a)| a).collect(),
+                files: files.into_iter().map(|(f, _)| f).collect(),
                 stdin: stdin_text,
                 json: cli.mode == OutputMode::Json,
                 max_turns: cli.max_turns,

@@ -18,8 +18,10 @@ pub struct LoginParts {
     pub env: EnvLookup,
 }
 
-/// An API key on its way to `auth.json`: printed as `[key]`, never as itself.
-#[derive(Clone, PartialEq, Eq)]
+/// An API key on its way to `auth.json`: printed as `[key]`, never as itself (serialised as
+/// itself, for the operation that carries it).
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct SecretKey(pub String);
 
 impl std::fmt::Debug for SecretKey {

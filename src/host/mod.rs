@@ -1,18 +1,24 @@
 //! The host: the task that owns the agent and the session it is recorded in.
 //!
 //! Front ends (print mode, the interactive UI, RPC) talk to it only through a [`Client`]: they
-//! send [`Command`]s over an mpsc channel and read two streams back, the agent's events (each
-//! stamped with its run, straight from the agent, no extra hop) and [`HostEvent`]s, the answers
-//! to session commands. Commands are carried out one at a time, in order, on this task: agent
-//! commands through `engine::task::apply`, session commands (new, list, open, name, export,
-//! model and thinking changes) here. File I/O never runs on a front end's task: listing,
-//! opening and exporting run on the blocking pool and come back as events.
+//! send [`Op`]s (plain data with an id, see [`protocol`]) and read one stream back, the agent's
+//! events (each stamped with its run, straight from the agent, no extra hop) merged in order
+//! with the host's events and the answers to operations, each carrying the id it answers.
+//! Operations are carried out one at a time, in order, on this task: the agent's through
+//! `engine::task::apply`, session operations (new, list, open, name, export, model and
+//! thinking changes) here. File I/O never runs on a front end's task: listing, opening and
+//! exporting run on the blocking pool and come back as events.
 //!
-//! When the command channel closes (or on [`Command::Shutdown`]), a running turn is aborted,
+//! Messages queued as a run ended (after its last look at the queues, or during a `/compact`,
+//! which takes none) are the host's to run: when a run ends without an error or abort and
+//! messages wait, it continues with them, the same for every front end.
+//!
+//! When the operation channel closes (or on [`OpBody::Shutdown`]), a running turn is aborted,
 //! the session is flushed and synced, and the task ends.
 
 pub mod export;
 pub mod login;
+pub mod protocol;
 pub mod shell;
 pub mod stats;
 pub mod tree;
@@ -22,131 +28,27 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::agent::engine::facade::Agent;
 use crate::agent::engine::task;
-use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, Reply, WhenBusy};
-use crate::agent::protocol::events::{AgentEvent, RunId};
-use crate::agent::protocol::paced::{self, PacedReceiver};
+use crate::agent::protocol::command::{AgentAnswer, AgentError, AgentOp, WhenBusy};
+use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
+use crate::agent::protocol::paced;
 use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::AgentMessage;
+use crate::agent::protocol::types::{AgentMessage, ImageContent};
 use crate::attach::{self, FileRef};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::session::{
     self, ListScope, RecorderTask, SessionInfo, SessionPaths, SessionRecorder, StartFrom,
 };
 
+pub use protocol::{Answer, Client, Commands, FrontEvent, FrontEvents, Op, OpBody, OpId, Prompt};
 pub use stats::SessionStats;
 pub use tree::SessionTree;
 
 /// How long shutting down waits for an aborted run to write its last messages.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// What a front end can ask of the host.
-#[derive(Debug)]
-pub enum Command {
-    /// Anything the agent itself does (prompt, steer, follow-up, abort, ...).
-    Agent(AgentCommand),
-    /// Talk to this model from the next call on (recorded in the session).
-    SetModel(Box<ModelInfo>),
-    /// Use this thinking level from the next call on (recorded in the session).
-    SetThinking(ThinkingLevel),
-    /// End the current session file and start a new, empty conversation.
-    NewSession,
-    /// List saved sessions; answered with [`HostEvent::Sessions`].
-    ListSessions(ListScope),
-    /// Continue in a saved session; answered with [`HostEvent::Opened`].
-    OpenSession(PathBuf),
-    /// Name a saved session (the current one included); answered with a fresh listing of
-    /// `scope`.
-    RenameSession {
-        path: PathBuf,
-        name: String,
-        scope: ListScope,
-    },
-    /// Delete a saved session file (not the current one); answered with a fresh listing.
-    DeleteSession { path: PathBuf, scope: ListScope },
-    /// Write the conversation as markdown (default: `pi-session-<time>.md` in the folder);
-    /// answered with [`HostEvent::Exported`].
-    Export(Option<PathBuf>),
-    /// Name the session; answered with [`HostEvent::Named`].
-    NameSession(String),
-    /// Empty the agent's queues; answered with [`HostEvent::Queued`] (to put the texts back
-    /// in an editor).
-    TakeQueued,
-    /// Answered with [`HostEvent::Stats`].
-    Stats,
-    /// A prompt with files: those listed, and every `@path` in the text that names a file, are
-    /// read on the blocking pool and go with it as one message. Images are left out for a
-    /// model that takes none, and a file that cannot be read is left out too; each is said
-    /// with a [`HostEvent::Notice`].
-    PromptWithFiles {
-        text: String,
-        files: Vec<FileRef>,
-        when_busy: WhenBusy,
-    },
-    /// `!command` (`include`: its output goes into the next request) or `!!command`; answered
-    /// with [`HostEvent::ShellDone`]. An agent abort stops it.
-    Shell { command: String, include: bool },
-    /// Stop the running `!command` (the agent's run, if any, goes on). Nothing happens when
-    /// none runs.
-    AbortShell,
-    /// The session's entries as a tree; answered with [`HostEvent::Tree`].
-    Tree,
-    /// The prompts of the current branch (where a fork can start); answered with
-    /// [`HostEvent::ForkPoints`].
-    ForkPoints,
-    /// Continue from an entry of the tree (from its parent, for a prompt, whose text comes
-    /// back as a draft); answered with [`HostEvent::Navigated`].
-    Navigate(String),
-    /// Like [`Command::Navigate`], first summarising the branch left behind (focused on the
-    /// text given, if any) into a `branch_summary` entry where the conversation goes on. An
-    /// abort while the model writes it leaves everything as it was.
-    NavigateSummarized {
-        target: String,
-        focus: Option<String>,
-    },
-    /// Set (`Some`) or clear (`None`) an entry's label; answered with a fresh tree.
-    Label {
-        target: String,
-        label: Option<String>,
-    },
-    /// A new session file holding the branch before this prompt; answered with
-    /// [`HostEvent::Opened`] (the prompt's text as its draft).
-    Fork(String),
-    /// A new session file holding the current branch; answered with [`HostEvent::Opened`].
-    Clone,
-    /// Save an API key for a provider in `auth.json` and use it from now on, switching to the
-    /// provider's default model; answered with [`HostEvent::LoggedIn`].
-    Login {
-        provider: String,
-        key: login::SecretKey,
-    },
-    /// Look for local model servers; answered with [`HostEvent::LocalModels`].
-    FindLocalModels,
-    /// Compact long conversations on their own (`true`) or only when asked.
-    SetAutoCompaction(bool),
-    /// Retry transient provider failures (`true`, with the configured count) or not at all.
-    SetAutoRetry(bool),
-    /// The person's answer to [`HostEvent::Approval`] `id`.
-    Approve {
-        id: u64,
-        decision: crate::approval::Decision,
-    },
-    /// Approve tool calls this way from now on.
-    SetApproval(crate::approval::ApprovalMode),
-    /// The MCP servers, their state and tools; answered with [`HostEvent::McpStatus`].
-    McpStatus,
-    /// The first kept entry of the compaction the session recorded last (after every event
-    /// so far); answered with [`HostEvent::CompactionRecorded`].
-    RecordedCompaction,
-    /// Replies once no MCP server is still starting (each is bounded by its startup timeout;
-    /// at once when there are none). Print mode waits for it before its first request.
-    McpReady(Reply<()>),
-    /// Abort what runs, flush the session and stop.
-    Shutdown(Reply<Closed>),
-}
 
 /// The host's answers.
 #[derive(Debug)]
@@ -166,7 +68,7 @@ pub enum HostEvent {
         after_run: RunId,
     },
     Exported(PathBuf),
-    /// A tool call waits for the person's approval; answer with [`Command::Approve`].
+    /// A tool call waits for the person's approval; answer with [`OpBody::Approve`].
     Approval(Box<crate::approval::ApprovalRequest>),
     /// The current branch's prompts, oldest first: `(entry id, full text)`.
     ForkPoints(Vec<(String, String)>),
@@ -249,62 +151,6 @@ pub struct Closed {
     pub unsaved: Option<String>,
 }
 
-/// Sends commands to the host. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct Commands {
-    tx: mpsc::UnboundedSender<Command>,
-}
-
-impl Commands {
-    /// A sender whose commands arrive on the returned receiver instead of a host (for testing
-    /// a front end on its own).
-    pub fn detached() -> (Self, mpsc::UnboundedReceiver<Command>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Commands { tx }, rx)
-    }
-
-    /// Send a command; `false` when the host is gone.
-    pub fn send(&self, command: Command) -> bool {
-        self.tx.send(command).is_ok()
-    }
-
-    pub fn agent(&self, command: AgentCommand) -> bool {
-        self.send(Command::Agent(command))
-    }
-
-    /// Start a run with a user message, or queue it as `when_busy` says while one runs.
-    pub async fn prompt(
-        &self,
-        messages: Vec<AgentMessage>,
-        when_busy: WhenBusy,
-    ) -> Result<Accepted, AgentError> {
-        let (reply, rx) = oneshot::channel();
-        self.agent(AgentCommand::Prompt {
-            messages,
-            when_busy,
-            reply: Some(reply),
-        });
-        rx.await.unwrap_or(Err(AgentError::Busy))
-    }
-
-    /// Wait until the MCP servers have started or failed (at once when there are none).
-    pub async fn mcp_ready(&self) {
-        let (reply, rx) = oneshot::channel();
-        if self.send(Command::McpReady(reply)) {
-            let _ = rx.await;
-        }
-    }
-
-    /// Abort what runs, flush the session, stop the host.
-    pub async fn shutdown(&self) -> Option<Closed> {
-        let (reply, rx) = oneshot::channel();
-        if !self.send(Command::Shutdown(reply)) {
-            return None;
-        }
-        rx.await.ok()
-    }
-}
-
 /// Write a new file only its owner can read (exports hold the whole conversation).
 pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
@@ -317,15 +163,6 @@ pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Resu
         .open(path)?;
     f.write_all(text.as_bytes())?;
     f.sync_data()
-}
-
-/// A front end's end of the host.
-pub struct Client {
-    pub commands: Commands,
-    /// The agent's events, each with its run.
-    pub events: PacedReceiver,
-    /// Answers to session commands.
-    pub host_events: mpsc::UnboundedReceiver<HostEvent>,
 }
 
 /// What the host starts with (built by `setup`).
@@ -378,6 +215,25 @@ impl Closed {
     }
 }
 
+/// `message` with `images` after its text (RPC's inline images).
+fn with_images(message: AgentMessage, images: Vec<ImageContent>) -> AgentMessage {
+    use crate::agent::protocol::types::{ContentBlock, Message, UserContent};
+    if images.is_empty() {
+        return message;
+    }
+    let Some(Message::User(user)) = message.as_llm() else {
+        return message;
+    };
+    let mut user = user.clone();
+    let mut blocks = match std::mem::replace(&mut user.content, UserContent::Blocks(Vec::new())) {
+        UserContent::Text(t) => vec![ContentBlock::text(t)],
+        UserContent::Blocks(b) => b,
+    };
+    blocks.extend(images.into_iter().map(ContentBlock::Image));
+    user.content = UserContent::Blocks(blocks);
+    AgentMessage::from(Message::User(user))
+}
+
 /// Events for a front end that does not show replies as they stream.
 fn settled(event: &AgentEvent) -> bool {
     !matches!(
@@ -404,7 +260,35 @@ struct Host {
     /// The retry count set aside while retries are turned off.
     configured_retries: Option<u32>,
     remember_in: Option<PathBuf>,
-    out: mpsc::UnboundedSender<HostEvent>,
+    /// Models local servers offered last (`SetModel` can name them).
+    local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
+    out: Outbox,
+}
+
+/// Where the host's events go, each naming the operation it answers.
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::UnboundedSender<FrontEvent>,
+    reply_to: Option<OpId>,
+}
+
+impl Outbox {
+    fn tell(&self, event: HostEvent) -> bool {
+        let reply_to = self.reply_to;
+        self.tx.send(FrontEvent::Host { reply_to, event }).is_ok()
+    }
+
+    fn answer(&self, id: OpId, answer: Answer) {
+        let _ = self.tx.send(FrontEvent::Answer { id, answer });
+    }
+
+    /// The same channel for news that answers no operation.
+    fn unprompted(&self) -> Outbox {
+        Outbox {
+            tx: self.tx.clone(),
+            reply_to: None,
+        }
+    }
 }
 
 /// Start the host task. Must be called inside a tokio runtime.
@@ -419,13 +303,17 @@ pub fn spawn(parts: HostParts) -> Client {
     let events = parts.agent.subscribe_paced(paced::DEFAULT_LIMIT, wanted);
     let (tx, commands) = mpsc::unbounded_channel();
     let (out, host_events) = mpsc::unbounded_channel();
+    let out = Outbox {
+        tx: out,
+        reply_to: None,
+    };
     let recorder = parts
         .recorder
         .map(|r| record(&parts.agent, &out, &parts.secrets, r));
     if parts.asks_person {
         let to_front = out.clone();
         parts.approval.set_asker(Arc::new(move |request| {
-            let _ = to_front.send(HostEvent::Approval(Box::new(request)));
+            to_front.tell(HostEvent::Approval(Box::new(request)));
         }));
     }
     let mcp_notices = parts.mcp.as_ref().and_then(|m| m.take_notices());
@@ -433,12 +321,19 @@ pub fn spawn(parts: HostParts) -> Client {
         let out = out.clone();
         tokio::spawn(async move {
             while let Some(text) = notices.recv().await {
-                if out.send(HostEvent::Notice(text)).is_err() {
+                if !out.tell(HostEvent::Notice(text)) {
                     break;
                 }
             }
         });
     }
+    // Only the ends of runs (a `/compact` ends with its `compaction_end`).
+    let ends = parts.agent.subscribe_filtered(|e| {
+        matches!(
+            e,
+            AgentEvent::AgentEnd { .. } | AgentEvent::CompactionEnd { .. }
+        )
+    });
     let host = Host {
         approval: parts.approval,
         agent: parts.agent,
@@ -456,13 +351,13 @@ pub fn spawn(parts: HostParts) -> Client {
         mcp: parts.mcp,
         configured_retries: None,
         remember_in: parts.remember_in,
+        local_models: Default::default(),
         out,
     };
-    tokio::spawn(host.run(commands));
+    tokio::spawn(host.run(commands, ends));
     Client {
-        commands: Commands { tx },
-        events,
-        host_events,
+        commands: Commands::new(tx),
+        events: FrontEvents::new(events, host_events),
     }
 }
 
@@ -470,58 +365,114 @@ pub fn spawn(parts: HostParts) -> Client {
 /// reach the front end as they happen.
 fn record(
     agent: &Agent,
-    out: &mpsc::UnboundedSender<HostEvent>,
+    out: &Outbox,
     secrets: &crate::secrets::Secrets,
     mut recorder: SessionRecorder,
 ) -> RecorderTask {
     recorder.share_secrets(secrets);
-    let out = out.clone();
+    let out = out.unprompted();
     let mut last = String::new();
     recorder.set_error_reporter(Box::new(move |e| {
         let text = e.to_string();
         if text != last {
-            let _ = out.send(HostEvent::SessionWriteFailed(text.clone()));
+            out.tell(HostEvent::SessionWriteFailed(text.clone()));
             last = text;
         }
     }));
     RecorderTask::from_events(agent.subscribe_filtered(SessionRecorder::wants), recorder)
 }
 
+/// Whether a run has ended well with `event`, its last: a run's `agent_end` with no reply that
+/// failed or was stopped, or the `compaction_end` of a `/compact` (a run of its own, which has no
+/// `agent_end`) that was neither stopped nor failed. `None`: not the end of a run.
+fn ended_well(event: &AgentEvent) -> Option<bool> {
+    use crate::agent::protocol::events::CompactionReason;
+    use crate::agent::protocol::types::StopReason;
+    match event {
+        AgentEvent::AgentEnd { messages, .. } => Some(
+            !messages
+                .iter()
+                .filter_map(AgentMessage::as_assistant)
+                .any(|a| matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)),
+        ),
+        AgentEvent::CompactionEnd {
+            reason: CompactionReason::Manual,
+            aborted,
+            error_message,
+            ..
+        } => Some(!aborted && error_message.is_none()),
+        _ => None,
+    }
+}
+
 impl Host {
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        let mut deferred: std::collections::VecDeque<Command> = Default::default();
+    async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<Op>,
+        mut ends: mpsc::UnboundedReceiver<RunEvent>,
+    ) {
+        let mut deferred: std::collections::VecDeque<Op> = Default::default();
         loop {
-            let command = match deferred.pop_front() {
-                Some(c) => c,
-                None => match commands.recv().await {
-                    Some(c) => c,
-                    None => break,
+            let op = match deferred.pop_front() {
+                Some(op) => op,
+                // A run's end first: it happened before any operation still waiting (it is
+                // sent to every subscriber at once), and what was queued runs before them.
+                None => tokio::select! {
+                    biased;
+                    Some(end) = ends.recv() => {
+                        if let Some(well) = ended_well(&end.event) {
+                            self.run_queued(well).await;
+                        }
+                        continue;
+                    }
+                    op = commands.recv() => match op {
+                        Some(op) => op,
+                        None => break,
+                    },
                 },
             };
-            match command {
-                Command::Shutdown(reply) => {
+            self.out.reply_to = Some(op.id);
+            match op.body {
+                OpBody::Shutdown => {
                     let closed = self.close().await;
-                    let _ = reply.send(closed);
+                    self.out.answer(op.id, Answer::Closed(closed));
                     return;
                 }
-                // Summarising takes a model call: commands keep arriving meanwhile (an abort
+                // Summarising takes a model call: operations keep arriving meanwhile (an abort
                 // stops it; the others wait their turn).
-                Command::NavigateSummarized { target, focus } => {
+                OpBody::NavigateSummarized { target, focus } => {
                     self.navigate_summarized(target, focus, &mut commands, &mut deferred)
                         .await
                 }
-                Command::Shell { command, include } => {
+                OpBody::Shell { command, include } => {
                     self.shell(command, include, &mut commands, &mut deferred)
                         .await
                 }
-                command => self.handle(command).await,
+                body => self.handle(op.id, body).await,
             }
+            self.out.reply_to = None;
         }
         self.close().await;
     }
 
+    /// A run ended: messages queued after its last look at the queues (or during a `/compact`,
+    /// which takes none) are run now, unless it failed or was stopped (they then wait for the
+    /// person, or the next prompt).
+    async fn run_queued(&self, ended_well: bool) {
+        if !ended_well || !self.agent.has_queued_messages() {
+            return;
+        }
+        // A compaction's end comes just before its run lets go; runs start only from here, so
+        // this waits for that one alone.
+        self.agent.wait_idle().await;
+        if self.agent.has_queued_messages() {
+            // Refused only when another run started meanwhile, which takes them itself.
+            let _ = self.agent.continue_run();
+        }
+    }
+
     fn tell(&self, event: HostEvent) {
-        let _ = self.out.send(event);
+        self.out.tell(event);
     }
 
     /// Before a prompt goes to a model: what the session has queued must be on disk (a new
@@ -541,76 +492,77 @@ impl Host {
         }
     }
 
-    async fn handle(&mut self, command: Command) {
-        match command {
-            Command::Agent(AgentCommand::Prompt {
-                messages,
-                when_busy,
-                reply,
-            }) => match self.ready_for_prompt().await {
-                Ok(()) => {
-                    let prompt = AgentCommand::Prompt {
-                        messages,
-                        when_busy,
-                        reply,
-                    };
-                    task::apply(&self.agent, prompt).await
-                }
-                Err(why) => match reply {
-                    Some(reply) => {
-                        let _ = reply.send(Err(AgentError::Refused(why)));
-                    }
-                    None => self.tell(HostEvent::Failed(why)),
-                },
+    /// Carry out an agent operation and answer with what it returns.
+    async fn agent_op(&self, id: OpId, op: AgentOp) {
+        if let Some(answer) = task::apply(&self.agent, op).await {
+            self.out.answer(id, Answer::Agent(answer));
+        }
+    }
+
+    async fn handle(&mut self, id: OpId, body: OpBody) {
+        match body {
+            OpBody::Prompt(prompt) => match self.ready_for_prompt().await {
+                Ok(()) => self.prompt(id, prompt).await,
+                Err(why) => self.out.answer(
+                    id,
+                    Answer::Agent(AgentAnswer::Prompt(Err(AgentError::Refused(why)))),
+                ),
             },
-            Command::Agent(c) => task::apply(&self.agent, c).await,
-            Command::PromptWithFiles {
-                text,
-                files,
-                when_busy,
-            } => match self.ready_for_prompt().await {
-                Ok(()) => self.prompt_with_files(text, files, when_busy).await,
-                Err(why) => self.tell(HostEvent::Failed(why)),
+            OpBody::Compact { focus } => self.agent_op(id, AgentOp::Compact { focus }).await,
+            OpBody::Abort { reason } => self.agent_op(id, AgentOp::Abort { reason }).await,
+            OpBody::AbortRetry => self.agent_op(id, AgentOp::AbortRetry).await,
+            OpBody::SetPaused { paused } => self.agent_op(id, AgentOp::SetPaused { paused }).await,
+            OpBody::SetSteeringMode { mode } => {
+                self.agent_op(id, AgentOp::SetSteeringMode { mode }).await
+            }
+            OpBody::SetFollowUpMode { mode } => {
+                self.agent_op(id, AgentOp::SetFollowUpMode { mode }).await
+            }
+            OpBody::Snapshot => self.agent_op(id, AgentOp::Snapshot).await,
+            OpBody::SetModel { provider, id } => match self.find_model(&provider, &id) {
+                Ok(model) => self.set_model(model),
+                Err(e) => self.tell(HostEvent::Failed(format!(
+                    "cannot use {provider}/{id}: {e}"
+                ))),
             },
-            Command::SetModel(model) => self.set_model(*model),
-            Command::SetThinking(level) => self.set_thinking(level),
-            Command::NewSession => self.new_session().await,
-            Command::ListSessions(scope) => self.list(scope),
-            Command::OpenSession(path) => self.open(path).await,
-            Command::RenameSession { path, name, scope } => {
+            OpBody::SetThinking { level } => self.set_thinking(level),
+            OpBody::NewSession => self.new_session().await,
+            OpBody::ListSessions { scope } => self.list(scope),
+            OpBody::OpenSession { path } => self.open(path).await,
+            OpBody::RenameSession { path, name, scope } => {
                 self.rename_listed(path, name, scope).await
             }
-            Command::DeleteSession { path, scope } => self.delete_listed(path, scope).await,
-            Command::Export(path) => self.export(path),
-            Command::NameSession(name) => self.name(name),
-            Command::TakeQueued => {
+            OpBody::DeleteSession { path, scope } => self.delete_listed(path, scope).await,
+            OpBody::Export { path } => self.export(path),
+            OpBody::NameSession { name } => self.name(name),
+            OpBody::TakeQueued => {
                 let taken = self.agent.clear_all_queues();
                 self.tell(HostEvent::Queued(taken));
             }
-            Command::Tree => self.tree().await,
-            Command::ForkPoints => self.fork_points().await,
-            Command::Navigate(target) => self.navigate(target).await,
-            // Handled by `run`, which can keep reading commands while the model writes.
-            Command::NavigateSummarized { target, .. } => self.navigate(target).await,
-            Command::Shell { .. } | Command::AbortShell => {}
-            Command::Label { target, label } => self.label(target, label).await,
-            Command::Fork(target) => self.fork_at(target).await,
-            Command::Clone => self.clone_branch().await,
-            Command::Login { provider, key } => self.login(provider, key).await,
-            Command::FindLocalModels => self.find_local_models(),
-            Command::Approve { id, decision } => {
-                self.approval.answer(id, decision);
+            OpBody::Tree => self.tree().await,
+            OpBody::ForkPoints => self.fork_points().await,
+            OpBody::Navigate { target } => self.navigate(target).await,
+            // Handled by `run`, which can keep reading operations while the model writes.
+            OpBody::NavigateSummarized { target, .. } => self.navigate(target).await,
+            OpBody::Shell { .. } | OpBody::AbortShell | OpBody::Shutdown => {}
+            OpBody::Label { target, label } => self.label(target, label).await,
+            OpBody::Fork { target } => self.fork_at(target).await,
+            OpBody::Clone => self.clone_branch().await,
+            OpBody::Login { provider, key } => self.login(provider, key).await,
+            OpBody::FindLocalModels => self.find_local_models(),
+            OpBody::Approve { request, decision } => {
+                self.approval.answer(request, decision);
             }
-            Command::SetApproval(mode) => self.approval.set_mode(mode),
-            Command::SetAutoCompaction(on) => self.agent.update_settings(|s| {
+            OpBody::SetApproval { mode } => self.approval.set_mode(mode),
+            OpBody::SetAutoCompaction { enabled } => self.agent.update_settings(|s| {
                 if let Some(c) = s.compaction.as_mut() {
-                    c.enabled = on;
+                    c.enabled = enabled;
                 }
             }),
-            Command::SetAutoRetry(on) => {
+            OpBody::SetAutoRetry { enabled } => {
                 let configured = &mut self.configured_retries;
                 self.agent.update_settings(|s| {
-                    if on {
+                    if enabled {
                         if let Some(n) = configured.take() {
                             s.retry.max_retries = n;
                         }
@@ -620,7 +572,7 @@ impl Host {
                     }
                 });
             }
-            Command::Stats => {
+            OpBody::Stats => {
                 let stats = stats::collect(
                     &self.agent.messages(),
                     self.recorder.as_ref(),
@@ -630,41 +582,95 @@ impl Host {
                 );
                 self.tell(HostEvent::Stats(Box::new(stats)));
             }
-            Command::RecordedCompaction => match &self.recorder {
+            OpBody::RecordedCompaction => match &self.recorder {
                 Some(r) => {
                     let out = self.out.clone();
                     r.with(move |r| {
                         let first_kept = r.last_compaction_kept().map(str::to_string);
-                        let _ = out.send(HostEvent::CompactionRecorded(first_kept));
+                        out.tell(HostEvent::CompactionRecorded(first_kept));
                     });
                 }
                 None => self.tell(HostEvent::CompactionRecorded(None)),
             },
-            Command::McpStatus => {
+            OpBody::McpStatus => {
                 let status = self.mcp.as_ref().map(|m| m.status()).unwrap_or_default();
                 self.tell(HostEvent::McpStatus(status));
             }
-            Command::McpReady(reply) => match self.mcp.clone() {
+            OpBody::McpReady => match self.mcp.clone() {
                 Some(m) => {
+                    let out = self.out.clone();
                     tokio::spawn(async move {
                         m.wait_started().await;
-                        let _ = reply.send(());
+                        out.answer(id, Answer::McpReady);
                     });
                 }
-                None => {
-                    let _ = reply.send(());
-                }
+                None => self.out.answer(id, Answer::McpReady),
             },
-            Command::Shutdown(_) => {}
         }
     }
 
-    async fn prompt_with_files(&mut self, text: String, files: Vec<FileRef>, when_busy: WhenBusy) {
+    /// The model a `SetModel` names: the one in use, one a local server offered, or the
+    /// catalogue's.
+    fn find_model(&self, provider: &str, id: &str) -> Result<ModelInfo, String> {
+        let same = |m: &&ModelInfo| m.provider == provider && m.id == id;
+        if same(&&self.model) {
+            return Ok(self.model.clone());
+        }
+        if let Some(m) = crate::sync::lock(&self.local_models).iter().find(same) {
+            return Ok(m.clone());
+        }
+        self.catalog.resolve(provider, id).map(|(m, _)| m)
+    }
+
+    /// The message a prompt sends: its text, the files it names (read on the blocking pool),
+    /// its images; then started or queued as it says.
+    async fn prompt(&mut self, id: OpId, prompt: Prompt) {
+        let Prompt {
+            text,
+            images,
+            files,
+            mentions,
+            when_busy,
+        } = prompt;
+        let steering = when_busy == WhenBusy::Steer;
+        let wants_files = !files.is_empty() || (mentions && attach::mentions::any(&text));
+        let message = if wants_files {
+            self.with_files(text, files, mentions, steering).await
+        } else {
+            let mut m = crate::agent::protocol::types::UserMessage::new(text);
+            m.steering = steering;
+            AgentMessage::from(crate::agent::protocol::types::Message::User(m))
+        };
+        let message = with_images(message, images);
+        self.agent_op(
+            id,
+            AgentOp::Prompt {
+                messages: vec![message],
+                when_busy,
+            },
+        )
+        .await;
+    }
+
+    /// A prompt's message with its files: those listed, and (with `mentions`) every `@path`
+    /// in the text that names a file.
+    async fn with_files(
+        &mut self,
+        text: String,
+        files: Vec<FileRef>,
+        mentions: bool,
+        steering: bool,
+    ) -> AgentMessage {
         let cwd = self.cwd.clone();
         let typed = text.clone();
         let read = tokio::task::spawn_blocking(move || {
             let mut wanted = files;
-            for m in attach::mentions::files(&cwd, &typed) {
+            let named = if mentions {
+                attach::mentions::files(&cwd, &typed)
+            } else {
+                Vec::new()
+            };
+            for m in named {
                 if !wanted.iter().any(|f| f.path == m.path) {
                     wanted.push(m);
                 }
@@ -685,12 +691,7 @@ impl Host {
         for p in problems {
             self.tell(HostEvent::Notice(format!("{p}; sent without it")));
         }
-        let built = attach::build(
-            &text,
-            loaded,
-            self.model.images,
-            when_busy == WhenBusy::Steer,
-        );
+        let built = attach::build(&text, loaded, self.model.images, steering);
         if !built.left_out.is_empty() {
             self.tell(HostEvent::Notice(format!(
                 "{} does not take images, so this was sent without {}",
@@ -698,15 +699,7 @@ impl Host {
                 built.left_out.join(", ")
             )));
         }
-        task::apply(
-            &self.agent,
-            AgentCommand::Prompt {
-                messages: vec![built.message],
-                when_busy,
-                reply: None,
-            },
-        )
-        .await;
+        built.message
     }
 
     /// Keep a choice for the next start (see [`crate::config::node::remember`]); a file that
@@ -766,9 +759,11 @@ impl Host {
         };
         let catalog = self.catalog.clone();
         let out = self.out.clone();
+        let offered = self.local_models.clone();
         tokio::spawn(async move {
             let found = crate::provider::local::detect(&parts.env, &catalog).await;
-            let _ = out.send(HostEvent::LocalModels(found));
+            crate::sync::lock(&offered).clone_from(&found);
+            out.tell(HostEvent::LocalModels(found));
         });
     }
 
@@ -881,12 +876,12 @@ impl Host {
             let sessions = match listed {
                 Ok(list) => list.sessions,
                 Err(e) => {
-                    let _ = out.send(HostEvent::Failed(format!("cannot list the sessions: {e}")));
+                    out.tell(HostEvent::Failed(format!("cannot list the sessions: {e}")));
                     return;
                 }
             };
             let files: Vec<PathBuf> = sessions.iter().map(|s| s.path.clone()).collect();
-            let _ = out.send(HostEvent::Sessions { scope, sessions });
+            out.tell(HostEvent::Sessions { scope, sessions });
             // Counting reads whole files: it follows the listing instead of delaying it.
             let counted = tokio::task::spawn_blocking(move || {
                 files
@@ -896,7 +891,7 @@ impl Host {
             })
             .await;
             if let Ok(counts) = counted {
-                let _ = out.send(HostEvent::MessageCounts(counts));
+                out.tell(HostEvent::MessageCounts(counts));
             }
         });
     }
@@ -1070,7 +1065,7 @@ impl Host {
                 Ok(()) => HostEvent::Exported(path),
                 Err(e) => HostEvent::Failed(format!("cannot write {}: {e}", path.display())),
             };
-            let _ = out.send(event);
+            out.tell(event);
         });
     }
 }

@@ -18,8 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Command, Host, HostEvent};
-use crate::agent::protocol::command::AgentCommand;
+use super::{Host, HostEvent, Op, OpBody};
 use crate::agent::protocol::tool::{ProgressSink, ToolCallContext, ToolInvocation};
 use crate::agent::protocol::types::{AgentMessage, ContentBlock, CustomMessage, now_ms};
 
@@ -57,8 +56,8 @@ impl Host {
         &mut self,
         command: String,
         include: bool,
-        commands: &mut mpsc::UnboundedReceiver<Command>,
-        deferred: &mut VecDeque<Command>,
+        commands: &mut mpsc::UnboundedReceiver<Op>,
+        deferred: &mut VecDeque<Op>,
     ) {
         let Some(tool) = self.shell.clone() else {
             let refused = ShellResult::refused(command, "no shell to run the command in");
@@ -96,12 +95,12 @@ impl Host {
             tokio::select! {
                 r = &mut run => break r,
                 c = commands.recv(), if open => match c {
-                    Some(Command::Agent(AgentCommand::Abort { .. }) | Command::AbortShell) => {
+                    Some(Op { body: OpBody::Abort { .. } | OpBody::AbortShell, .. }) => {
                         cancel.cancel()
                     }
                     // A run going on beside a `!!` command may be waiting for approval.
-                    Some(Command::Approve { id, decision }) => {
-                        self.approval.answer(id, decision);
+                    Some(Op { body: OpBody::Approve { request, decision }, .. }) => {
+                        self.approval.answer(request, decision);
                     }
                     Some(other) => deferred.push_back(other),
                     None => {

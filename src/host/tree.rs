@@ -14,11 +14,10 @@ use std::collections::{HashSet, VecDeque};
 
 use tokio::sync::mpsc;
 
-use super::{Command, Host, HostEvent, OpenedFrom};
+use super::{Host, HostEvent, Op, OpBody, OpenedFrom};
 use crate::agent::engine::run::summarize;
 use crate::agent::policy::compaction;
 use crate::agent::protocol::abort::{AbortReason, AbortSignal};
-use crate::agent::protocol::command::AgentCommand;
 use crate::agent::protocol::types::{AgentMessage, Message, now_ms};
 use crate::session::{self, BranchSummary, EntryKind, Session, SessionEntry};
 
@@ -181,8 +180,8 @@ impl Host {
         &mut self,
         target: String,
         focus: Option<String>,
-        commands: &mut mpsc::UnboundedReceiver<Command>,
-        deferred: &mut VecDeque<Command>,
+        commands: &mut mpsc::UnboundedReceiver<Op>,
+        deferred: &mut VecDeque<Op>,
     ) {
         if self.refuse_while_busy("move in the tree") {
             return;
@@ -234,7 +233,7 @@ impl Host {
             tokio::select! {
                 r = &mut summary => break r,
                 c = commands.recv(), if open => match c {
-                    Some(Command::Agent(AgentCommand::Abort { .. })) => {
+                    Some(Op { body: OpBody::Abort { .. }, .. }) => {
                         signal.abort(AbortReason::Requested);
                     }
                     Some(other) => deferred.push_back(other),

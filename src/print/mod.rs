@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::json;
 
-use crate::agent::protocol::command::{Accepted, AgentCommand, WhenBusy};
+use crate::agent::protocol::command::{Accepted, WhenBusy};
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::types::{AgentMessage, StopReason, now_ms};
 use crate::end_signals::EndSignals;
-use crate::host::{Client, HostEvent};
+use crate::host::{Client, FrontEvent, HostEvent, OpBody, OpId, Prompt};
 use crate::provider::catalog::format_model_table;
 use crate::setup::{self, SessionChoice};
 use crate::visible::{for_output, json_escaped, visible};
@@ -35,8 +35,9 @@ fn say(message: &str) {
 pub struct PrintOptions {
     /// The prompts, sent one after another.
     pub messages: Vec<String>,
-    /// Files from `@path` arguments, sent with the first prompt.
-    pub files: Vec<crate::attach::Attachment>,
+    /// Files from `@path` arguments (checked when the arguments were read), sent with the
+    /// first prompt.
+    pub files: Vec<crate::attach::FileRef>,
     /// Text piped on stdin (put in front of the first prompt).
     pub stdin: Option<String>,
     /// One JSON event per line instead of the final answer.
@@ -257,7 +258,7 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         tokio::spawn(async move {
             let code = signals.next().await;
             signalled.store(code, Ordering::SeqCst);
-            commands.agent(AgentCommand::Abort {
+            commands.send(OpBody::Abort {
                 reason: Some("Interrupted by a signal".into()),
             });
         })
@@ -268,38 +269,41 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
         turns: 0,
         stopped_at_max: false,
         last_run: Vec::new(),
+        prompt: None,
     };
     // Tools from MCP servers are offered from the first request on: wait for the servers, each
     // at most its startup timeout (at once when none are configured).
-    client.commands.mcp_ready().await;
+    client.mcp_ready().await;
     let mut files = Some(print.files);
     for prompt in prompts {
-        let message = match files.take().filter(|f| !f.is_empty()) {
-            Some(files) => {
-                let built = crate::attach::build(&prompt, files, started.info.model.images, false);
-                if !built.left_out.is_empty() {
-                    say(&format!(
-                        "note: {} does not take images, so this was sent without {}",
-                        started.info.model.id,
-                        built.left_out.join(", ")
-                    ));
-                }
-                built.message
-            }
-            None => AgentMessage::user(prompt),
+        let prompt = Prompt {
+            text: prompt,
+            files: files.take().unwrap_or_default(),
+            when_busy: WhenBusy::Refuse,
+            ..Prompt::default()
         };
-        let run = match client
-            .commands
-            .prompt(vec![message], WhenBusy::Refuse)
-            .await
-        {
-            Ok(Accepted::Started(run)) => run,
-            Ok(Accepted::Queued) => continue,
-            Err(e) => {
-                say(&e.to_string());
+        let sent = client.commands.send(OpBody::Prompt(prompt));
+        let answer = match sent {
+            Some(id) => client.events.answer(id).await,
+            None => None,
+        };
+        let run = match answer {
+            Some(crate::host::Answer::Agent(
+                crate::agent::protocol::command::AgentAnswer::Prompt(accepted),
+            )) => match accepted {
+                Ok(Accepted::Started(run)) => run,
+                Ok(Accepted::Queued) => continue,
+                Err(e) => {
+                    say(&e.to_string());
+                    return 1;
+                }
+            },
+            _ => {
+                say("the agent stopped before the prompt was sent");
                 return 1;
             }
         };
+        pump.prompt = sent;
         pump.until_end(&mut client, &mut out, run).await;
         if signalled.load(Ordering::SeqCst) != 0 || pump.stopped_at_max {
             break;
@@ -308,7 +312,7 @@ pub async fn run(mut options: setup::Options, print: PrintOptions) -> u8 {
     watcher.abort();
     let _ = out.flush();
     drop(out);
-    let unsaved = match client.commands.shutdown().await {
+    let unsaved = match client.shutdown().await {
         Some(closed) => {
             if let Some(line) = closed.farewell() {
                 eprintln!("{}", visible(&line));
@@ -374,26 +378,35 @@ struct Pump {
     stopped_at_max: bool,
     /// The messages the last finished run added.
     last_run: Vec<AgentMessage>,
+    /// The prompt being answered (what the host says about its files is a note on it).
+    prompt: Option<OpId>,
 }
 
 impl Pump {
     /// Forward events until `run`'s `agent_end`.
     async fn until_end(&mut self, client: &mut Client, out: &mut impl Write, run: RunId) {
         loop {
-            let next = tokio::select! {
-                biased;
-                Some(h) = client.host_events.recv() => {
-                    match h {
+            let next = match client.events.recv().await {
+                Some(FrontEvent::Run(e)) => Some(e),
+                Some(FrontEvent::Host { reply_to, event }) => {
+                    match event {
                         HostEvent::SessionWriteFailed(why) => say(&format!(
                             "warning: the session file could not be written: {why}"
                         )),
+                        // A file of the prompt left out.
+                        HostEvent::Notice(text)
+                            if reply_to.is_some() && reply_to == self.prompt =>
+                        {
+                            say(&format!("note: {text}"))
+                        }
                         // MCP servers that failed or stopped.
                         HostEvent::Notice(text) => say(&text),
                         _ => {}
                     }
                     continue;
                 }
-                e = client.events.recv() => e,
+                Some(FrontEvent::Answer { .. }) => continue,
+                None => None,
             };
             let Some(RunEvent { run: of, event }) = next else {
                 return;
@@ -403,7 +416,7 @@ impl Pump {
                     self.turns += 1;
                     if self.max_turns.is_some_and(|m| self.turns >= m) && !self.stopped_at_max {
                         self.stopped_at_max = true;
-                        client.commands.agent(AgentCommand::Abort {
+                        client.commands.send(OpBody::Abort {
                             reason: Some(format!(
                                 "Stopped after {} turns (--max-turns)",
                                 self.turns

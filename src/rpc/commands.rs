@@ -1,34 +1,33 @@
-//! The RPC commands, mapped onto the host: agent commands (prompt, steer, follow-up, abort,
-//! model, thinking, queue modes, compaction, state) go straight to the agent; session commands
-//! (new session, name, `bash`) are answered when the host reports back. `compact` is answered
-//! when its run's `compaction_end` arrives: with what it did (the first kept entry named by
-//! the session recorder, through the host), or `success: false` when nothing was compacted.
-//! `set_model` names models by the rule `--model` and `/model` follow
+//! The RPC commands, mapped onto the host: each line is deserialised into a
+//! [`RpcCommand`](super::wire::RpcCommand) and carried out as the host's operations. Prompts,
+//! steering, follow-ups, compaction and the state are answered as soon as the host answers the
+//! operation (before the run's events, as the Node pi does); session commands (new session,
+//! name, `bash`, stats, ...) when the host's event naming that operation arrives. `compact` is
+//! answered when its run's `compaction_end` arrives: with what it did (the first kept entry
+//! named by the session recorder, through the host), or `success: false` when nothing was
+//! compacted. `set_model` names models by the rule `--model` and `/model` follow
 //! ([`crate::setup::select::model_by_id`]). A command this pi has no feature for gets
 //! `success: false` saying so.
 
 use std::collections::VecDeque;
 
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 use super::response;
-use crate::agent::protocol::command::{AgentCommand, AgentError, AgentState, QueueMode, WhenBusy};
+use super::wire::{self, RpcCommand, StreamingBehavior};
+use crate::agent::protocol::command::{AgentAnswer, AgentError, AgentState, QueueMode, WhenBusy};
 use crate::agent::protocol::events::{AgentEvent, RunId};
 use crate::agent::protocol::thinking::ThinkingLevel;
-use crate::agent::protocol::types::{
-    AgentMessage, ContentBlock, ImageContent, Message, UserContent, UserMessage,
-};
-use crate::host::{Command, Commands, HostEvent};
+use crate::agent::protocol::types::{ImageContent, Message};
+use crate::host::{Answer, Commands, FrontEvents, HostEvent, OpBody, OpId, Prompt};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::setup::StartInfo;
 use crate::setup::select::model_by_id;
 
-/// Commands of the Node.js pi this pi has no feature for (extensions and their dialogs).
-const UNSUPPORTED: &[&str] = &["extension_ui_response"];
-
 /// A command waiting for the host's answer.
 struct Waiting {
+    /// The operation the host answers.
+    op: Option<OpId>,
     id: Option<Value>,
     command: &'static str,
     /// What the answer is built on (a compaction's result, waiting for its entry id).
@@ -87,44 +86,15 @@ pub fn model_json(m: &ModelInfo) -> Value {
     })
 }
 
-fn text_field(cmd: &Value, key: &str) -> Result<String, String> {
-    cmd.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| format!("`{key}` must be a string"))
-}
-
-/// The user message of a prompt, steer or follow-up: its text and any images.
-fn user_message(cmd: &Value, steering: bool) -> Result<AgentMessage, String> {
-    let text = text_field(cmd, "message")?;
-    let images: Vec<ImageContent> = match cmd.get("images") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(v) => serde_json::from_value::<Vec<Value>>(v.clone())
-            .map_err(|e| format!("`images` must be a list of images: {e}"))?
-            .into_iter()
-            .map(|i| {
-                serde_json::from_value::<ImageContent>(i)
-                    .map_err(|e| format!("an image needs `data` and `mimeType`: {e}"))
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    let mut m = UserMessage::new(text.clone());
-    m.steering = steering;
-    if !images.is_empty() {
-        let mut blocks = vec![ContentBlock::text(text)];
-        blocks.extend(images.into_iter().map(ContentBlock::Image));
-        m.content = UserContent::Blocks(blocks);
-    }
-    Ok(AgentMessage::Llm(std::sync::Arc::new(Message::User(m))))
-}
-
-fn queue_mode(cmd: &Value) -> Result<(QueueMode, &'static str), String> {
-    match cmd.get("mode").and_then(Value::as_str) {
-        Some("all") => Ok((QueueMode::All, "all")),
-        Some("one-at-a-time") => Ok((QueueMode::OneAtATime, "one-at-a-time")),
-        _ => Err("`mode` must be \"all\" or \"one-at-a-time\"".into()),
+/// The Node pi's name for a queue mode.
+fn mode_label(mode: QueueMode) -> &'static str {
+    match mode {
+        QueueMode::All => "all",
+        QueueMode::OneAtATime => "one-at-a-time",
     }
 }
+
+type Done = Option<(&'static str, Result<Option<Value>, String>)>;
 
 impl Session {
     pub fn new(info: StartInfo, commands: Commands) -> Self {
@@ -198,8 +168,9 @@ impl Session {
                     "tokensAfter": r.tokens_after,
                     "details": r.details,
                 });
-                self.commands.send(Command::RecordedCompaction);
+                let op = self.commands.send(OpBody::RecordedCompaction);
                 self.waiting.push_back(Waiting {
+                    op,
                     id: c.id,
                     command: "compact",
                     partial: Some(data),
@@ -216,7 +187,9 @@ impl Session {
     }
 
     /// One line from stdin; returns the lines to write (its response, when it has one now).
-    pub async fn handle_line(&mut self, line: &[u8]) -> Vec<String> {
+    /// Waiting for the host's answer to a prompt or the state, events that come first stay in
+    /// `events` for the caller.
+    pub async fn handle_line(&mut self, line: &[u8], events: &mut FrontEvents) -> Vec<String> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Vec::new();
         }
@@ -245,89 +218,97 @@ impl Session {
                 Err("a command needs a `type`".into()),
             )];
         };
-        match self.dispatch(&kind, &cmd, &id).await {
-            // An unknown command is answered under the name it was sent with.
-            Some(("unknown", result)) => vec![response(&id, &kind, result)],
+        let command = match wire::parse(&kind, cmd) {
+            Ok(c) => c,
+            // Answered under the name it was sent with.
+            Err(e) => return vec![response(&id, &kind, Err(e))],
+        };
+        match self.dispatch(command, &id, events).await {
             Some((name, result)) => vec![response(&id, name, result)],
             None => Vec::new(),
         }
     }
 
-    async fn snapshot(&self) -> Result<AgentState, String> {
-        let (reply, rx) = oneshot::channel();
-        self.commands.agent(AgentCommand::Snapshot(reply));
-        rx.await.map_err(|_| "the agent is gone".to_string())
+    /// Send `body` and wait for the host's answer.
+    async fn ask(&self, body: OpBody, events: &mut FrontEvents) -> Option<AgentAnswer> {
+        let op = self.commands.send(body)?;
+        match events.answer(op).await {
+            Some(Answer::Agent(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    async fn snapshot(&self, events: &mut FrontEvents) -> Result<AgentState, String> {
+        match self.ask(OpBody::Snapshot, events).await {
+            Some(AgentAnswer::State(s)) => Ok(*s),
+            _ => Err("the agent is gone".to_string()),
+        }
+    }
+
+    /// A prompt, steer or follow-up: answered once the host has started or queued it.
+    async fn prompt(
+        &mut self,
+        name: &'static str,
+        text: String,
+        images: Option<Vec<ImageContent>>,
+        when_busy: WhenBusy,
+        events: &mut FrontEvents,
+    ) -> Done {
+        let prompt = Prompt {
+            text,
+            images: images.unwrap_or_default(),
+            when_busy,
+            ..Prompt::default()
+        };
+        let result = match self.ask(OpBody::Prompt(prompt), events).await {
+            Some(AgentAnswer::Prompt(Ok(_))) => {
+                self.streaming = true;
+                Ok(None)
+            }
+            Some(AgentAnswer::Prompt(Err(AgentError::Busy))) => Err("The agent is already \
+                working: send the prompt with streamingBehavior \"steer\" or \"followUp\" to \
+                queue it"
+                .to_string()),
+            Some(AgentAnswer::Prompt(Err(e))) => Err(e.to_string()),
+            _ => Err("the agent is gone".to_string()),
+        };
+        Some((name, result))
     }
 
     /// Carry out a command; `None` when its answer comes later from the host.
     async fn dispatch(
         &mut self,
-        kind: &str,
-        cmd: &Value,
+        command: RpcCommand,
         id: &Option<Value>,
-    ) -> Option<(&'static str, Result<Option<Value>, String>)> {
+        events: &mut FrontEvents,
+    ) -> Done {
         let done = |name: &'static str, r: Result<Option<Value>, String>| Some((name, r));
-        match kind {
-            "prompt" => {
-                let message = match user_message(cmd, false) {
-                    Ok(m) => m,
-                    Err(e) => return done("prompt", Err(e)),
-                };
-                let when_busy = match cmd.get("streamingBehavior").and_then(Value::as_str) {
-                    None => WhenBusy::Refuse,
-                    Some("steer") => WhenBusy::Steer,
-                    Some("followUp") => WhenBusy::FollowUp,
-                    Some(other) => {
-                        return done(
-                            "prompt",
-                            Err(format!(
-                                "unknown streamingBehavior `{other}` (expected \"steer\" or \"followUp\")"
-                            )),
-                        );
-                    }
-                };
-                let result = match self.commands.prompt(vec![message], when_busy).await {
-                    Ok(_) => {
-                        self.streaming = true;
-                        Ok(None)
-                    }
-                    Err(AgentError::Busy) => Err("The agent is already working: send the \
-                        prompt with streamingBehavior \"steer\" or \"followUp\" to queue it"
-                        .to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                done("prompt", result)
+        match command {
+            RpcCommand::Prompt {
+                message,
+                images,
+                streaming_behavior,
+            } => {
+                let when_busy = StreamingBehavior::when_busy(streaming_behavior);
+                self.prompt("prompt", message, images, when_busy, events)
+                    .await
             }
-            "steer" | "follow_up" => {
-                let steer = kind == "steer";
-                let name = if steer { "steer" } else { "follow_up" };
-                match user_message(cmd, steer) {
-                    Ok(m) => {
-                        self.commands.agent(if steer {
-                            AgentCommand::Steer(m)
-                        } else {
-                            AgentCommand::FollowUp(m)
-                        });
-                        done(name, Ok(None))
-                    }
-                    Err(e) => done(name, Err(e)),
-                }
+            // Queued while a run is active; with none, they start one.
+            RpcCommand::Steer { message, images } => {
+                self.prompt("steer", message, images, WhenBusy::Steer, events)
+                    .await
             }
-            "abort" => {
-                self.commands.agent(AgentCommand::Abort { reason: None });
+            RpcCommand::FollowUp { message, images } => {
+                self.prompt("follow_up", message, images, WhenBusy::FollowUp, events)
+                    .await
+            }
+            RpcCommand::Abort => {
+                self.commands.send(OpBody::Abort { reason: None });
                 done("abort", Ok(None))
             }
-            "new_session" => {
-                self.commands.send(Command::NewSession);
-                self.waiting.push_back(Waiting {
-                    id: id.clone(),
-                    command: "new_session",
-                    partial: None,
-                });
-                None
-            }
-            "get_state" => {
-                let state = match self.snapshot().await {
+            RpcCommand::NewSession => self.wait(OpBody::NewSession, id, "new_session"),
+            RpcCommand::GetState => {
+                let state = match self.snapshot(events).await {
                     Ok(s) => s,
                     Err(e) => return done("get_state", Err(e)),
                 };
@@ -352,11 +333,11 @@ impl Session {
                 }
                 done("get_state", Ok(Some(data)))
             }
-            "get_messages" => match self.snapshot().await {
+            RpcCommand::GetMessages => match self.snapshot(events).await {
                 Ok(s) => done("get_messages", Ok(Some(json!({"messages": s.messages})))),
                 Err(e) => done("get_messages", Err(e)),
             },
-            "get_last_assistant_text" => match self.snapshot().await {
+            RpcCommand::GetLastAssistantText => match self.snapshot(events).await {
                 Ok(s) => {
                     let text = s.messages.iter().rev().find_map(|m| match m.as_llm() {
                         Some(Message::Assistant(a)) => Some(a.text()),
@@ -366,16 +347,14 @@ impl Session {
                 }
                 Err(e) => done("get_last_assistant_text", Err(e)),
             },
-            "set_model" => {
-                let provider = cmd.get("provider").and_then(Value::as_str).unwrap_or("");
-                let model_id = cmd.get("modelId").and_then(Value::as_str).unwrap_or("");
+            RpcCommand::SetModel { provider, model_id } => {
                 // The rule `--model` and `/model` follow too.
-                match model_by_id(&self.catalog, provider, model_id, Some(&self.model)) {
+                match model_by_id(&self.catalog, &provider, &model_id, Some(&self.model)) {
                     Ok((m, warning)) => {
                         if let Some(w) = warning {
                             eprintln!("pi: warning: {}", crate::visible::visible(&w));
                         }
-                        self.commands.send(Command::SetModel(Box::new(m.clone())));
+                        self.set_model(&m);
                         let data = model_json(&m);
                         self.model = m;
                         done("set_model", Ok(Some(data)))
@@ -386,144 +365,94 @@ impl Session {
                     ),
                 }
             }
-            "get_available_models" => {
+            RpcCommand::GetAvailableModels => {
                 let models: Vec<Value> = self.models.iter().map(model_json).collect();
                 done("get_available_models", Ok(Some(json!({"models": models}))))
             }
-            "set_thinking_level" => {
-                match cmd
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| "`level` must be a string".to_string())
-                    .and_then(|l| l.parse::<ThinkingLevel>())
-                {
-                    Ok(level) => {
-                        self.commands.send(Command::SetThinking(level));
-                        self.thinking = level;
-                        done("set_thinking_level", Ok(None))
-                    }
-                    Err(e) => done("set_thinking_level", Err(e)),
+            RpcCommand::SetThinkingLevel { level } => match level.parse::<ThinkingLevel>() {
+                Ok(level) => {
+                    self.commands.send(OpBody::SetThinking { level });
+                    self.thinking = level;
+                    done("set_thinking_level", Ok(None))
                 }
+                Err(e) => done("set_thinking_level", Err(e)),
+            },
+            RpcCommand::SetSteeringMode { mode } => {
+                self.commands.send(OpBody::SetSteeringMode { mode });
+                self.steering_mode = mode_label(mode);
+                done("set_steering_mode", Ok(None))
             }
-            "set_steering_mode" | "set_follow_up_mode" => {
-                let steering = kind == "set_steering_mode";
-                let name = if steering {
-                    "set_steering_mode"
-                } else {
-                    "set_follow_up_mode"
-                };
-                match queue_mode(cmd) {
-                    Ok((mode, label)) => {
-                        if steering {
-                            self.commands.agent(AgentCommand::SetSteeringMode(mode));
-                            self.steering_mode = label;
-                        } else {
-                            self.commands.agent(AgentCommand::SetFollowUpMode(mode));
-                            self.follow_up_mode = label;
-                        }
-                        done(name, Ok(None))
-                    }
-                    Err(e) => done(name, Err(e)),
-                }
+            RpcCommand::SetFollowUpMode { mode } => {
+                self.commands.send(OpBody::SetFollowUpMode { mode });
+                self.follow_up_mode = mode_label(mode);
+                done("set_follow_up_mode", Ok(None))
             }
-            "compact" => {
-                let focus = cmd
-                    .get("customInstructions")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                let (reply, rx) = oneshot::channel();
-                self.commands.agent(AgentCommand::Compact {
-                    focus,
-                    reply: Some(reply),
-                });
-                match rx.await {
+            RpcCommand::Compact {
+                custom_instructions,
+            } => {
+                let focus = custom_instructions;
+                match self.ask(OpBody::Compact { focus }, events).await {
                     // Answered with what it did when its `compaction_end` arrives.
-                    Ok(Ok(run)) => {
+                    Some(AgentAnswer::Run(Ok(run))) => {
                         self.compactions.push(Compacting {
                             id: id.clone(),
                             run,
                         });
                         None
                     }
-                    Ok(Err(e)) => done("compact", Err(e.to_string())),
-                    Err(_) => done("compact", Err("the agent is gone".into())),
+                    Some(AgentAnswer::Run(Err(e))) => done("compact", Err(e.to_string())),
+                    _ => done("compact", Err("the agent is gone".into())),
                 }
             }
-            // pi's own: hold the agent back at its next step (no Node.js counterpart).
-            "pause" | "resume" => {
-                let pause = kind == "pause";
-                self.commands.agent(AgentCommand::SetPaused(pause));
+            RpcCommand::Pause | RpcCommand::Resume => {
+                let pause = matches!(command, RpcCommand::Pause);
+                self.commands.send(OpBody::SetPaused { paused: pause });
                 done(
                     if pause { "pause" } else { "resume" },
                     Ok(Some(json!({"paused": pause}))),
                 )
             }
-            "abort_retry" => {
-                self.commands.agent(AgentCommand::AbortRetry);
+            RpcCommand::AbortRetry => {
+                self.commands.send(OpBody::AbortRetry);
                 done("abort_retry", Ok(None))
             }
-            "abort_bash" => {
-                self.commands.send(Command::AbortShell);
+            RpcCommand::AbortBash => {
+                self.commands.send(OpBody::AbortShell);
                 done("abort_bash", Ok(None))
             }
-            "bash" => match text_field(cmd, "command") {
-                Ok(command) => {
-                    self.commands.send(Command::Shell {
-                        command,
-                        include: true,
-                    });
-                    self.waiting.push_back(Waiting {
-                        id: id.clone(),
-                        command: "bash",
-                        partial: None,
-                    });
-                    None
-                }
-                Err(e) => done("bash", Err(e)),
-            },
-            "set_session_name" => match text_field(cmd, "name") {
-                Ok(name) => {
-                    self.commands.send(Command::NameSession(name));
-                    self.waiting.push_back(Waiting {
-                        id: id.clone(),
-                        command: "set_session_name",
-                        partial: None,
-                    });
-                    None
-                }
-                Err(e) => done("set_session_name", Err(e)),
-            },
-            "cycle_thinking_level" => {
+            RpcCommand::Bash { command } => self.wait(
+                OpBody::Shell {
+                    command,
+                    include: true,
+                },
+                id,
+                "bash",
+            ),
+            RpcCommand::SetSessionName { name } => {
+                self.wait(OpBody::NameSession { name }, id, "set_session_name")
+            }
+            RpcCommand::CycleThinkingLevel => {
                 if !self.model.reasoning {
                     return done("cycle_thinking_level", Ok(Some(Value::Null)));
                 }
                 let next = self.thinking.cycled();
-                self.commands.send(Command::SetThinking(next));
+                self.commands.send(OpBody::SetThinking { level: next });
                 self.thinking = next;
                 done(
                     "cycle_thinking_level",
                     Ok(Some(json!({"level": next.as_str()}))),
                 )
             }
-            "set_auto_compaction" | "set_auto_retry" => {
-                let compaction = kind == "set_auto_compaction";
-                let name = if compaction {
-                    "set_auto_compaction"
-                } else {
-                    "set_auto_retry"
-                };
-                let Some(on) = cmd.get("enabled").and_then(Value::as_bool) else {
-                    return done(name, Err("`enabled` must be true or false".into()));
-                };
-                if compaction {
-                    self.commands.send(Command::SetAutoCompaction(on));
-                    self.auto_compaction = on;
-                } else {
-                    self.commands.send(Command::SetAutoRetry(on));
-                }
-                done(name, Ok(None))
+            RpcCommand::SetAutoCompaction { enabled } => {
+                self.commands.send(OpBody::SetAutoCompaction { enabled });
+                self.auto_compaction = enabled;
+                done("set_auto_compaction", Ok(None))
             }
-            "cycle_model" => {
+            RpcCommand::SetAutoRetry { enabled } => {
+                self.commands.send(OpBody::SetAutoRetry { enabled });
+                done("set_auto_retry", Ok(None))
+            }
+            RpcCommand::CycleModel => {
                 let scoped = !self.scoped.is_empty();
                 let keyless = &self.keyless;
                 let Some((model, level)) = crate::setup::patterns::cycle(
@@ -535,10 +464,9 @@ impl Session {
                 ) else {
                     return done("cycle_model", Ok(Some(Value::Null)));
                 };
-                self.commands
-                    .send(Command::SetModel(Box::new(model.clone())));
+                self.set_model(&model);
                 if let Some(l) = level.filter(|_| model.reasoning) {
-                    self.commands.send(Command::SetThinking(l));
+                    self.commands.send(OpBody::SetThinking { level: l });
                     self.thinking = l;
                 }
                 let data = json!({
@@ -549,51 +477,45 @@ impl Session {
                 self.model = model;
                 done("cycle_model", Ok(Some(data)))
             }
-            "get_commands" => {
+            RpcCommand::GetCommands => {
                 // No extension commands, prompt templates or skills in this pi.
                 done("get_commands", Ok(Some(json!({"commands": []}))))
             }
-            "get_session_stats" => self.wait(Command::Stats, id, "get_session_stats"),
-            "export_html" => {
-                let path = cmd
-                    .get("outputPath")
-                    .and_then(Value::as_str)
-                    .map(std::path::PathBuf::from);
-                self.wait(Command::Export(path), id, "export_html")
+            RpcCommand::GetSessionStats => self.wait(OpBody::Stats, id, "get_session_stats"),
+            RpcCommand::ExportHtml { output_path } => {
+                let path = output_path.map(std::path::PathBuf::from);
+                self.wait(OpBody::Export { path }, id, "export_html")
             }
-            "switch_session" => match text_field(cmd, "sessionPath") {
-                Ok(p) => self.wait(
-                    Command::OpenSession(std::path::PathBuf::from(p)),
-                    id,
-                    "switch_session",
-                ),
-                Err(e) => done("switch_session", Err(e)),
-            },
-            "fork" => match text_field(cmd, "entryId") {
-                Ok(entry) => self.wait(Command::Fork(entry), id, "fork"),
-                Err(e) => done("fork", Err(e)),
-            },
-            "clone" => self.wait(Command::Clone, id, "clone"),
-            "get_fork_messages" => self.wait(Command::ForkPoints, id, "get_fork_messages"),
-            other if UNSUPPORTED.contains(&other) => Some((
-                static_name(other),
-                Err(format!(
-                    "`{other}` is not supported: this pi has no extensions"
-                )),
-            )),
-            other => Some(("unknown", Err(format!("Unknown command: {other}")))),
+            RpcCommand::SwitchSession { session_path } => self.wait(
+                OpBody::OpenSession {
+                    path: std::path::PathBuf::from(session_path),
+                },
+                id,
+                "switch_session",
+            ),
+            RpcCommand::Fork { entry_id } => {
+                self.wait(OpBody::Fork { target: entry_id }, id, "fork")
+            }
+            RpcCommand::Clone => self.wait(OpBody::Clone, id, "clone"),
+            RpcCommand::GetForkMessages => self.wait(OpBody::ForkPoints, id, "get_fork_messages"),
+            // Refused by `wire::parse`.
+            RpcCommand::ExtensionUiResponse | RpcCommand::Unknown => None,
         }
     }
 
-    /// Send a host command whose answer comes later.
-    fn wait(
-        &mut self,
-        command: Command,
-        id: &Option<Value>,
-        name: &'static str,
-    ) -> Option<(&'static str, Result<Option<Value>, String>)> {
-        self.commands.send(command);
+    /// Talk to `model` from now on (the host finds it by the same name).
+    fn set_model(&self, model: &ModelInfo) {
+        self.commands.send(OpBody::SetModel {
+            provider: model.provider.clone(),
+            id: model.id.clone(),
+        });
+    }
+
+    /// Send a host operation whose answer comes later, as an event naming it.
+    fn wait(&mut self, body: OpBody, id: &Option<Value>, name: &'static str) -> Done {
+        let op = self.commands.send(body);
         self.waiting.push_back(Waiting {
+            op,
             id: id.clone(),
             command: name,
             partial: None,
@@ -601,8 +523,9 @@ impl Session {
         None
     }
 
-    /// An answer from the host: the response of the command waiting for it.
-    pub fn host_event(&mut self, event: HostEvent) -> Vec<String> {
+    /// An event from the host: the response of the command waiting for it (`reply_to`: the
+    /// operation it answers).
+    pub fn host_event(&mut self, reply_to: Option<OpId>, event: HostEvent) -> Vec<String> {
         let answer = match event {
             HostEvent::NewSession {
                 session_id, path, ..
@@ -662,10 +585,10 @@ impl Session {
             )),
             HostEvent::Opened(opened) => {
                 let command = self
-                    .waiting
-                    .iter()
+                    .waiting_for(reply_to, "")
+                    .and_then(|at| self.waiting.get(at))
                     .map(|w| w.command)
-                    .find(|c| matches!(*c, "switch_session" | "fork" | "clone"))
+                    .filter(|c| matches!(*c, "switch_session" | "fork" | "clone"))
                     .unwrap_or("switch_session");
                 self.session_id = opened.session_id.clone();
                 self.session_name = opened.name.clone();
@@ -687,7 +610,7 @@ impl Session {
                 Some(("get_fork_messages", Ok(Some(json!({"messages": messages})))))
             }
             HostEvent::CompactionRecorded(first_kept) => {
-                let at = self.waiting.iter().position(|w| w.command == "compact");
+                let at = self.waiting_for(reply_to, "compact");
                 let Some(w) = at.and_then(|at| self.waiting.remove(at)) else {
                     return Vec::new();
                 };
@@ -695,10 +618,11 @@ impl Session {
                 data["firstKeptEntryId"] = json!(first_kept);
                 return vec![response(&w.id, "compact", Ok(Some(data)))];
             }
-            HostEvent::Failed(why) => self
-                .waiting
-                .front()
-                .map(|w| (w.command, Err::<Option<Value>, String>(why))),
+            HostEvent::Failed(why) => {
+                let at = self.waiting_for(reply_to, "");
+                at.and_then(|at| self.waiting.get(at))
+                    .map(|w| (w.command, Err::<Option<Value>, String>(why)))
+            }
             // Something to know that answers no command (a choice that could not be
             // remembered): said on stderr, as warnings are.
             HostEvent::Notice(text) => {
@@ -710,23 +634,22 @@ impl Session {
         let Some((command, result)) = answer else {
             return Vec::new();
         };
-        let at = self
-            .waiting
-            .iter()
-            .position(|w| w.command == command)
-            .unwrap_or(0);
+        let at = self.waiting_for(reply_to, command).unwrap_or(0);
         match self.waiting.remove(at) {
             Some(w) => vec![response(&w.id, w.command, result)],
             None => Vec::new(),
         }
     }
-}
 
-/// The name of an unsupported command as a `'static` str for its response.
-fn static_name(kind: &str) -> &'static str {
-    UNSUPPORTED
-        .iter()
-        .find(|k| **k == kind)
-        .copied()
-        .unwrap_or("unknown")
+    /// Where in `waiting` the command is that the host answers: the operation `reply_to`
+    /// names, else the oldest `command` (the oldest of all for `""`).
+    fn waiting_for(&self, reply_to: Option<OpId>, command: &str) -> Option<usize> {
+        reply_to
+            .and_then(|op| self.waiting.iter().position(|w| w.op == Some(op)))
+            .or_else(|| {
+                self.waiting
+                    .iter()
+                    .position(|w| command.is_empty() || w.command == command)
+            })
+    }
 }

@@ -9,16 +9,20 @@
 //! `streamingBehavior`: each is answered with `success: false` and the loop goes on. When stdin
 //! closes, a running turn is aborted, the session is flushed (MCP servers are stopped) and pi
 //! exits 0; SIGTERM, SIGHUP and SIGINT end it the same way, with 143, 129 and 130.
-//! [`commands`] maps each command onto the host.
+//! [`wire`] reads each command (serde, the Node pi's names) and [`commands`] carries it out on
+//! the host; the host's one event stream (agent events, host events and answers, in order) is
+//! written back as it comes.
 
 pub mod commands;
 pub mod framing;
 pub mod output;
+pub mod wire;
 
 use serde_json::{Value, json};
 
 use crate::agent::protocol::events::RunEvent;
 use crate::end_signals::EndSignals;
+use crate::host::{FrontEvent, OpBody};
 use crate::setup;
 use crate::visible::visible;
 
@@ -52,34 +56,39 @@ pub async fn run(mut options: setup::Options) -> u8 {
     let mut code = 0;
     loop {
         tokio::select! {
-            // In this order when several are ready: a host answer (say, to `new_session`)
-            // follows the run events sent before it, and a signal is never kept waiting.
+            // A signal is never kept waiting; the host's stream comes in the order things
+            // happened (a host answer, say to `new_session`, after the run events before it).
             biased;
             signalled = &mut signal => {
                 code = signalled;
                 break;
             }
-            Some(RunEvent { event, run }) = client.events.recv() => {
-                let replies = session.observe(run, &event);
-                if let Ok(text) = serde_json::to_string(&event) {
-                    out.line(&text);
-                }
-                for reply in replies {
-                    out.line(&reply);
+            Some(event) = client.events.recv() => {
+                match event {
+                    FrontEvent::Run(RunEvent { event, run }) => {
+                        let replies = session.observe(run, &event);
+                        if let Ok(text) = serde_json::to_string(&event) {
+                            out.line(&text);
+                        }
+                        for reply in replies {
+                            out.line(&reply);
+                        }
+                    }
+                    FrontEvent::Host { reply_to, event } => {
+                        for reply in session.host_event(reply_to, event) {
+                            out.line(&reply);
+                        }
+                    }
+                    // Answers to what `handle_line` waits for are taken there.
+                    FrontEvent::Answer { .. } => {}
                 }
                 if client.events.is_empty() {
                     out.flush();
                 }
             }
-            Some(event) = client.host_events.recv() => {
-                for reply in session.host_event(event) {
-                    out.line(&reply);
-                }
-                out.flush();
-            }
             line = input.recv() => match line {
                 Some(framing::Input::Line(line)) => {
-                    for reply in session.handle_line(&line).await {
+                    for reply in session.handle_line(&line, &mut client.events).await {
                         out.line(&reply);
                     }
                     out.flush();
@@ -93,13 +102,13 @@ pub async fn run(mut options: setup::Options) -> u8 {
         }
     }
     // stdin closed: stop what runs, write the session out, leave.
-    client
-        .commands
-        .agent(crate::agent::protocol::command::AgentCommand::Abort { reason: None });
-    let closed = client.commands.shutdown().await;
+    client.commands.send(OpBody::Abort { reason: None });
+    let closed = client.shutdown().await;
     // Events the abort produced still go out before the process ends.
-    while let Ok(RunEvent { event, .. }) = client.events.try_recv() {
-        if let Ok(text) = serde_json::to_string(&event) {
+    while let Some(e) = client.events.try_recv() {
+        if let FrontEvent::Run(RunEvent { event, .. }) = e
+            && let Ok(text) = serde_json::to_string(&event)
+        {
             out.line(&text);
         }
     }

@@ -4,11 +4,11 @@
 //! by default: the conversation goes into the terminal's scrollback; `--fullscreen` or
 //! `tui.fullscreen`: the alternate screen) and runs the UI loop. The agent's runs live on
 //! their own tokio tasks (the `Agent` facade spawns
-//! them); the loop only `select!`s over terminal input (read on a thread, `input`), the agent's
-//! events (the mpsc receiver from `Agent::subscribe`), the frame deadline and SIGTERM, SIGHUP
-//! and SIGINT (each restores the terminal, aborts the run, which stops a running command's
+//! them); the loop only `select!`s over terminal input (read on a thread, `input`), the host's
+//! one event stream (agent events, host events and answers, merged in order by the host), the
+//! frame deadline and SIGTERM, SIGHUP and SIGINT (each restores the terminal, aborts the run, which stops a running command's
 //! process group, and saves the session on the way out).
-//! Every pending agent event is folded into the [`app::App`] before a frame is drawn; frames
+//! Every pending event is folded into the [`app::App`] before a frame is drawn; frames
 //! are coalesced by [`frame::FrameScheduler`] (≤ 60/s, none when idle) and drawn inside
 //! synchronized output, so the terminal never shows half a frame. When a run ends or an
 //! approval waits while the terminal is not focused, `notify` tells the person.
@@ -80,8 +80,8 @@ use popup::trust;
 use screen::Screen;
 use terminal::Mode;
 
-use crate::agent::protocol::command::AgentCommand;
 use crate::end_signals::EndSignals;
+use crate::host::OpBody;
 
 /// The current branch from `.git/HEAD` (following a worktree's `gitdir:` file), if any.
 pub fn git_branch(start: &Path) -> Option<String> {
@@ -252,7 +252,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     terminal::restore();
     // Abort what runs, let it write its last messages, flush the session.
     let mut unsaved = false;
-    if let Some(closed) = client.commands.shutdown().await {
+    if let Some(closed) = client.shutdown().await {
         if let Some(line) = closed.farewell() {
             eprintln!("{}", crate::visible::visible(&line));
         }
@@ -413,6 +413,17 @@ async fn run_editor(
     }
 }
 
+/// Fold in every event waiting on the host's stream; `true` when one was the host's own (an
+/// answer is drawn at once, like a key's effect).
+fn take_events(app: &mut App, events: &mut crate::host::FrontEvents) -> bool {
+    let mut hosts = false;
+    while let Some(e) = events.try_recv() {
+        hosts |= !matches!(e, crate::host::FrontEvent::Run(_));
+        app.handle_front_event(e);
+    }
+    hosts
+}
+
 async fn event_loop(
     screen: &mut Screen,
     app: &mut App,
@@ -424,7 +435,7 @@ async fn event_loop(
     let mut frames = FrameScheduler::default();
     let mut signals = EndSignals::install();
     let interrupted = |client: &crate::host::Client| {
-        client.commands.agent(AgentCommand::Abort {
+        client.commands.send(OpBody::Abort {
             reason: Some("Interrupted by a signal".into()),
         })
     };
@@ -435,12 +446,10 @@ async fn event_loop(
     // What woke the loop last: the person (keys, paste, mouse, resize) or the agent.
     let mut by_person = true;
     loop {
-        // Take whatever the agent sent since the last look: while a frame is near, the loop
+        // Take whatever the host sent since the last look: while a frame is near, the loop
         // does not wake for each event (a streamed reply sends hundreds a second); it drains
-        // them here, once per frame.
-        while let Ok(e) = client.events.try_recv() {
-            app.handle_run_event(e);
-        }
+        // them here, once per frame, in the order they happened.
+        by_person |= take_events(app, &mut client.events);
         // What the keys and events asked for; after the external editor, the events that
         // came meanwhile are folded in before the next frame.
         let mut took_terminal = false;
@@ -475,9 +484,7 @@ async fn event_loop(
             }
         }
         if took_terminal {
-            while let Ok(e) = client.events.try_recv() {
-                app.handle_run_event(e);
-            }
+            take_events(app, &mut client.events);
             app.dirty = true;
         }
         if app.dirty {
@@ -522,19 +529,9 @@ async fn event_loop(
             }
             ev = client.events.recv(), if !frame_soon => {
                 if let Some(e) = ev {
-                    app.handle_run_event(e);
-                }
-            }
-            ev = client.host_events.recv() => {
-                if let Some(e) = ev {
-                    by_person = true;
-                    // What the host reports may follow agent events still waiting for the
-                    // next frame (a write failure follows the message it failed to save):
-                    // fold those in first so the screen keeps the order things happened in.
-                    while let Ok(e) = client.events.try_recv() {
-                        app.handle_run_event(e);
-                    }
-                    app.handle_host_event(e);
+                    // The host's answers are drawn at once, like a key's effect.
+                    by_person = !matches!(e, crate::host::FrontEvent::Run(_));
+                    app.handle_front_event(e);
                 }
             }
             _ = &mut sleep, if armed.is_some() => {

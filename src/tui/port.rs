@@ -1,18 +1,18 @@
 //! The UI's end of the host: the commands it sends, as short methods.
 //!
-//! Every method only puts a command on the host's channel and returns, so nothing the agent,
-//! a tool or the disk does can block a keypress. Answers come back as events (agent events and
-//! host events) that the loop feeds to the app. Tests build a port on a plain channel and read
-//! the commands the app sent.
+//! Every method only puts an operation on the host's channel and returns, so nothing the
+//! agent, a tool or the disk does can block a keypress. Answers come back on the one event
+//! stream the loop feeds to the app. Tests build a port on a plain channel and read the
+//! operations the app sent.
 
 use std::path::PathBuf;
 
-use crate::agent::protocol::command::{AgentCommand, WhenBusy};
+use crate::agent::protocol::command::WhenBusy;
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::{AgentMessage, Message};
 use crate::attach::{self, FileRef};
 use crate::host::view::ListScope;
-use crate::host::{Command, Commands};
+use crate::host::{Commands, OpBody, Prompt};
 use crate::provider::catalog::ModelInfo;
 
 /// How a submitted message is delivered while the agent works.
@@ -20,6 +20,15 @@ use crate::provider::catalog::ModelInfo;
 pub enum Delivery {
     Steer,
     FollowUp,
+}
+
+impl Delivery {
+    fn when_busy(self) -> WhenBusy {
+        match self {
+            Delivery::Steer => WhenBusy::Steer,
+            Delivery::FollowUp => WhenBusy::FollowUp,
+        }
+    }
 }
 
 /// Sends the UI's commands to the host.
@@ -33,41 +42,26 @@ impl Port {
         Port { commands }
     }
 
-    fn agent(&self, command: AgentCommand) {
-        self.commands.agent(command);
+    fn send(&self, body: OpBody) {
+        self.commands.send(body);
     }
 
-    /// Start a run with `text`, or deliver it as `delivery` says if one is running.
-    pub fn prompt(&self, text: String, delivery: Delivery) {
-        let (message, when_busy) = match delivery {
-            Delivery::Steer => (AgentMessage::steering(text), WhenBusy::Steer),
-            Delivery::FollowUp => (AgentMessage::user(text), WhenBusy::FollowUp),
-        };
-        self.agent(AgentCommand::Prompt {
-            messages: vec![message],
-            when_busy,
-            reply: None,
-        });
-    }
-
-    /// Like [`Port::prompt`], with files: those given and the ones `text` names with `@`
-    /// are read by the host and sent with it.
-    pub fn prompt_with_files(&self, text: String, files: Vec<FileRef>, delivery: Delivery) {
-        let when_busy = match delivery {
-            Delivery::Steer => WhenBusy::Steer,
-            Delivery::FollowUp => WhenBusy::FollowUp,
-        };
-        self.commands.send(Command::PromptWithFiles {
+    /// Start a run with `text` and `files` (the files given and those `text` names with `@`,
+    /// read by the host), or deliver it as `delivery` says if one is running.
+    pub fn prompt(&self, text: String, files: Vec<FileRef>, delivery: Delivery) {
+        self.send(OpBody::Prompt(Prompt {
             text,
             files,
-            when_busy,
-        });
+            mentions: true,
+            when_busy: delivery.when_busy(),
+            ..Prompt::default()
+        }));
     }
 
     /// Save `key` for `provider` (in `auth.json`) and use it; answered with
     /// `HostEvent::LoggedIn`.
     pub fn login(&self, provider: String, key: String) {
-        self.commands.send(Command::Login {
+        self.send(OpBody::Login {
             provider,
             key: crate::host::login::SecretKey(key),
         });
@@ -75,118 +69,116 @@ impl Port {
 
     /// Look for local model servers; answered with `HostEvent::LocalModels`.
     pub fn find_local_models(&self) {
-        self.commands.send(Command::FindLocalModels);
-    }
-
-    /// Run what is queued (messages that missed the end of a run).
-    pub fn continue_run(&self) {
-        self.agent(AgentCommand::Continue { reply: None });
+        self.send(OpBody::FindLocalModels);
     }
 
     /// Answer an approval request.
     pub fn approve(&self, id: u64, decision: crate::approval::Decision) {
-        self.commands.send(Command::Approve { id, decision });
+        self.send(OpBody::Approve {
+            request: id,
+            decision,
+        });
     }
 
     /// Close or open the pause gate.
     pub fn set_paused(&self, paused: bool) {
-        self.agent(AgentCommand::SetPaused(paused));
+        self.send(OpBody::SetPaused { paused });
     }
 
     pub fn set_approval(&self, mode: crate::approval::ApprovalMode) {
-        self.commands.send(Command::SetApproval(mode));
+        self.send(OpBody::SetApproval { mode });
     }
 
     pub fn abort(&self) {
-        self.agent(AgentCommand::Abort { reason: None });
+        self.send(OpBody::Abort { reason: None });
     }
 
     /// Empty the queues; their messages come back as `HostEvent::Queued`.
     pub fn take_queued(&self) {
-        self.commands.send(Command::TakeQueued);
+        self.send(OpBody::TakeQueued);
     }
 
     pub fn set_model(&self, model: &ModelInfo) {
-        self.commands
-            .send(Command::SetModel(Box::new(model.clone())));
+        self.send(OpBody::SetModel {
+            provider: model.provider.clone(),
+            id: model.id.clone(),
+        });
     }
 
     pub fn set_thinking(&self, level: ThinkingLevel) {
-        self.commands.send(Command::SetThinking(level));
+        self.send(OpBody::SetThinking { level });
     }
 
     pub fn new_session(&self) {
-        self.commands.send(Command::NewSession);
+        self.send(OpBody::NewSession);
     }
 
     pub fn list_sessions(&self, scope: ListScope) {
-        self.commands.send(Command::ListSessions(scope));
+        self.send(OpBody::ListSessions { scope });
     }
 
     pub fn open_session(&self, path: PathBuf) {
-        self.commands.send(Command::OpenSession(path));
+        self.send(OpBody::OpenSession { path });
     }
 
     pub fn rename_session(&self, path: PathBuf, name: String, scope: ListScope) {
-        self.commands
-            .send(Command::RenameSession { path, name, scope });
+        self.send(OpBody::RenameSession { path, name, scope });
     }
 
     pub fn delete_session(&self, path: PathBuf, scope: ListScope) {
-        self.commands.send(Command::DeleteSession { path, scope });
+        self.send(OpBody::DeleteSession { path, scope });
     }
 
     pub fn export(&self, path: Option<PathBuf>) {
-        self.commands.send(Command::Export(path));
+        self.send(OpBody::Export { path });
     }
 
     pub fn name_session(&self, name: String) {
-        self.commands.send(Command::NameSession(name));
+        self.send(OpBody::NameSession { name });
     }
 
     pub fn stats(&self) {
-        self.commands.send(Command::Stats);
+        self.send(OpBody::Stats);
     }
 
     /// Ask for the MCP servers' state (answered with `HostEvent::McpStatus`).
     pub fn mcp_status(&self) {
-        self.commands.send(Command::McpStatus);
+        self.send(OpBody::McpStatus);
     }
 
     /// Condense the conversation now.
     pub fn compact(&self, focus: Option<String>) {
-        self.agent(AgentCommand::Compact { focus, reply: None });
+        self.send(OpBody::Compact { focus });
     }
 
     /// Run a `!` command (`include`: its output joins the conversation).
     pub fn shell(&self, command: String, include: bool) {
-        self.commands.send(Command::Shell { command, include });
+        self.send(OpBody::Shell { command, include });
     }
 
     pub fn tree(&self) {
-        self.commands.send(Command::Tree);
+        self.send(OpBody::Tree);
     }
 
     pub fn navigate(&self, entry_id: String) {
-        self.commands.send(Command::Navigate(entry_id));
+        self.send(OpBody::Navigate { target: entry_id });
     }
 
     /// Move in the tree after summarising the branch left behind.
     pub fn navigate_summarized(&self, target: String, focus: Option<String>) {
-        self.commands
-            .send(Command::NavigateSummarized { target, focus });
+        self.send(OpBody::NavigateSummarized { target, focus });
     }
 
     pub fn label(&self, target: String, label: Option<String>) {
-        self.commands.send(Command::Label { target, label });
+        self.send(OpBody::Label { target, label });
     }
 
     pub fn fork(&self, entry_id: String) {
-        self.commands.send(Command::Fork(entry_id));
+        self.send(OpBody::Fork { target: entry_id });
     }
 
     pub fn clone_session(&self) {
-        self.commands.send(Command::Clone);
+        self.send(OpBody::Clone);
     }
 }
 

@@ -1,73 +1,64 @@
-//! Carrying out an [`AgentCommand`]: the one place front ends reach the agent through. The
-//! host runs [`apply`] on its own task, so its own commands and the agent's stay in one order;
-//! the event stream comes back through [`Agent::subscribe`].
+//! Carrying out an [`AgentOp`]: the one place front ends reach the agent through. The host
+//! runs [`apply`] on its own task, so its own operations and the agent's stay in one order, and
+//! puts what it returns on the front end's event stream; the agent's events come back through
+//! [`Agent::subscribe`].
 
 use crate::agent::engine::facade::Agent;
-use crate::agent::protocol::command::{Accepted, AgentCommand, AgentError, WhenBusy};
+use crate::agent::protocol::command::{Accepted, AgentAnswer, AgentError, AgentOp, WhenBusy};
 use crate::agent::protocol::types::AgentMessage;
 
-/// Carry out one command. Only `Reset` and `WaitIdle` wait (for the run to end); everything
-/// else returns at once, since runs live on their own tasks.
-pub async fn apply(agent: &Agent, command: AgentCommand) {
-    match command {
-        AgentCommand::Prompt {
+/// Carry out one operation; `Some` with its answer for those that have one. Only `Reset` and
+/// `WaitIdle` wait (for the run to end); everything else returns at once, since runs live on
+/// their own tasks.
+pub async fn apply(agent: &Agent, op: AgentOp) -> Option<AgentAnswer> {
+    let answer = match op {
+        AgentOp::Prompt {
             messages,
             when_busy,
-            reply,
-        } => {
-            let result = prompt(agent, messages, when_busy);
-            if let Some(reply) = reply {
-                let _ = reply.send(result);
+        } => AgentAnswer::Prompt(prompt(agent, messages, when_busy)),
+        AgentOp::Continue => AgentAnswer::Run(agent.continue_run()),
+        AgentOp::Compact { focus } => AgentAnswer::Run(agent.compact(focus)),
+        AgentOp::Abort { reason } => {
+            agent.abort(reason);
+            return None;
+        }
+        AgentOp::AbortRetry => {
+            agent.abort_retry();
+            return None;
+        }
+        AgentOp::SetPaused { paused } => {
+            if paused {
+                agent.pause_gate().pause();
+            } else {
+                agent.pause_gate().resume();
             }
+            return None;
         }
-        AgentCommand::Continue { reply } => {
-            let result = agent.continue_run();
-            if let Some(reply) = reply {
-                let _ = reply.send(result);
-            }
+        AgentOp::TakeQueued => AgentAnswer::Queued(agent.clear_all_queues()),
+        AgentOp::SetSteeringMode { mode } => {
+            agent.update_settings(|s| s.steering_mode = mode);
+            return None;
         }
-        AgentCommand::Compact { focus, reply } => {
-            let result = agent.compact(focus);
-            if let Some(reply) = reply {
-                let _ = reply.send(result);
-            }
+        AgentOp::SetFollowUpMode { mode } => {
+            agent.update_settings(|s| s.follow_up_mode = mode);
+            return None;
         }
-        AgentCommand::Steer(m) => agent.steer(m),
-        AgentCommand::FollowUp(m) => agent.follow_up(m),
-        AgentCommand::Abort { reason } => agent.abort(reason),
-        AgentCommand::AbortRetry => agent.abort_retry(),
-        AgentCommand::SetPaused(true) => {
-            agent.pause_gate().pause();
-        }
-        AgentCommand::SetPaused(false) => {
-            agent.pause_gate().resume();
-        }
-        AgentCommand::TakeQueued(reply) => {
-            let _ = reply.send(agent.clear_all_queues());
-        }
-        AgentCommand::SetModel(model) => agent.update_settings(|s| s.model = model),
-        AgentCommand::SetThinking(level) => agent.update_settings(|s| s.thinking = level),
-        AgentCommand::SetSteeringMode(mode) => agent.update_settings(|s| s.steering_mode = mode),
-        AgentCommand::SetFollowUpMode(mode) => agent.update_settings(|s| s.follow_up_mode = mode),
-        AgentCommand::Reset { reply } => {
+        AgentOp::Reset => {
             agent.abort(None);
             agent.wait_idle().await;
             agent.reset();
-            if let Some(reply) = reply {
-                let _ = reply.send(());
-            }
+            AgentAnswer::Done
         }
-        AgentCommand::ReplaceMessages { messages, reply } => {
-            let _ = reply.send(agent.replace_messages(messages));
+        AgentOp::ReplaceMessages { messages } => {
+            AgentAnswer::Replaced(agent.replace_messages(messages))
         }
-        AgentCommand::Snapshot(reply) => {
-            let _ = reply.send(agent.state());
-        }
-        AgentCommand::WaitIdle(reply) => {
+        AgentOp::Snapshot => AgentAnswer::State(Box::new(agent.state())),
+        AgentOp::WaitIdle => {
             agent.wait_idle().await;
-            let _ = reply.send(());
+            AgentAnswer::Done
         }
-    }
+    };
+    Some(answer)
 }
 
 /// Start a run, or queue the messages when one is active and the caller allows it.
@@ -96,10 +87,9 @@ fn prompt(
 mod tests {
     use std::sync::Arc;
 
-    use tokio::sync::oneshot;
-
     use super::*;
     use crate::agent::engine::facade::AgentSettings;
+    use crate::agent::protocol::command::AgentState;
     use crate::agent::protocol::events::AgentEvent;
     use crate::agent::protocol::stream::Model;
     use crate::agent::scripted::{ScriptedProvider, Step, reply};
@@ -111,10 +101,22 @@ mod tests {
         ))
     }
 
-    async fn ask<T>(a: &Agent, make: impl FnOnce(oneshot::Sender<T>) -> AgentCommand) -> T {
-        let (tx, rx) = oneshot::channel();
-        apply(a, make(tx)).await;
-        rx.await.expect("the command answers")
+    async fn prompted(a: &Agent, text: &str, when_busy: WhenBusy) -> Result<Accepted, AgentError> {
+        let op = AgentOp::Prompt {
+            messages: vec![AgentMessage::user(text)],
+            when_busy,
+        };
+        match apply(a, op).await {
+            Some(AgentAnswer::Prompt(r)) => r,
+            other => panic!("a prompt answers with its acceptance: {other:?}"),
+        }
+    }
+
+    async fn state(a: &Agent) -> AgentState {
+        match apply(a, AgentOp::Snapshot).await {
+            Some(AgentAnswer::State(s)) => *s,
+            other => panic!("a snapshot answers with the state: {other:?}"),
+        }
     }
 
     #[tokio::test]
@@ -124,34 +126,18 @@ mod tests {
         let p = ScriptedProvider::new([slow, reply::text("after the steer")]);
         let a = agent(&p);
         let mut events = a.subscribe();
-        let first = ask(&a, |tx| AgentCommand::Prompt {
-            messages: vec![AgentMessage::user("one")],
-            when_busy: WhenBusy::Refuse,
-            reply: Some(tx),
-        })
-        .await;
+        let first = prompted(&a, "one", WhenBusy::Refuse).await;
         let Ok(Accepted::Started(run)) = first else {
             panic!("the first prompt starts a run: {first:?}");
         };
-        let refused = ask(&a, |tx| AgentCommand::Prompt {
-            messages: vec![AgentMessage::user("two")],
-            when_busy: WhenBusy::Refuse,
-            reply: Some(tx),
-        })
-        .await;
+        let refused = prompted(&a, "two", WhenBusy::Refuse).await;
         assert_eq!(refused, Err(AgentError::Busy));
-        let queued = ask(&a, |tx| AgentCommand::Prompt {
-            messages: vec![AgentMessage::user("three")],
-            when_busy: WhenBusy::FollowUp,
-            reply: Some(tx),
-        })
-        .await;
+        let queued = prompted(&a, "three", WhenBusy::FollowUp).await;
         assert_eq!(queued, Ok(Accepted::Queued));
-        let state = ask(&a, AgentCommand::Snapshot).await;
-        assert!(state.is_streaming);
+        assert!(state(&a).await.is_streaming);
         assert_eq!(a.peek_follow_up_queue().len(), 1);
         // Every event of the run carries its id.
-        apply(&a, AgentCommand::Abort { reason: None }).await;
+        assert!(apply(&a, AgentOp::Abort { reason: None }).await.is_none());
         loop {
             let e = events.recv().await.expect("events");
             if let AgentEvent::AgentEnd { .. } = e.event {
@@ -168,20 +154,48 @@ mod tests {
     async fn reset_waits_for_the_run_then_forgets_everything() {
         let p = ScriptedProvider::new([vec![Step::Stall]]);
         let a = agent(&p);
-        apply(
-            &a,
-            AgentCommand::Prompt {
-                messages: vec![AgentMessage::user("go")],
-                when_busy: WhenBusy::Refuse,
-                reply: None,
-            },
-        )
-        .await;
-        apply(&a, AgentCommand::FollowUp(AgentMessage::user("later"))).await;
-        ask(&a, |tx| AgentCommand::Reset { reply: Some(tx) }).await;
-        let state = ask(&a, AgentCommand::Snapshot).await;
+        prompted(&a, "go", WhenBusy::Refuse).await.expect("started");
+        prompted(&a, "later", WhenBusy::FollowUp)
+            .await
+            .expect("queued");
+        assert!(matches!(
+            apply(&a, AgentOp::Reset).await,
+            Some(AgentAnswer::Done)
+        ));
+        let state = state(&a).await;
         assert!(!state.is_streaming);
         assert!(state.messages.is_empty());
-        assert!(ask(&a, AgentCommand::TakeQueued).await.is_empty());
+        let Some(AgentAnswer::Queued(queued)) = apply(&a, AgentOp::TakeQueued).await else {
+            panic!("the queues come back");
+        };
+        assert!(queued.is_empty());
+    }
+
+    #[test]
+    fn operations_are_plain_data_that_round_trip_through_json() {
+        let op = AgentOp::Prompt {
+            messages: vec![AgentMessage::user("hi")],
+            when_busy: WhenBusy::FollowUp,
+        };
+        let text = serde_json::to_string(&op).expect("serialises");
+        assert!(text.contains(r#""type":"prompt""#), "{text}");
+        assert!(text.contains(r#""when_busy":"follow_up""#), "{text}");
+        let back: AgentOp = serde_json::from_str(&text).expect("deserialises");
+        assert!(matches!(
+            back,
+            AgentOp::Prompt {
+                when_busy: WhenBusy::FollowUp,
+                ..
+            }
+        ));
+        let mode: AgentOp =
+            serde_json::from_str(r#"{"type":"set_steering_mode","mode":"one-at-a-time"}"#)
+                .expect("a queue mode");
+        assert!(matches!(
+            mode,
+            AgentOp::SetSteeringMode {
+                mode: crate::agent::protocol::command::QueueMode::OneAtATime
+            }
+        ));
     }
 }

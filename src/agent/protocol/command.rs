@@ -1,25 +1,25 @@
-//! The commands a front end sends to the agent task, and what it can ask back.
+//! The operations the agent carries out for its host, and what they answer.
 //!
-//! A front end never calls into the loop: it sends [`AgentCommand`]s over an mpsc channel to
-//! the task that owns the agent (see `engine::task`) and reads the event stream back, each
-//! event stamped with the run it belongs to (`events::RunEvent`). Commands that need an answer
-//! carry a oneshot sender for it.
+//! A front end never calls into the loop: it sends operations to the host, which carries the
+//! agent's part out with `engine::task::apply` on its own task and reads the event stream back,
+//! each event stamped with the run it belongs to (`events::RunEvent`). An operation is plain
+//! data (serde, no reply channel): what it answers is returned by `apply` as an
+//! [`AgentAnswer`], which the host puts on the front end's event stream with the operation's id.
 
 use std::collections::BTreeSet;
 
-use tokio::sync::oneshot;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::protocol::events::RunId;
 
 /// Default for the loop's `max_repeated_tool_turns` (a setting the configuration and front ends
 /// pass in): the sixth identical request after five identical answers is refused.
 pub const DEFAULT_MAX_REPEATED_TOOL_TURNS: u32 = 5;
-use crate::agent::protocol::stream::Model;
-use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::types::AgentMessage;
 
-/// What a prompt does when a run is already active.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a prompt does when a run is already active: the one way to say "steer" or "follow up".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WhenBusy {
     /// Refuse it with [`AgentError::Busy`].
     #[default]
@@ -39,32 +39,29 @@ pub enum Accepted {
     Queued,
 }
 
-/// A reply channel.
-pub type Reply<T> = oneshot::Sender<T>;
-
-/// Everything a front end can ask of the agent.
-#[derive(Debug)]
-pub enum AgentCommand {
-    /// Start a run with these messages (see [`WhenBusy`] for an active run).
+/// Everything the agent itself does for a front end (through the host).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentOp {
+    /// Start a run with these messages (see [`WhenBusy`] for an active run); answered with
+    /// [`AgentAnswer::Prompt`].
     Prompt {
         messages: Vec<AgentMessage>,
+        #[serde(default)]
         when_busy: WhenBusy,
-        reply: Option<Reply<Result<Accepted, AgentError>>>,
     },
-    /// Continue from the transcript (a retry after an error), or run what is queued.
-    Continue {
-        reply: Option<Reply<Result<RunId, AgentError>>>,
-    },
+    /// Continue from the transcript (a retry after an error), or run what is queued; answered
+    /// with [`AgentAnswer::Run`].
+    Continue,
     /// Condense the conversation now (`/compact`), focused on `focus` if given. Refused while
-    /// a run is active.
+    /// a run is active; answered with [`AgentAnswer::Run`].
     Compact {
+        #[serde(default)]
         focus: Option<String>,
-        reply: Option<Reply<Result<RunId, AgentError>>>,
     },
-    Steer(AgentMessage),
-    FollowUp(AgentMessage),
     /// Abort the current run (queued messages stay queued).
     Abort {
+        #[serde(default)]
         reason: Option<String>,
     },
     /// Give up a retry whose backoff is running; the failed reply ends the run. Nothing
@@ -72,31 +69,46 @@ pub enum AgentCommand {
     AbortRetry,
     /// Close (`true`) or open the pause gate: a closed gate holds the run back before its
     /// next model call or tool start, without stopping what runs.
-    SetPaused(bool),
-    /// Empty both queues and hand back what they held (steering first).
-    TakeQueued(Reply<Vec<AgentMessage>>),
-    /// Use this model from the next model call on.
-    SetModel(Model),
-    SetThinking(ThinkingLevel),
-    SetSteeringMode(QueueMode),
-    SetFollowUpMode(QueueMode),
-    /// Abort any run, wait until it has ended, then forget the conversation and the queues.
-    Reset {
-        reply: Option<Reply<()>>,
+    SetPaused {
+        paused: bool,
     },
-    /// Replace the transcript (a resumed session). Refused while a run is active.
+    /// Empty both queues; answered with [`AgentAnswer::Queued`] (steering first).
+    TakeQueued,
+    SetSteeringMode {
+        mode: QueueMode,
+    },
+    SetFollowUpMode {
+        mode: QueueMode,
+    },
+    /// Abort any run, wait until it has ended, then forget the conversation and the queues;
+    /// answered with [`AgentAnswer::Done`].
+    Reset,
+    /// Replace the transcript (a resumed session). Refused while a run is active; answered
+    /// with [`AgentAnswer::Replaced`].
     ReplaceMessages {
         messages: Vec<AgentMessage>,
-        reply: Reply<Result<(), AgentError>>,
     },
-    /// A copy of the state now.
-    Snapshot(Reply<AgentState>),
-    /// Answered once no run is active.
-    WaitIdle(Reply<()>),
+    /// A copy of the state now; answered with [`AgentAnswer::State`].
+    Snapshot,
+    /// Answered ([`AgentAnswer::Done`]) once no run is active.
+    WaitIdle,
+}
+
+/// What an [`AgentOp`] answers (operations not named here answer nothing).
+#[derive(Clone, Debug)]
+pub enum AgentAnswer {
+    Prompt(Result<Accepted, AgentError>),
+    /// The run a `Continue` or `Compact` started.
+    Run(Result<RunId, AgentError>),
+    Queued(Vec<AgentMessage>),
+    Replaced(Result<(), AgentError>),
+    State(Box<AgentState>),
+    Done,
 }
 
 /// How many queued messages one boundary takes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum QueueMode {
     /// The whole queue at once.
     All,

@@ -28,18 +28,16 @@ impl App {
                 self.stopping = false;
                 self.retry = None;
                 self.finish_streaming();
-                // Messages queued as the run was ending would otherwise wait for the next
-                // prompt; an error or abort keeps them queued for the person to decide.
+                // Messages queued as the run was ending are the host's to run (an error or
+                // abort keeps them queued for the person to decide): no "done" for a run that
+                // goes on with them.
                 let ended_well = !matches!(
                     self.last_stop,
                     Some(StopReason::Error | StopReason::Aborted)
                 );
-                if ended_well
-                    && (!self.composer.steering.is_empty() || !self.composer.follow_up.is_empty())
-                {
-                    // Shown as working once the run starts (the queue may have emptied).
-                    self.port.continue_run();
-                } else {
+                let goes_on = ended_well
+                    && (!self.composer.steering.is_empty() || !self.composer.follow_up.is_empty());
+                if !goes_on {
                     self.effects.push(Effect::Notify(
                         match self.last_stop {
                             Some(StopReason::Error) => "the run ended with an error",

@@ -5,6 +5,25 @@ use super::*;
 impl App {
     // ----- host events -------------------------------------------------------------------
 
+    /// The next item of the host's one stream, in the order things happened.
+    pub fn handle_front_event(&mut self, event: crate::host::FrontEvent) {
+        use crate::host::FrontEvent;
+        match event {
+            FrontEvent::Run(e) => self.handle_run_event(e),
+            FrontEvent::Host { event, .. } => self.handle_host_event(event),
+            FrontEvent::Answer { answer, .. } => self.handle_answer(answer),
+        }
+    }
+
+    /// What an operation returned. Only a refused prompt is news here (the session cannot be
+    /// saved, say); the rest shows through the events that follow.
+    pub fn handle_answer(&mut self, answer: crate::host::Answer) {
+        use crate::agent::protocol::command::AgentAnswer;
+        if let crate::host::Answer::Agent(AgentAnswer::Prompt(Err(e))) = answer {
+            self.handle_host_event(HostEvent::Failed(e.to_string()));
+        }
+    }
+
     /// An answer from the host (sessions, exports, names, queued messages, failures).
     pub fn handle_host_event(&mut self, event: HostEvent) {
         self.dirty = true;

@@ -13,9 +13,9 @@
 //! concern across this folder's files.
 //!
 //! Running-turn input: Enter sends, or steers while a run is active; Alt+Enter queues a
-//! follow-up; the queues are the agent's, shown from its `queue_update` events (and a run that
-//! ends with messages still queued is continued with them). Esc aborts the run and brings the
-//! queued texts back into the editor, ahead of anything typed since.
+//! follow-up; the queues are the agent's, shown from its `queue_update` events (a run that ends
+//! with messages still queued is continued with them by the host). Esc aborts the run and
+//! brings the queued texts back into the editor, ahead of anything typed since.
 
 mod agent_events;
 mod commands;

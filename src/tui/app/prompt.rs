@@ -209,12 +209,8 @@ impl App {
         // Starts a run, or steers / follows up the one running: the host decides, so a run
         // ending at this very moment loses nothing. Files (attached, or named with `@`) are
         // read by the host, off this task.
-        if self.composer.attachments.is_empty() && !attach::mentions::any(&text) {
-            self.port.prompt(text, delivery);
-        } else {
-            let files = std::mem::take(&mut self.composer.attachments);
-            self.port.prompt_with_files(text, files, delivery);
-        }
+        let files = std::mem::take(&mut self.composer.attachments);
+        self.port.prompt(text, files, delivery);
         if self.working.is_none() {
             self.working = Some(Instant::now());
         }

@@ -14,10 +14,10 @@ use serde_json::json;
 
 use super::app::{App, Effect, Place};
 use super::cells::{Cell, ToolCell, ToolState, View};
-use super::port::{Port, message_text};
+use super::port::Port;
 use super::render;
 use super::transcript::{Scroll, Transcript};
-use crate::agent::protocol::command::{AgentCommand, WhenBusy};
+use crate::agent::protocol::command::WhenBusy;
 use crate::agent::protocol::events::AgentEvent;
 use crate::agent::protocol::stream::StreamEvent;
 use crate::agent::protocol::thinking::ThinkingLevel;
@@ -27,7 +27,7 @@ use crate::agent::protocol::types::{
     ToolResultMessage, Usage,
 };
 use crate::host::view::{ListScope, SessionInfo};
-use crate::host::{Command, Commands, HostEvent, Opened};
+use crate::host::{Commands, HostEvent, Op, OpBody, Opened};
 use crate::provider::catalog::ModelInfo;
 
 mod approval;
@@ -57,7 +57,6 @@ struct Log {
     with_files: Vec<(String, Vec<String>, WhenBusy)>,
     aborts: usize,
     took_queued: usize,
-    continued: usize,
     models: Vec<String>,
     thinking: Vec<ThinkingLevel>,
     listed: Vec<ListScope>,
@@ -85,7 +84,7 @@ struct Log {
 
 /// The receiving end of the app's port.
 struct Sent {
-    rx: RefCell<tokio::sync::mpsc::UnboundedReceiver<Command>>,
+    rx: RefCell<tokio::sync::mpsc::UnboundedReceiver<Op>>,
     log: RefCell<Log>,
 }
 
@@ -94,55 +93,47 @@ impl Sent {
     fn log(&self) -> std::cell::Ref<'_, Log> {
         let mut rx = self.rx.borrow_mut();
         let mut log = self.log.borrow_mut();
-        while let Ok(c) = rx.try_recv() {
-            match c {
-                Command::Agent(AgentCommand::Prompt {
-                    messages,
-                    when_busy,
-                    ..
-                }) => {
-                    for m in messages {
-                        log.prompts.push((message_text(&m), when_busy));
-                    }
+        while let Ok(op) = rx.try_recv() {
+            match op.body {
+                // Sorted as the UI decided: plain text, or with files to read.
+                OpBody::Prompt(p)
+                    if p.files.is_empty() && !crate::attach::mentions::any(&p.text) =>
+                {
+                    log.prompts.push((p.text, p.when_busy))
                 }
-                Command::PromptWithFiles {
-                    text,
-                    files,
-                    when_busy,
-                } => log.with_files.push((
-                    text,
-                    files.into_iter().map(|f| f.name).collect(),
-                    when_busy,
+                OpBody::Prompt(p) => log.with_files.push((
+                    p.text,
+                    p.files.into_iter().map(|f| f.name).collect(),
+                    p.when_busy,
                 )),
-                Command::Agent(AgentCommand::Abort { .. }) => log.aborts += 1,
-                Command::Agent(AgentCommand::Continue { .. }) => log.continued += 1,
-                Command::Agent(AgentCommand::Compact { focus, .. }) => log.compacts.push(focus),
-                Command::TakeQueued => log.took_queued += 1,
-                Command::SetModel(m) => log.models.push(m.id.clone()),
-                Command::SetThinking(t) => log.thinking.push(t),
-                Command::ListSessions(scope) => log.listed.push(scope),
-                Command::OpenSession(p) => log.opened.push(p),
-                Command::NameSession(n) => log.names.push(n),
-                Command::Export(p) => log.exports.push(p),
-                Command::Stats => log.stats += 1,
-                Command::McpStatus => log.mcp_status += 1,
-                Command::NewSession => log.new_sessions += 1,
-                Command::Tree => log.trees += 1,
-                Command::Shell { command, include } => log.shells.push((command, include)),
-                Command::Login { provider, key } => log.logins.push((provider, key.0)),
-                Command::FindLocalModels => log.local_searches += 1,
-                Command::Approve { id, decision } => log.approvals.push((id, decision)),
-                Command::SetApproval(mode) => log.approval_modes.push(mode),
-                Command::Navigate(id) => log.navigated.push(id),
-                Command::NavigateSummarized { target, focus } => {
+                OpBody::Abort { .. } => log.aborts += 1,
+                OpBody::Compact { focus } => log.compacts.push(focus),
+                OpBody::TakeQueued => log.took_queued += 1,
+                OpBody::SetModel { id, .. } => log.models.push(id),
+                OpBody::SetThinking { level } => log.thinking.push(level),
+                OpBody::ListSessions { scope } => log.listed.push(scope),
+                OpBody::OpenSession { path } => log.opened.push(path),
+                OpBody::NameSession { name } => log.names.push(name),
+                OpBody::Export { path } => log.exports.push(path),
+                OpBody::Stats => log.stats += 1,
+                OpBody::McpStatus => log.mcp_status += 1,
+                OpBody::NewSession => log.new_sessions += 1,
+                OpBody::Tree => log.trees += 1,
+                OpBody::Shell { command, include } => log.shells.push((command, include)),
+                OpBody::Login { provider, key } => log.logins.push((provider, key.0)),
+                OpBody::FindLocalModels => log.local_searches += 1,
+                OpBody::Approve { request, decision } => log.approvals.push((request, decision)),
+                OpBody::SetApproval { mode } => log.approval_modes.push(mode),
+                OpBody::Navigate { target } => log.navigated.push(target),
+                OpBody::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))
                 }
-                Command::Label { target, label } => log.labels.push((target, label)),
-                Command::Fork(id) => log.forks.push(id),
-                Command::Clone => log.clones += 1,
-                Command::RenameSession { path, name, .. } => log.renamed.push((path, name)),
-                Command::DeleteSession { path, .. } => log.deleted.push(path),
-                other => panic!("unexpected command {other:?}"),
+                OpBody::Label { target, label } => log.labels.push((target, label)),
+                OpBody::Fork { target } => log.forks.push(target),
+                OpBody::Clone => log.clones += 1,
+                OpBody::RenameSession { path, name, .. } => log.renamed.push((path, name)),
+                OpBody::DeleteSession { path, .. } => log.deleted.push(path),
+                other => panic!("unexpected operation {other:?}"),
             }
         }
         drop(log);
