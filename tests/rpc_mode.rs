@@ -920,3 +920,27 @@ async fn a_follow_up_queued_during_a_compaction_runs_after_it_without_being_aske
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn a_steer_with_an_image_while_idle_starts_a_run_with_both() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("I see it")]).await;
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    // No run to steer: the message starts one, marked as steering, the image after its text.
+    c.send(
+        json!({"id": "1", "type": "steer", "message": "look at this",
+                  "images": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]}),
+    )
+    .await;
+    assert_eq!(c.response("1").await["success"], true);
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    c.send(json!({"id": "2", "type": "get_messages"})).await;
+    let r = c.response("2").await;
+    let user = &r["data"]["messages"][0];
+    assert_eq!(user["role"], "user", "{r}");
+    assert_eq!(user["steering"], true, "{r}");
+    assert_eq!(user["content"][0]["text"], "look at this", "{r}");
+    assert_eq!(user["content"][1]["type"], "image", "{r}");
+    assert_eq!(user["content"][1]["mimeType"], "image/png", "{r}");
+    assert_eq!(r["data"]["messages"][1]["content"][0]["text"], "I see it");
+}
