@@ -354,10 +354,17 @@ pub fn spawn(parts: HostParts) -> Client {
         local_models: Default::default(),
         out,
     };
-    tokio::spawn(host.run(commands, ends));
+    let gone = tokio_util::sync::CancellationToken::new();
+    let ended = gone.clone().drop_guard();
+    tokio::spawn(async move {
+        // Dropped when the task ends, however it ends: a front end waiting for an answer
+        // stops waiting.
+        let _ended = ended;
+        host.run(commands, ends).await;
+    });
     Client {
         commands: Commands::new(tx),
-        events: FrontEvents::new(events, host_events),
+        events: FrontEvents::new(events, host_events, gone),
     }
 }
 

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::protocol::command::{
     Accepted, AgentAnswer, AgentError, AgentState, QueueMode, WhenBusy,
@@ -297,14 +298,24 @@ pub struct FrontEvents {
     host: mpsc::UnboundedReceiver<FrontEvent>,
     /// Taken from the two channels, not yet handed out, in order.
     ready: VecDeque<FrontEvent>,
+    /// Read past while waiting for an answer: handed out before `ready`.
+    held: VecDeque<FrontEvent>,
+    /// Cancelled when the host task has ended (or panicked), to stop waiting for an answer.
+    gone: CancellationToken,
 }
 
 impl FrontEvents {
-    pub(super) fn new(run: PacedReceiver, host: mpsc::UnboundedReceiver<FrontEvent>) -> Self {
+    pub(super) fn new(
+        run: PacedReceiver,
+        host: mpsc::UnboundedReceiver<FrontEvent>,
+        gone: CancellationToken,
+    ) -> Self {
         FrontEvents {
             run,
             host,
             ready: VecDeque::new(),
+            held: VecDeque::new(),
+            gone,
         }
     }
 
@@ -318,6 +329,14 @@ impl FrontEvents {
 
     /// The next event; `None` once the agent and the host are both gone. Cancel-safe.
     pub async fn recv(&mut self) -> Option<FrontEvent> {
+        match self.held.pop_front() {
+            Some(e) => Some(e),
+            None => self.next().await,
+        }
+    }
+
+    /// The next event from the channels (past what is held).
+    async fn next(&mut self) -> Option<FrontEvent> {
         if let Some(e) = self.ready.pop_front() {
             return Some(e);
         }
@@ -334,7 +353,7 @@ impl FrontEvents {
 
     /// The next event if one is waiting.
     pub fn try_recv(&mut self) -> Option<FrontEvent> {
-        if let Some(e) = self.ready.pop_front() {
+        if let Some(e) = self.held.pop_front().or_else(|| self.ready.pop_front()) {
             return Some(e);
         }
         if let Ok(e) = self.run.try_recv() {
@@ -347,23 +366,38 @@ impl FrontEvents {
 
     /// Nothing is waiting.
     pub fn is_empty(&self) -> bool {
-        self.ready.is_empty() && self.run.is_empty() && self.host.is_empty()
+        self.held.is_empty() && self.ready.is_empty() && self.run.is_empty() && self.host.is_empty()
     }
 
     /// Wait for the answer to operation `id`; everything that comes before it stays in the
-    /// stream, in order, for the next `recv`. `None` when the host is gone first.
+    /// stream, in order, for the next `recv` (also when this is cancelled). `None` when the
+    /// host is gone without answering.
     pub async fn answer(&mut self, id: OpId) -> Option<Answer> {
-        let mut before = VecDeque::new();
-        let found = loop {
-            match self.recv().await {
-                Some(FrontEvent::Answer { id: of, answer }) if of == id => break Some(answer),
-                Some(e) => before.push_back(e),
-                None => break None,
+        let gone = self.gone.clone();
+        loop {
+            let next = tokio::select! {
+                biased;
+                e = self.next() => e,
+                // Gone: what it sent is still read; then there is no answer.
+                () = gone.cancelled() => match self.try_next() {
+                    Some(e) => Some(e),
+                    None => return None,
+                },
+            };
+            match next {
+                Some(FrontEvent::Answer { id: of, answer }) if of == id => return Some(answer),
+                Some(e) => self.held.push_back(e),
+                None => return None,
             }
-        };
-        before.append(&mut self.ready);
-        self.ready = before;
-        found
+        }
+    }
+
+    /// [`FrontEvents::try_recv`] past what is held.
+    fn try_next(&mut self) -> Option<FrontEvent> {
+        let held = std::mem::take(&mut self.held);
+        let next = self.try_recv();
+        self.held = held;
+        next
     }
 }
 
@@ -476,7 +510,7 @@ mod tests {
         use crate::agent::protocol::events::AgentEvent;
         let (run_tx, run_rx, _gauge) = crate::agent::protocol::paced::paced_channel(16);
         let (host_tx, host_rx) = mpsc::unbounded_channel();
-        let mut events = FrontEvents::new(run_rx, host_rx);
+        let mut events = FrontEvents::new(run_rx, host_rx, CancellationToken::new());
         // The host speaks first on its channel, but only after the agent sent two events.
         run_tx.send(RunEvent {
             run: None,
@@ -508,7 +542,7 @@ mod tests {
     async fn waiting_for_an_answer_keeps_what_came_before_it() {
         let (run_tx, run_rx, _gauge) = crate::agent::protocol::paced::paced_channel(16);
         let (host_tx, host_rx) = mpsc::unbounded_channel();
-        let mut events = FrontEvents::new(run_rx, host_rx);
+        let mut events = FrontEvents::new(run_rx, host_rx, CancellationToken::new());
         run_tx.send(RunEvent {
             run: None,
             event: crate::agent::protocol::events::AgentEvent::AgentStart,
@@ -535,5 +569,29 @@ mod tests {
             })
         ));
         assert!(events.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_host_gone_without_answering_ends_the_wait() {
+        let (_run_tx, run_rx, _gauge) = crate::agent::protocol::paced::paced_channel(16);
+        let (host_tx, host_rx) = mpsc::unbounded_channel();
+        let gone = CancellationToken::new();
+        let mut events = FrontEvents::new(run_rx, host_rx, gone.clone());
+        host_tx
+            .send(FrontEvent::Host {
+                reply_to: None,
+                event: HostEvent::Notice("last words".into()),
+            })
+            .expect("open");
+        // The host task ends; the senders other tasks hold live on.
+        gone.cancel();
+        assert!(events.answer(9).await.is_none());
+        assert!(matches!(
+            events.recv().await,
+            Some(FrontEvent::Host {
+                event: HostEvent::Notice(_),
+                ..
+            })
+        ));
     }
 }
