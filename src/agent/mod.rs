@@ -1,7 +1,7 @@
 //! The agent: the loop and everything it owns (messages, events, tool scheduling, steering,
 //! abort), in three layers.
 //!
-//! * [`protocol`] — the contract: messages and content blocks, events, commands, the provider
+//! * [`protocol`] — the contract: messages and content blocks, events, operations, the provider
 //!   stream trait, the tool trait, the host hooks, thinking levels. It depends on nothing else
 //!   in the crate; providers, tools, sessions and front ends build on it.
 //! * [`engine`] — the loop itself: runs and turns ([`engine::run`]), tool batches

@@ -85,7 +85,7 @@ pub enum HostEvent {
     ShellDone(Box<shell::ShellResult>),
     /// The conversation now continues from another point of the same session.
     Navigated(Box<Navigated>),
-    /// A command could not be carried out; the text says why.
+    /// An operation could not be carried out; the text says why.
     Failed(String),
     /// Something the person should know that is not a failure (an attached image the model
     /// cannot take, a mentioned file that could not be read).

@@ -1,10 +1,10 @@
 //! The agent's contract: what flows in and out of the loop, and the traits it calls through.
 //!
-//! Messages ([`types`]), the event stream ([`events`]), the commands a front end sends
-//! ([`command`]), the provider stream ([`stream`]), tools ([`tool`]), host hooks ([`hooks`]),
-//! abort signals ([`abort`]), thinking levels ([`thinking`]), the run report ([`summary`]) and
-//! the compaction settings and summary message ([`compaction`]). This module depends on nothing
-//! else in the crate.
+//! Messages ([`types`]), the event stream ([`events`]), the operations the host carries out on
+//! the agent and their answers ([`command`]), the provider stream ([`stream`]), tools
+//! ([`tool`]), host hooks ([`hooks`]), abort signals ([`abort`]), thinking levels
+//! ([`thinking`]), the run report ([`summary`]) and the compaction settings and summary message
+//! ([`compaction`]). This module depends on nothing else in the crate.
 
 pub mod abort;
 pub mod command;
