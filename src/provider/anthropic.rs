@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
-use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
+use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::types::PARSE_ERROR_KEY;
@@ -80,25 +80,6 @@ impl WireApi for AnthropicMessages {
 
     fn decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(Decoder::default())
-    }
-
-    /// Anthropic errors are `{"type":"error","error":{"type":..,"message":..}}`.
-    fn error_message(&self, status: u16, body: &str) -> String {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let error = parsed.as_ref().and_then(|v| v.get("error"));
-        let message = error
-            .and_then(|e| e.get("message"))
-            .and_then(Value::as_str)
-            .filter(|m| !m.trim().is_empty());
-        let kind = error
-            .and_then(|e| e.get("type"))
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty());
-        match (message, kind) {
-            (Some(m), _) => format!("{} (HTTP {status})", m.trim()),
-            (None, Some(t)) => format!("{t} (HTTP {status})"),
-            _ => default_error_message(status, body),
-        }
     }
 }
 
@@ -775,26 +756,6 @@ mod tests {
             StreamOptions::default(),
         );
         assert_eq!(b["messages"][1]["content"][0]["text"], "Searching…");
-    }
-
-    #[test]
-    fn anthropic_error_bodies() {
-        let api = AnthropicMessages;
-        assert_eq!(
-            api.error_message(
-                529,
-                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
-            ),
-            "Overloaded (HTTP 529)"
-        );
-        assert_eq!(
-            api.error_message(500, r#"{"type":"error","error":{"type":"api_error"}}"#),
-            "api_error (HTTP 500)"
-        );
-        assert_eq!(
-            api.error_message(502, "bad gateway"),
-            "bad gateway (HTTP 502)"
-        );
     }
 
     #[test]

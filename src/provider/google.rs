@@ -54,7 +54,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseEvent;
-use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
+use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::types::PARSE_ERROR_KEY;
@@ -107,32 +107,6 @@ impl WireApi for Gemini {
 
     fn decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(Decoder::default())
-    }
-
-    /// Google errors are `{"error":{"code":..,"message":..,"status":..}}` (sometimes inside a
-    /// one-element array).
-    fn error_message(&self, status: u16, body: &str) -> String {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let error = parsed
-            .as_ref()
-            .and_then(|v| match v {
-                Value::Array(items) => items.first(),
-                other => Some(other),
-            })
-            .and_then(|v| v.get("error"));
-        let text = |key: &str| {
-            error
-                .and_then(|e| e.get(key))
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-        };
-        match (text("message"), text("status")) {
-            (Some(m), Some(s)) => format!("{m} ({s}, HTTP {status})"),
-            (Some(m), None) => format!("{m} (HTTP {status})"),
-            (None, Some(s)) => format!("{s} (HTTP {status})"),
-            (None, None) => default_error_message(status, body),
-        }
     }
 }
 
@@ -1356,28 +1330,6 @@ mod tests {
             !events
                 .iter()
                 .any(|e| matches!(e, StreamEvent::Done { .. } | StreamEvent::Error { .. }))
-        );
-    }
-
-    #[test]
-    fn google_error_bodies() {
-        assert_eq!(
-            Gemini.error_message(
-                400,
-                r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}"#
-            ),
-            "API key not valid. Please pass a valid API key. (INVALID_ARGUMENT, HTTP 400)"
-        );
-        assert_eq!(
-            Gemini.error_message(
-                429,
-                r#"[{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}]"#
-            ),
-            "Resource has been exhausted (RESOURCE_EXHAUSTED, HTTP 429)"
-        );
-        assert_eq!(
-            Gemini.error_message(502, "bad gateway"),
-            "bad gateway (HTTP 502)"
         );
     }
 
