@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice, ToolSpec};
@@ -61,10 +62,10 @@ impl WireApi for AnthropicMessages {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let base = model.base_url.trim_end_matches('/');
         if base.is_empty() {
-            return Err(format!("no base URL for provider `{}`", model.provider));
+            return Err(RequestError::NoBaseUrl(model.provider.clone()));
         }
         let headers = super::wire::merge_headers(
             key.map(|k| ("x-api-key", k.to_string())),
@@ -447,15 +448,12 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// The block key of a `content_block_*` event.
-fn block_key(v: &Value) -> Result<String, String> {
+fn block_key(v: &Value) -> Result<String, DecodeError> {
     v.get("index")
         .and_then(Value::as_u64)
         .map(|i| i.to_string())
-        .ok_or_else(|| {
-            format!(
-                "the provider sent a malformed event: `{}` without a block index",
-                str_at(v, "/type")
-            )
+        .ok_or_else(|| DecodeError::NoBlockIndex {
+            kind: str_at(v, "/type").to_string(),
         })
 }
 
@@ -504,7 +502,7 @@ fn is_transient_error_type(kind: &str) -> bool {
 }
 
 impl Decoder {
-    fn block_start(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), String> {
+    fn block_start(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), DecodeError> {
         let key = block_key(v)?;
         let block = v.get("content_block").unwrap_or(&Value::Null);
         match str_at(block, "/type") {
@@ -531,7 +529,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn block_delta(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), String> {
+    fn block_delta(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), DecodeError> {
         let key = block_key(v)?;
         let delta = v.get("delta").unwrap_or(&Value::Null);
         match str_at(delta, "/type") {
@@ -547,7 +545,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         let v = parse_json(event)?;
         let kind = v
             .get("type")

@@ -53,6 +53,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
@@ -81,17 +82,17 @@ impl WireApi for Gemini {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let base = model.base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(format!("no base URL for provider `{}`", model.provider));
+            return Err(RequestError::NoBaseUrl(model.provider.clone()));
         }
         let id = model.id.strip_prefix("models/").unwrap_or(&model.id);
         if id.is_empty() || id.chars().any(|c| c.is_whitespace() || "?#%".contains(c)) {
-            return Err(format!(
+            return Err(RequestError::BadEndpoint(format!(
                 "`{}` is not a model id Gemini can address",
                 model.id
-            ));
+            )));
         }
         let headers = super::wire::merge_headers(
             key.map(|k| (KEY_HEADER, k.to_string())),
@@ -951,7 +952,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         if event.data.trim().is_empty() {
             return Ok(());
         }

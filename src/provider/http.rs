@@ -380,7 +380,7 @@ impl Call {
                 return;
             }
             if let Err(e) = decoder.event(ev, out) {
-                out.fail_broken(&e, None);
+                out.fail_broken(&e.to_string(), None);
             }
         });
     }

@@ -10,34 +10,33 @@
 use std::process::Command;
 
 use super::catalog::ProviderInfo;
+use super::error::KeyError;
 
 /// Resolve a config value: `!command`, an environment variable name, or a literal.
-pub fn resolve_value(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn resolve_value(
+    value: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, KeyError> {
     let v = value.trim();
     if let Some(cmd) = v.strip_prefix('!') {
         let out = Command::new("sh")
             .arg("-c")
             .arg(cmd)
             .output()
-            .map_err(|e| format!("could not run the key command: {e}"))?;
+            .map_err(|e| KeyError::CommandFailed(e.to_string()))?;
         if !out.status.success() {
-            return Err(format!(
-                "the key command exited with {}",
+            return Err(KeyError::CommandExited(
                 out.status
                     .code()
-                    .map_or("a signal".to_string(), |c| c.to_string())
+                    .map_or("a signal".to_string(), |c| c.to_string()),
             ));
         }
         let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if key.is_empty() {
-            return Err("the key command printed nothing".into());
+            return Err(KeyError::EmptyOutput);
         }
         if key.chars().any(char::is_control) {
-            return Err(
-                "the key command printed control characters (a key is one line of plain text; \
-                 check the command's output)"
-                    .into(),
-            );
+            return Err(KeyError::ControlCharacters);
         }
         return Ok(key);
     }
@@ -55,7 +54,7 @@ pub fn resolve_key(
     provider: &ProviderInfo,
     cli_key: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, KeyError> {
     if let Some(k) = cli_key.filter(|k| !k.trim().is_empty()) {
         return Ok(Some(k.trim().to_string()));
     }
@@ -272,14 +271,18 @@ mod tests {
         assert!(
             resolve_value("!exit 3", &env)
                 .unwrap_err()
+                .to_string()
                 .contains("exited with 3")
         );
         assert!(
             resolve_value("!true", &env)
                 .unwrap_err()
+                .to_string()
                 .contains("printed nothing")
         );
-        let e = resolve_value("!printf 'sk-\\033[2Jkey'", &env).unwrap_err();
+        let e = resolve_value("!printf 'sk-\\033[2Jkey'", &env)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("control characters"), "{e}");
         assert!(!e.contains('\u{1b}'), "the error does not echo the key");
     }

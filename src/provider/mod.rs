@@ -11,6 +11,7 @@ pub mod anthropic;
 pub mod catalog;
 pub mod dialect;
 pub mod emit;
+pub mod error;
 pub mod google;
 pub mod http;
 pub mod keys;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::protocol::stream::{EventStream, Provider, ProviderRequest, StreamEvent};
 use catalog::{Api, Catalog, ModelInfo};
 use emit::MessageStream;
+use error::{KeyError, RequestError};
 use http::HttpSettings;
 use wire::WireApi;
 
@@ -70,9 +72,9 @@ pub struct Providers {
     idle_timeout: Duration,
     response_timeout: Duration,
     /// For `https://` endpoints (loads the system's root certificates once).
-    client: OnceLock<Result<reqwest::Client, String>>,
+    client: OnceLock<Result<reqwest::Client, RequestError>>,
     /// For plain `http://` endpoints (local servers): no certificates to load.
-    plain_client: OnceLock<Result<reqwest::Client, String>>,
+    plain_client: OnceLock<Result<reqwest::Client, RequestError>>,
     keys: Mutex<HashMap<String, Option<String>>>,
     headers: Mutex<HashMap<String, Vec<(String, String)>>>,
     /// Learns every key and credential header resolved (for masking).
@@ -119,7 +121,7 @@ impl Providers {
     /// The HTTP client for `url`. Plain-HTTP endpoints (Ollama, llama.cpp, vLLM on this
     /// machine) get a client without root certificates, so talking to them never pays for
     /// reading and parsing the system's certificate store.
-    fn client(&self, url: &str) -> Result<reqwest::Client, String> {
+    fn client(&self, url: &str) -> Result<reqwest::Client, RequestError> {
         let plain = url
             .get(..7)
             .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
@@ -137,7 +139,7 @@ impl Providers {
             }
             builder
                 .build()
-                .map_err(|e| format!("could not set up the HTTP client: {e}"))
+                .map_err(|e| RequestError::Client(e.to_string()))
         })
         .clone()
     }
@@ -150,7 +152,7 @@ impl Providers {
     }
 
     /// The key for a provider, resolved once (a `!command` runs once per process).
-    pub fn key_for(&self, provider: &str) -> Result<Option<String>, String> {
+    pub fn key_for(&self, provider: &str) -> Result<Option<String>, KeyError> {
         let mut cache = crate::sync::lock(&self.keys);
         if let Some(k) = cache.get(provider) {
             return Ok(k.clone());
@@ -173,7 +175,7 @@ impl Providers {
         &self,
         model: &ModelInfo,
         key: Option<&str>,
-    ) -> Result<Vec<(String, String)>, String> {
+    ) -> Result<Vec<(String, String)>, RequestError> {
         let cache_key = format!("{}/{}", model.provider, model.id);
         let mut cache = crate::sync::lock(&self.headers);
         let mut headers = match cache.get(&cache_key) {
@@ -187,9 +189,13 @@ impl Providers {
                     .map(|(name, value)| {
                         keys::resolve_value(value, &lookup)
                             .map(|v| (name.clone(), v))
-                            .map_err(|e| format!("header `{name}` of `{}`: {e}", model.provider))
+                            .map_err(|source| RequestError::Header {
+                                name: name.clone(),
+                                provider: model.provider.clone(),
+                                source,
+                            })
                     })
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .collect::<Result<Vec<_>, RequestError>>()?;
                 // A header may carry a credential (`x-api-key`, a bearer token).
                 self.secrets.extend(
                     resolved
@@ -212,10 +218,14 @@ impl Providers {
         Ok(headers)
     }
 
-    fn prepare(&self, request: &ProviderRequest) -> Result<(ModelInfo, Option<String>), String> {
+    fn prepare(
+        &self,
+        request: &ProviderRequest,
+    ) -> Result<(ModelInfo, Option<String>), RequestError> {
         let (mut model, _warning) = self
             .catalog
-            .resolve(&request.model.provider, &request.model.id)?;
+            .resolve(&request.model.provider, &request.model.id)
+            .map_err(RequestError::UnknownModel)?;
         let key = self.key_for(&model.provider)?;
         model.headers = self.headers_for(&model, key.as_deref())?;
         let keyless = self
@@ -227,7 +237,7 @@ impl Providers {
                 Some(p) => keys::missing_key_help(p),
                 None => format!("No API key for `{}`.", model.provider),
             };
-            return Err(help);
+            return Err(RequestError::MissingKey(help));
         }
         Ok((model, key))
     }
@@ -250,13 +260,13 @@ impl Provider for Providers {
                 };
                 http::stream_call(&settings, api, model, http_request, cancel)
             }
-            Err(message) => {
+            Err(error) => {
                 let (model, _) = self
                     .catalog
                     .resolve(&request.model.provider, &request.model.id)
                     .unwrap_or_else(|_| (fallback_model(&request), None));
                 let mut out = MessageStream::new(&model);
-                out.fail(&message, None, None);
+                out.fail(&error.to_string(), None, None);
                 let events: Vec<_> = out.drain().into_iter().map(Ok::<StreamEvent, _>).collect();
                 futures::stream::iter(events).boxed()
             }

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice};
@@ -155,7 +156,7 @@ impl WireApi for ChatCompletions {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let mut body = Map::new();
         body.insert("model".into(), json!(model.id));
         body.insert(
@@ -370,7 +371,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;

@@ -38,6 +38,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
@@ -62,7 +63,7 @@ impl WireApi for Responses {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let url = format!("{}/responses", model.base_url.trim_end_matches('/'));
         let auth = key.map(|k| ("authorization", format!("Bearer {k}")));
         Ok(http_request(model, request, url, auth, &model.id))
@@ -134,14 +135,14 @@ impl WireApi for AzureResponses {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         if model.base_url.trim().is_empty() {
-            return Err(format!(
+            return Err(RequestError::BadEndpoint(format!(
                 "no Azure OpenAI endpoint for `{}`: set AZURE_OPENAI_BASE_URL (e.g. \
                  https://my-resource.openai.azure.com) or AZURE_OPENAI_RESOURCE_NAME, or \
                  base_url under [providers.{}] in config.toml",
                 model.provider, model.provider
-            ));
+            )));
         }
         let mut url = format!("{}/responses", azure_endpoint(&model.base_url));
         if let Some(version) = &self.api_version {
@@ -777,7 +778,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         if event.data.trim() == "[DONE]" {
             return Ok(());
         }

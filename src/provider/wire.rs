@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use crate::agent::protocol::stream::ProviderRequest;
 use crate::agent::protocol::types::{ContentBlock, ImageContent, ToolResultMessage};
@@ -26,7 +27,7 @@ pub trait WireApi: Send + Sync {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String>;
+    ) -> Result<HttpRequest, RequestError>;
 
     /// A fresh decoder for one response stream.
     fn decoder(&self) -> Box<dyn WireDecoder>;
@@ -35,7 +36,7 @@ pub trait WireApi: Send + Sync {
 /// Turns SSE events of one response into stream events.
 pub trait WireDecoder: Send {
     /// Handle one event. An `Err` is a protocol error that ends the response.
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String>;
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError>;
 
     /// The body ended. Finish the message if the protocol's end was seen; otherwise leave it
     /// unfinished and the caller reports a dropped stream.
@@ -147,10 +148,10 @@ fn plain_error_text(status: u16, body: &str) -> String {
 }
 
 /// Parse an SSE data payload as JSON, with a clear message when it is not.
-pub fn parse_json(event: &SseEvent) -> Result<Value, String> {
-    serde_json::from_str(&event.data).map_err(|e| {
-        let cut: String = event.data.chars().take(120).collect();
-        format!("the provider sent a malformed event ({e}): {cut}")
+pub fn parse_json(event: &SseEvent) -> Result<Value, DecodeError> {
+    serde_json::from_str(&event.data).map_err(|e| DecodeError::NotJson {
+        reason: e.to_string(),
+        start: event.data.chars().take(120).collect(),
     })
 }
 
