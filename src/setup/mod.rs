@@ -230,10 +230,10 @@ pub fn load_config(
     trust_project: bool,
     trusted_hash: Option<&str>,
 ) -> Result<(Config, Catalog, Vec<String>), String> {
-    let mut loaded = config::load(agent_dir, cwd)?;
+    let mut loaded = config::load(agent_dir, cwd).map_err(|e| e.to_string())?;
     let (apply, notice) = trust::decide(&loaded.held, agent_dir, trust_project, trusted_hash);
     if apply {
-        loaded.apply_held()?;
+        loaded.apply_held().map_err(|e| e.to_string())?;
     }
     loaded.warnings.splice(0..0, notice);
     let e = env.clone();
@@ -468,7 +468,7 @@ fn active_tools(
         Vec::new()
     } else {
         match &options.tools {
-            Some(list) => crate::tools::parse_tool_list(list)?,
+            Some(list) => crate::tools::parse_tool_list(list).map_err(|e| e.to_string())?,
             None => crate::tools::DEFAULT_TOOLS
                 .iter()
                 .map(|s| s.to_string())
@@ -481,7 +481,7 @@ fn active_tools(
         .with_env(env)
         .with_sandbox(sandbox)
         .with_protected(protected);
-    crate::tools::build_with(&refs, Arc::new(ctx))
+    crate::tools::build_with(&refs, Arc::new(ctx)).map_err(|e| e.to_string())
 }
 
 /// Start the MCP servers in the background (none with `--no-tools`). As each becomes ready
@@ -543,7 +543,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         &config.tools.env.exclude,
         &config.tools.env.include,
         keys::key_variables(catalog.providers()),
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let (mcp_servers, mcp_warnings) = crate::mcp::config::parse(&config.mcp_servers);
     warnings.extend(mcp_warnings);
@@ -561,7 +562,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
                 .with_env(tool_env.clone())
                 .with_process_namespace(false),
         ),
-    )?
+    )
+    .map_err(|e| e.to_string())?
     .into_iter()
     .next()
     .map(|t| Guarded::wrap(t, secrets.clone()));

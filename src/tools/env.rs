@@ -11,6 +11,8 @@ use std::ffi::{OsStr, OsString};
 
 use globset::{Glob, GlobMatcher};
 
+use super::ToolSetupError;
+
 /// Names removed by default.
 pub const DEFAULT_EXCLUDE: &[&str] = &[
     "*_API_KEY",
@@ -30,10 +32,13 @@ pub struct EnvPolicy {
     secrets: Vec<String>,
 }
 
-fn matcher(pattern: &str) -> Result<GlobMatcher, String> {
+fn matcher(pattern: &str) -> Result<GlobMatcher, ToolSetupError> {
     Glob::new(&pattern.to_ascii_uppercase())
         .map(|g| g.compile_matcher())
-        .map_err(|e| format!("tools.env: bad pattern `{pattern}`: {e}"))
+        .map_err(|e| ToolSetupError::BadEnvPattern {
+            pattern: pattern.to_string(),
+            reason: e.to_string(),
+        })
 }
 
 impl Default for EnvPolicy {
@@ -57,7 +62,7 @@ impl EnvPolicy {
         exclude: &[String],
         include: &[String],
         secrets: Vec<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ToolSetupError> {
         let exclude = DEFAULT_EXCLUDE
             .iter()
             .map(|p| matcher(p))

@@ -32,7 +32,7 @@ pub fn load(agent_dir: Option<&Path>) -> Result<Auth, String> {
         return Ok(Auth::default());
     };
     let file = path(dir);
-    let Some(value) = super::read_json(&file)? else {
+    let Some(value) = super::read_json(&file).map_err(|e| e.to_string())? else {
         return Ok(Auth::default());
     };
     let Value::Object(entries) = value else {
@@ -76,7 +76,7 @@ impl Auth {
 /// Add or replace `provider`'s API key in `<agent dir>/auth.json`, keeping everything else.
 pub fn store_key(agent_dir: &Path, provider: &str, key: &str) -> Result<PathBuf, String> {
     let file = path(agent_dir);
-    let mut entries = match super::read_json(&file)? {
+    let mut entries = match super::read_json(&file).map_err(|e| e.to_string())? {
         Some(Value::Object(o)) => o,
         Some(_) => return Err(format!("{}: expected a JSON object", file.display())),
         None => Map::new(),

@@ -92,7 +92,7 @@ pub fn load(agent_dir: Option<&Path>) -> Result<Models, String> {
         return Ok(Models::default());
     };
     let path = dir.join("models.json");
-    let Some(value) = super::read_json(&path)? else {
+    let Some(value) = super::read_json(&path).map_err(|e| e.to_string())? else {
         return Ok(Models::default());
     };
     let file: File = serde_json::from_value(value)

@@ -79,7 +79,7 @@ impl Store {
                     store.broken = Some(format!("{}: {e}", path.display()));
                 }
             },
-            Err(e) => store.broken = Some(e),
+            Err(e) => store.broken = Some(e.to_string()),
         }
         store
     }
