@@ -5,8 +5,8 @@
 //! config. Keys this version does not know are reported as warnings (a typo should not go
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
-pub mod context;
 pub mod error;
+pub mod instructions;
 pub mod interactive;
 pub mod node;
 pub mod theme;

@@ -21,7 +21,7 @@ use std::time::SystemTime;
 use super::entry::{EntryKind, ParsedLine, SessionHeader, parse_line};
 use super::error::{Candidate, SessionError};
 use super::ids::looks_like_uuid;
-use super::paths::{SessionPaths, id_from_file_name};
+use super::layout::{SessionPaths, id_from_file_name};
 use super::short_id::{id_starts_with, unique_prefixes};
 use crate::agent::protocol::types::UserContent;
 

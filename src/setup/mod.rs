@@ -10,7 +10,7 @@
 //! Environment reads happen here, once, and reach the agent as settings (`PI_NO_INTENT`,
 //! `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`, keys).
 
-pub mod approval;
+pub mod approval_gate;
 pub mod patterns;
 pub mod select;
 pub mod trust;
@@ -25,7 +25,7 @@ use crate::agent::engine::facade::{Agent, AgentSettings};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::tool::AgentTool;
 use crate::agent::protocol::types::AgentMessage;
-use crate::config::{self, Config, context};
+use crate::config::{self, Config, instructions};
 use crate::host::{self, HostParts};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::provider::dialect::{DialectProvider, DialectSettings};
@@ -246,7 +246,7 @@ pub fn load_config(
     config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
     if let Some(project) = loaded.project_approval.take() {
         let global = loaded.config.approval.take();
-        loaded.config.approval = Some(approval::with_project(
+        loaded.config.approval = Some(approval_gate::with_project(
             global,
             project,
             &mut loaded.warnings,
@@ -395,9 +395,9 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
         .system_prompt
         .as_deref()
         .map(text_or_file)
-        .or_else(|| context::system_file(agent_dir.as_deref(), cwd, "SYSTEM.md"));
+        .or_else(|| instructions::system_file(agent_dir.as_deref(), cwd, "SYSTEM.md"));
     let append = if options.append_system_prompt.is_empty() {
-        context::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md")
+        instructions::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md")
     } else {
         Some(
             options
@@ -411,18 +411,23 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
     let context_files = if options.no_context_files {
         Vec::new()
     } else {
-        context::discover(agent_dir.as_deref(), cwd)
+        instructions::discover(agent_dir.as_deref(), cwd)
     };
     let tools = tools
         .iter()
-        .map(|t| (t.name().to_string(), context::tool_line(t.description())))
+        .map(|t| {
+            (
+                t.name().to_string(),
+                instructions::tool_line(t.description()),
+            )
+        })
         .collect();
-    vec![context::build(&context::PromptParts {
+    vec![instructions::build(&instructions::PromptParts {
         replacement,
         append,
         tools,
         context_files,
-        date: context::today(),
+        date: instructions::today(),
         cwd: cwd.display().to_string(),
     })]
 }
@@ -671,7 +676,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     if let Some(secs) = config.response_timeout_secs {
         providers = providers.with_response_timeout(Duration::from_secs(secs.max(1)));
     }
-    let gate = approval::gate(
+    let gate = approval_gate::gate(
         options.approval.as_deref(),
         &config,
         Arc::new(ToolContext::new(options.cwd.clone())),

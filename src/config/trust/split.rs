@@ -15,7 +15,7 @@
 //! * anything that loosens: `sandbox` looser than the person's own, `sandbox_fallback = "warn"`,
 //!   `[tools.env] include` (passes variables that look like credentials to commands).
 //!
-//! `approval` is not here: `setup::approval` already lets a project only tighten it.
+//! `approval` is not here: `setup::approval_gate` already lets a project only tighten it.
 
 /// Provider keys that decide where requests go, with what credentials, or run commands.
 const PROVIDER_REACH: &[&str] = &["api", "base_url", "key", "headers"];

@@ -24,7 +24,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use super::paths::real_location;
+use super::real_location::real_location;
 use crate::tools::fsutil::random_hex;
 
 fn c_name(name: &OsStr) -> io::Result<CString> {

@@ -52,7 +52,7 @@ pub mod landlock;
 pub use landlock::{namespace, seccomp};
 #[cfg(target_os = "linux")]
 pub mod namespace;
-pub mod paths;
+pub mod real_location;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
 
@@ -191,7 +191,7 @@ impl Sandbox {
         let mut out: Vec<PathBuf> = Vec::new();
         if self.mode == SandboxMode::WorkspaceWrite {
             for r in roots {
-                let real = paths::real_location(&r);
+                let real = real_location::real_location(&r);
                 if !out.contains(&real) {
                     out.push(real);
                 }
@@ -304,7 +304,7 @@ impl Sandbox {
         if self.mode == SandboxMode::Off {
             return Ok(());
         }
-        let real = paths::real_location(path);
+        let real = real_location::real_location(path);
         if self.roots.iter().any(|root| real.starts_with(root)) {
             return Ok(());
         }
@@ -598,7 +598,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.contains(&paths::real_location(&ws).display().to_string()),
+            e.contains(&real_location::real_location(&ws).display().to_string()),
             "{e}"
         );
     }
