@@ -668,7 +668,7 @@ async fn a_harmony_leak_discarded_by_the_loop_is_neither_recorded_nor_kept_by_th
         .messages()
         .iter()
         .filter_map(AgentMessage::as_assistant)
-        .map(|a| a.text())
+        .map(AssistantMessage::text)
         .collect();
     assert_eq!(kept, ["clean"]);
     let s = Session::load(rec.path()).unwrap();

@@ -323,7 +323,7 @@ mod tests {
 
     fn gate(mode: ApprovalMode, allow: &[&str], deny: &[&str]) -> (tempfile::TempDir, Arc<Gate>) {
         let (dir, ctx) = temp_ctx();
-        let s = |l: &[&str]| l.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let s = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
         let (rules, _) = Rules::new(&s(allow), &s(deny));
         (dir, Arc::new(Gate::new(mode, rules, ctx)))
     }

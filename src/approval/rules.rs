@@ -234,7 +234,7 @@ mod tests {
     use serde_json::json;
 
     fn rules(allow: &[&str], deny: &[&str]) -> Rules {
-        let s = |l: &[&str]| l.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let s = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
         let (r, warnings) = Rules::new(&s(allow), &s(deny));
         assert!(warnings.is_empty(), "{warnings:?}");
         r

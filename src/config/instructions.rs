@@ -26,7 +26,7 @@ fn first_in(dir: &Path) -> Option<ContextFile> {
     // `AGENTS.md`, which is fine, but the listing keeps the spelling that exists.
     let entries: Vec<String> = std::fs::read_dir(dir)
         .ok()?
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
     NAMES.iter().find_map(|name| {

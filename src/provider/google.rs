@@ -394,6 +394,71 @@ fn merge_all_of(obj: &Map<String, Value>, root: &Value) -> Map<String, Value> {
     merged
 }
 
+/// The schema's `type` into `out` (`null` dropped, a single type kept); whether `null` was
+/// allowed, and one branch per type when several remain.
+fn schema_type(obj: &Map<String, Value>, out: &mut Map<String, Value>) -> (bool, Vec<Value>) {
+    let mut nullable = obj.get("nullable").and_then(Value::as_bool) == Some(true);
+    let mut branches: Vec<Value> = Vec::new();
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "null" => nullable = true,
+        Some(Value::String(t)) => {
+            out.insert("type".into(), json!(t));
+        }
+        Some(Value::Array(types)) => {
+            let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+            nullable |= names.contains(&"null");
+            let rest: Vec<&str> = names.into_iter().filter(|t| *t != "null").collect();
+            match rest.as_slice() {
+                [] => {}
+                [one] => {
+                    out.insert("type".into(), json!(one));
+                }
+                many => branches = many.iter().map(|t| json!({"type": t})).collect(),
+            }
+        }
+        _ => {}
+    }
+    (nullable, branches)
+}
+
+/// The schema's `properties` (with the `required` names that exist) and `items` (a tuple's
+/// first), converted, into `out`.
+fn schema_children(
+    obj: &Map<String, Value>,
+    root: &Value,
+    depth: usize,
+    out: &mut Map<String, Value>,
+) {
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        let converted: Map<String, Value> = props
+            .iter()
+            .map(|(name, s)| (name.clone(), gemini_schema(s, root, depth + 1)))
+            .collect();
+        if let Some(Value::Array(required)) = obj.get("required") {
+            let kept: Vec<Value> = required
+                .iter()
+                .filter(|r| r.as_str().is_some_and(|n| converted.contains_key(n)))
+                .cloned()
+                .collect();
+            if !kept.is_empty() {
+                out.insert("required".into(), Value::Array(kept));
+            }
+        }
+        out.insert("properties".into(), Value::Object(converted));
+    }
+    match obj.get("items") {
+        Some(items @ Value::Object(_)) => {
+            out.insert("items".into(), gemini_schema(items, root, depth + 1));
+        }
+        Some(Value::Array(tuple)) => {
+            if let Some(first) = tuple.first() {
+                out.insert("items".into(), gemini_schema(first, root, depth + 1));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// One JSON schema as Gemini's schema subset (see the module notes).
 fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
     let Value::Object(obj) = schema else {
@@ -415,27 +480,7 @@ fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
     let obj = merge_all_of(obj, root);
     let mut out = Map::new();
 
-    let mut nullable = obj.get("nullable").and_then(Value::as_bool) == Some(true);
-    let mut type_branches: Vec<Value> = Vec::new();
-    match obj.get("type") {
-        Some(Value::String(t)) if t == "null" => nullable = true,
-        Some(Value::String(t)) => {
-            out.insert("type".into(), json!(t));
-        }
-        Some(Value::Array(types)) => {
-            let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
-            nullable |= names.contains(&"null");
-            let rest: Vec<&str> = names.into_iter().filter(|t| *t != "null").collect();
-            match rest.as_slice() {
-                [] => {}
-                [one] => {
-                    out.insert("type".into(), json!(one));
-                }
-                many => type_branches = many.iter().map(|t| json!({"type": t})).collect(),
-            }
-        }
-        _ => {}
-    }
+    let (mut nullable, type_branches) = schema_type(&obj, &mut out);
 
     for key in KEPT_KEYWORDS {
         if let Some(v) = obj.get(*key) {
@@ -467,35 +512,7 @@ fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
         }
     }
 
-    if let Some(Value::Object(props)) = obj.get("properties") {
-        let converted: Map<String, Value> = props
-            .iter()
-            .map(|(name, s)| (name.clone(), gemini_schema(s, root, depth + 1)))
-            .collect();
-        if let Some(Value::Array(required)) = obj.get("required") {
-            let kept: Vec<Value> = required
-                .iter()
-                .filter(|r| r.as_str().is_some_and(|n| converted.contains_key(n)))
-                .cloned()
-                .collect();
-            if !kept.is_empty() {
-                out.insert("required".into(), Value::Array(kept));
-            }
-        }
-        out.insert("properties".into(), Value::Object(converted));
-    }
-
-    match obj.get("items") {
-        Some(items @ Value::Object(_)) => {
-            out.insert("items".into(), gemini_schema(items, root, depth + 1));
-        }
-        Some(Value::Array(tuple)) => {
-            if let Some(first) = tuple.first() {
-                out.insert("items".into(), gemini_schema(first, root, depth + 1));
-            }
-        }
-        _ => {}
-    }
+    schema_children(&obj, root, depth, &mut out);
 
     let mut branches = type_branches;
     for key in ["anyOf", "oneOf"] {

@@ -287,7 +287,7 @@ pub fn tree_rows(session: &Session, leaf: Option<&str>) -> Vec<TreeRow> {
                 depth: p.depth,
                 kind,
                 text,
-                label: labels.get(entry.id.as_str()).map(|l| l.to_string()),
+                label: labels.get(entry.id.as_str()).map(ToString::to_string),
                 on_path: on_path[p.index],
                 is_leaf: leaf_index == Some(p.index),
             });

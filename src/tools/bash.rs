@@ -153,22 +153,13 @@ struct Finished {
     background_holds_output: bool,
 }
 
-async fn run_command(
+/// Start `bash -c command` in `cwd`, in its own process group, with the session's
+/// environment and sandbox, stdout and stderr into one pipe; the child and the pipe's read end.
+fn spawn_bash(
     ctx: &ToolContext,
     command: &str,
-    timeout: Option<f64>,
-    call: &ToolInvocation,
-) -> Result<ToolOutput, ToolError> {
-    if call.cancel.is_cancelled() {
-        return Err(ToolError::new("Aborted before the command started."));
-    }
-    let cwd = ctx.cwd();
-    if !cwd.is_dir() {
-        return Err(ToolError::new(format!(
-            "The working directory {} does not exist, so the command cannot run.",
-            cwd.display()
-        )));
-    }
+    cwd: &std::path::Path,
+) -> Result<(tokio::process::Child, std::io::PipeReader), ToolError> {
     // Refused here when the sandbox is asked for but cannot be enforced (and may not be
     // skipped); otherwise the restrictions the child will apply to itself, or none.
     let jail = ctx.sandbox().confine(cwd)?;
@@ -179,7 +170,7 @@ async fn run_command(
     let writer_err = writer
         .try_clone()
         .map_err(|e| ToolError::new(format!("Cannot create a pipe: {e}")))?;
-    let mut child = {
+    let child = {
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg("-c")
             .arg(command)
@@ -204,6 +195,61 @@ async fn run_command(
             ToolError::new(format!("Cannot start bash{under}: {e}"))
         })?
     };
+    Ok((child, reader))
+}
+
+/// Read and discard what is left in the pipe until its last writer lets go.
+fn drain_in_background(mut pipe: tokio::net::unix::pipe::Receiver) {
+    tokio::spawn(async move {
+        let mut sink = vec![0u8; 8192];
+        while let Ok(n) = pipe.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+}
+
+/// Whether to stop reading once the shell exited (at `exit`): the output ended or went quiet
+/// (a background job may hold the pipe: it is not waited on for long); after a stop, only
+/// once the whole group is gone, or was killed and given a moment.
+fn output_done(
+    now: Instant,
+    exit: Instant,
+    last_data: Instant,
+    eof: bool,
+    stopped: bool,
+    killed_at: Option<Instant>,
+    group: Option<ProcessGroup>,
+) -> bool {
+    let quiet = now.duration_since(last_data.max(exit));
+    let drained = eof || quiet >= DRAIN_IDLE;
+    if !stopped {
+        return drained || now.duration_since(exit) >= DRAIN_CAP;
+    }
+    match killed_at {
+        Some(k) => eof || now.duration_since(k) >= AFTER_KILL_CAP,
+        None => drained && group.is_none_or(|g| !g.alive()),
+    }
+}
+
+async fn run_command(
+    ctx: &ToolContext,
+    command: &str,
+    timeout: Option<f64>,
+    call: &ToolInvocation,
+) -> Result<ToolOutput, ToolError> {
+    if call.cancel.is_cancelled() {
+        return Err(ToolError::new("Aborted before the command started."));
+    }
+    let cwd = ctx.cwd();
+    if !cwd.is_dir() {
+        return Err(ToolError::new(format!(
+            "The working directory {} does not exist, so the command cannot run.",
+            cwd.display()
+        )));
+    }
+    let (mut child, reader) = spawn_bash(ctx, command, cwd)?;
     let group = child.id().and_then(ProcessGroup::led_by);
     let guard = GroupGuard::new(group);
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
@@ -229,21 +275,10 @@ async fn run_command(
 
     loop {
         let now = Instant::now();
-        if let Some(exit) = exited_at {
-            let quiet = now.duration_since(last_data.max(exit));
-            let drained = eof || quiet >= DRAIN_IDLE;
-            let done = match stop {
-                // A background job may hold the pipe: do not wait on it for long.
-                None => drained || now.duration_since(exit) >= DRAIN_CAP,
-                // Stopped: the whole group has to be gone first (or killed and given a moment).
-                Some(_) => match killed_at {
-                    Some(k) => eof || now.duration_since(k) >= AFTER_KILL_CAP,
-                    None => drained && group.is_none_or(|g| !g.alive()),
-                },
-            };
-            if done {
-                break;
-            }
+        if let Some(exit) = exited_at
+            && output_done(now, exit, last_data, eof, stop.is_some(), killed_at, group)
+        {
+            break;
         }
         tokio::select! {
             biased;
@@ -322,14 +357,7 @@ async fn run_command(
     // background server does not die of SIGPIPE the next time it logs a line.
     let background_holds_output = !eof;
     if background_holds_output {
-        tokio::spawn(async move {
-            let mut sink = vec![0u8; 8192];
-            while let Ok(n) = pipe.read(&mut sink).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        });
+        drain_in_background(pipe);
     }
     let finished = Finished {
         status,

@@ -251,7 +251,7 @@ impl ProtectedFiles {
             ids: paths.iter().filter_map(|f| file_id(f)).collect(),
             names: paths
                 .iter()
-                .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+                .filter_map(|p| p.file_name().map(std::ffi::OsStr::to_os_string))
                 .collect(),
             paths,
         }

@@ -17,7 +17,7 @@ use super::context::ProtectedFiles;
 /// Threads for a walk: one per core, at most 12 (as ripgrep).
 pub fn threads() -> usize {
     std::thread::available_parallelism()
-        .map(|n| n.get())
+        .map(std::num::NonZeroUsize::get)
         .unwrap_or(2)
         .min(12)
 }

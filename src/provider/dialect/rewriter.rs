@@ -114,6 +114,10 @@ impl Rewriter {
     }
 
     /// The events one provider event becomes.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one state machine over the text: each arm is a state, kept together to read the transitions"
+    )]
     pub fn event(&mut self, event: StreamEvent) -> Vec<StreamEvent> {
         if self.finished {
             return Vec::new();

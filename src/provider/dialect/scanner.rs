@@ -349,6 +349,10 @@ impl Scanner {
         FenceLine::None
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one state machine over the text: each arm is a state, kept together to read the transitions"
+    )]
     fn run(&mut self, end: bool) -> Vec<Piece> {
         let mut out = Vec::new();
         loop {

@@ -127,7 +127,7 @@ impl Confinement {
                     Ok(r)
                 }
             })
-            .and_then(|r| r.create())
+            .and_then(landlock::Ruleset::create)
             .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
         for path in writable {
             let Ok(meta) = std::fs::metadata(path) else {
