@@ -5,19 +5,19 @@
 //! config. Keys this version does not know are reported as warnings (a typo should not go
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
-pub mod error;
-pub mod instructions;
-pub mod interactive;
-pub mod node;
-pub mod theme;
-pub mod trust;
+pub(crate) mod error;
+pub(crate) mod instructions;
+pub(crate) mod interactive;
+pub(crate) mod node;
+pub(crate) mod theme;
+pub(crate) mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use error::ConfigError;
+pub(crate) use error::ConfigError;
 
 use crate::provider::catalog::{Api, Catalog, Compat, ModelInfo, Pricing, ProviderInfo};
 
@@ -42,7 +42,7 @@ pub struct CompactionConfig {
 
 impl CompactionConfig {
     /// The settings, defaults filled in.
-    pub fn settings(&self) -> crate::agent::protocol::compaction::CompactionSettings {
+    pub(crate) fn settings(&self) -> crate::agent::protocol::compaction::CompactionSettings {
         let d = crate::agent::protocol::compaction::CompactionSettings::default();
         crate::agent::protocol::compaction::CompactionSettings {
             enabled: self.enabled.unwrap_or(d.enabled),
@@ -146,7 +146,7 @@ pub struct ToolsConfig {
 
 impl ToolsConfig {
     /// The limits the tools get: the configured numbers over the defaults.
-    pub fn limits(&self) -> crate::tools::ToolLimits {
+    pub(crate) fn limits(&self) -> crate::tools::ToolLimits {
         let d = crate::tools::ToolLimits::default();
         let pick = |v: Option<Positive>, default: usize| v.map_or(default, |p| p.0);
         crate::tools::ToolLimits {
@@ -246,21 +246,21 @@ pub struct ApprovalTable {
 }
 
 impl ApprovalSetting {
-    pub fn mode(&self) -> Option<&str> {
+    pub(crate) fn mode(&self) -> Option<&str> {
         match self {
             ApprovalSetting::Mode(m) => Some(m),
             ApprovalSetting::Table(t) => t.mode.as_deref(),
         }
     }
 
-    pub fn allow(&self) -> &[String] {
+    pub(crate) fn allow(&self) -> &[String] {
         match self {
             ApprovalSetting::Mode(_) => &[],
             ApprovalSetting::Table(t) => &t.allow,
         }
     }
 
-    pub fn deny(&self) -> &[String] {
+    pub(crate) fn deny(&self) -> &[String] {
         match self {
             ApprovalSetting::Mode(_) => &[],
             ApprovalSetting::Table(t) => &t.deny,
@@ -287,7 +287,7 @@ pub struct Loaded {
 
 impl Loaded {
     /// Lay the held project settings over the config (the person trusts the folder).
-    pub fn apply_held(&mut self) -> Result<(), ConfigError> {
+    pub(crate) fn apply_held(&mut self) -> Result<(), ConfigError> {
         if self.held.is_empty() {
             return Ok(());
         }
@@ -300,7 +300,7 @@ impl Loaded {
 }
 
 /// Where the agent keeps its files: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
-pub fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     if let Some(d) = env("PI_CODING_AGENT_DIR").filter(|d| !d.trim().is_empty()) {
         return Some(PathBuf::from(d));
     }
@@ -338,7 +338,7 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 /// A queue mode from config: `one-at-a-time` (default) or `all`.
-pub fn queue_mode(
+pub(crate) fn queue_mode(
     value: Option<&str>,
     key: &str,
 ) -> Result<crate::agent::protocol::command::QueueMode, String> {
@@ -454,7 +454,7 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
 }
 
 /// Parse one file's text. Errors name the file, line and column.
-pub fn parse_file(text: &str, file: &Path) -> Result<toml::Table, ConfigError> {
+pub(crate) fn parse_file(text: &str, file: &Path) -> Result<toml::Table, ConfigError> {
     text.parse::<toml::Table>()
         .map_err(|e| located(text, file, &e))
 }
@@ -540,7 +540,7 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, ConfigError>
 
 impl Config {
     /// Every `dialect` set on a model: provider, model id, value.
-    pub fn model_dialects(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn model_dialects(&self) -> Vec<(String, String, String)> {
         self.providers
             .iter()
             .flat_map(|(p, c)| {

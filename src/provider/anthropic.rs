@@ -42,10 +42,10 @@ use crate::agent::protocol::types::{
 };
 
 /// The `anthropic-version` header every request carries.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// The smallest thinking budget the API accepts.
-pub const MIN_THINKING_BUDGET: u64 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u64 = 1024;
 
 /// Tokens always left for the visible answer when `max_tokens` has to grow past a budget.
 const ANSWER_RESERVE: u64 = 1024;

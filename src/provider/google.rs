@@ -65,16 +65,16 @@ use crate::agent::protocol::types::{
 };
 
 /// The header that carries the key.
-pub const KEY_HEADER: &str = "x-goog-api-key";
+pub(crate) const KEY_HEADER: &str = "x-goog-api-key";
 
 /// The placeholder Google documents for function calls whose signature is unknown (history
 /// from another model), which Gemini 3 accepts in place of a real one.
-pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
+pub(crate) const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 
 use super::wire::IMAGE_OMITTED;
 
 /// The Gemini API wire format.
-pub struct Gemini;
+pub(crate) struct Gemini;
 
 impl WireApi for Gemini {
     fn build(

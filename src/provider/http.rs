@@ -38,12 +38,12 @@ use crate::agent::protocol::types::TransientError;
 use crate::sync::lock;
 
 /// Whether a status is worth retrying.
-pub fn is_transient_status(status: u16) -> bool {
+pub(crate) fn is_transient_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 425 | 429) || status >= 500
 }
 
 /// `Retry-After` (seconds or an HTTP date) or `retry-after-ms`, in milliseconds.
-pub fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+pub(crate) fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     if let Some(ms) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
@@ -95,7 +95,7 @@ fn httpdate_to_unix(s: &str) -> Option<u64> {
 
 /// Settings shared by every call.
 #[derive(Clone)]
-pub struct HttpSettings {
+pub(crate) struct HttpSettings {
     pub client: reqwest::Client,
     /// A stream with no complete event (nor keep-alive comment) for this long is treated as
     /// dropped.
@@ -111,7 +111,7 @@ pub struct HttpSettings {
 /// request, reads the body and decodes it, so each network chunk reaches the loop without a
 /// hop. Dropping the stream (or cancelling the token) drops the response, which closes the
 /// connection at once.
-pub fn stream_call(
+pub(crate) fn stream_call(
     settings: &HttpSettings,
     api: Arc<dyn WireApi>,
     model: ModelInfo,
@@ -579,7 +579,7 @@ fn secrets_of(request: &HttpRequest) -> Vec<String> {
 }
 
 /// Replace every credential in `text` (a server may echo the key back in its error body).
-pub fn scrub(text: &str, secrets: &[String]) -> String {
+pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets {
         if out.contains(s.as_str()) {

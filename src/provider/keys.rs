@@ -13,7 +13,7 @@ use super::catalog::ProviderInfo;
 use super::error::KeyError;
 
 /// Resolve a config value: `!command`, an environment variable name, or a literal.
-pub fn resolve_value(
+pub(crate) fn resolve_value(
     value: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, KeyError> {
@@ -50,7 +50,7 @@ pub fn resolve_value(
 }
 
 /// The key for `provider`, or `None` if there is none.
-pub fn resolve_key(
+pub(crate) fn resolve_key(
     provider: &ProviderInfo,
     cli_key: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -78,7 +78,7 @@ pub fn resolve_key(
 
 /// Whether a key for `provider` is configured, without running any `!command` (for choosing a
 /// default model and marking providers in the model picker). Local servers need none.
-pub fn has_key(
+pub(crate) fn has_key(
     provider: &ProviderInfo,
     cli_key: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -120,7 +120,7 @@ fn looks_like_variable(v: &str) -> bool {
 
 /// Keys written out in config files (not `!command`s or variable names): values to mask
 /// should one ever reach a message.
-pub fn literal_keys(providers: &[ProviderInfo]) -> Vec<String> {
+pub(crate) fn literal_keys(providers: &[ProviderInfo]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for p in providers {
         let values = [
@@ -143,7 +143,7 @@ pub fn literal_keys(providers: &[ProviderInfo]) -> Vec<String> {
 
 /// The environment variables pi reads keys from: each provider's usual variable, and every
 /// config `key` that names a variable.
-pub fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
+pub(crate) fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for p in providers {
         let named = [
@@ -165,7 +165,7 @@ pub fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
 }
 
 /// What to tell a person who has no key for `provider`.
-pub fn missing_key_help(provider: &ProviderInfo) -> String {
+pub(crate) fn missing_key_help(provider: &ProviderInfo) -> String {
     match &provider.key_env {
         Some(var) => format!(
             "No API key for `{}`: set {var}, pass --api-key, use /login, or set a key for it in \

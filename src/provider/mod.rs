@@ -9,17 +9,17 @@
 
 pub mod anthropic;
 pub mod catalog;
-pub mod dialect;
-pub mod emit;
-pub mod error;
-pub mod google;
-pub mod http;
-pub mod keys;
-pub mod local;
-pub mod openai_completions;
+pub(crate) mod dialect;
+pub(crate) mod emit;
+pub(crate) mod error;
+pub(crate) mod google;
+pub(crate) mod http;
+pub(crate) mod keys;
+pub(crate) mod local;
+pub(crate) mod openai_completions;
 pub mod openai_responses;
-pub mod origin;
-pub mod sse;
+pub(crate) mod origin;
+pub(crate) mod sse;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -40,21 +40,21 @@ use wire::WireApi;
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The process environment.
-pub fn process_env() -> EnvLookup {
+pub(crate) fn process_env() -> EnvLookup {
     Arc::new(|k| std::env::var(k).ok())
 }
 
 /// Default for [`Providers::with_idle_timeout`]: five minutes without a complete event is a
 /// dropped stream.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default for [`Providers::with_response_timeout`]: a server that sends no response headers
 /// within a minute of the request is not answering.
-pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The wire format for an API. `env` supplies the settings a format reads from the
 /// environment (Azure's API version and deployment names).
-pub fn wire_api(api: Api, env: &dyn Fn(&str) -> Option<String>) -> Arc<dyn WireApi> {
+pub(crate) fn wire_api(api: Api, env: &dyn Fn(&str) -> Option<String>) -> Arc<dyn WireApi> {
     match api {
         Api::AnthropicMessages => Arc::new(anthropic::AnthropicMessages),
         Api::OpenAiCompletions => Arc::new(openai_completions::ChatCompletions),
@@ -99,7 +99,7 @@ impl Providers {
 
     /// Tell `secrets` every key and header value resolved from now on (a `!command` key is
     /// only known once it has run), so it is masked wherever it might appear.
-    pub fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
+    pub(crate) fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
         self.secrets = secrets;
         self
     }
@@ -112,10 +112,6 @@ impl Providers {
     pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
         self
-    }
-
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
     }
 
     /// The HTTP client for `url`. Plain-HTTP endpoints (Ollama, llama.cpp, vLLM on this
@@ -145,14 +141,14 @@ impl Providers {
     }
 
     /// Use `key` for `provider` from now on (a key given in `/login`).
-    pub fn set_key(&self, provider: &str, key: String) {
+    pub(crate) fn set_key(&self, provider: &str, key: String) {
         let mut cache = crate::sync::lock(&self.keys);
         self.secrets.add(&key);
         cache.insert(provider.to_string(), Some(key));
     }
 
     /// The key for a provider, resolved once (a `!command` runs once per process).
-    pub fn key_for(&self, provider: &str) -> Result<Option<String>, KeyError> {
+    pub(crate) fn key_for(&self, provider: &str) -> Result<Option<String>, KeyError> {
         let mut cache = crate::sync::lock(&self.keys);
         if let Some(k) = cache.get(provider) {
             return Ok(k.clone());

@@ -25,7 +25,7 @@ use crate::agent::protocol::types::{
     ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
 };
 
-pub struct ChatCompletions;
+pub(crate) struct ChatCompletions;
 
 fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
@@ -69,7 +69,7 @@ fn effort_name(e: Effort) -> &'static str {
 }
 
 /// The provider messages as Chat Completions messages.
-pub fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
+pub(crate) fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
     let mut out = Vec::new();
     let system = request.context.system_prompt.join("\n\n");
     if !system.trim().is_empty() {

@@ -76,7 +76,7 @@ impl WireApi for Responses {
 
 /// The Responses API on an Azure OpenAI resource (see the module notes).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct AzureResponses {
+pub(crate) struct AzureResponses {
     /// Sent as `?api-version=`; the v1 endpoint needs none.
     pub api_version: Option<String>,
     /// Model id → deployment name.
@@ -85,7 +85,7 @@ pub struct AzureResponses {
 
 impl AzureResponses {
     /// Settings from `AZURE_OPENAI_API_VERSION` and `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`.
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let api_version = env("AZURE_OPENAI_API_VERSION")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty());
@@ -99,7 +99,7 @@ impl AzureResponses {
     }
 
     /// The deployment that serves `model_id` (the id itself unless mapped).
-    pub fn deployment<'a>(&'a self, model_id: &'a str) -> &'a str {
+    pub(crate) fn deployment<'a>(&'a self, model_id: &'a str) -> &'a str {
         self.deployments
             .iter()
             .find(|(id, _)| id == model_id)
@@ -119,7 +119,7 @@ fn parse_deployment_map(map: &str) -> Vec<(String, String)> {
 }
 
 /// An Azure base URL as the v1 endpoint: a bare resource root gets `/openai/v1`.
-pub fn azure_endpoint(base_url: &str) -> String {
+pub(crate) fn azure_endpoint(base_url: &str) -> String {
     let base = base_url.trim().trim_end_matches('/');
     let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
     if after_scheme.contains('/') {

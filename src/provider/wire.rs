@@ -44,12 +44,12 @@ pub trait WireDecoder: Send {
 }
 
 /// Said in place of an image for a model that takes none.
-pub const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
+pub(crate) const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
 
 /// A tool result for a wire format that sends its images apart from its text: the text, with a
 /// note where the images went (after it, or left out for a model without image input), never
 /// empty; and the images, for a model that takes them.
-pub fn tool_result_output<'a>(
+pub(crate) fn tool_result_output<'a>(
     model: &ModelInfo,
     result: &'a ToolResultMessage,
 ) -> (String, Vec<&'a ImageContent>) {
@@ -80,14 +80,18 @@ pub fn tool_result_output<'a>(
 }
 
 /// How much of an error response's body is read; the rest is never fetched.
-pub const ERROR_BODY_LIMIT: usize = 64 * 1024;
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// How much of a plain-text error body goes into the message.
 const ERROR_TEXT_CHARS: usize = 300;
 
 /// The first `limit` bytes of a response's body (as text, invalid UTF-8 replaced): whatever
 /// arrived before the body ended, broke, reached the limit or took longer than `wait`.
-pub async fn read_body_head(response: reqwest::Response, limit: usize, wait: Duration) -> String {
+pub(crate) async fn read_body_head(
+    response: reqwest::Response,
+    limit: usize,
+    wait: Duration,
+) -> String {
     let mut head = Vec::new();
     let read = async {
         let mut body = response.bytes_stream();
@@ -109,7 +113,7 @@ pub async fn read_body_head(response: reqwest::Response, limit: usize, wait: Dur
 /// with Google's `error.status` beside the code (`... (RESOURCE_EXHAUSTED, HTTP 429)`); with no
 /// message, the status or Anthropic's `error.type` alone. Otherwise the start of a text body;
 /// for an empty body or an HTML page, the status's reason (`not found (HTTP 404)`).
-pub fn error_message(status: u16, body: &str) -> String {
+pub(crate) fn error_message(status: u16, body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let root = parsed.as_ref().and_then(|v| match v {
         Value::Array(items) => items.first(),
@@ -148,7 +152,7 @@ fn plain_error_text(status: u16, body: &str) -> String {
 }
 
 /// Parse an SSE data payload as JSON, with a clear message when it is not.
-pub fn parse_json(event: &SseEvent) -> Result<Value, DecodeError> {
+pub(crate) fn parse_json(event: &SseEvent) -> Result<Value, DecodeError> {
     serde_json::from_str(&event.data).map_err(|e| DecodeError::NotJson {
         reason: e.to_string(),
         start: event.data.chars().take(120).collect(),
@@ -159,7 +163,7 @@ pub fn parse_json(event: &SseEvent) -> Result<Value, DecodeError> {
 /// the configured headers already authenticate (they carry `authorization` or the key's own
 /// header), then the format's fixed headers, then the configured ones; a header named again
 /// (in any case) replaces the earlier one.
-pub fn merge_headers(
+pub(crate) fn merge_headers(
     auth: Option<(&str, String)>,
     fixed: &[(&str, &str)],
     configured: &[(String, String)],

@@ -358,7 +358,7 @@ impl Session {
     }
 
     /// The set of entry ids in use (for making new ones).
-    pub fn entry_ids(&self) -> HashSet<String> {
+    pub(crate) fn entry_ids(&self) -> HashSet<String> {
         self.index.keys().cloned().collect()
     }
 }

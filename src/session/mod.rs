@@ -31,20 +31,20 @@
 
 pub mod context;
 pub mod entry;
-pub mod error;
+pub(crate) mod error;
 mod fast_message;
 pub mod fork;
 pub mod ids;
 pub mod layout;
 pub mod list;
-pub mod load;
+pub(crate) mod load;
 pub mod lock;
 pub mod manage;
-pub mod open;
-pub mod recorder;
+pub(crate) mod open;
+pub(crate) mod recorder;
 mod salvage;
-pub mod short_id;
-pub mod task;
+pub(crate) mod short_id;
+pub(crate) mod task;
 pub mod time;
 pub mod tree;
 

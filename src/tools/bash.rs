@@ -54,9 +54,9 @@ use crate::agent::protocol::tool::{
 };
 
 /// After the shell exits, stop waiting for the pipe once it has been quiet this long.
-pub const DRAIN_IDLE: Duration = Duration::from_millis(100);
+pub(crate) const DRAIN_IDLE: Duration = Duration::from_millis(100);
 /// After the shell exits, stop reading the pipe after this long in any case.
-pub const DRAIN_CAP: Duration = Duration::from_secs(2);
+pub(crate) const DRAIN_CAP: Duration = Duration::from_secs(2);
 /// How often liveness is checked while a stopped command winds down.
 const POLL: Duration = Duration::from_millis(20);
 /// After SIGKILL, how long to wait for the pipe to close before giving up on it.
@@ -75,14 +75,14 @@ fn description(limits: &ToolLimits) -> String {
     )
 }
 
-pub struct BashTool {
+pub(crate) struct BashTool {
     ctx: Arc<ToolContext>,
     description: String,
     schema: Value,
 }
 
 impl BashTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let mut description = description(ctx.limits());
         if let Some(note) = ctx.sandbox().command_note() {
             description.push(' ');
@@ -506,7 +506,7 @@ enum Spill {
 
 /// Keeps the tail of a command's output in bounded memory and spills the whole of it to a file
 /// once it outgrows the result limits.
-pub struct OutputCollector {
+pub(crate) struct OutputCollector {
     /// The most recent bytes (everything, until the spill starts). Starts at a line start unless
     /// `partial_start`.
     buf: Vec<u8>,
@@ -519,7 +519,7 @@ pub struct OutputCollector {
 }
 
 /// The collector's view at one moment.
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub truncation: Truncation,
     pub total_bytes: u64,
     pub total_lines: u64,
@@ -535,12 +535,12 @@ impl Default for OutputCollector {
 
 impl OutputCollector {
     /// A collector with the default limits.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_limits(ToolLimits::default())
     }
 
     /// A collector cutting at `limits.max_lines` / `limits.max_bytes`.
-    pub fn with_limits(limits: ToolLimits) -> Self {
+    pub(crate) fn with_limits(limits: ToolLimits) -> Self {
         OutputCollector {
             buf: Vec::new(),
             partial_start: false,
@@ -562,7 +562,7 @@ impl OutputCollector {
         self.limits.max_bytes.saturating_mul(4)
     }
 
-    pub fn push(&mut self, chunk: &[u8]) {
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
         if chunk.is_empty() {
             return;
         }
@@ -608,14 +608,14 @@ impl OutputCollector {
         self.buf.drain(..cut);
     }
 
-    pub fn total_lines(&self) -> u64 {
+    pub(crate) fn total_lines(&self) -> u64 {
         match self.last_byte {
             None | Some(b'\n') => self.newlines,
             Some(_) => self.newlines + 1,
         }
     }
 
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let text = String::from_utf8_lossy(&self.buf);
         let mut truncation = truncate_tail(&text, self.limits.max_lines, self.limits.max_bytes);
         // The buffer holds the end of the output; totals cover all of it.
@@ -639,7 +639,7 @@ impl OutputCollector {
     }
 
     /// Flush the spill file and take the final view.
-    pub fn finish(mut self) -> Snapshot {
+    pub(crate) fn finish(mut self) -> Snapshot {
         if let Spill::Active { file, .. } = &mut self.spill
             && let Err(e) = file.flush()
         {

@@ -14,7 +14,7 @@ use globset::{Glob, GlobMatcher};
 use super::ToolSetupError;
 
 /// Names removed by default.
-pub const DEFAULT_EXCLUDE: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDE: &[&str] = &[
     "*_API_KEY",
     "*_TOKEN",
     "*_SECRET*",
@@ -58,7 +58,7 @@ impl Default for EnvPolicy {
 impl EnvPolicy {
     /// The default exclusions, `exclude` and `include` from config, and the variables pi reads
     /// keys from.
-    pub fn new(
+    pub(crate) fn new(
         exclude: &[String],
         include: &[String],
         secrets: Vec<String>,
@@ -83,7 +83,7 @@ impl EnvPolicy {
     }
 
     /// Whether a command gets the variable `name`.
-    pub fn allows(&self, name: &OsStr) -> bool {
+    pub(crate) fn allows(&self, name: &OsStr) -> bool {
         let upper = name.to_string_lossy().to_ascii_uppercase();
         if self.include.iter().any(|m| m.is_match(&upper)) {
             return true;
@@ -92,7 +92,7 @@ impl EnvPolicy {
     }
 
     /// The variables of `vars` a command gets.
-    pub fn filter(
+    pub(crate) fn filter(
         &self,
         vars: impl IntoIterator<Item = (OsString, OsString)>,
     ) -> Vec<(OsString, OsString)> {
@@ -101,7 +101,7 @@ impl EnvPolicy {
 
     /// The values of `vars` that are withheld and long enough to be a credential (for masking
     /// anywhere they might still appear).
-    pub fn withheld_values(
+    pub(crate) fn withheld_values(
         &self,
         vars: impl IntoIterator<Item = (OsString, OsString)>,
     ) -> Vec<String> {

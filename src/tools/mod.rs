@@ -26,30 +26,30 @@ use std::sync::Arc;
 
 use crate::agent::protocol::tool::AgentTool;
 
-pub mod args;
-pub mod bash;
+pub(crate) mod args;
+pub(crate) mod bash;
 pub mod context;
-pub mod diff;
-pub mod edit;
-pub mod env;
-pub mod error;
-pub mod find;
-pub mod fsutil;
-pub mod fuzzy;
+pub(crate) mod diff;
+pub(crate) mod edit;
+pub(crate) mod env;
+pub(crate) mod error;
+pub(crate) mod find;
+pub(crate) mod fsutil;
+pub(crate) mod fuzzy;
 pub mod grep;
-pub mod guard;
-pub mod launch;
-pub mod ls;
-pub mod preview;
-pub mod process;
-pub mod read;
+pub(crate) mod guard;
+pub(crate) mod launch;
+pub(crate) mod ls;
+pub(crate) mod preview;
+pub(crate) mod process;
+pub(crate) mod read;
 pub mod sandbox;
 pub mod truncate;
-pub mod walk;
-pub mod write;
+pub(crate) mod walk;
+pub(crate) mod write;
 
 pub use context::ToolContext;
-pub use error::ToolSetupError;
+pub(crate) use error::ToolSetupError;
 pub use truncate::ToolLimits;
 
 /// The tools a session gets when none are named.
@@ -105,7 +105,7 @@ pub fn build_with(
 }
 
 /// Split a `--tools` value (`read,grep, ls`) into names, checking each one.
-pub fn parse_tool_list(list: &str) -> Result<Vec<String>, ToolSetupError> {
+pub(crate) fn parse_tool_list(list: &str) -> Result<Vec<String>, ToolSetupError> {
     let names: Vec<String> = list
         .split(',')
         .map(str::trim)

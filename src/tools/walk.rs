@@ -15,7 +15,7 @@ use ignore::{WalkBuilder, WalkParallel};
 use super::context::ProtectedFiles;
 
 /// Threads for a walk: one per core, at most 12 (as ripgrep).
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     std::thread::available_parallelism()
         .map(std::num::NonZeroUsize::get)
         .unwrap_or(2)
@@ -28,7 +28,7 @@ pub fn parallel(root: &Path, overrides: Option<Override>) -> WalkParallel {
 }
 
 /// [`parallel`], never yielding pi's own key files (`skip`).
-pub fn parallel_skipping(
+pub(crate) fn parallel_skipping(
     root: &Path,
     overrides: Option<Override>,
     skip: Option<Arc<ProtectedFiles>>,

@@ -7,10 +7,10 @@
 //! known setting of the wrong type is a warning, and a file that is not JSON at all is an
 //! error naming the file, line and column, as for `config.toml`.
 
-pub mod auth;
-pub mod models;
-pub mod remember;
-pub mod settings;
+pub(crate) mod auth;
+pub(crate) mod models;
+pub(crate) mod remember;
+pub(crate) mod settings;
 
 use std::path::Path;
 
@@ -56,7 +56,7 @@ pub(crate) mod test_dir {
     use std::path::{Path, PathBuf};
 
     /// A fresh temporary folder for one test.
-    pub fn temp(tag: &str) -> PathBuf {
+    pub(crate) fn temp(tag: &str) -> PathBuf {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
         let d = std::env::temp_dir().join(format!(
@@ -69,7 +69,7 @@ pub(crate) mod test_dir {
         d
     }
 
-    pub fn write(dir: &Path, rel: &str, text: &str) {
+    pub(crate) fn write(dir: &Path, rel: &str, text: &str) {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();

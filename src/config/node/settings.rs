@@ -10,7 +10,7 @@ use crate::config::ConfigError;
 
 /// What the settings files say, as a config.toml table, with the files read and any warnings.
 #[derive(Debug, Default)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub table: toml::Table,
     pub files: Vec<PathBuf>,
     pub warnings: Vec<String>,
@@ -20,7 +20,7 @@ pub struct Settings {
 }
 
 /// Read and merge the settings files.
-pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, ConfigError> {
+pub(crate) fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, ConfigError> {
     let mut candidates = Vec::new();
     if let Some(d) = agent_dir {
         candidates.push(d.join("settings.json"));

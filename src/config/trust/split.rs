@@ -31,7 +31,7 @@ fn sandbox_rank(v: Option<&toml::Value>) -> u8 {
 
 /// Move the settings of `project` that act for someone else into the returned table, leaving
 /// the harmless ones. `own` is what the person's own files set (for "looser than yours").
-pub fn split(project: &mut toml::Table, own: &toml::Table) -> toml::Table {
+pub(crate) fn split(project: &mut toml::Table, own: &toml::Table) -> toml::Table {
     let mut held = toml::Table::new();
     if let Some(servers) = project.remove("mcp_servers") {
         held.insert("mcp_servers".into(), servers);
