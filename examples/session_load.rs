@@ -25,7 +25,7 @@ use pi::agent::protocol::types::{
 };
 use pi::agent::scripted::ScriptedProvider;
 use pi::session::ids::{random_u64, uuid_v7_at};
-use pi::session::paths::session_file_name;
+use pi::session::layout::session_file_name;
 use pi::session::time::iso_from_ms;
 use pi::session::{
     EntryKind, ListScope, Session, SessionEntry, SessionHeader, SessionPaths, SessionRecorder,

@@ -214,7 +214,7 @@ async fn steer_queues_without_touching_messages_and_pops_lifo() {
     assert_eq!(texts(&agent.peek_steering_queue()), ["s1", "s2"]);
     assert_eq!(texts(&agent.peek_follow_up_queue()), ["f1", "f2"]);
     let s: (Vec<String>, Vec<String>) = (vec![], vec![]);
-    let sv = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let sv = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
     assert_eq!(
         queue_updates(&drain(&mut rx)),
         [

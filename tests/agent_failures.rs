@@ -569,13 +569,13 @@ async fn every_retry_goes_through_refresh_gate_and_summary() {
         e,
         AgentEvent::MessageEnd { message } if message.is_retried_attempt()
     )));
-    let roles: Vec<&str> = ended.iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = ended.iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant"]);
     assert_eq!(last_assistant(&ended).text(), "the whole answer");
     let live = assert_closed_everywhere(&mut rig, &events).await;
     let all_text: String = live
         .iter()
-        .filter_map(|m| m.as_assistant().map(|a| a.text()))
+        .filter_map(|m| m.as_assistant().map(AssistantMessage::text))
         .collect();
     assert!(!all_text.contains("half an ans"), "{all_text}");
     assert!(events.iter().any(|e| matches!(
@@ -635,7 +635,7 @@ async fn a_gate_stopping_a_retry_closes_its_turn() {
     let last = last_assistant(&live);
     assert_eq!(last.stop_reason, StopReason::Aborted);
     assert_eq!(last.error_message.as_deref(), Some("budget spent"));
-    let roles: Vec<&str> = live.iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = live.iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant"]);
     assert!(
         events
@@ -660,7 +660,7 @@ async fn the_retry_of_a_tool_reply_keeps_the_history_valid() {
     let events = rig.prompt("go").await;
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     let live = assert_closed_everywhere(&mut rig, &events).await;
-    let roles: Vec<&str> = live.iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = live.iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
     for r in p.requests() {
         assert_request_answers_every_call(&r);

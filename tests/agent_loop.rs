@@ -186,7 +186,7 @@ async fn deadline_crossed_before_tools_gives_aborted_placeholders() {
             "{text}"
         );
     }
-    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = out.new_messages().iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult", "toolResult"]);
     assert_eq!(rec.count("turn_end"), 1);
 }
@@ -1134,7 +1134,7 @@ async fn a_gate_counts_an_aborted_run_as_a_stop() {
         "asked for the first call only"
     );
     assert_eq!(p.request_count(), 1);
-    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = out.new_messages().iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult"]);
     assert_eq!(rec.count("turn_start"), 1);
     assert_eq!(rec.count("turn_end"), 1);
@@ -1353,7 +1353,10 @@ async fn a_steer_queued_during_before_yield_is_delivered_in_the_same_run() {
         .iter()
         .map(|m| match m.as_user() {
             Some(u) => u.content.joined_text(),
-            None => m.as_assistant().map(|a| a.text()).unwrap_or_default(),
+            None => m
+                .as_assistant()
+                .map(AssistantMessage::text)
+                .unwrap_or_default(),
         })
         .collect();
     assert_eq!(texts, ["go", "first", "late steer", "second"]);
@@ -3295,7 +3298,7 @@ async fn harmony_leak_in_text_is_resampled_in_the_same_turn() {
     assert_eq!(ends[0].stop_reason, StopReason::Error);
     let why = ends[0].error_message.as_deref().unwrap();
     assert!(why.contains("Harmony") && why.contains("M+C"), "{why}");
-    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = out.new_messages().iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant"]);
     assert_eq!(
         out.new_messages()[1].as_assistant().unwrap().text(),
@@ -3369,7 +3372,7 @@ async fn harmony_leak_three_times_fails_the_turn() {
         4,
         "three discarded attempts and the error reply"
     );
-    assert!(ends[..3].iter().all(|a| a.is_retried_attempt()));
+    assert!(ends[..3].iter().all(AssistantMessage::is_retried_attempt));
     assert!(ends[1].error_message.as_deref().unwrap().contains("(H)"));
     let last = out_last(&failure.outcome.context);
     assert_eq!(last.stop_reason, StopReason::Error);
@@ -3382,7 +3385,7 @@ async fn harmony_leak_three_times_fails_the_turn() {
         .outcome
         .new_messages()
         .iter()
-        .map(|m| m.role())
+        .map(AgentMessage::role)
         .collect();
     assert_eq!(roles, ["user", "assistant"]);
     let escalations: Vec<(bool, u32)> = leaks.lock().unwrap().iter().map(|l| (l.0, l.1)).collect();
@@ -3408,7 +3411,7 @@ async fn harmony_marker_in_tool_arguments_runs_once() {
     assert_eq!(p.request_count(), 2);
     assert_eq!(rec.count("turn_start"), 2);
     assert!(assistant_ends(&rec).iter().all(|a| !a.is_retried_attempt()));
-    let roles: Vec<&str> = out.new_messages().iter().map(|m| m.role()).collect();
+    let roles: Vec<&str> = out.new_messages().iter().map(AgentMessage::role).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
 }
 

@@ -1233,7 +1233,7 @@ async fn a_harmony_leak_over_http_is_resampled_and_kept_out_of_history() {
         .new_messages()
         .iter()
         .filter_map(AgentMessage::as_assistant)
-        .map(|a| a.text())
+        .map(AssistantMessage::text)
         .collect();
     assert_eq!(texts, ["The file is fine."]);
     let shown: Vec<String> = rec
@@ -1243,7 +1243,7 @@ async fn a_harmony_leak_over_http_is_resampled_and_kept_out_of_history() {
             pi::agent::protocol::events::AgentEvent::MessageEnd { message } => message
                 .as_assistant()
                 .filter(|a| a.is_retried_attempt())
-                .map(|a| a.text()),
+                .map(AssistantMessage::text),
             _ => None,
         })
         .collect();

@@ -668,7 +668,7 @@ async fn a_harmony_leak_discarded_by_the_loop_is_neither_recorded_nor_kept_by_th
         .messages()
         .iter()
         .filter_map(AgentMessage::as_assistant)
-        .map(|a| a.text())
+        .map(AssistantMessage::text)
         .collect();
     assert_eq!(kept, ["clean"]);
     let s = Session::load(rec.path()).unwrap();
@@ -1119,7 +1119,7 @@ fn node_extra_roles_reach_the_model_as_user_messages() {
 fn write_session(dir: &Path, n: usize, size: usize, name: Option<&str>, first: &str) -> PathBuf {
     let id = pi::session::ids::uuid_v7_at(1_700_000_000_000 + n as i64);
     let ts = pi::session::time::iso_from_ms(1_700_000_000_000 + n as i64);
-    let path = dir.join(pi::session::paths::session_file_name(&ts, &id));
+    let path = dir.join(pi::session::layout::session_file_name(&ts, &id));
     let mut out = std::io::BufWriter::new(fs::File::create(&path).unwrap());
     let header = pi::session::SessionHeader::new(id, ts.clone(), "/proj".into(), None);
     writeln!(out, "{}", header.to_line()).unwrap();

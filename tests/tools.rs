@@ -178,7 +178,10 @@ fn registry_builds_default_and_optional_tools() {
         .collect();
     assert_eq!(names, ["read", "bash", "edit", "write"]);
     assert_eq!(tools::build(tools::ALL_TOOLS, d.path()).unwrap().len(), 7);
-    let e = tools::build(&["read", "web"], d.path()).err().unwrap();
+    let e = tools::build(&["read", "web"], d.path())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("Unknown tool \"web\"") && e.contains("grep, find, ls"));
 }
 

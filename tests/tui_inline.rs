@@ -108,7 +108,7 @@ async fn after_quitting_the_whole_conversation_is_in_the_scrollback() {
     assert!(
         history[last + 1..history.len() - 1]
             .iter()
-            .all(|r| r.is_empty()),
+            .all(String::is_empty),
         "{text}"
     );
     assert!(

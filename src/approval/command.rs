@@ -8,7 +8,7 @@
 //! whole text matches).
 
 /// The simple commands of `command`, trimmed, or `None` when it cannot be matched safely.
-pub fn segments(command: &str) -> Option<Vec<String>> {
+pub(crate) fn segments(command: &str) -> Option<Vec<String>> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut chars = command.chars().peekable();
@@ -66,7 +66,7 @@ fn push_segment(out: &mut Vec<String>, current: &mut String) {
 }
 
 /// Whether `segment` starts with `prefix` as whole words.
-pub fn starts_with_words(segment: &str, prefix: &str) -> bool {
+pub(crate) fn starts_with_words(segment: &str, prefix: &str) -> bool {
     let seg: Vec<&str> = segment.split_whitespace().collect();
     let pre: Vec<&str> = prefix.split_whitespace().collect();
     !pre.is_empty() && seg.len() >= pre.len() && seg[..pre.len()] == pre[..]

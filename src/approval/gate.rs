@@ -28,7 +28,7 @@ use crate::tools::ToolContext;
 use crate::tools::preview::change_preview;
 
 /// Hands a request to whoever can answer it.
-pub type Asker = Arc<dyn Fn(ApprovalRequest) + Send + Sync>;
+pub(crate) type Asker = Arc<dyn Fn(ApprovalRequest) + Send + Sync>;
 
 /// The longest MCP argument text shown in a request.
 const MAX_DETAIL_CHARS: usize = 4000;
@@ -72,7 +72,7 @@ impl Gate {
     }
 
     /// Guard the agent folder's files too (the person's config, keys, trust store).
-    pub fn with_agent_dir(mut self, dir: Option<PathBuf>) -> Self {
+    pub(crate) fn with_agent_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.agent_dir = dir;
         self
     }
@@ -90,7 +90,7 @@ impl Gate {
     }
 
     /// Let `asker` put requests to the person (once; later calls are ignored).
-    pub fn set_asker(&self, asker: Asker) {
+    pub(crate) fn set_asker(&self, asker: Asker) {
         let _ = self.asker.set(asker);
     }
 
@@ -98,13 +98,13 @@ impl Gate {
         *lock(&self.mode)
     }
 
-    pub fn set_mode(&self, mode: ApprovalMode) {
+    pub(crate) fn set_mode(&self, mode: ApprovalMode) {
         *lock(&self.mode) = mode;
     }
 
     /// The person's answer to request `id`; false when nothing waits for it (answered already,
     /// or its run was aborted).
-    pub fn answer(&self, id: u64, decision: Decision) -> bool {
+    pub(crate) fn answer(&self, id: u64, decision: Decision) -> bool {
         match lock(&self.waiting).remove(&id) {
             Some(tx) => tx.send(decision).is_ok(),
             None => false,
@@ -112,7 +112,12 @@ impl Gate {
     }
 
     /// The decision for one call, asking if the mode says so.
-    pub async fn decide(&self, tool: &str, args: &Value, signal: &AbortSignal) -> BeforeToolCall {
+    pub(crate) async fn decide(
+        &self,
+        tool: &str,
+        args: &Value,
+        signal: &AbortSignal,
+    ) -> BeforeToolCall {
         let verdict = self.rules.check(tool, args, self.ctx.cwd());
         if let Verdict::Denied(rule) = &verdict {
             return BeforeToolCall::Block(Some(format!(
@@ -323,7 +328,7 @@ mod tests {
 
     fn gate(mode: ApprovalMode, allow: &[&str], deny: &[&str]) -> (tempfile::TempDir, Arc<Gate>) {
         let (dir, ctx) = temp_ctx();
-        let s = |l: &[&str]| l.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let s = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
         let (rules, _) = Rules::new(&s(allow), &s(deny));
         (dir, Arc::new(Gate::new(mode, rules, ctx)))
     }

@@ -11,11 +11,11 @@
 //! that decide what pi trusts ([`protected`]) are put to the person in every mode, `auto`
 //! included, and refused where nobody can answer.
 
-pub mod command;
+pub(crate) mod command;
 pub mod gate;
-pub mod protected;
+pub(crate) mod protected;
 pub mod rules;
-pub mod scope;
+pub(crate) mod scope;
 
 pub use gate::Gate;
 
@@ -44,13 +44,7 @@ pub enum ApprovalMode {
 }
 
 impl ApprovalMode {
-    pub const ALL: [ApprovalMode; 3] = [
-        ApprovalMode::Auto,
-        ApprovalMode::Ask,
-        ApprovalMode::ReadOnly,
-    ];
-
-    pub fn parse(text: &str) -> Option<ApprovalMode> {
+    pub(crate) fn parse(text: &str) -> Option<ApprovalMode> {
         match text.trim() {
             "auto" => Some(ApprovalMode::Auto),
             "ask" => Some(ApprovalMode::Ask),
@@ -59,7 +53,7 @@ impl ApprovalMode {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Auto => "auto",
             ApprovalMode::Ask => "ask",
@@ -68,7 +62,7 @@ impl ApprovalMode {
     }
 
     /// The next mode in the cycle auto → ask → read-only → auto.
-    pub fn next(self) -> ApprovalMode {
+    pub(crate) fn next(self) -> ApprovalMode {
         match self {
             ApprovalMode::Auto => ApprovalMode::Ask,
             ApprovalMode::Ask => ApprovalMode::ReadOnly,
@@ -78,11 +72,11 @@ impl ApprovalMode {
 }
 
 /// The tools that only look: they never ask and run in every mode.
-pub const LOOKING_TOOLS: &[&str] = &["read", "grep", "find", "ls"];
+pub(crate) const LOOKING_TOOLS: &[&str] = &["read", "grep", "find", "ls"];
 
 /// Whether a call of `tool` may change something (every tool but the looking ones, MCP tools
 /// included: pi cannot know what a server's tool does).
-pub fn may_change(tool: &str) -> bool {
+pub(crate) fn may_change(tool: &str) -> bool {
     !LOOKING_TOOLS.contains(&tool)
 }
 

@@ -36,7 +36,7 @@ const GUARDED_DIRS: &[&[&str]] = &[&[".git", "hooks"]];
 const MAX_LINKS: usize = 40;
 
 /// Whether writing `path` (absolute, as the tool resolved it) touches a guarded file.
-pub fn is_guarded(path: &Path, agent_dir: Option<&Path>) -> bool {
+pub(crate) fn is_guarded(path: &Path, agent_dir: Option<&Path>) -> bool {
     let resolved = follow_links(path);
     let agent = agent_dir.map(|d| (lexical(d), follow_links(d)));
     [path.to_path_buf(), resolved].iter().any(|p| {

@@ -17,7 +17,7 @@ use super::command;
 
 /// One parsed rule.
 #[derive(Clone, Debug)]
-pub struct Rule {
+pub(crate) struct Rule {
     text: String,
     tool: GlobMatcher,
     /// The pattern for paths (`*` stays within a folder, `**` crosses them).
@@ -27,7 +27,7 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn parse(text: &str) -> Result<Rule, String> {
+    pub(crate) fn parse(text: &str) -> Result<Rule, String> {
         let trimmed = text.trim();
         let (tool, pattern) = match trimmed.split_once(':') {
             Some((t, p)) => (t.trim(), Some(p.trim())),
@@ -61,10 +61,6 @@ impl Rule {
         })
     }
 
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     fn names(&self, tool: &str) -> bool {
         self.tool.is_match(tool)
     }
@@ -79,7 +75,7 @@ pub struct Rules {
 
 /// What the rules say about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// An allow rule covers it (and no deny rule names it).
     Allowed,
     /// This deny rule refuses it.
@@ -90,7 +86,7 @@ pub enum Verdict {
 
 impl Rules {
     /// Parse both lists; a rule that does not parse is left out with a warning.
-    pub fn new(allow: &[String], deny: &[String]) -> (Rules, Vec<String>) {
+    pub(crate) fn new(allow: &[String], deny: &[String]) -> (Rules, Vec<String>) {
         let mut warnings = Vec::new();
         let mut parse = |list: &[String], key: &str| -> Vec<Rule> {
             list.iter()
@@ -110,12 +106,13 @@ impl Rules {
         (rules, warnings)
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.deny.is_empty()
     }
 
     /// What the rules say about a call of `tool` with `args`, working in `cwd`.
-    pub fn check(&self, tool: &str, args: &Value, cwd: &Path) -> Verdict {
+    pub(crate) fn check(&self, tool: &str, args: &Value, cwd: &Path) -> Verdict {
         let subject = Subject::of(tool, args, cwd);
         if let Some(rule) = self
             .deny
@@ -204,7 +201,7 @@ impl Subject {
 }
 
 /// `raw` relative to `cwd` when it lies inside it, else absolute; `..` resolved by its text.
-pub fn relative_path(raw: &str, cwd: &Path) -> String {
+pub(crate) fn relative_path(raw: &str, cwd: &Path) -> String {
     let raw = raw.trim().trim_start_matches('@');
     let expanded = crate::paths::expand_home(raw);
     let joined = if expanded.is_absolute() {
@@ -234,7 +231,7 @@ mod tests {
     use serde_json::json;
 
     fn rules(allow: &[&str], deny: &[&str]) -> Rules {
-        let s = |l: &[&str]| l.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let s = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
         let (r, warnings) = Rules::new(&s(allow), &s(deny));
         assert!(warnings.is_empty(), "{warnings:?}");
         r

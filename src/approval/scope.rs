@@ -27,7 +27,7 @@ use super::command;
 
 /// How much of one simple command `a` may remember.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Later simple commands starting with these words pass.
     Prefix(String),
     /// Only this very command line passes again.
@@ -36,7 +36,7 @@ pub enum Scope {
 
 /// What `a` remembers of a whole command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Remember {
+pub(crate) enum Remember {
     Prefixes(Vec<String>),
     /// The trimmed command line.
     Exact(String),
@@ -44,7 +44,7 @@ pub enum Remember {
 
 impl Remember {
     /// What `a` allows, in words ("commands starting with `git status`", "this exact command").
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Remember::Prefixes(p) => {
                 let list: Vec<String> = p.iter().map(|p| format!("`{p}`")).collect();
@@ -57,12 +57,12 @@ impl Remember {
 
 /// `command` without the blanks around it that the shell ignores (spaces, tabs, line
 /// breaks); any other character at either end is part of the command and stays.
-pub fn trimmed(command: &str) -> &str {
+pub(crate) fn trimmed(command: &str) -> &str {
     command.trim_matches([' ', '\t', '\n'])
 }
 
 /// What `a` on `command` remembers.
-pub fn of_command(command: &str) -> Remember {
+pub(crate) fn of_command(command: &str) -> Remember {
     let line = trimmed(command);
     let exact = || Remember::Exact(line.to_string());
     // Splitting trims Unicode blanks the shell does not: such a line is only ever exact.
@@ -85,7 +85,7 @@ pub fn of_command(command: &str) -> Remember {
 
 /// Whether `command` is covered by what was remembered: the same line exactly, or every
 /// simple command of it prefix-scoped and starting with a remembered prefix.
-pub fn covered(command: &str, exact: &HashSet<String>, prefixes: &HashSet<String>) -> bool {
+pub(crate) fn covered(command: &str, exact: &HashSet<String>, prefixes: &HashSet<String>) -> bool {
     let line = trimmed(command);
     if exact.contains(line) {
         return true;
@@ -248,7 +248,7 @@ fn odd_char(c: char) -> bool {
 }
 
 /// How much of the simple command `segment` may be remembered (see the module docs).
-pub fn scope(segment: &str) -> Scope {
+pub(crate) fn scope(segment: &str) -> Scope {
     if segment.chars().any(odd_char) {
         return Scope::Exact;
     }

@@ -11,7 +11,7 @@ use super::load::{Attachment, load};
 use super::{FileRef, resolve};
 
 /// The message arguments split into file names (the `@` removed, in order) and messages.
-pub fn split(args: &[String]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn split(args: &[String]) -> (Vec<String>, Vec<String>) {
     let mut files = Vec::new();
     let mut messages = Vec::new();
     for a in args {
@@ -25,7 +25,7 @@ pub fn split(args: &[String]) -> (Vec<String>, Vec<String>) {
 
 /// Read every named file (relative names from `cwd`); the first that cannot be attached
 /// stops all with its reason.
-pub fn load_all(cwd: &Path, names: &[String]) -> Result<Vec<(FileRef, Attachment)>, String> {
+pub(crate) fn load_all(cwd: &Path, names: &[String]) -> Result<Vec<(FileRef, Attachment)>, String> {
     names
         .iter()
         .map(|name| {

@@ -17,7 +17,7 @@ const MAX_PASTE: usize = 4096;
 const MAX_PATHS: usize = 32;
 
 /// The words of `text` as a shell splits them; `None` for an unclosed quote.
-pub fn tokens(text: &str) -> Option<Vec<String>> {
+pub(crate) fn tokens(text: &str) -> Option<Vec<String>> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -113,7 +113,7 @@ fn looks_like_path(word: &str) -> bool {
 
 /// The images a paste names, if it is nothing but paths of images (relative ones from
 /// `cwd`); `None` when it is text to paste.
-pub fn images(cwd: &Path, text: &str) -> Option<Vec<FileRef>> {
+pub(crate) fn images(cwd: &Path, text: &str) -> Option<Vec<FileRef>> {
     if text.len() > MAX_PASTE || text.trim().is_empty() {
         return None;
     }

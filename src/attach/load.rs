@@ -16,9 +16,9 @@ use crate::tools::fsutil::{describe_io_error, looks_binary, sniff_image};
 use crate::tools::truncate::format_size;
 
 /// The most text one file may add to a prompt (about 64,000 tokens).
-pub const TEXT_LIMIT: u64 = 256 * 1024;
+pub(crate) const TEXT_LIMIT: u64 = 256 * 1024;
 /// The largest image attached (raw bytes; its base64 form stays within what providers take).
-pub const IMAGE_LIMIT: u64 = crate::tools::read::MAX_IMAGE_BYTES;
+pub(crate) const IMAGE_LIMIT: u64 = crate::tools::read::MAX_IMAGE_BYTES;
 /// How much of a file is looked at to tell an image or a binary file.
 const SNIFF_BYTES: u64 = 8192;
 
@@ -30,13 +30,7 @@ pub enum Attachment {
 }
 
 impl Attachment {
-    pub fn name(&self) -> &str {
-        match self {
-            Attachment::Text { name, .. } | Attachment::Image { name, .. } => name,
-        }
-    }
-
-    pub fn is_image(&self) -> bool {
+    pub(crate) fn is_image(&self) -> bool {
         matches!(self, Attachment::Image { .. })
     }
 }
@@ -53,7 +47,7 @@ fn io_refusal(name: &str, e: &io::Error) -> String {
 }
 
 /// Read the file at `path`, shown and named to the model as `name`.
-pub fn load(name: &str, path: &Path) -> Result<Attachment, String> {
+pub(crate) fn load(name: &str, path: &Path) -> Result<Attachment, String> {
     let meta = std::fs::metadata(path).map_err(|e| io_refusal(name, &e))?;
     if meta.is_dir() {
         return Err(refuse(
@@ -125,7 +119,7 @@ pub fn load(name: &str, path: &Path) -> Result<Attachment, String> {
 }
 
 /// The image type of the file at `path` by its first bytes, if it is a readable image.
-pub fn sniff(path: &Path) -> Option<&'static str> {
+pub(crate) fn sniff(path: &Path) -> Option<&'static str> {
     let mut head = Vec::with_capacity(16);
     File::open(path)
         .ok()?

@@ -14,7 +14,7 @@ use super::{FileRef, resolve};
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"'];
 
 /// The raw paths mentioned in `text`, in order (not checked against the disk).
-pub fn find(text: &str) -> Vec<String> {
+pub(crate) fn find(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut prev_space = true;
     let mut chars = text.char_indices().peekable();
@@ -47,12 +47,12 @@ pub fn find(text: &str) -> Vec<String> {
 }
 
 /// Whether `text` mentions anything that could be a file (no disk access).
-pub fn any(text: &str) -> bool {
+pub(crate) fn any(text: &str) -> bool {
     !find(text).is_empty()
 }
 
 /// The mentions in `text` that name existing files (relative paths from `cwd`), once each.
-pub fn files(cwd: &Path, text: &str) -> Vec<FileRef> {
+pub(crate) fn files(cwd: &Path, text: &str) -> Vec<FileRef> {
     let mut out: Vec<FileRef> = Vec::new();
     for raw in find(text) {
         let mut name = raw.as_str();

@@ -18,7 +18,7 @@ const CLOSE: &str = "</file>";
 
 /// A prompt made into a message.
 #[derive(Clone, Debug)]
-pub struct Built {
+pub(crate) struct Built {
     pub message: AgentMessage,
     /// Images that were not sent because the model takes no images (their names).
     pub left_out: Vec<String>,
@@ -35,7 +35,12 @@ fn unescape(name: &str) -> String {
 /// The message for `text` with `attachments` (`images`: the model takes images; if not, they
 /// are left out and named in [`Built::left_out`]). `steering` marks a message typed while the
 /// agent works.
-pub fn build(text: &str, attachments: Vec<Attachment>, images: bool, steering: bool) -> Built {
+pub(crate) fn build(
+    text: &str,
+    attachments: Vec<Attachment>,
+    images: bool,
+    steering: bool,
+) -> Built {
     let mut left_out = Vec::new();
     let mut blocks = Vec::new();
     for a in attachments {
@@ -127,7 +132,7 @@ fn parts(content: &UserContent) -> (Vec<String>, Vec<String>) {
 
 /// A user message as the screen shows it: a line of chips for what was attached, then the
 /// text typed.
-pub fn shown_text(content: &UserContent) -> String {
+pub(crate) fn shown_text(content: &UserContent) -> String {
     let (chips, typed) = parts(content);
     let typed = typed.join("\n");
     match (chips.is_empty(), typed.is_empty()) {
@@ -138,7 +143,7 @@ pub fn shown_text(content: &UserContent) -> String {
 }
 
 /// Only the text typed, without what was attached (for putting a message back in an editor).
-pub fn typed_text(content: &UserContent) -> String {
+pub(crate) fn typed_text(content: &UserContent) -> String {
     parts(content).1.join("\n")
 }
 

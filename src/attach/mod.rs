@@ -12,16 +12,18 @@
 //! Nothing here knows about terminals or the agent loop: the front ends decide when to read
 //! (print mode before anything is sent, the interactive UI through the host, off its own task).
 
-pub mod args;
-pub mod dropped;
-pub mod load;
-pub mod mentions;
-pub mod message;
+pub(crate) mod args;
+pub(crate) mod dropped;
+pub(crate) mod load;
+pub(crate) mod mentions;
+pub(crate) mod message;
 
 use std::path::{Path, PathBuf};
 
-pub use load::{Attachment, load};
-pub use message::{Built, build, shown_text};
+#[cfg(test)]
+pub(crate) use load::Attachment;
+pub(crate) use load::load;
+pub(crate) use message::{build, shown_text};
 
 /// A file to attach: the name the person used for it (shown, and given to the model), and
 /// where it is.
@@ -37,7 +39,7 @@ pub struct FileRef {
 impl FileRef {
     /// How it is shown before it is sent: `[image: shot.png]` (the file's name),
     /// `[file: src/main.rs]` (the path as given).
-    pub fn chip(&self) -> String {
+    pub(crate) fn chip(&self) -> String {
         if self.image {
             format!("[image: {}]", base_name(&self.name))
         } else {
@@ -47,12 +49,12 @@ impl FileRef {
 }
 
 /// The last part of a path (`/tmp/shot.png` → `shot.png`).
-pub fn base_name(name: &str) -> &str {
+pub(crate) fn base_name(name: &str) -> &str {
     name.rsplit('/').find(|p| !p.is_empty()).unwrap_or(name)
 }
 
 /// `raw` as a path: `~` and `~/…` from the home folder, relative paths from `cwd`.
-pub fn resolve(cwd: &Path, raw: &str) -> PathBuf {
+pub(crate) fn resolve(cwd: &Path, raw: &str) -> PathBuf {
     let expanded = crate::paths::expand_home(raw);
     if expanded.is_absolute() {
         expanded

@@ -12,7 +12,7 @@ pub struct TuiConfig {
 }
 
 /// The `[tui]` keys, for the unknown-key warnings.
-pub const TUI_KEYS: &[&str] = &["fullscreen"];
+pub(crate) const TUI_KEYS: &[&str] = &["fullscreen"];
 
 /// `notify`: what is sent when a run ends or an approval waits while the terminal is not
 /// focused.

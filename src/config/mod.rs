@@ -5,16 +5,19 @@
 //! config. Keys this version does not know are reported as warnings (a typo should not go
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
-pub mod context;
-pub mod interactive;
-pub mod node;
-pub mod theme;
-pub mod trust;
+pub(crate) mod error;
+pub(crate) mod instructions;
+pub(crate) mod interactive;
+pub(crate) mod node;
+pub(crate) mod theme;
+pub(crate) mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+pub(crate) use error::ConfigError;
 
 use crate::provider::catalog::{Api, Catalog, Compat, ModelInfo, Pricing, ProviderInfo};
 
@@ -39,7 +42,7 @@ pub struct CompactionConfig {
 
 impl CompactionConfig {
     /// The settings, defaults filled in.
-    pub fn settings(&self) -> crate::agent::protocol::compaction::CompactionSettings {
+    pub(crate) fn settings(&self) -> crate::agent::protocol::compaction::CompactionSettings {
         let d = crate::agent::protocol::compaction::CompactionSettings::default();
         crate::agent::protocol::compaction::CompactionSettings {
             enabled: self.enabled.unwrap_or(d.enabled),
@@ -143,7 +146,7 @@ pub struct ToolsConfig {
 
 impl ToolsConfig {
     /// The limits the tools get: the configured numbers over the defaults.
-    pub fn limits(&self) -> crate::tools::ToolLimits {
+    pub(crate) fn limits(&self) -> crate::tools::ToolLimits {
         let d = crate::tools::ToolLimits::default();
         let pick = |v: Option<Positive>, default: usize| v.map_or(default, |p| p.0);
         crate::tools::ToolLimits {
@@ -243,21 +246,21 @@ pub struct ApprovalTable {
 }
 
 impl ApprovalSetting {
-    pub fn mode(&self) -> Option<&str> {
+    pub(crate) fn mode(&self) -> Option<&str> {
         match self {
             ApprovalSetting::Mode(m) => Some(m),
             ApprovalSetting::Table(t) => t.mode.as_deref(),
         }
     }
 
-    pub fn allow(&self) -> &[String] {
+    pub(crate) fn allow(&self) -> &[String] {
         match self {
             ApprovalSetting::Mode(_) => &[],
             ApprovalSetting::Table(t) => &t.allow,
         }
     }
 
-    pub fn deny(&self) -> &[String] {
+    pub(crate) fn deny(&self) -> &[String] {
         match self {
             ApprovalSetting::Mode(_) => &[],
             ApprovalSetting::Table(t) => &t.deny,
@@ -284,23 +287,20 @@ pub struct Loaded {
 
 impl Loaded {
     /// Lay the held project settings over the config (the person trusts the folder).
-    pub fn apply_held(&mut self) -> Result<(), String> {
+    pub(crate) fn apply_held(&mut self) -> Result<(), ConfigError> {
         if self.held.is_empty() {
             return Ok(());
         }
         merge(&mut self.table, self.held.table.clone());
-        self.config =
-            toml::Value::Table(self.table.clone())
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    format!("config: {}", e.message().trim_end_matches('\n'))
-                })?;
+        self.config = toml::Value::Table(self.table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(&e))?;
         Ok(())
     }
 }
 
 /// Where the agent keeps its files: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
-pub fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn agent_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     if let Some(d) = env("PI_CODING_AGENT_DIR").filter(|d| !d.trim().is_empty()) {
         return Some(PathBuf::from(d));
     }
@@ -338,7 +338,7 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 /// A queue mode from config: `one-at-a-time` (default) or `all`.
-pub fn queue_mode(
+pub(crate) fn queue_mode(
     value: Option<&str>,
     key: &str,
 ) -> Result<crate::agent::protocol::command::QueueMode, String> {
@@ -454,23 +454,30 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
 }
 
 /// Parse one file's text. Errors name the file, line and column.
-pub fn parse_file(text: &str, file: &Path) -> Result<toml::Table, String> {
+pub(crate) fn parse_file(text: &str, file: &Path) -> Result<toml::Table, ConfigError> {
     text.parse::<toml::Table>()
         .map_err(|e| located(text, file, &e))
 }
 
-fn located(text: &str, file: &Path, e: &toml::de::Error) -> String {
+/// The merged settings do not deserialise.
+fn invalid(e: &toml::de::Error) -> ConfigError {
+    ConfigError::Invalid(e.message().trim_end_matches('\n').to_string())
+}
+
+fn located(text: &str, file: &Path, e: &toml::de::Error) -> ConfigError {
     let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
     let snippet = text
         .lines()
         .nth(line.saturating_sub(1))
         .unwrap_or("")
         .trim();
-    format!(
-        "{}:{line}:{col}: {} (in `{snippet}`)",
-        file.display(),
-        e.message().trim_end_matches('\n')
-    )
+    ConfigError::Toml {
+        file: file.to_path_buf(),
+        line,
+        column: col,
+        message: e.message().trim_end_matches('\n').to_string(),
+        snippet: snippet.to_string(),
+    }
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -482,7 +489,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// Load the agent folder's config and the project's, the project winning, over what the
 /// Node.js pi's `settings.json` files say.
-pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
+pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, ConfigError> {
     let mut files = Vec::new();
     if let Some(d) = agent_dir {
         files.push(d.join("config.toml"));
@@ -502,7 +509,7 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("{}: cannot read: {e}", file.display())),
+            Err(source) => return Err(ConfigError::Read { file, source }),
         };
         let table = parse_file(&text, &file)?;
         // Check types per file, so an error can point at its line.
@@ -527,13 +534,13 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, String> {
     loaded.table = merged.clone();
     loaded.config = toml::Value::Table(merged)
         .try_into()
-        .map_err(|e: toml::de::Error| format!("config: {}", e.message().trim_end_matches('\n')))?;
+        .map_err(|e: toml::de::Error| invalid(&e))?;
     Ok(loaded)
 }
 
 impl Config {
     /// Every `dialect` set on a model: provider, model id, value.
-    pub fn model_dialects(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn model_dialects(&self) -> Vec<(String, String, String)> {
         self.providers
             .iter()
             .flat_map(|(p, c)| {
@@ -794,13 +801,14 @@ mod tests {
     fn syntax_errors_name_file_line_and_column() {
         let d = temp();
         write(&d, "agent/config.toml", "model = \"a\"\nthinking = = 3\n");
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("config.toml:2:"), "{e}");
         let d = temp();
         write(&d, "agent/config.toml", "idle_timeout_secs = \"soon\"\n");
         assert!(
             load(Some(&d.join("agent")), &d)
                 .unwrap_err()
+                .to_string()
                 .contains("idle_timeout_secs")
         );
     }
@@ -836,7 +844,7 @@ mod tests {
         ] {
             let d = temp();
             write(&d, "agent/config.toml", text);
-            let e = load(Some(&d.join("agent")), &d).unwrap_err();
+            let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
             assert!(e.contains(&format!("config.toml:{line}:")), "{e}");
             let key = text
                 .lines()
@@ -849,7 +857,7 @@ mod tests {
         }
         let d = temp();
         write(&d, "agent/config.toml", "[tools]\nmax_lines = 0\n");
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("at least 1"), "{e}");
         let d = temp();
         write(&d, "agent/config.toml", "[tools]\nmax_line = 10\n");
@@ -877,14 +885,14 @@ mod tests {
             "agent/config.toml",
             "model = \"a/b\"\nsandbox = \"strict\"\n",
         );
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(
             e.contains("config.toml:2:") && e.contains("read-only"),
             "{e}"
         );
         let d = temp();
         write(&d, "agent/config.toml", "sandbox_fallback = \"ignore\"\n");
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("config.toml:1:") && e.contains("refuse"), "{e}");
     }
 
@@ -922,17 +930,17 @@ mod tests {
             "agent/config.toml",
             "model = \"a/b\"\ntheme = \"solarized\"\n",
         );
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("config.toml:2:9"), "{e}");
         assert!(e.contains("solarized") && e.contains("light"), "{e}");
         let d = temp();
         write(&d, "agent/config.toml", "[colors]\n\ncode = \"blurple\"\n");
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("config.toml:3:8"), "{e}");
         assert!(e.contains("blurple") && e.contains("#rrggbb"), "{e}");
         let d = temp();
         write(&d, "agent/config.toml", "[colors]\ncode = 300\n");
-        let e = load(Some(&d.join("agent")), &d).unwrap_err();
+        let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("config.toml:2:8") && e.contains("300"), "{e}");
     }
 

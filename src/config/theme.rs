@@ -18,7 +18,7 @@ pub enum ThemeName {
 }
 
 /// The names of the overridable tokens, as written in `[colors]`.
-pub const TOKENS: &[&str] = &[
+pub(crate) const TOKENS: &[&str] = &[
     "accent",
     "dim",
     "error",
@@ -88,7 +88,7 @@ impl<'de> Deserialize<'de> for ColorValue {
 }
 
 /// A colour as config writes it.
-pub fn parse_color(s: &str) -> Result<ColorValue, String> {
+pub(crate) fn parse_color(s: &str) -> Result<ColorValue, String> {
     let t = s.trim();
     let unknown = || {
         format!(

@@ -316,7 +316,10 @@ pub fn spawn(parts: HostParts) -> Client {
             to_front.tell(HostEvent::Approval(Box::new(request)));
         }));
     }
-    let mcp_notices = parts.mcp.as_ref().and_then(|m| m.take_notices());
+    let mcp_notices = parts
+        .mcp
+        .as_ref()
+        .and_then(crate::mcp::McpManager::take_notices);
     for mut notices in mcp_notices.into_iter().chain(parts.notices) {
         let out = out.clone();
         tokio::spawn(async move {
@@ -600,7 +603,11 @@ impl Host {
                 None => self.tell(HostEvent::CompactionRecorded(None)),
             },
             OpBody::McpStatus => {
-                let status = self.mcp.as_ref().map(|m| m.status()).unwrap_or_default();
+                let status = self
+                    .mcp
+                    .as_ref()
+                    .map(crate::mcp::McpManager::status)
+                    .unwrap_or_default();
                 self.tell(HostEvent::McpStatus(status));
             }
             OpBody::McpReady => match self.mcp.clone() {
@@ -1010,7 +1017,7 @@ impl Host {
             self.tell(HostEvent::Failed(format!("Cannot resume now: {e}")));
             return;
         }
-        let mut warnings: Vec<String> = opened.warnings.iter().map(|w| w.to_string()).collect();
+        let mut warnings: Vec<String> = opened.warnings.iter().map(ToString::to_string).collect();
         // The conversation goes on with the model and level it used (the flags' choice only
         // applies to the session pi started with).
         if let Some(m) = opened.context.model.clone() {

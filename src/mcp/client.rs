@@ -32,14 +32,14 @@ use super::stdio;
 use crate::tools::process::ProcessGroup;
 
 /// Reads environment variables (the same shape as the provider's lookup).
-pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub(crate) type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// How many of a server's last stderr lines are kept for error messages.
 const STDERR_LINES: usize = 8;
 
 /// The last lines a server wrote on stderr.
 #[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
 impl StderrTail {
     fn push(&self, line: String) {
@@ -52,7 +52,7 @@ impl StderrTail {
     }
 
     /// The last non-empty line, if any.
-    pub fn last(&self) -> Option<String> {
+    pub(crate) fn last(&self) -> Option<String> {
         let q = self.0.lock().ok()?;
         q.iter()
             .rev()
@@ -62,7 +62,7 @@ impl StderrTail {
 }
 
 /// A server that answered the handshake, with its tools.
-pub struct Connected {
+pub(crate) struct Connected {
     pub service: RunningService<RoleClient, ClientConfig>,
     pub tools: Vec<Tool>,
     pub stderr: StderrTail,
@@ -99,7 +99,7 @@ fn client_config() -> ClientConfig {
 
 /// Start (or reach) the server and list its tools; a stdio server's process group goes to
 /// `spawned` as soon as it exists. The caller bounds the time it may take.
-pub async fn connect(
+pub(crate) async fn connect(
     config: &ServerConfig,
     base_env: &[(OsString, OsString)],
     lookup: &EnvLookup,
@@ -191,7 +191,7 @@ pub async fn connect(
 }
 
 /// `what`, with the server's last stderr line when it said something.
-pub fn explain(what: &str, stderr: &StderrTail) -> String {
+pub(crate) fn explain(what: &str, stderr: &StderrTail) -> String {
     match stderr.last() {
         Some(line) => format!("{what} (stderr: {line})"),
         None => what.to_string(),
@@ -200,7 +200,7 @@ pub fn explain(what: &str, stderr: &StderrTail) -> String {
 
 /// Why a call produced no result.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CallError {
+pub(crate) enum CallError {
     Aborted,
     TimedOut(Duration),
     /// The server is gone (crashed, exited, or the session closed).
@@ -239,7 +239,7 @@ impl std::fmt::Display for CallError {
 }
 
 /// `1.5`, `10`: seconds without needless decimals.
-pub fn fmt_secs(d: Duration) -> String {
+pub(crate) fn fmt_secs(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
         format!("{}", s as u64)
@@ -281,13 +281,13 @@ impl Link {
     }
 
     /// The server is reached over HTTP with this reply limit.
-    pub fn with_http_reply_limit(mut self, bytes: usize) -> Self {
+    pub(crate) fn with_http_reply_limit(mut self, bytes: usize) -> Self {
         self.http_reply_limit = Some(bytes);
         self
     }
 
     /// Mark the connection as ended (the first reason is kept). Running calls fail at once.
-    pub fn close(&self, why: String) {
+    pub(crate) fn close(&self, why: String) {
         if let Ok(mut s) = self.stopped.lock()
             && s.is_none()
         {
@@ -301,7 +301,7 @@ impl Link {
     }
 
     /// Call `tool` with `args`; the result is the `CallToolResult` as JSON.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         tool: &str,
         args: Map<String, Value>,

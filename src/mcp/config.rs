@@ -14,11 +14,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Seconds a server may take to start and list its tools, unless configured.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Seconds a tool call may take, unless configured.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest reply (one JSON-RPC message) a server may send, unless configured.
-pub const DEFAULT_MAX_REPLY_BYTES: usize = super::reply_limit::DEFAULT_MAX_REPLY_BYTES;
+pub(crate) const DEFAULT_MAX_REPLY_BYTES: usize = super::reply_limit::DEFAULT_MAX_REPLY_BYTES;
 
 /// How pi talks to a server.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +58,7 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// Whether the server's tool `name` is offered to the model.
-    pub fn allows(&self, name: &str) -> bool {
+    pub(crate) fn allows(&self, name: &str) -> bool {
         self.enabled_tools
             .as_ref()
             .is_none_or(|only| only.iter().any(|t| t == name))
@@ -66,7 +66,7 @@ impl ServerConfig {
     }
 
     /// A short description of where the server is (for `/mcp`).
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         match &self.transport {
             Transport::Stdio { command, args, .. } => {
                 let mut s = command.clone();

@@ -17,7 +17,7 @@ use crate::agent::protocol::types::{ContentBlock, ImageContent};
 use crate::tools::truncate::{ToolLimits, count_lines, format_size, limit_size, truncate_head};
 
 /// `result` (a `CallToolResult` as JSON) from `server`'s tool `tool`.
-pub fn to_output(server: &str, tool: &str, result: &Value) -> ToolOutput {
+pub(crate) fn to_output(server: &str, tool: &str, result: &Value) -> ToolOutput {
     let mut content = Vec::new();
     let mut has_text = false;
     let blocks = result
@@ -107,7 +107,7 @@ pub fn to_output(server: &str, tool: &str, result: &Value) -> ToolOutput {
 }
 
 /// Cut the text of `out` to `limits`, as the module note says. Images are kept as they are.
-pub fn fit(out: &mut ToolOutput, limits: &ToolLimits) {
+pub(crate) fn fit(out: &mut ToolOutput, limits: &ToolLimits) {
     let texts = || out.content.iter().filter_map(ContentBlock::as_text);
     let total_bytes: usize = texts().map(str::len).sum();
     let total_lines: usize = texts().map(count_lines).sum();

@@ -65,7 +65,7 @@ pub struct ServerStatus {
 }
 
 /// Called with every MCP tool offered now, whenever that changes.
-pub type ToolsChanged = Arc<dyn Fn(Vec<Arc<dyn AgentTool>>) + Send + Sync>;
+pub(crate) type ToolsChanged = Arc<dyn Fn(Vec<Arc<dyn AgentTool>>) + Send + Sync>;
 
 struct Slot {
     config: ServerConfig,
@@ -310,7 +310,7 @@ impl McpManager {
 
     /// [`McpManager::shutdown`], then wait (at most two seconds) until every stdio server's
     /// processes are gone, and kill those still there.
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         self.shutdown();
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
         loop {

@@ -11,13 +11,12 @@
 
 pub mod client;
 pub mod config;
-pub mod content;
+pub(crate) mod content;
 pub mod manager;
 pub mod naming;
-pub mod reply_limit;
-pub mod stdio;
+pub(crate) mod reply_limit;
+pub(crate) mod stdio;
 pub mod tool;
 
 pub use config::ServerConfig;
-pub use manager::{McpManager, ServerState, ServerStatus};
-pub use naming::is_mcp_tool;
+pub(crate) use manager::{McpManager, ServerStatus};

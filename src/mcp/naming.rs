@@ -15,12 +15,13 @@
 use serde_json::{Map, Value};
 
 /// What every MCP tool name starts with.
-pub const PREFIX: &str = "mcp__";
+pub(crate) const PREFIX: &str = "mcp__";
 /// The longest tool name providers accept.
-pub const MAX_NAME: usize = 64;
+pub(crate) const MAX_NAME: usize = 64;
 
 /// Whether a tool name is one this module made (an MCP tool).
-pub fn is_mcp_tool(name: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn is_mcp_tool(name: &str) -> bool {
     name.starts_with(PREFIX)
 }
 
@@ -59,7 +60,7 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 
 /// `name` made unique among `taken` (a collision after cleaning gets `_2`, `_3`, … within the
 /// length limit).
-pub fn unique(name: String, taken: &[String]) -> String {
+pub(crate) fn unique(name: String, taken: &[String]) -> String {
     if !taken.contains(&name) {
         return name;
     }
@@ -76,7 +77,7 @@ pub fn unique(name: String, taken: &[String]) -> String {
 
 /// The schema offered for a tool, and whether arguments are checked leniently (the schema could
 /// not be compiled as it came).
-pub fn prepare_schema(input: &Map<String, Value>) -> (Value, bool) {
+pub(crate) fn prepare_schema(input: &Map<String, Value>) -> (Value, bool) {
     let mut schema = Value::Object(input.clone());
     if let Value::Object(o) = &mut schema
         && !o.contains_key("type")

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 
 /// Default for `max_reply_bytes`: the largest line a server may send (16 MiB, the SDK's own
 /// limit for HTTP replies).
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_REPLY_BYTES: usize = 16 * 1024 * 1024;
 
 /// The JSON-RPC error code of the made-up reply (implementation-defined server error range).
 const CODE: i64 = -32000;
@@ -35,7 +35,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// A reply larger than the limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooLarge {
+pub(crate) struct TooLarge {
     /// The whole line's length in bytes.
     pub bytes: usize,
     pub limit: usize,
@@ -60,7 +60,7 @@ impl TooLarge {
     }
 
     /// The limit's error in an SDK error's `data`, if it is one of these.
-    pub fn from_data(data: Option<&Value>) -> Option<TooLarge> {
+    pub(crate) fn from_data(data: Option<&Value>) -> Option<TooLarge> {
         let d = data?.get(MARK)?;
         let n = |k: &str| d.get(k).and_then(Value::as_u64).map(|v| v as usize);
         Some(TooLarge {
@@ -71,7 +71,7 @@ impl TooLarge {
 }
 
 /// The server's stdout, with lines past `limit` replaced as the module note says.
-pub struct ReplyLimit<R> {
+pub(crate) struct ReplyLimit<R> {
     inner: R,
     limit: usize,
     buf: Box<[u8]>,
@@ -90,7 +90,7 @@ pub struct ReplyLimit<R> {
 }
 
 impl<R> ReplyLimit<R> {
-    pub fn new(inner: R, limit: usize) -> Self {
+    pub(crate) fn new(inner: R, limit: usize) -> Self {
         ReplyLimit {
             inner,
             limit,

@@ -29,13 +29,16 @@ use crate::tools::process::{ProcessGroup, Signal};
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// A started server: the channel to it and its stderr.
-pub struct Spawned {
+pub(crate) struct Spawned {
     pub transport: StdioTransport,
     pub stderr: Option<ChildStderr>,
 }
 
 /// Start `cmd` as a stdio server whose lines may be at most `max_reply_bytes` long.
-pub fn spawn(mut cmd: tokio::process::Command, max_reply_bytes: usize) -> io::Result<Spawned> {
+pub(crate) fn spawn(
+    mut cmd: tokio::process::Command,
+    max_reply_bytes: usize,
+) -> io::Result<Spawned> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -82,7 +85,7 @@ fn tie_to_pi(cmd: &mut tokio::process::Command) {
 fn tie_to_pi(_cmd: &mut tokio::process::Command) {}
 
 /// The channel to a stdio server, owning its process.
-pub struct StdioTransport {
+pub(crate) struct StdioTransport {
     io: AsyncRwTransport<RoleClient, ReplyLimit<ChildStdout>, ChildStdin>,
     child: Child,
     group: Option<ProcessGroup>,
@@ -90,7 +93,7 @@ pub struct StdioTransport {
 
 impl StdioTransport {
     /// The server's process group.
-    pub fn group(&self) -> Option<ProcessGroup> {
+    pub(crate) fn group(&self) -> Option<ProcessGroup> {
         self.group
     }
 }

@@ -53,13 +53,8 @@ impl McpTool {
         }
     }
 
-    /// The server this tool belongs to.
-    pub fn server(&self) -> &str {
-        &self.link.server
-    }
-
     /// The tool's name on its server.
-    pub fn remote_name(&self) -> &str {
+    pub(crate) fn remote_name(&self) -> &str {
         &self.remote
     }
 }

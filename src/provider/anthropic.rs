@@ -30,8 +30,9 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
-use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
+use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::types::PARSE_ERROR_KEY;
@@ -41,10 +42,10 @@ use crate::agent::protocol::types::{
 };
 
 /// The `anthropic-version` header every request carries.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// The smallest thinking budget the API accepts.
-pub const MIN_THINKING_BUDGET: u64 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u64 = 1024;
 
 /// Tokens always left for the visible answer when `max_tokens` has to grow past a budget.
 const ANSWER_RESERVE: u64 = 1024;
@@ -61,10 +62,10 @@ impl WireApi for AnthropicMessages {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let base = model.base_url.trim_end_matches('/');
         if base.is_empty() {
-            return Err(format!("no base URL for provider `{}`", model.provider));
+            return Err(RequestError::NoBaseUrl(model.provider.clone()));
         }
         let headers = super::wire::merge_headers(
             key.map(|k| ("x-api-key", k.to_string())),
@@ -80,25 +81,6 @@ impl WireApi for AnthropicMessages {
 
     fn decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(Decoder::default())
-    }
-
-    /// Anthropic errors are `{"type":"error","error":{"type":..,"message":..}}`.
-    fn error_message(&self, status: u16, body: &str) -> String {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let error = parsed.as_ref().and_then(|v| v.get("error"));
-        let message = error
-            .and_then(|e| e.get("message"))
-            .and_then(Value::as_str)
-            .filter(|m| !m.trim().is_empty());
-        let kind = error
-            .and_then(|e| e.get("type"))
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty());
-        match (message, kind) {
-            (Some(m), _) => format!("{} (HTTP {status})", m.trim()),
-            (None, Some(t)) => format!("{t} (HTTP {status})"),
-            _ => default_error_message(status, body),
-        }
     }
 }
 
@@ -466,15 +448,12 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// The block key of a `content_block_*` event.
-fn block_key(v: &Value) -> Result<String, String> {
+fn block_key(v: &Value) -> Result<String, DecodeError> {
     v.get("index")
         .and_then(Value::as_u64)
         .map(|i| i.to_string())
-        .ok_or_else(|| {
-            format!(
-                "the provider sent a malformed event: `{}` without a block index",
-                str_at(v, "/type")
-            )
+        .ok_or_else(|| DecodeError::NoBlockIndex {
+            kind: str_at(v, "/type").to_string(),
         })
 }
 
@@ -523,7 +502,7 @@ fn is_transient_error_type(kind: &str) -> bool {
 }
 
 impl Decoder {
-    fn block_start(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), String> {
+    fn block_start(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), DecodeError> {
         let key = block_key(v)?;
         let block = v.get("content_block").unwrap_or(&Value::Null);
         match str_at(block, "/type") {
@@ -550,7 +529,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn block_delta(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), String> {
+    fn block_delta(&mut self, v: &Value, out: &mut MessageStream) -> Result<(), DecodeError> {
         let key = block_key(v)?;
         let delta = v.get("delta").unwrap_or(&Value::Null);
         match str_at(delta, "/type") {
@@ -566,7 +545,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         let v = parse_json(event)?;
         let kind = v
             .get("type")
@@ -775,26 +754,6 @@ mod tests {
             StreamOptions::default(),
         );
         assert_eq!(b["messages"][1]["content"][0]["text"], "Searching…");
-    }
-
-    #[test]
-    fn anthropic_error_bodies() {
-        let api = AnthropicMessages;
-        assert_eq!(
-            api.error_message(
-                529,
-                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
-            ),
-            "Overloaded (HTTP 529)"
-        );
-        assert_eq!(
-            api.error_message(500, r#"{"type":"error","error":{"type":"api_error"}}"#),
-            "api_error (HTTP 500)"
-        );
-        assert_eq!(
-            api.error_message(502, "bad gateway"),
-            "bad gateway (HTTP 502)"
-        );
     }
 
     #[test]

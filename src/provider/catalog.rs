@@ -36,7 +36,7 @@ pub enum Api {
 }
 
 impl Api {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Api::AnthropicMessages => "anthropic-messages",
             Api::OpenAiCompletions => "openai-completions",
@@ -46,7 +46,7 @@ impl Api {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Api> {
+    pub(crate) fn parse(s: &str) -> Option<Api> {
         match s {
             "anthropic-messages" | "anthropic" => Some(Api::AnthropicMessages),
             "openai-completions" | "openai-chat" | "chat-completions" => {
@@ -72,7 +72,7 @@ pub struct Pricing {
 
 impl Pricing {
     /// The cost of a response's usage.
-    pub fn cost(&self, usage: &Usage) -> Cost {
+    pub(crate) fn cost(&self, usage: &Usage) -> Cost {
         let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
         let input = per(usage.input, self.input);
         let output = per(usage.output, self.output);
@@ -183,8 +183,8 @@ impl ModelInfo {
 }
 
 /// Defaults for a model the catalogue does not list.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
-pub const DEFAULT_MAX_TOKENS: u64 = 16_384;
+pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub(crate) const DEFAULT_MAX_TOKENS: u64 = 16_384;
 
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
@@ -194,7 +194,7 @@ pub struct Catalog {
 
 /// The model pi starts with for a provider that has a key and no model was named, in the order
 /// providers are tried.
-pub const DEFAULT_MODELS: &[(&str, &str)] = &[
+pub(crate) const DEFAULT_MODELS: &[(&str, &str)] = &[
     ("anthropic", "claude-sonnet-4-5"),
     ("openai", "gpt-5"),
     ("google", "gemini-2.5-pro"),
@@ -208,7 +208,7 @@ pub const DEFAULT_MODELS: &[(&str, &str)] = &[
 ];
 
 /// The default model of a built-in provider.
-pub fn default_model(provider: &str) -> Option<&'static str> {
+pub(crate) fn default_model(provider: &str) -> Option<&'static str> {
     DEFAULT_MODELS
         .iter()
         .find(|(p, _)| *p == provider)
@@ -216,7 +216,7 @@ pub fn default_model(provider: &str) -> Option<&'static str> {
 }
 
 /// Ollama's OpenAI-compatible address from an `OLLAMA_HOST` value (`host:port` or a URL).
-pub fn ollama_root(host: &str) -> String {
+pub(crate) fn ollama_root(host: &str) -> String {
     let h = host.trim().trim_end_matches('/');
     if h.contains("://") {
         h.to_string()
@@ -429,11 +429,11 @@ impl Catalog {
         c
     }
 
-    pub fn providers(&self) -> &[ProviderInfo] {
+    pub(crate) fn providers(&self) -> &[ProviderInfo] {
         &self.providers
     }
 
-    pub fn models(&self) -> &[ModelInfo] {
+    pub(crate) fn models(&self) -> &[ModelInfo] {
         &self.models
     }
 
@@ -456,7 +456,7 @@ impl Catalog {
     }
 
     /// Add or replace a model (by provider and id).
-    pub fn upsert_model(&mut self, model: ModelInfo) {
+    pub(crate) fn upsert_model(&mut self, model: ModelInfo) {
         match self
             .models
             .iter_mut()
@@ -510,7 +510,7 @@ impl Catalog {
     }
 
     /// Models whose provider, id or name contains `search` (case-insensitive), sorted.
-    pub fn search(&self, search: Option<&str>) -> Vec<&ModelInfo> {
+    pub(crate) fn search(&self, search: Option<&str>) -> Vec<&ModelInfo> {
         let needle = search.map(str::to_lowercase);
         let mut out: Vec<&ModelInfo> = self
             .models
@@ -528,7 +528,7 @@ impl Catalog {
 }
 
 /// A table for `pi --list-models`.
-pub fn format_model_table(models: &[&ModelInfo]) -> String {
+pub(crate) fn format_model_table(models: &[&ModelInfo]) -> String {
     let mut rows = vec![[
         "provider/model".to_string(),
         "context".to_string(),

@@ -81,7 +81,7 @@ pub struct MessageStream {
 }
 
 impl MessageStream {
-    pub fn new(model: &ModelInfo) -> Self {
+    pub(crate) fn new(model: &ModelInfo) -> Self {
         MessageStream {
             message: AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id),
             model: model.clone(),
@@ -94,28 +94,20 @@ impl MessageStream {
     }
 
     /// Events produced since the last call.
-    pub fn drain(&mut self) -> Vec<StreamEvent> {
+    pub(crate) fn drain(&mut self) -> Vec<StreamEvent> {
         std::mem::take(&mut self.out)
     }
 
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.finished
     }
 
-    pub fn has_started(&self) -> bool {
-        self.started
-    }
-
-    pub fn message(&self) -> &AssistantMessage {
-        &self.message
-    }
-
-    pub fn set_response_id(&mut self, id: &str) {
+    pub(crate) fn set_response_id(&mut self, id: &str) {
         self.message.response_id = Some(id.to_string());
     }
 
     /// Emit `start` (once).
-    pub fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         if !self.started {
             self.started = true;
             self.out.push(StreamEvent::Start {
@@ -124,7 +116,7 @@ impl MessageStream {
         }
     }
 
-    pub fn usage_mut(&mut self) -> &mut Usage {
+    pub(crate) fn usage_mut(&mut self) -> &mut Usage {
         &mut self.message.usage
     }
 
@@ -166,7 +158,7 @@ impl MessageStream {
         index
     }
 
-    pub fn text_delta(&mut self, key: &str, delta: &str) {
+    pub(crate) fn text_delta(&mut self, key: &str, delta: &str) {
         if delta.is_empty() {
             return;
         }
@@ -181,14 +173,14 @@ impl MessageStream {
     }
 
     /// Attach an opaque signature to a text block (replayed as `textSignature`).
-    pub fn text_signature(&mut self, key: &str, signature: &str) {
+    pub(crate) fn text_signature(&mut self, key: &str, signature: &str) {
         let index = self.open_block(key, Kind::Text);
         if let Some(ContentBlock::Text(t)) = self.message.content.get_mut(index) {
             t.text_signature = Some(signature.to_string());
         }
     }
 
-    pub fn thinking_delta(&mut self, key: &str, delta: &str) {
+    pub(crate) fn thinking_delta(&mut self, key: &str, delta: &str) {
         let index = self.open_block(key, Kind::Thinking);
         if delta.is_empty() {
             return;
@@ -202,7 +194,7 @@ impl MessageStream {
         });
     }
 
-    pub fn thinking_signature(&mut self, key: &str, signature: &str) {
+    pub(crate) fn thinking_signature(&mut self, key: &str, signature: &str) {
         let index = self.open_block(key, Kind::Thinking);
         if let Some(ContentBlock::Thinking(t)) = self.message.content.get_mut(index) {
             match &mut t.thinking_signature {
@@ -213,7 +205,7 @@ impl MessageStream {
     }
 
     /// Set the provider item id of a thinking block (Responses API reasoning items).
-    pub fn thinking_item_id(&mut self, key: &str, item_id: &str) {
+    pub(crate) fn thinking_item_id(&mut self, key: &str, item_id: &str) {
         let index = self.open_block(key, Kind::Thinking);
         if let Some(ContentBlock::Thinking(t)) = self.message.content.get_mut(index) {
             t.item_id = Some(item_id.to_string());
@@ -221,7 +213,7 @@ impl MessageStream {
     }
 
     /// A complete redacted-thinking block.
-    pub fn redacted_thinking(&mut self, data: &str) {
+    pub(crate) fn redacted_thinking(&mut self, data: &str) {
         self.start();
         let index = self.message.content.len();
         self.message.content.push(ContentBlock::RedactedThinking(
@@ -236,7 +228,7 @@ impl MessageStream {
     }
 
     /// Open a tool call. A later `tool_start` with the same key is ignored.
-    pub fn tool_start(&mut self, key: &str, id: &str, name: &str) {
+    pub(crate) fn tool_start(&mut self, key: &str, id: &str, name: &str) {
         self.start();
         if self.open.get(key).is_some_and(|o| o.kind == Kind::Tool) {
             return;
@@ -269,7 +261,7 @@ impl MessageStream {
 
     /// Attach an opaque signature to an open tool call (Gemini's `thoughtSignature`, replayed
     /// with the call).
-    pub fn tool_signature(&mut self, key: &str, signature: &str) {
+    pub(crate) fn tool_signature(&mut self, key: &str, signature: &str) {
         let Some(o) = self.open.get(key).filter(|o| o.kind == Kind::Tool) else {
             return;
         };
@@ -279,12 +271,12 @@ impl MessageStream {
     }
 
     /// Whether a tool call is open under `key`.
-    pub fn has_tool(&self, key: &str) -> bool {
+    pub(crate) fn has_tool(&self, key: &str) -> bool {
         self.open.get(key).is_some_and(|o| o.kind == Kind::Tool)
     }
 
     /// Fill in a tool call's id or name that arrived after its first fragment.
-    pub fn tool_identity(&mut self, key: &str, id: Option<&str>, name: Option<&str>) {
+    pub(crate) fn tool_identity(&mut self, key: &str, id: Option<&str>, name: Option<&str>) {
         let Some(o) = self.open.get(key) else {
             return;
         };
@@ -300,7 +292,7 @@ impl MessageStream {
         }
     }
 
-    pub fn tool_delta(&mut self, key: &str, fragment: &str) {
+    pub(crate) fn tool_delta(&mut self, key: &str, fragment: &str) {
         let Some(o) = self.open.get_mut(key) else {
             return;
         };
@@ -316,14 +308,14 @@ impl MessageStream {
     }
 
     /// Replace a tool call's raw arguments (when a format sends them whole at the end).
-    pub fn tool_arguments(&mut self, key: &str, json: &str) {
+    pub(crate) fn tool_arguments(&mut self, key: &str, json: &str) {
         if let Some(o) = self.open.get_mut(key) {
             o.json = json.to_string();
         }
     }
 
     /// Close one block, emitting its `*_end`.
-    pub fn close(&mut self, key: &str) {
+    pub(crate) fn close(&mut self, key: &str) {
         let Some(o) = self.open.remove(key) else {
             return;
         };
@@ -356,7 +348,7 @@ impl MessageStream {
     }
 
     /// Close every open block in content order.
-    pub fn close_all(&mut self) {
+    pub(crate) fn close_all(&mut self) {
         let mut keys: Vec<(usize, String)> = self
             .open
             .iter()
@@ -381,7 +373,7 @@ impl MessageStream {
     }
 
     /// Finish normally: close blocks and emit `done`.
-    pub fn finish(&mut self, reason: StopReason, details: Option<StopDetails>) {
+    pub(crate) fn finish(&mut self, reason: StopReason, details: Option<StopDetails>) {
         if self.finished {
             return;
         }
@@ -416,7 +408,7 @@ impl MessageStream {
 
     /// Finish as a refusal (`details.kind` is `refusal` or `sensitive`) whose error message is
     /// the provider's own account of it rather than the generic one.
-    pub fn refuse(&mut self, message: &str, details: StopDetails) {
+    pub(crate) fn refuse(&mut self, message: &str, details: StopDetails) {
         if self.finished {
             return;
         }
@@ -426,13 +418,18 @@ impl MessageStream {
 
     /// Finish with an error. Tool calls still open never reached their end and are dropped by
     /// the loop; text and thinking are closed so the partial can be shown.
-    pub fn fail(&mut self, message: &str, status: Option<u16>, transient: Option<TransientError>) {
+    pub(crate) fn fail(
+        &mut self,
+        message: &str,
+        status: Option<u16>,
+        transient: Option<TransientError>,
+    ) {
         self.finish_with_error(message, status, transient, false);
     }
 
     /// Finish with an error because the stream itself broke (see
     /// `AssistantMessage::stream_broken`).
-    pub fn fail_broken(&mut self, message: &str, transient: Option<TransientError>) {
+    pub(crate) fn fail_broken(&mut self, message: &str, transient: Option<TransientError>) {
         self.finish_with_error(message, None, transient, true);
     }
 
@@ -472,7 +469,7 @@ impl MessageStream {
 
 /// Parse a tool call's argument JSON. Empty means `{}`; invalid JSON becomes the parse-error
 /// sentinel the loop turns into a clear validation error.
-pub fn parse_arguments(raw: &str) -> Value {
+pub(crate) fn parse_arguments(raw: &str) -> Value {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
         return empty_object();

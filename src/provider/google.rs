@@ -53,8 +53,9 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
-use super::wire::{HttpRequest, WireApi, WireDecoder, default_error_message, parse_json};
+use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::types::PARSE_ERROR_KEY;
@@ -64,16 +65,16 @@ use crate::agent::protocol::types::{
 };
 
 /// The header that carries the key.
-pub const KEY_HEADER: &str = "x-goog-api-key";
+pub(crate) const KEY_HEADER: &str = "x-goog-api-key";
 
 /// The placeholder Google documents for function calls whose signature is unknown (history
 /// from another model), which Gemini 3 accepts in place of a real one.
-pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
+pub(crate) const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 
 use super::wire::IMAGE_OMITTED;
 
 /// The Gemini API wire format.
-pub struct Gemini;
+pub(crate) struct Gemini;
 
 impl WireApi for Gemini {
     fn build(
@@ -81,17 +82,17 @@ impl WireApi for Gemini {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let base = model.base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(format!("no base URL for provider `{}`", model.provider));
+            return Err(RequestError::NoBaseUrl(model.provider.clone()));
         }
         let id = model.id.strip_prefix("models/").unwrap_or(&model.id);
         if id.is_empty() || id.chars().any(|c| c.is_whitespace() || "?#%".contains(c)) {
-            return Err(format!(
+            return Err(RequestError::BadEndpoint(format!(
                 "`{}` is not a model id Gemini can address",
                 model.id
-            ));
+            )));
         }
         let headers = super::wire::merge_headers(
             key.map(|k| (KEY_HEADER, k.to_string())),
@@ -107,32 +108,6 @@ impl WireApi for Gemini {
 
     fn decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(Decoder::default())
-    }
-
-    /// Google errors are `{"error":{"code":..,"message":..,"status":..}}` (sometimes inside a
-    /// one-element array).
-    fn error_message(&self, status: u16, body: &str) -> String {
-        let parsed: Option<Value> = serde_json::from_str(body).ok();
-        let error = parsed
-            .as_ref()
-            .and_then(|v| match v {
-                Value::Array(items) => items.first(),
-                other => Some(other),
-            })
-            .and_then(|v| v.get("error"));
-        let text = |key: &str| {
-            error
-                .and_then(|e| e.get(key))
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-        };
-        match (text("message"), text("status")) {
-            (Some(m), Some(s)) => format!("{m} ({s}, HTTP {status})"),
-            (Some(m), None) => format!("{m} (HTTP {status})"),
-            (None, Some(s)) => format!("{s} (HTTP {status})"),
-            (None, None) => default_error_message(status, body),
-        }
     }
 }
 
@@ -419,6 +394,71 @@ fn merge_all_of(obj: &Map<String, Value>, root: &Value) -> Map<String, Value> {
     merged
 }
 
+/// The schema's `type` into `out` (`null` dropped, a single type kept); whether `null` was
+/// allowed, and one branch per type when several remain.
+fn schema_type(obj: &Map<String, Value>, out: &mut Map<String, Value>) -> (bool, Vec<Value>) {
+    let mut nullable = obj.get("nullable").and_then(Value::as_bool) == Some(true);
+    let mut branches: Vec<Value> = Vec::new();
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "null" => nullable = true,
+        Some(Value::String(t)) => {
+            out.insert("type".into(), json!(t));
+        }
+        Some(Value::Array(types)) => {
+            let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+            nullable |= names.contains(&"null");
+            let rest: Vec<&str> = names.into_iter().filter(|t| *t != "null").collect();
+            match rest.as_slice() {
+                [] => {}
+                [one] => {
+                    out.insert("type".into(), json!(one));
+                }
+                many => branches = many.iter().map(|t| json!({"type": t})).collect(),
+            }
+        }
+        _ => {}
+    }
+    (nullable, branches)
+}
+
+/// The schema's `properties` (with the `required` names that exist) and `items` (a tuple's
+/// first), converted, into `out`.
+fn schema_children(
+    obj: &Map<String, Value>,
+    root: &Value,
+    depth: usize,
+    out: &mut Map<String, Value>,
+) {
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        let converted: Map<String, Value> = props
+            .iter()
+            .map(|(name, s)| (name.clone(), gemini_schema(s, root, depth + 1)))
+            .collect();
+        if let Some(Value::Array(required)) = obj.get("required") {
+            let kept: Vec<Value> = required
+                .iter()
+                .filter(|r| r.as_str().is_some_and(|n| converted.contains_key(n)))
+                .cloned()
+                .collect();
+            if !kept.is_empty() {
+                out.insert("required".into(), Value::Array(kept));
+            }
+        }
+        out.insert("properties".into(), Value::Object(converted));
+    }
+    match obj.get("items") {
+        Some(items @ Value::Object(_)) => {
+            out.insert("items".into(), gemini_schema(items, root, depth + 1));
+        }
+        Some(Value::Array(tuple)) => {
+            if let Some(first) = tuple.first() {
+                out.insert("items".into(), gemini_schema(first, root, depth + 1));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// One JSON schema as Gemini's schema subset (see the module notes).
 fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
     let Value::Object(obj) = schema else {
@@ -440,27 +480,7 @@ fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
     let obj = merge_all_of(obj, root);
     let mut out = Map::new();
 
-    let mut nullable = obj.get("nullable").and_then(Value::as_bool) == Some(true);
-    let mut type_branches: Vec<Value> = Vec::new();
-    match obj.get("type") {
-        Some(Value::String(t)) if t == "null" => nullable = true,
-        Some(Value::String(t)) => {
-            out.insert("type".into(), json!(t));
-        }
-        Some(Value::Array(types)) => {
-            let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
-            nullable |= names.contains(&"null");
-            let rest: Vec<&str> = names.into_iter().filter(|t| *t != "null").collect();
-            match rest.as_slice() {
-                [] => {}
-                [one] => {
-                    out.insert("type".into(), json!(one));
-                }
-                many => type_branches = many.iter().map(|t| json!({"type": t})).collect(),
-            }
-        }
-        _ => {}
-    }
+    let (mut nullable, type_branches) = schema_type(&obj, &mut out);
 
     for key in KEPT_KEYWORDS {
         if let Some(v) = obj.get(*key) {
@@ -492,35 +512,7 @@ fn gemini_schema(schema: &Value, root: &Value, depth: usize) -> Value {
         }
     }
 
-    if let Some(Value::Object(props)) = obj.get("properties") {
-        let converted: Map<String, Value> = props
-            .iter()
-            .map(|(name, s)| (name.clone(), gemini_schema(s, root, depth + 1)))
-            .collect();
-        if let Some(Value::Array(required)) = obj.get("required") {
-            let kept: Vec<Value> = required
-                .iter()
-                .filter(|r| r.as_str().is_some_and(|n| converted.contains_key(n)))
-                .cloned()
-                .collect();
-            if !kept.is_empty() {
-                out.insert("required".into(), Value::Array(kept));
-            }
-        }
-        out.insert("properties".into(), Value::Object(converted));
-    }
-
-    match obj.get("items") {
-        Some(items @ Value::Object(_)) => {
-            out.insert("items".into(), gemini_schema(items, root, depth + 1));
-        }
-        Some(Value::Array(tuple)) => {
-            if let Some(first) = tuple.first() {
-                out.insert("items".into(), gemini_schema(first, root, depth + 1));
-            }
-        }
-        _ => {}
-    }
+    schema_children(&obj, root, depth, &mut out);
 
     let mut branches = type_branches;
     for key in ["anyOf", "oneOf"] {
@@ -977,7 +969,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         if event.data.trim().is_empty() {
             return Ok(());
         }
@@ -1356,28 +1348,6 @@ mod tests {
             !events
                 .iter()
                 .any(|e| matches!(e, StreamEvent::Done { .. } | StreamEvent::Error { .. }))
-        );
-    }
-
-    #[test]
-    fn google_error_bodies() {
-        assert_eq!(
-            Gemini.error_message(
-                400,
-                r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}"#
-            ),
-            "API key not valid. Please pass a valid API key. (INVALID_ARGUMENT, HTTP 400)"
-        );
-        assert_eq!(
-            Gemini.error_message(
-                429,
-                r#"[{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}]"#
-            ),
-            "Resource has been exhausted (RESOURCE_EXHAUSTED, HTTP 429)"
-        );
-        assert_eq!(
-            Gemini.error_message(502, "bad gateway"),
-            "bad gateway (HTTP 502)"
         );
     }
 

@@ -30,18 +30,20 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseParser;
-use super::wire::{HttpRequest, WireApi, WireDecoder};
+use super::wire::{
+    ERROR_BODY_LIMIT, HttpRequest, WireApi, WireDecoder, error_message, read_body_head,
+};
 use crate::agent::protocol::stream::{EventStream, ProviderError, StreamEvent};
 use crate::agent::protocol::types::TransientError;
 use crate::sync::lock;
 
 /// Whether a status is worth retrying.
-pub fn is_transient_status(status: u16) -> bool {
+pub(crate) fn is_transient_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 425 | 429) || status >= 500
 }
 
 /// `Retry-After` (seconds or an HTTP date) or `retry-after-ms`, in milliseconds.
-pub fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+pub(crate) fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     if let Some(ms) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
@@ -93,7 +95,7 @@ fn httpdate_to_unix(s: &str) -> Option<u64> {
 
 /// Settings shared by every call.
 #[derive(Clone)]
-pub struct HttpSettings {
+pub(crate) struct HttpSettings {
     pub client: reqwest::Client,
     /// A stream with no complete event (nor keep-alive comment) for this long is treated as
     /// dropped.
@@ -109,7 +111,7 @@ pub struct HttpSettings {
 /// request, reads the body and decodes it, so each network chunk reaches the loop without a
 /// hop. Dropping the stream (or cancelling the token) drops the response, which closes the
 /// connection at once.
-pub fn stream_call(
+pub(crate) fn stream_call(
     settings: &HttpSettings,
     api: Arc<dyn WireApi>,
     model: ModelInfo,
@@ -153,7 +155,6 @@ struct Call {
     phase: Arc<std::sync::Mutex<Phase>>,
     /// Dropped with the stream, which lets the watcher go.
     _watch: tokio::sync::oneshot::Sender<()>,
-    api: Arc<dyn WireApi>,
     out: MessageStream,
     decoder: Box<dyn WireDecoder>,
     parser: SseParser,
@@ -258,7 +259,6 @@ impl Call {
             phase,
             _watch: watch,
             decoder: api.decoder(),
-            api,
             out: MessageStream::new(model),
             parser: SseParser::new(),
             ready: VecDeque::new(),
@@ -331,14 +331,11 @@ impl Call {
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let retry_after = retry_after_ms(response.headers());
-            let wait = self.idle_timeout;
-            let body = Box::pin(async move {
-                tokio::time::timeout(wait, response.text())
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or_default()
-            });
+            let body = Box::pin(read_body_head(
+                response,
+                ERROR_BODY_LIMIT,
+                self.idle_timeout,
+            ));
             Phase::Refused {
                 status,
                 retry_after,
@@ -363,22 +360,7 @@ impl Call {
             .iter()
             .any(|t| content_type.starts_with(t));
             if not_a_stream {
-                let wait = self.idle_timeout;
-                let body = Box::pin(async move {
-                    let read = async {
-                        let mut head = Vec::new();
-                        let mut body = response.bytes_stream();
-                        while head.len() < BODY_HEAD {
-                            match futures::StreamExt::next(&mut body).await {
-                                Some(Ok(chunk)) => head.extend_from_slice(&chunk),
-                                _ => break,
-                            }
-                        }
-                        head
-                    };
-                    let head = tokio::time::timeout(wait, read).await.unwrap_or_default();
-                    String::from_utf8_lossy(&head).into_owned()
-                });
+                let body = Box::pin(read_body_head(response, BODY_HEAD, self.idle_timeout));
                 return Phase::NotAStream { content_type, body };
             }
             Phase::Reading(Box::pin(response.bytes_stream()))
@@ -398,7 +380,7 @@ impl Call {
                 return;
             }
             if let Err(e) = decoder.event(ev, out) {
-                out.fail_broken(&e, None);
+                out.fail_broken(&e.to_string(), None);
             }
         });
     }
@@ -490,7 +472,7 @@ impl Call {
             } => {
                 let text = ready!(body.as_mut().poll(cx));
                 let (status, retry_after) = (*status, *retry_after);
-                let message = format!("{}: {}", self.origin, self.api.error_message(status, &text));
+                let message = format!("{}: {}", self.origin, error_message(status, &text));
                 let t = is_transient_status(status).then_some(TransientError {
                     retry_after_ms: retry_after,
                 });
@@ -597,7 +579,7 @@ fn secrets_of(request: &HttpRequest) -> Vec<String> {
 }
 
 /// Replace every credential in `text` (a server may echo the key back in its error body).
-pub fn scrub(text: &str, secrets: &[String]) -> String {
+pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets {
         if out.contains(s.as_str()) {

@@ -10,34 +10,33 @@
 use std::process::Command;
 
 use super::catalog::ProviderInfo;
+use super::error::KeyError;
 
 /// Resolve a config value: `!command`, an environment variable name, or a literal.
-pub fn resolve_value(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn resolve_value(
+    value: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, KeyError> {
     let v = value.trim();
     if let Some(cmd) = v.strip_prefix('!') {
         let out = Command::new("sh")
             .arg("-c")
             .arg(cmd)
             .output()
-            .map_err(|e| format!("could not run the key command: {e}"))?;
+            .map_err(|e| KeyError::CommandFailed(e.to_string()))?;
         if !out.status.success() {
-            return Err(format!(
-                "the key command exited with {}",
+            return Err(KeyError::CommandExited(
                 out.status
                     .code()
-                    .map_or("a signal".to_string(), |c| c.to_string())
+                    .map_or("a signal".to_string(), |c| c.to_string()),
             ));
         }
         let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if key.is_empty() {
-            return Err("the key command printed nothing".into());
+            return Err(KeyError::EmptyOutput);
         }
         if key.chars().any(char::is_control) {
-            return Err(
-                "the key command printed control characters (a key is one line of plain text; \
-                 check the command's output)"
-                    .into(),
-            );
+            return Err(KeyError::ControlCharacters);
         }
         return Ok(key);
     }
@@ -51,11 +50,11 @@ pub fn resolve_value(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Resul
 }
 
 /// The key for `provider`, or `None` if there is none.
-pub fn resolve_key(
+pub(crate) fn resolve_key(
     provider: &ProviderInfo,
     cli_key: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, KeyError> {
     if let Some(k) = cli_key.filter(|k| !k.trim().is_empty()) {
         return Ok(Some(k.trim().to_string()));
     }
@@ -79,7 +78,7 @@ pub fn resolve_key(
 
 /// Whether a key for `provider` is configured, without running any `!command` (for choosing a
 /// default model and marking providers in the model picker). Local servers need none.
-pub fn has_key(
+pub(crate) fn has_key(
     provider: &ProviderInfo,
     cli_key: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -121,7 +120,7 @@ fn looks_like_variable(v: &str) -> bool {
 
 /// Keys written out in config files (not `!command`s or variable names): values to mask
 /// should one ever reach a message.
-pub fn literal_keys(providers: &[ProviderInfo]) -> Vec<String> {
+pub(crate) fn literal_keys(providers: &[ProviderInfo]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for p in providers {
         let values = [
@@ -144,7 +143,7 @@ pub fn literal_keys(providers: &[ProviderInfo]) -> Vec<String> {
 
 /// The environment variables pi reads keys from: each provider's usual variable, and every
 /// config `key` that names a variable.
-pub fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
+pub(crate) fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for p in providers {
         let named = [
@@ -166,7 +165,7 @@ pub fn key_variables(providers: &[ProviderInfo]) -> Vec<String> {
 }
 
 /// What to tell a person who has no key for `provider`.
-pub fn missing_key_help(provider: &ProviderInfo) -> String {
+pub(crate) fn missing_key_help(provider: &ProviderInfo) -> String {
     match &provider.key_env {
         Some(var) => format!(
             "No API key for `{}`: set {var}, pass --api-key, use /login, or set a key for it in \
@@ -272,14 +271,18 @@ mod tests {
         assert!(
             resolve_value("!exit 3", &env)
                 .unwrap_err()
+                .to_string()
                 .contains("exited with 3")
         );
         assert!(
             resolve_value("!true", &env)
                 .unwrap_err()
+                .to_string()
                 .contains("printed nothing")
         );
-        let e = resolve_value("!printf 'sk-\\033[2Jkey'", &env).unwrap_err();
+        let e = resolve_value("!printf 'sk-\\033[2Jkey'", &env)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("control characters"), "{e}");
         assert!(!e.contains('\u{1b}'), "the error does not echo the key");
     }

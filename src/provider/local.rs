@@ -23,13 +23,13 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
 }
 
 /// Look for a local Ollama and llama.cpp server; the first model found wins.
-pub async fn probe_local(env: &EnvLookup, catalog: &Catalog) -> Option<ModelInfo> {
+pub(crate) async fn probe_local(env: &EnvLookup, catalog: &Catalog) -> Option<ModelInfo> {
     detect(env, catalog).await.into_iter().next()
 }
 
 /// Every model a local Ollama and llama.cpp server offer (Ollama's first), asking both at once
 /// with a short timeout.
-pub async fn detect(env: &EnvLookup, catalog: &Catalog) -> Vec<ModelInfo> {
+pub(crate) async fn detect(env: &EnvLookup, catalog: &Catalog) -> Vec<ModelInfo> {
     let ollama = env("OLLAMA_HOST")
         .filter(|h| !h.trim().is_empty())
         .map(|h| super::catalog::ollama_root(&h))

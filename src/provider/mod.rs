@@ -9,16 +9,17 @@
 
 pub mod anthropic;
 pub mod catalog;
-pub mod dialect;
-pub mod emit;
-pub mod google;
-pub mod http;
-pub mod keys;
-pub mod local;
-pub mod openai_completions;
+pub(crate) mod dialect;
+pub(crate) mod emit;
+pub(crate) mod error;
+pub(crate) mod google;
+pub(crate) mod http;
+pub(crate) mod keys;
+pub(crate) mod local;
+pub(crate) mod openai_completions;
 pub mod openai_responses;
-pub mod origin;
-pub mod sse;
+pub(crate) mod origin;
+pub(crate) mod sse;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::protocol::stream::{EventStream, Provider, ProviderRequest, StreamEvent};
 use catalog::{Api, Catalog, ModelInfo};
 use emit::MessageStream;
+use error::{KeyError, RequestError};
 use http::HttpSettings;
 use wire::WireApi;
 
@@ -38,21 +40,21 @@ use wire::WireApi;
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The process environment.
-pub fn process_env() -> EnvLookup {
+pub(crate) fn process_env() -> EnvLookup {
     Arc::new(|k| std::env::var(k).ok())
 }
 
 /// Default for [`Providers::with_idle_timeout`]: five minutes without a complete event is a
 /// dropped stream.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default for [`Providers::with_response_timeout`]: a server that sends no response headers
 /// within a minute of the request is not answering.
-pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The wire format for an API. `env` supplies the settings a format reads from the
 /// environment (Azure's API version and deployment names).
-pub fn wire_api(api: Api, env: &dyn Fn(&str) -> Option<String>) -> Arc<dyn WireApi> {
+pub(crate) fn wire_api(api: Api, env: &dyn Fn(&str) -> Option<String>) -> Arc<dyn WireApi> {
     match api {
         Api::AnthropicMessages => Arc::new(anthropic::AnthropicMessages),
         Api::OpenAiCompletions => Arc::new(openai_completions::ChatCompletions),
@@ -70,9 +72,9 @@ pub struct Providers {
     idle_timeout: Duration,
     response_timeout: Duration,
     /// For `https://` endpoints (loads the system's root certificates once).
-    client: OnceLock<Result<reqwest::Client, String>>,
+    client: OnceLock<Result<reqwest::Client, RequestError>>,
     /// For plain `http://` endpoints (local servers): no certificates to load.
-    plain_client: OnceLock<Result<reqwest::Client, String>>,
+    plain_client: OnceLock<Result<reqwest::Client, RequestError>>,
     keys: Mutex<HashMap<String, Option<String>>>,
     headers: Mutex<HashMap<String, Vec<(String, String)>>>,
     /// Learns every key and credential header resolved (for masking).
@@ -97,7 +99,7 @@ impl Providers {
 
     /// Tell `secrets` every key and header value resolved from now on (a `!command` key is
     /// only known once it has run), so it is masked wherever it might appear.
-    pub fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
+    pub(crate) fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
         self.secrets = secrets;
         self
     }
@@ -112,14 +114,10 @@ impl Providers {
         self
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
-    }
-
     /// The HTTP client for `url`. Plain-HTTP endpoints (Ollama, llama.cpp, vLLM on this
     /// machine) get a client without root certificates, so talking to them never pays for
     /// reading and parsing the system's certificate store.
-    fn client(&self, url: &str) -> Result<reqwest::Client, String> {
+    fn client(&self, url: &str) -> Result<reqwest::Client, RequestError> {
         let plain = url
             .get(..7)
             .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
@@ -137,20 +135,20 @@ impl Providers {
             }
             builder
                 .build()
-                .map_err(|e| format!("could not set up the HTTP client: {e}"))
+                .map_err(|e| RequestError::Client(e.to_string()))
         })
         .clone()
     }
 
     /// Use `key` for `provider` from now on (a key given in `/login`).
-    pub fn set_key(&self, provider: &str, key: String) {
+    pub(crate) fn set_key(&self, provider: &str, key: String) {
         let mut cache = crate::sync::lock(&self.keys);
         self.secrets.add(&key);
         cache.insert(provider.to_string(), Some(key));
     }
 
     /// The key for a provider, resolved once (a `!command` runs once per process).
-    pub fn key_for(&self, provider: &str) -> Result<Option<String>, String> {
+    pub(crate) fn key_for(&self, provider: &str) -> Result<Option<String>, KeyError> {
         let mut cache = crate::sync::lock(&self.keys);
         if let Some(k) = cache.get(provider) {
             return Ok(k.clone());
@@ -173,7 +171,7 @@ impl Providers {
         &self,
         model: &ModelInfo,
         key: Option<&str>,
-    ) -> Result<Vec<(String, String)>, String> {
+    ) -> Result<Vec<(String, String)>, RequestError> {
         let cache_key = format!("{}/{}", model.provider, model.id);
         let mut cache = crate::sync::lock(&self.headers);
         let mut headers = match cache.get(&cache_key) {
@@ -187,9 +185,13 @@ impl Providers {
                     .map(|(name, value)| {
                         keys::resolve_value(value, &lookup)
                             .map(|v| (name.clone(), v))
-                            .map_err(|e| format!("header `{name}` of `{}`: {e}", model.provider))
+                            .map_err(|source| RequestError::Header {
+                                name: name.clone(),
+                                provider: model.provider.clone(),
+                                source,
+                            })
                     })
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .collect::<Result<Vec<_>, RequestError>>()?;
                 // A header may carry a credential (`x-api-key`, a bearer token).
                 self.secrets.extend(
                     resolved
@@ -212,10 +214,14 @@ impl Providers {
         Ok(headers)
     }
 
-    fn prepare(&self, request: &ProviderRequest) -> Result<(ModelInfo, Option<String>), String> {
+    fn prepare(
+        &self,
+        request: &ProviderRequest,
+    ) -> Result<(ModelInfo, Option<String>), RequestError> {
         let (mut model, _warning) = self
             .catalog
-            .resolve(&request.model.provider, &request.model.id)?;
+            .resolve(&request.model.provider, &request.model.id)
+            .map_err(RequestError::UnknownModel)?;
         let key = self.key_for(&model.provider)?;
         model.headers = self.headers_for(&model, key.as_deref())?;
         let keyless = self
@@ -227,7 +233,7 @@ impl Providers {
                 Some(p) => keys::missing_key_help(p),
                 None => format!("No API key for `{}`.", model.provider),
             };
-            return Err(help);
+            return Err(RequestError::MissingKey(help));
         }
         Ok((model, key))
     }
@@ -250,13 +256,13 @@ impl Provider for Providers {
                 };
                 http::stream_call(&settings, api, model, http_request, cancel)
             }
-            Err(message) => {
+            Err(error) => {
                 let (model, _) = self
                     .catalog
                     .resolve(&request.model.provider, &request.model.id)
                     .unwrap_or_else(|_| (fallback_model(&request), None));
                 let mut out = MessageStream::new(&model);
-                out.fail(&message, None, None);
+                out.fail(&error.to_string(), None, None);
                 let events: Vec<_> = out.drain().into_iter().map(Ok::<StreamEvent, _>).collect();
                 futures::stream::iter(events).boxed()
             }

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice};
@@ -24,7 +25,7 @@ use crate::agent::protocol::types::{
     ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
 };
 
-pub struct ChatCompletions;
+pub(crate) struct ChatCompletions;
 
 fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
@@ -68,7 +69,7 @@ fn effort_name(e: Effort) -> &'static str {
 }
 
 /// The provider messages as Chat Completions messages.
-pub fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
+pub(crate) fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
     let mut out = Vec::new();
     let system = request.context.system_prompt.join("\n\n");
     if !system.trim().is_empty() {
@@ -155,7 +156,7 @@ impl WireApi for ChatCompletions {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let mut body = Map::new();
         body.insert("model".into(), json!(model.id));
         body.insert(
@@ -370,7 +371,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;

@@ -38,6 +38,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
@@ -62,7 +63,7 @@ impl WireApi for Responses {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         let url = format!("{}/responses", model.base_url.trim_end_matches('/'));
         let auth = key.map(|k| ("authorization", format!("Bearer {k}")));
         Ok(http_request(model, request, url, auth, &model.id))
@@ -75,7 +76,7 @@ impl WireApi for Responses {
 
 /// The Responses API on an Azure OpenAI resource (see the module notes).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct AzureResponses {
+pub(crate) struct AzureResponses {
     /// Sent as `?api-version=`; the v1 endpoint needs none.
     pub api_version: Option<String>,
     /// Model id → deployment name.
@@ -84,7 +85,7 @@ pub struct AzureResponses {
 
 impl AzureResponses {
     /// Settings from `AZURE_OPENAI_API_VERSION` and `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`.
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let api_version = env("AZURE_OPENAI_API_VERSION")
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty());
@@ -98,7 +99,7 @@ impl AzureResponses {
     }
 
     /// The deployment that serves `model_id` (the id itself unless mapped).
-    pub fn deployment<'a>(&'a self, model_id: &'a str) -> &'a str {
+    pub(crate) fn deployment<'a>(&'a self, model_id: &'a str) -> &'a str {
         self.deployments
             .iter()
             .find(|(id, _)| id == model_id)
@@ -118,7 +119,7 @@ fn parse_deployment_map(map: &str) -> Vec<(String, String)> {
 }
 
 /// An Azure base URL as the v1 endpoint: a bare resource root gets `/openai/v1`.
-pub fn azure_endpoint(base_url: &str) -> String {
+pub(crate) fn azure_endpoint(base_url: &str) -> String {
     let base = base_url.trim().trim_end_matches('/');
     let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
     if after_scheme.contains('/') {
@@ -134,14 +135,14 @@ impl WireApi for AzureResponses {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String> {
+    ) -> Result<HttpRequest, RequestError> {
         if model.base_url.trim().is_empty() {
-            return Err(format!(
+            return Err(RequestError::BadEndpoint(format!(
                 "no Azure OpenAI endpoint for `{}`: set AZURE_OPENAI_BASE_URL (e.g. \
                  https://my-resource.openai.azure.com) or AZURE_OPENAI_RESOURCE_NAME, or \
                  base_url under [providers.{}] in config.toml",
                 model.provider, model.provider
-            ));
+            )));
         }
         let mut url = format!("{}/responses", azure_endpoint(&model.base_url));
         if let Some(version) = &self.api_version {
@@ -777,7 +778,7 @@ impl Decoder {
 }
 
 impl WireDecoder for Decoder {
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String> {
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError> {
         if event.data.trim() == "[DONE]" {
             return Ok(());
         }

@@ -22,7 +22,7 @@ fn secret_name(name: &str) -> bool {
 
 /// `url` as it may be shown: credentials in the query and the password masked. Text that is
 /// not a URL with a host keeps only what comes before any `?`, and after any `@`.
-pub fn masked_url(url: &str) -> String {
+pub(crate) fn masked_url(url: &str) -> String {
     let Some(mut parsed) = Url::parse(url).ok().filter(Url::has_host) else {
         let before_query = url.split('?').next().unwrap_or_default();
         return match before_query.rsplit_once('@') {
@@ -54,7 +54,7 @@ pub fn masked_url(url: &str) -> String {
 }
 
 /// `provider (url)`, the prefix of a connection or HTTP error.
-pub fn origin(provider: &str, url: &str) -> String {
+pub(crate) fn origin(provider: &str, url: &str) -> String {
     let provider = if provider.trim().is_empty() {
         "the provider"
     } else {
@@ -64,7 +64,7 @@ pub fn origin(provider: &str, url: &str) -> String {
 }
 
 /// The standard reason for a status in lower case (`not found` for 404), if it has one.
-pub fn status_reason(status: u16) -> Option<String> {
+pub(crate) fn status_reason(status: u16) -> Option<String> {
     reqwest::StatusCode::from_u16(status)
         .ok()?
         .canonical_reason()

@@ -19,7 +19,7 @@ pub struct SseEvent {
 }
 
 #[derive(Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     /// The start of a line whose end has not arrived yet.
     buf: Vec<u8>,
     /// The event being gathered; handed out by reference and cleared (its buffers are reused,
@@ -33,17 +33,18 @@ pub struct SseParser {
 }
 
 impl SseParser {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Feed a chunk; complete events are appended to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+    #[cfg(test)]
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
         self.feed_with(chunk, |e| out.push(e.clone()));
     }
 
     /// Feed a chunk; `on_event` sees each complete event as it is dispatched.
-    pub fn feed_with(&mut self, chunk: &[u8], mut on_event: impl FnMut(&SseEvent)) {
+    pub(crate) fn feed_with(&mut self, chunk: &[u8], mut on_event: impl FnMut(&SseEvent)) {
         let mut start = 0;
         if self.pending_cr && chunk.first() == Some(&b'\n') {
             start = 1;
@@ -74,17 +75,18 @@ impl SseParser {
 
     /// Events dispatched and comment lines read so far: it changes whenever the server
     /// completed something.
-    pub fn progress(&self) -> u64 {
+    pub(crate) fn progress(&self) -> u64 {
         self.progress
     }
 
     /// The stream ended: dispatch a final event that lacked its blank line.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    #[cfg(test)]
+    pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) {
         self.finish_with(|e| out.push(e.clone()));
     }
 
     /// [`SseParser::finish`] with a callback.
-    pub fn finish_with(&mut self, mut on_event: impl FnMut(&SseEvent)) {
+    pub(crate) fn finish_with(&mut self, mut on_event: impl FnMut(&SseEvent)) {
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
             self.line(&line, &mut on_event);

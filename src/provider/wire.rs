@@ -1,9 +1,12 @@
 //! What each wire format implements: build the HTTP request, decode the SSE stream.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
+use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
 use crate::agent::protocol::stream::ProviderRequest;
 use crate::agent::protocol::types::{ContentBlock, ImageContent, ToolResultMessage};
@@ -24,21 +27,16 @@ pub trait WireApi: Send + Sync {
         model: &ModelInfo,
         request: &ProviderRequest,
         key: Option<&str>,
-    ) -> Result<HttpRequest, String>;
+    ) -> Result<HttpRequest, RequestError>;
 
     /// A fresh decoder for one response stream.
     fn decoder(&self) -> Box<dyn WireDecoder>;
-
-    /// The provider's own message from an error response body.
-    fn error_message(&self, status: u16, body: &str) -> String {
-        default_error_message(status, body)
-    }
 }
 
 /// Turns SSE events of one response into stream events.
 pub trait WireDecoder: Send {
     /// Handle one event. An `Err` is a protocol error that ends the response.
-    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), String>;
+    fn event(&mut self, event: &SseEvent, out: &mut MessageStream) -> Result<(), DecodeError>;
 
     /// The body ended. Finish the message if the protocol's end was seen; otherwise leave it
     /// unfinished and the caller reports a dropped stream.
@@ -46,12 +44,12 @@ pub trait WireDecoder: Send {
 }
 
 /// Said in place of an image for a model that takes none.
-pub const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
+pub(crate) const IMAGE_OMITTED: &str = "(image omitted: this model does not accept images)";
 
 /// A tool result for a wire format that sends its images apart from its text: the text, with a
 /// note where the images went (after it, or left out for a model without image input), never
 /// empty; and the images, for a model that takes them.
-pub fn tool_result_output<'a>(
+pub(crate) fn tool_result_output<'a>(
     model: &ModelInfo,
     result: &'a ToolResultMessage,
 ) -> (String, Vec<&'a ImageContent>) {
@@ -81,35 +79,83 @@ pub fn tool_result_output<'a>(
     (output, images)
 }
 
-/// `error.message` (or `message`) from a JSON body, else the start of a text body; for an
-/// empty body or an HTML page, the status's reason (`not found (HTTP 404)`).
-pub fn default_error_message(status: u16, body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let found = parsed.as_ref().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("message"))
-            .or_else(|| v.get("error").filter(|e| e.is_string()))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    let text = found.unwrap_or_else(|| {
-        let t = body.trim();
-        let lower: String = t.chars().take(20).collect::<String>().to_ascii_lowercase();
-        let html = lower.starts_with("<!doctype html") || lower.starts_with("<html");
-        if t.is_empty() || html {
-            super::origin::status_reason(status).unwrap_or_else(|| "no details given".into())
-        } else {
-            t.chars().take(300).collect()
+/// How much of an error response's body is read; the rest is never fetched.
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// How much of a plain-text error body goes into the message.
+const ERROR_TEXT_CHARS: usize = 300;
+
+/// The first `limit` bytes of a response's body (as text, invalid UTF-8 replaced): whatever
+/// arrived before the body ended, broke, reached the limit or took longer than `wait`.
+pub(crate) async fn read_body_head(
+    response: reqwest::Response,
+    limit: usize,
+    wait: Duration,
+) -> String {
+    let mut head = Vec::new();
+    let read = async {
+        let mut body = response.bytes_stream();
+        while head.len() < limit {
+            match futures::StreamExt::next(&mut body).await {
+                Some(Ok(chunk)) => head.extend_from_slice(&chunk),
+                _ => break,
+            }
         }
+    };
+    let _ = tokio::time::timeout(wait, read).await;
+    head.truncate(limit);
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// The message for an error response, the same for every provider, ending with the status
+/// (`prompt is too long (HTTP 400)`). From a JSON body (or the first item of a JSON array, as
+/// Google sometimes sends): `error.message`, else `message`, else `error` when it is a string;
+/// with Google's `error.status` beside the code (`... (RESOURCE_EXHAUSTED, HTTP 429)`); with no
+/// message, the status or Anthropic's `error.type` alone. Otherwise the start of a text body;
+/// for an empty body or an HTML page, the status's reason (`not found (HTTP 404)`).
+pub(crate) fn error_message(status: u16, body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let root = parsed.as_ref().and_then(|v| match v {
+        Value::Array(items) => items.first(),
+        other => Some(other),
     });
-    format!("{text} (HTTP {status})")
+    fn text(v: Option<&Value>) -> Option<&str> {
+        v.and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    }
+    let error = root.and_then(|v| v.get("error"));
+    let message = text(error.and_then(|e| e.get("message")))
+        .or_else(|| text(root.and_then(|v| v.get("message"))))
+        .or_else(|| text(error));
+    let label = text(error.and_then(|e| e.get("status")));
+    let kind = text(error.and_then(|e| e.get("type")));
+    match (message, label, kind) {
+        (Some(m), Some(s), _) => format!("{m} ({s}, HTTP {status})"),
+        (Some(m), None, _) => format!("{m} (HTTP {status})"),
+        (None, Some(s), _) | (None, None, Some(s)) => format!("{s} (HTTP {status})"),
+        (None, None, None) => format!("{} (HTTP {status})", plain_error_text(status, body)),
+    }
+}
+
+/// A body with no message to pick: its start, or the status's reason when it holds nothing
+/// worth showing (empty, or an HTML page).
+fn plain_error_text(status: u16, body: &str) -> String {
+    let t = body.trim();
+    let lower: String = t.chars().take(20).collect::<String>().to_ascii_lowercase();
+    let html = lower.starts_with("<!doctype html") || lower.starts_with("<html");
+    if t.is_empty() || html {
+        super::origin::status_reason(status).unwrap_or_else(|| "no details given".into())
+    } else {
+        t.chars().take(ERROR_TEXT_CHARS).collect()
+    }
 }
 
 /// Parse an SSE data payload as JSON, with a clear message when it is not.
-pub fn parse_json(event: &SseEvent) -> Result<Value, String> {
-    serde_json::from_str(&event.data).map_err(|e| {
-        let cut: String = event.data.chars().take(120).collect();
-        format!("the provider sent a malformed event ({e}): {cut}")
+pub(crate) fn parse_json(event: &SseEvent) -> Result<Value, DecodeError> {
+    serde_json::from_str(&event.data).map_err(|e| DecodeError::NotJson {
+        reason: e.to_string(),
+        start: event.data.chars().take(120).collect(),
     })
 }
 
@@ -117,7 +163,7 @@ pub fn parse_json(event: &SseEvent) -> Result<Value, String> {
 /// the configured headers already authenticate (they carry `authorization` or the key's own
 /// header), then the format's fixed headers, then the configured ones; a header named again
 /// (in any case) replaces the earlier one.
-pub fn merge_headers(
+pub(crate) fn merge_headers(
     auth: Option<(&str, String)>,
     fixed: &[(&str, &str)],
     configured: &[(String, String)],
@@ -174,34 +220,120 @@ mod tests {
     #[test]
     fn error_messages_prefer_the_providers_text() {
         assert_eq!(
-            default_error_message(
+            error_message(
                 400,
                 r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#
             ),
             "prompt is too long (HTTP 400)"
         );
         assert_eq!(
-            default_error_message(502, "<html>bad gateway</html>"),
+            error_message(
+                422,
+                r#"{"object":"error","message":" bad field ","code":422}"#
+            ),
+            "bad field (HTTP 422)",
+            "a top-level message (vLLM, llama.cpp)"
+        );
+        assert_eq!(
+            error_message(404, r#"{"error":"model 'x' not found"}"#),
+            "model 'x' not found (HTTP 404)",
+            "an error that is a string (Ollama)"
+        );
+        assert_eq!(
+            error_message(502, "<html>bad gateway</html>"),
             "bad gateway (HTTP 502)"
         );
         assert_eq!(
-            default_error_message(
+            error_message(
                 404,
                 "<!DOCTYPE HTML>\n<html><head><title>Error response</title></head></html>"
             ),
             "not found (HTTP 404)"
         );
+        assert_eq!(error_message(500, ""), "internal server error (HTTP 500)");
+        assert_eq!(error_message(599, " "), "no details given (HTTP 599)");
         assert_eq!(
-            default_error_message(500, ""),
-            "internal server error (HTTP 500)"
-        );
-        assert_eq!(
-            default_error_message(599, " "),
-            "no details given (HTTP 599)"
-        );
-        assert_eq!(
-            default_error_message(404, "File Not Found"),
+            error_message(404, "File Not Found"),
             "File Not Found (HTTP 404)"
         );
+        assert_eq!(
+            error_message(400, r#"{"error":{"message":""}}"#),
+            r#"{"error":{"message":""}} (HTTP 400)"#,
+            "an empty message is no message"
+        );
+    }
+
+    #[test]
+    fn anthropic_error_bodies() {
+        assert_eq!(
+            error_message(
+                529,
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded (HTTP 529)"
+        );
+        assert_eq!(
+            error_message(500, r#"{"type":"error","error":{"type":"api_error"}}"#),
+            "api_error (HTTP 500)"
+        );
+    }
+
+    #[test]
+    fn google_error_bodies() {
+        assert_eq!(
+            error_message(
+                400,
+                r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}"#
+            ),
+            "API key not valid. Please pass a valid API key. (INVALID_ARGUMENT, HTTP 400)"
+        );
+        assert_eq!(
+            error_message(
+                429,
+                r#"[{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}]"#
+            ),
+            "Resource has been exhausted (RESOURCE_EXHAUSTED, HTTP 429)"
+        );
+        assert_eq!(
+            error_message(503, r#"{"error":{"code":503,"status":"UNAVAILABLE"}}"#),
+            "UNAVAILABLE (HTTP 503)"
+        );
+    }
+
+    #[test]
+    fn a_long_text_body_is_cut_in_the_message() {
+        let body = "x".repeat(10_000);
+        let m = error_message(500, &body);
+        assert_eq!(m, format!("{} (HTTP 500)", "x".repeat(ERROR_TEXT_CHARS)));
+    }
+
+    fn response(body: Vec<u8>) -> reqwest::Response {
+        reqwest::Response::from(http::Response::new(body))
+    }
+
+    #[tokio::test]
+    async fn an_error_body_is_read_only_up_to_the_limit() {
+        let wait = Duration::from_secs(5);
+        let huge = "é".repeat(ERROR_BODY_LIMIT);
+        let head = read_body_head(response(huge.into_bytes()), ERROR_BODY_LIMIT, wait).await;
+        assert!(head.len() <= ERROR_BODY_LIMIT + 3, "{}", head.len());
+        assert!(head.starts_with("éé"));
+        let short = read_body_head(response(b"short".to_vec()), 16, wait).await;
+        assert_eq!(short, "short");
+        let cut = read_body_head(response(b"0123456789".to_vec()), 4, wait).await;
+        assert_eq!(cut, "0123");
+    }
+
+    #[tokio::test]
+    async fn a_huge_json_error_body_still_gives_a_message() {
+        let wait = Duration::from_secs(5);
+        let mut body = br#"{"error":{"message":"too big","pad":""#.to_vec();
+        body.extend(std::iter::repeat_n(b'a', 1 << 20));
+        body.extend_from_slice(br#""}}"#);
+        let head = read_body_head(response(body), ERROR_BODY_LIMIT, wait).await;
+        let m = error_message(413, &head);
+        assert!(m.starts_with(r#"{"error":{"message":"too big""#), "{m}");
+        assert!(m.ends_with("(HTTP 413)"), "{m}");
+        assert!(m.len() < 400, "{}", m.len());
     }
 }

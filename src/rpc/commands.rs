@@ -276,6 +276,10 @@ impl Session {
     }
 
     /// Carry out a command; `None` when its answer comes later from the host.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one short arm per RPC command: a table of the protocol, not logic"
+    )]
     async fn dispatch(
         &mut self,
         command: RpcCommand,

@@ -118,12 +118,12 @@ fn synthetic_user(text: String, timestamp: i64) -> AgentMessage {
 }
 
 /// The user message standing in for a compaction summary.
-pub fn compaction_summary_message(summary: &str, timestamp: i64) -> AgentMessage {
+pub(crate) fn compaction_summary_message(summary: &str, timestamp: i64) -> AgentMessage {
     crate::agent::protocol::compaction::summary_message(summary, timestamp)
 }
 
 /// The user message standing in for a branch summary.
-pub fn branch_summary_message(summary: &str, timestamp: i64) -> AgentMessage {
+pub(crate) fn branch_summary_message(summary: &str, timestamp: i64) -> AgentMessage {
     synthetic_user(
         format!("{BRANCH_PREAMBLE}\n\n<summary>\n{summary}\n</summary>"),
         timestamp,
@@ -178,7 +178,7 @@ fn bash_execution_text(c: &CustomMessage) -> String {
 
 /// Messages of the Node.js `pi`'s extra roles, as our loop should see them. `None` drops the
 /// message (a `!!` command kept out of the context).
-pub fn convert_custom(message: AgentMessage) -> Option<AgentMessage> {
+pub(crate) fn convert_custom(message: AgentMessage) -> Option<AgentMessage> {
     let AgentMessage::Custom(c) = message else {
         return Some(message);
     };
@@ -572,7 +572,7 @@ impl Session {
     }
 
     /// The model and thinking level recorded at the leaf, without building messages.
-    pub fn current_settings(&self) -> (Option<ModelRef>, Option<ThinkingLevel>) {
+    pub(crate) fn current_settings(&self) -> (Option<ModelRef>, Option<ThinkingLevel>) {
         let path = self.path_indices(self.leaf_id());
         let found = scan(&self.entries, &path);
         (found.model, found.thinking_level)

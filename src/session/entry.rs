@@ -211,7 +211,7 @@ impl SessionEntry {
     }
 
     /// The message of a `message` entry.
-    pub fn message(&self) -> Option<&AgentMessage> {
+    pub(crate) fn message(&self) -> Option<&AgentMessage> {
         match &self.kind {
             EntryKind::Message(m) => Some(m),
             _ => None,
@@ -504,7 +504,7 @@ fn unknown_from_map(
 
 /// `line` without a UTF-8 byte order mark in front (an editor on Windows may add one to the
 /// first line of a file).
-pub fn without_bom(line: &[u8]) -> &[u8] {
+pub(crate) fn without_bom(line: &[u8]) -> &[u8] {
     line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
 }
 

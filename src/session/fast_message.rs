@@ -26,7 +26,7 @@ use crate::agent::protocol::types::{
 };
 
 /// An [`AgentMessage`] read with the fast path when `role` comes first.
-pub struct FastMessage(pub AgentMessage);
+pub(crate) struct FastMessage(pub AgentMessage);
 
 /// Gather an object whose tag was not first, and decode it with `T`'s own (buffering) code.
 fn slow_path<'de, A: MapAccess<'de>, T: for<'a> Deserialize<'a>>(

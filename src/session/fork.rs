@@ -20,9 +20,9 @@ use super::entry::{
 };
 use super::error::SessionError;
 use super::ids::{entry_id, uuid_v7};
+use super::layout::session_file_name;
 use super::list::read_header;
 use super::load::Session;
-use super::paths::session_file_name;
 use super::time::iso_now;
 
 /// The new file of a fork.

@@ -28,7 +28,7 @@ pub fn random_u64() -> u64 {
 }
 
 /// A UUID version 7 for the current time, e.g. `01a2361b-5150-7635-b3fd-ab0404bb9f84`.
-pub fn uuid_v7() -> String {
+pub(crate) fn uuid_v7() -> String {
     uuid_v7_at(now_ms())
 }
 
@@ -51,7 +51,7 @@ pub fn uuid_v7_at(ms: i64) -> String {
 }
 
 /// True for text shaped like a UUID (8-4-4-4-12 hex digits).
-pub fn looks_like_uuid(s: &str) -> bool {
+pub(crate) fn looks_like_uuid(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
@@ -61,7 +61,7 @@ pub fn looks_like_uuid(s: &str) -> bool {
 }
 
 /// A fresh 8-hex entry id not in `taken`.
-pub fn entry_id(taken: &HashSet<String>) -> String {
+pub(crate) fn entry_id(taken: &HashSet<String>) -> String {
     loop {
         let id = format!("{:08x}", random_u64() as u32);
         if !taken.contains(&id) {
@@ -72,7 +72,7 @@ pub fn entry_id(taken: &HashSet<String>) -> String {
 
 /// Entry ids in use, stored compactly: 8-hex ids as numbers, anything else as text.
 #[derive(Clone, Debug, Default)]
-pub struct IdSet {
+pub(crate) struct IdSet {
     hex: HashSet<u32>,
     other: HashSet<String>,
 }
@@ -87,14 +87,14 @@ fn hex_id(id: &str) -> Option<u32> {
 }
 
 impl IdSet {
-    pub fn contains(&self, id: &str) -> bool {
+    pub(crate) fn contains(&self, id: &str) -> bool {
         match hex_id(id) {
             Some(n) => self.hex.contains(&n),
             None => self.other.contains(id),
         }
     }
 
-    pub fn insert(&mut self, id: &str) {
+    pub(crate) fn insert(&mut self, id: &str) {
         match hex_id(id) {
             Some(n) => {
                 self.hex.insert(n);
@@ -106,7 +106,7 @@ impl IdSet {
     }
 
     /// A new 8-hex id not in the set (not inserted).
-    pub fn fresh(&self) -> String {
+    pub(crate) fn fresh(&self) -> String {
         loop {
             let n = random_u64() as u32;
             if !self.hex.contains(&n) {

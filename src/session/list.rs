@@ -21,7 +21,7 @@ use std::time::SystemTime;
 use super::entry::{EntryKind, ParsedLine, SessionHeader, parse_line};
 use super::error::{Candidate, SessionError};
 use super::ids::looks_like_uuid;
-use super::paths::{SessionPaths, id_from_file_name};
+use super::layout::{SessionPaths, id_from_file_name};
 use super::short_id::{id_starts_with, unique_prefixes};
 use crate::agent::protocol::types::UserContent;
 
@@ -195,7 +195,7 @@ fn read_at(file: &mut File, offset: u64, len: usize) -> std::io::Result<Vec<u8>>
 
 /// Read what the picker needs of one session file; `None` if it is not a session file.
 /// `bytes_read` is increased by what was read.
-pub fn session_info_counted(path: &Path, bytes_read: &mut u64) -> Option<SessionInfo> {
+pub(crate) fn session_info_counted(path: &Path, bytes_read: &mut u64) -> Option<SessionInfo> {
     let mut file = File::open(path).ok()?;
     let meta = file.metadata().ok()?;
     let size = meta.len();
@@ -490,7 +490,7 @@ pub struct FoundSession {
 }
 
 /// True when `--session`/`--fork` text names a file rather than an id.
-pub fn is_path_query(query: &str) -> bool {
+pub(crate) fn is_path_query(query: &str) -> bool {
     query.contains('/') || query.contains('\\') || query.ends_with(".jsonl")
 }
 

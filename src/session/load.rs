@@ -33,7 +33,7 @@ use super::entry::{
 };
 use super::error::{LoadWarning, SessionError};
 use super::ids::{entry_id, looks_like_uuid, uuid_v7};
-use super::paths::id_from_file_name;
+use super::layout::id_from_file_name;
 use super::salvage::{Salvaged, salvage};
 use super::time::iso_now;
 use crate::agent::protocol::types::{AgentMessage, CustomMessage};
@@ -358,7 +358,7 @@ impl Session {
     }
 
     /// The set of entry ids in use (for making new ones).
-    pub fn entry_ids(&self) -> HashSet<String> {
+    pub(crate) fn entry_ids(&self) -> HashSet<String> {
         self.index.keys().cloned().collect()
     }
 }

@@ -99,7 +99,7 @@ impl SessionLock {
     /// (renaming or deleting it from a picker). Unlike [`SessionLock::acquire`], a lock this
     /// process holds is refused too ([`SessionError::Locked`] with this process's id): some
     /// recorder here is writing that file.
-    pub fn acquire_unshared(session: &Path) -> Result<SessionLock, SessionError> {
+    pub(crate) fn acquire_unshared(session: &Path) -> Result<SessionLock, SessionError> {
         Self::claim(session, OwnLock::Refuse)
     }
 

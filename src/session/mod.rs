@@ -24,27 +24,27 @@
 //!   it ([`tree`]);
 //! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
 //!   picked file into a recorder and a context ([`open`]);
-//! * the format itself — [`entry`] (lines), [`paths`] (names), [`ids`], [`time`];
+//! * the format itself — [`entry`] (lines), [`layout`] (names), [`ids`], [`time`];
 //! * typing ids — [`short_id`]: the start of an id a list shows and what typed text matches.
 //!
 //! It knows nothing of the terminal or of providers; the CLI decides which session to open.
 
 pub mod context;
 pub mod entry;
-pub mod error;
+pub(crate) mod error;
 mod fast_message;
 pub mod fork;
 pub mod ids;
+pub mod layout;
 pub mod list;
-pub mod load;
+pub(crate) mod load;
 pub mod lock;
 pub mod manage;
-pub mod open;
-pub mod paths;
-pub mod recorder;
+pub(crate) mod open;
+pub(crate) mod recorder;
 mod salvage;
-pub mod short_id;
-pub mod task;
+pub(crate) mod short_id;
+pub(crate) mod task;
 pub mod time;
 pub mod tree;
 
@@ -57,13 +57,13 @@ pub use entry::{
 };
 pub use error::{Candidate, LoadWarning, SessionError};
 pub use fork::{Forked, branch_to_new, fork};
+pub use layout::{SessionPaths, encode_cwd};
 pub use list::{
     FoundSession, ListScope, Newest, SessionInfo, SessionList, UnreadableNewest, count_messages,
     find_session, list_sessions, newest_candidate, newest_session, session_info,
 };
 pub use load::Session;
 pub use open::{OpenedSession, StartFrom, open_session, open_session_to_write, resume_hint};
-pub use paths::{SessionPaths, encode_cwd};
 pub use recorder::SessionRecorder;
 pub use short_id::unique_prefixes;
 pub use task::RecorderTask;

@@ -19,10 +19,10 @@ use std::path::Path;
 use super::context::SessionContext;
 use super::error::{LoadWarning, SessionError};
 use super::fork::fork;
+use super::layout::SessionPaths;
 use super::list::{Newest, find_session, is_path_query, newest_candidate};
 use super::load::Session;
 use super::lock::SessionLock;
-use super::paths::SessionPaths;
 use super::recorder::SessionRecorder;
 
 /// Where a run starts.

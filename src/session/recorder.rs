@@ -37,9 +37,9 @@ use super::context::ModelRef;
 use super::entry::{Compaction, EntryKind, SessionEntry, SessionHeader};
 use super::error::SessionError;
 use super::ids::{IdSet, uuid_v7};
+use super::layout::session_file_name;
 use super::load::Session;
 use super::lock::SessionLock;
-use super::paths::session_file_name;
 use super::time::iso_now;
 use crate::agent::protocol::events::{AgentEvent, CompactionResult};
 use crate::agent::protocol::thinking::ThinkingLevel;
@@ -47,13 +47,10 @@ use crate::agent::protocol::types::{AgentMessage, Message};
 use crate::secrets::Secrets;
 
 /// Receives write failures as they happen.
-pub type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
+pub(crate) type ErrorReporter = Box<dyn FnMut(&SessionError) + Send>;
 
 /// `customType` of the entry that records a tool call starting.
-pub const TOOL_STARTED: &str = "pi/tool_started";
-
-/// Text that replaces a registered secret in anything written.
-pub const REDACTED: &str = crate::secrets::REDACTED;
+pub(crate) const TOOL_STARTED: &str = "pi/tool_started";
 
 /// Appends a session's entries to its file as the agent produces them.
 pub struct SessionRecorder {
@@ -112,14 +109,14 @@ impl SessionRecorder {
 
     /// A new session stored at an explicit path (`--session new-file.jsonl`); nothing is
     /// written before the first message.
-    pub fn new_at(path: &Path, cwd: &Path) -> Self {
+    pub(crate) fn new_at(path: &Path, cwd: &Path) -> Self {
         let mut r = Self::new_with_parent(path.parent().unwrap_or(Path::new(".")), cwd, None);
         r.path = path.to_path_buf();
         r
     }
 
     /// A new session that records `parent_session` (the file it was forked from).
-    pub fn new_with_parent(dir: &Path, cwd: &Path, parent_session: Option<String>) -> Self {
+    pub(crate) fn new_with_parent(dir: &Path, cwd: &Path, parent_session: Option<String>) -> Self {
         let timestamp = iso_now();
         let id = uuid_v7();
         let path = dir.join(session_file_name(&timestamp, &id));
@@ -235,7 +232,7 @@ impl SessionRecorder {
     }
 
     /// Mask what `secrets` holds (now and as it learns more) wherever it would be written.
-    pub fn share_secrets(&mut self, secrets: &Secrets) {
+    pub(crate) fn share_secrets(&mut self, secrets: &Secrets) {
         // Values added to this recorder alone so far are kept.
         let own = std::mem::replace(&mut self.secrets, secrets.clone());
         self.secrets.absorb(&own);
@@ -301,7 +298,7 @@ impl SessionRecorder {
 
     /// Know which entries `messages` came from (a resumed context and its origins), so a
     /// later compaction can name them.
-    pub fn remember(&mut self, messages: &[AgentMessage], origins: &[super::MessageOrigin]) {
+    pub(crate) fn remember(&mut self, messages: &[AgentMessage], origins: &[super::MessageOrigin]) {
         for (m, origin) in messages.iter().zip(origins) {
             if let (AgentMessage::Llm(m), Some(id)) = (m, origin.entry_id()) {
                 self.entry_of
@@ -313,7 +310,7 @@ impl SessionRecorder {
     /// Record a compaction the agent made: a `compaction` entry whose first kept entry is the
     /// one `result.first_kept` was recorded as. `None` (nothing written) when that message is
     /// unknown here; the session then resumes with its whole history, which is safe.
-    pub fn append_compaction(&mut self, result: &CompactionResult) -> Option<String> {
+    pub(crate) fn append_compaction(&mut self, result: &CompactionResult) -> Option<String> {
         self.last_compaction_kept = None;
         let first_kept = match result.first_kept.as_ref()? {
             AgentMessage::Llm(m) => self.entry_of.get(&(Arc::as_ptr(m) as usize))?.1.clone(),
@@ -333,7 +330,7 @@ impl SessionRecorder {
     }
 
     /// The first kept entry of the last compaction this recorder wrote.
-    pub fn last_compaction_kept(&self) -> Option<&str> {
+    pub(crate) fn last_compaction_kept(&self) -> Option<&str> {
         self.last_compaction_kept.as_deref()
     }
 
@@ -498,15 +495,9 @@ impl SessionRecorder {
         result.map_err(|e| SessionError::io("write", &path, e))
     }
 
-    /// Write queued lines now (even before the first message). Used when the host
-    /// wants the session on disk, e.g. after naming it.
-    pub fn flush(&mut self) -> Result<(), SessionError> {
-        self.write_pending()
-    }
-
     /// Write what may be written (nothing before the first message), without syncing; a
     /// failure goes to the reporter.
-    pub fn write_due(&mut self) {
+    pub(crate) fn write_due(&mut self) {
         if self.on_disk || self.has_message {
             let r = self.write_pending();
             self.report(r);
@@ -514,7 +505,7 @@ impl SessionRecorder {
     }
 
     /// Write what may be written and make it durable (`fsync`).
-    pub fn sync(&mut self) -> Result<(), SessionError> {
+    pub(crate) fn sync(&mut self) -> Result<(), SessionError> {
         if self.on_disk || self.has_message {
             self.write_pending()?;
         }
@@ -534,7 +525,7 @@ impl SessionRecorder {
     /// Why part of the session is not safely on disk (lines still queued after a failed
     /// write, or data not synced), or `None` when everything said is saved. A session in which
     /// nothing was said has nothing to lose.
-    pub fn unsaved(&self) -> Option<String> {
+    pub(crate) fn unsaved(&self) -> Option<String> {
         let due = self.on_disk || self.has_message;
         if due && (!self.pending.is_empty() || self.unsynced) {
             Some(
@@ -576,7 +567,7 @@ impl SessionRecorder {
 
     /// True when not a byte of this session reached its file (a new session whose every
     /// write failed, or was never tried).
-    pub fn nothing_saved(&self) -> bool {
+    pub(crate) fn nothing_saved(&self) -> bool {
         !self.on_disk || (self.created_here && self.bytes_written == 0)
     }
 
@@ -586,7 +577,7 @@ impl SessionRecorder {
     /// nothing waits. On failure nothing is left half done: a new session's file and lock are
     /// removed and its lines stay queued for the next try, so the caller can refuse the
     /// prompt and lose nothing.
-    pub fn ready_for_prompt(&mut self) -> Result<(), SessionError> {
+    pub(crate) fn ready_for_prompt(&mut self) -> Result<(), SessionError> {
         if self.on_disk && self.pending.is_empty() {
             return Ok(());
         }
@@ -614,7 +605,7 @@ impl SessionRecorder {
     }
 
     /// Hold `lock` (taken by whoever opened the session) until the recorder is closed.
-    pub fn adopt_lock(&mut self, lock: SessionLock) {
+    pub(crate) fn adopt_lock(&mut self, lock: SessionLock) {
         self.lock = Some(lock);
     }
 
@@ -629,7 +620,7 @@ impl SessionRecorder {
     }
 
     /// Drop the recorder without writing anything it still holds (a session opened read-only).
-    pub fn abandon(mut self) {
+    pub(crate) fn abandon(mut self) {
         self.pending.clear();
         self.needs_newline = false;
     }
@@ -683,7 +674,7 @@ impl SessionRecorder {
     /// Check, before anything is asked of a model, that the session can be written: a resumed
     /// file opens for appending; a new session's folder is created if missing and takes a new
     /// file. Nothing of the session itself is written.
-    pub fn check_writable(&self) -> Result<(), SessionError> {
+    pub(crate) fn check_writable(&self) -> Result<(), SessionError> {
         if self.on_disk {
             return OpenOptions::new()
                 .append(true)
@@ -718,7 +709,7 @@ impl SessionRecorder {
 
     /// True when this event makes the recorder `fsync` (callers on an async runtime may want
     /// to run those off the runtime's threads).
-    pub fn syncs_on(event: &AgentEvent) -> bool {
+    pub(crate) fn syncs_on(event: &AgentEvent) -> bool {
         match event {
             AgentEvent::TurnEnd { .. } | AgentEvent::AgentEnd { .. } => true,
             AgentEvent::MessageEnd { message } => message.role() == "user",
@@ -739,7 +730,7 @@ fn json_string(s: &str) -> String {
 
 /// Create `dir` and its missing parents, readable by their owner only (folders that exist keep
 /// their permissions).
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -20,7 +20,7 @@ use serde::de::IgnoredAny;
 use super::entry::{EntryKind, ParsedLine, parse_line};
 
 /// What a damaged line gave up.
-pub struct Salvaged {
+pub(crate) struct Salvaged {
     pub parsed: Vec<ParsedLine>,
     /// What was done, for the load warning.
     pub note: String,
@@ -31,7 +31,7 @@ pub struct Salvaged {
 const ENTRY_START: &[u8] = b"{\"type\":\"";
 
 /// Recover the entries of a line `parse_line` refused; `None` when nothing usable is in it.
-pub fn salvage(line: &[u8]) -> Option<Salvaged> {
+pub(crate) fn salvage(line: &[u8]) -> Option<Salvaged> {
     let lossy;
     let (bytes, replaced) = match std::str::from_utf8(line) {
         Ok(_) => (line, false),

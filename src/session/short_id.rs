@@ -9,7 +9,7 @@
 //! `01a23c6151` name the same sessions.
 
 /// The fewest characters of an id a list shows.
-pub const MIN_SHOWN: usize = 8;
+pub(crate) const MIN_SHOWN: usize = 8;
 
 /// The id with dashes left out and letters in lower case: what matching compares.
 fn folded(id: &str) -> String {
@@ -21,7 +21,7 @@ fn folded(id: &str) -> String {
 
 /// True when `query` is the start of `id`, ignoring dashes and case. An empty query (or one of
 /// only dashes) matches nothing.
-pub fn id_starts_with(id: &str, query: &str) -> bool {
+pub(crate) fn id_starts_with(id: &str, query: &str) -> bool {
     let query = folded(query);
     !query.is_empty() && folded(id).starts_with(&query)
 }

@@ -34,7 +34,6 @@ pub struct RecorderTask {
     shared: Arc<Mutex<SessionRecorder>>,
     commands: mpsc::UnboundedSender<Command>,
     join: JoinHandle<()>,
-    session_id: String,
     path: std::path::PathBuf,
 }
 
@@ -46,7 +45,6 @@ impl RecorderTask {
         mut events: mpsc::UnboundedReceiver<RunEvent>,
         recorder: SessionRecorder,
     ) -> Self {
-        let session_id = recorder.session_id().to_string();
         let path = recorder.path().to_path_buf();
         let shared = Arc::new(Mutex::new(recorder));
         let (commands, mut command_rx) = mpsc::unbounded_channel();
@@ -95,13 +93,8 @@ impl RecorderTask {
             shared,
             commands,
             join,
-            session_id,
             path,
         }
-    }
-
-    pub fn session_id(&self) -> &str {
-        &self.session_id
     }
 
     pub fn path(&self) -> &std::path::Path {
@@ -115,7 +108,7 @@ impl RecorderTask {
 
     /// Resolves once every event emitted so far is recorded and written (not synced), e.g.
     /// before listing sessions from disk.
-    pub fn written(&self) -> oneshot::Receiver<()> {
+    pub(crate) fn written(&self) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
         self.with(move |r| {
             r.write_due();
@@ -126,7 +119,7 @@ impl RecorderTask {
 
     /// Resolves once what is queued so far is on disk, or with why it cannot be (see
     /// [`SessionRecorder::ready_for_prompt`]): a host waits for it before sending a prompt.
-    pub fn ready_for_prompt(&self) -> oneshot::Receiver<Result<(), String>> {
+    pub(crate) fn ready_for_prompt(&self) -> oneshot::Receiver<Result<(), String>> {
         let (tx, rx) = oneshot::channel();
         if let Err(mpsc::error::SendError(Command::Ready(tx))) =
             self.commands.send(Command::Ready(tx))
@@ -137,7 +130,7 @@ impl RecorderTask {
     }
 
     /// Look at the recorder now (not ordered with queued events).
-    pub fn peek<R>(&self, f: impl FnOnce(&SessionRecorder) -> R) -> R {
+    pub(crate) fn peek<R>(&self, f: impl FnOnce(&SessionRecorder) -> R) -> R {
         f(&lock(&self.shared))
     }
 

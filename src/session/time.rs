@@ -47,13 +47,13 @@ pub fn iso_from_ms(ms: i64) -> String {
 }
 
 /// The current time as an ISO timestamp.
-pub fn iso_now() -> String {
+pub(crate) fn iso_now() -> String {
     iso_from_ms(now_ms())
 }
 
 /// `YYYY-MM-DD_HH-MM-SS` in the local time zone, for names of files a person saves (exports);
 /// UTC where the zone cannot be read.
-pub fn local_file_stamp(ms: i64) -> String {
+pub(crate) fn local_file_stamp(ms: i64) -> String {
     let secs = ms.div_euclid(1000) as libc::time_t;
     // SAFETY: `localtime_r` only writes the `tm` it is given, which is zero-initialised and
     // lives for the call; `secs` is a valid `time_t`.

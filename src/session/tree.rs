@@ -39,10 +39,10 @@ use crate::agent::protocol::types::{
 };
 
 /// The most characters a row's text keeps (then it ends in `…`).
-pub const MAX_TEXT_CHARS: usize = 200;
+pub(crate) const MAX_TEXT_CHARS: usize = 200;
 
 /// The most levels a row's guide draws; deeper rows keep the innermost ones.
-pub const MAX_GUIDE_LEVELS: usize = 32;
+pub(crate) const MAX_GUIDE_LEVELS: usize = 32;
 
 /// What a row shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,17 +122,19 @@ impl TreeFilter {
     }
 
     /// The next mode (after [`TreeFilter::All`] comes [`TreeFilter::Default`]).
-    pub fn next(self) -> Self {
+    pub(crate) fn next(self) -> Self {
         Self::ORDER[(self.position() + 1) % Self::ORDER.len()]
     }
 
     /// The mode before this one.
-    pub fn previous(self) -> Self {
+    #[cfg(test)]
+    pub(crate) fn previous(self) -> Self {
         Self::ORDER[(self.position() + Self::ORDER.len() - 1) % Self::ORDER.len()]
     }
 
     /// The mode's name as the Node.js `pi`'s `treeFilterMode` setting spells it.
-    pub fn name(self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn name(self) -> &'static str {
         match self {
             TreeFilter::Default => "default",
             TreeFilter::NoTools => "no-tools",
@@ -143,12 +145,13 @@ impl TreeFilter {
     }
 
     /// The mode with this [`TreeFilter::name`].
-    pub fn from_name(name: &str) -> Option<Self> {
+    #[cfg(test)]
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         Self::ORDER.into_iter().find(|f| f.name() == name)
     }
 
     /// True when this mode shows `row`.
-    pub fn keeps(self, row: &TreeRow) -> bool {
+    pub(crate) fn keeps(self, row: &TreeRow) -> bool {
         let bookkeeping = matches!(
             row.kind,
             TreeKind::Label
@@ -287,7 +290,7 @@ pub fn tree_rows(session: &Session, leaf: Option<&str>) -> Vec<TreeRow> {
                 depth: p.depth,
                 kind,
                 text,
-                label: labels.get(entry.id.as_str()).map(|l| l.to_string()),
+                label: labels.get(entry.id.as_str()).map(ToString::to_string),
                 on_path: on_path[p.index],
                 is_leaf: leaf_index == Some(p.index),
             });

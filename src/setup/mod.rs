@@ -10,7 +10,7 @@
 //! Environment reads happen here, once, and reach the agent as settings (`PI_NO_INTENT`,
 //! `PI_CODING_AGENT_DIR`, `PI_CODING_AGENT_SESSION_DIR`, keys).
 
-pub mod approval;
+pub mod approval_gate;
 pub mod patterns;
 pub mod select;
 pub mod trust;
@@ -25,7 +25,7 @@ use crate::agent::engine::facade::{Agent, AgentSettings};
 use crate::agent::protocol::thinking::ThinkingLevel;
 use crate::agent::protocol::tool::AgentTool;
 use crate::agent::protocol::types::AgentMessage;
-use crate::config::{self, Config, context};
+use crate::config::{self, Config, instructions};
 use crate::host::{self, HostParts};
 use crate::provider::catalog::{Catalog, ModelInfo};
 use crate::provider::dialect::{DialectProvider, DialectSettings};
@@ -230,10 +230,10 @@ pub fn load_config(
     trust_project: bool,
     trusted_hash: Option<&str>,
 ) -> Result<(Config, Catalog, Vec<String>), String> {
-    let mut loaded = config::load(agent_dir, cwd)?;
+    let mut loaded = config::load(agent_dir, cwd).map_err(|e| e.to_string())?;
     let (apply, notice) = trust::decide(&loaded.held, agent_dir, trust_project, trusted_hash);
     if apply {
-        loaded.apply_held()?;
+        loaded.apply_held().map_err(|e| e.to_string())?;
     }
     loaded.warnings.splice(0..0, notice);
     let e = env.clone();
@@ -246,7 +246,7 @@ pub fn load_config(
     config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
     if let Some(project) = loaded.project_approval.take() {
         let global = loaded.config.approval.take();
-        loaded.config.approval = Some(approval::with_project(
+        loaded.config.approval = Some(approval_gate::with_project(
             global,
             project,
             &mut loaded.warnings,
@@ -395,9 +395,9 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
         .system_prompt
         .as_deref()
         .map(text_or_file)
-        .or_else(|| context::system_file(agent_dir.as_deref(), cwd, "SYSTEM.md"));
+        .or_else(|| instructions::system_file(agent_dir.as_deref(), cwd, "SYSTEM.md"));
     let append = if options.append_system_prompt.is_empty() {
-        context::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md")
+        instructions::system_file(agent_dir.as_deref(), cwd, "APPEND_SYSTEM.md")
     } else {
         Some(
             options
@@ -411,18 +411,23 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
     let context_files = if options.no_context_files {
         Vec::new()
     } else {
-        context::discover(agent_dir.as_deref(), cwd)
+        instructions::discover(agent_dir.as_deref(), cwd)
     };
     let tools = tools
         .iter()
-        .map(|t| (t.name().to_string(), context::tool_line(t.description())))
+        .map(|t| {
+            (
+                t.name().to_string(),
+                instructions::tool_line(t.description()),
+            )
+        })
         .collect();
-    vec![context::build(&context::PromptParts {
+    vec![instructions::build(&instructions::PromptParts {
         replacement,
         append,
         tools,
         context_files,
-        date: context::today(),
+        date: instructions::today(),
         cwd: cwd.display().to_string(),
     })]
 }
@@ -468,10 +473,10 @@ fn active_tools(
         Vec::new()
     } else {
         match &options.tools {
-            Some(list) => crate::tools::parse_tool_list(list)?,
+            Some(list) => crate::tools::parse_tool_list(list).map_err(|e| e.to_string())?,
             None => crate::tools::DEFAULT_TOOLS
                 .iter()
-                .map(|s| s.to_string())
+                .map(ToString::to_string)
                 .collect(),
         }
     };
@@ -481,7 +486,7 @@ fn active_tools(
         .with_env(env)
         .with_sandbox(sandbox)
         .with_protected(protected);
-    crate::tools::build_with(&refs, Arc::new(ctx))
+    crate::tools::build_with(&refs, Arc::new(ctx)).map_err(|e| e.to_string())
 }
 
 /// Start the MCP servers in the background (none with `--no-tools`). As each becomes ready
@@ -528,6 +533,10 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
 }
 
 /// Build everything and start the host.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the start-up sequence in order; its steps move out as the facade and protocol rework land"
+)]
 pub async fn start(options: Options) -> Result<Started, StartError> {
     let agent_dir = options.agent_dir();
     let (config, mut catalog, mut warnings) = load_config(
@@ -543,7 +552,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         &config.tools.env.exclude,
         &config.tools.env.include,
         keys::key_variables(catalog.providers()),
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let (mcp_servers, mcp_warnings) = crate::mcp::config::parse(&config.mcp_servers);
     warnings.extend(mcp_warnings);
@@ -561,7 +571,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
                 .with_env(tool_env.clone())
                 .with_process_namespace(false),
         ),
-    )?
+    )
+    .map_err(|e| e.to_string())?
     .into_iter()
     .next()
     .map(|t| Guarded::wrap(t, secrets.clone()));
@@ -602,7 +613,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
                     )
                 })?;
             }
-            warnings.extend(opened.warnings.iter().map(|w| w.to_string()));
+            warnings.extend(opened.warnings.iter().map(ToString::to_string));
             Some(opened)
         }
         None => None,
@@ -669,7 +680,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     if let Some(secs) = config.response_timeout_secs {
         providers = providers.with_response_timeout(Duration::from_secs(secs.max(1)));
     }
-    let gate = approval::gate(
+    let gate = approval_gate::gate(
         options.approval.as_deref(),
         &config,
         Arc::new(ToolContext::new(options.cwd.clone())),

@@ -9,13 +9,13 @@ use serde_json::Value;
 use crate::agent::protocol::tool::ToolError;
 
 /// A view of one call's argument object.
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     tool: &'static str,
     value: &'a Value,
 }
 
 impl<'a> Args<'a> {
-    pub fn new(tool: &'static str, value: &'a Value) -> Result<Self, ToolError> {
+    pub(crate) fn new(tool: &'static str, value: &'a Value) -> Result<Self, ToolError> {
         if !value.is_object() {
             return Err(ToolError::new(format!(
                 "{tool}: the arguments must be a JSON object, got {}.",
@@ -26,11 +26,11 @@ impl<'a> Args<'a> {
     }
 
     /// The value of `key`, treating `null` as absent.
-    pub fn get(&self, key: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
         self.value.get(key).filter(|v| !v.is_null())
     }
 
-    pub fn required_str(&self, key: &str) -> Result<&'a str, ToolError> {
+    pub(crate) fn required_str(&self, key: &str) -> Result<&'a str, ToolError> {
         match self.get(key) {
             Some(Value::String(s)) => Ok(s),
             Some(other) => Err(self.wrong(key, "a string", other)),
@@ -41,7 +41,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolError> {
+    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolError> {
         match self.get(key) {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(other) => Err(self.wrong(key, "a string", other)),
@@ -49,7 +49,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, ToolError> {
+    pub(crate) fn opt_bool(&self, key: &str) -> Result<Option<bool>, ToolError> {
         match self.get(key) {
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(other) => Err(self.wrong(key, "true or false", other)),
@@ -58,7 +58,7 @@ impl<'a> Args<'a> {
     }
 
     /// A whole number `>= min`.
-    pub fn opt_count(&self, key: &str, min: u64) -> Result<Option<u64>, ToolError> {
+    pub(crate) fn opt_count(&self, key: &str, min: u64) -> Result<Option<u64>, ToolError> {
         let Some(v) = self.get(key) else {
             return Ok(None);
         };
@@ -80,14 +80,14 @@ impl<'a> Args<'a> {
     }
 
     /// A result limit: a whole number `>= 1`, `default` when absent.
-    pub fn limit(&self, key: &str, default: usize) -> Result<usize, ToolError> {
+    pub(crate) fn limit(&self, key: &str, default: usize) -> Result<usize, ToolError> {
         Ok(self
             .opt_count(key, 1)?
             .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX)))
     }
 
     /// A finite number `> 0`.
-    pub fn opt_positive(&self, key: &str) -> Result<Option<f64>, ToolError> {
+    pub(crate) fn opt_positive(&self, key: &str) -> Result<Option<f64>, ToolError> {
         let Some(v) = self.get(key) else {
             return Ok(None);
         };

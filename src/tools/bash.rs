@@ -54,9 +54,9 @@ use crate::agent::protocol::tool::{
 };
 
 /// After the shell exits, stop waiting for the pipe once it has been quiet this long.
-pub const DRAIN_IDLE: Duration = Duration::from_millis(100);
+pub(crate) const DRAIN_IDLE: Duration = Duration::from_millis(100);
 /// After the shell exits, stop reading the pipe after this long in any case.
-pub const DRAIN_CAP: Duration = Duration::from_secs(2);
+pub(crate) const DRAIN_CAP: Duration = Duration::from_secs(2);
 /// How often liveness is checked while a stopped command winds down.
 const POLL: Duration = Duration::from_millis(20);
 /// After SIGKILL, how long to wait for the pipe to close before giving up on it.
@@ -75,14 +75,14 @@ fn description(limits: &ToolLimits) -> String {
     )
 }
 
-pub struct BashTool {
+pub(crate) struct BashTool {
     ctx: Arc<ToolContext>,
     description: String,
     schema: Value,
 }
 
 impl BashTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let mut description = description(ctx.limits());
         if let Some(note) = ctx.sandbox().command_note() {
             description.push(' ');
@@ -153,22 +153,13 @@ struct Finished {
     background_holds_output: bool,
 }
 
-async fn run_command(
+/// Start `bash -c command` in `cwd`, in its own process group, with the session's
+/// environment and sandbox, stdout and stderr into one pipe; the child and the pipe's read end.
+fn spawn_bash(
     ctx: &ToolContext,
     command: &str,
-    timeout: Option<f64>,
-    call: &ToolInvocation,
-) -> Result<ToolOutput, ToolError> {
-    if call.cancel.is_cancelled() {
-        return Err(ToolError::new("Aborted before the command started."));
-    }
-    let cwd = ctx.cwd();
-    if !cwd.is_dir() {
-        return Err(ToolError::new(format!(
-            "The working directory {} does not exist, so the command cannot run.",
-            cwd.display()
-        )));
-    }
+    cwd: &std::path::Path,
+) -> Result<(tokio::process::Child, std::io::PipeReader), ToolError> {
     // Refused here when the sandbox is asked for but cannot be enforced (and may not be
     // skipped); otherwise the restrictions the child will apply to itself, or none.
     let jail = ctx.sandbox().confine(cwd)?;
@@ -179,7 +170,7 @@ async fn run_command(
     let writer_err = writer
         .try_clone()
         .map_err(|e| ToolError::new(format!("Cannot create a pipe: {e}")))?;
-    let mut child = {
+    let child = {
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg("-c")
             .arg(command)
@@ -204,6 +195,61 @@ async fn run_command(
             ToolError::new(format!("Cannot start bash{under}: {e}"))
         })?
     };
+    Ok((child, reader))
+}
+
+/// Read and discard what is left in the pipe until its last writer lets go.
+fn drain_in_background(mut pipe: tokio::net::unix::pipe::Receiver) {
+    tokio::spawn(async move {
+        let mut sink = vec![0u8; 8192];
+        while let Ok(n) = pipe.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+}
+
+/// Whether to stop reading once the shell exited (at `exit`): the output ended or went quiet
+/// (a background job may hold the pipe: it is not waited on for long); after a stop, only
+/// once the whole group is gone, or was killed and given a moment.
+fn output_done(
+    now: Instant,
+    exit: Instant,
+    last_data: Instant,
+    eof: bool,
+    stopped: bool,
+    killed_at: Option<Instant>,
+    group: Option<ProcessGroup>,
+) -> bool {
+    let quiet = now.duration_since(last_data.max(exit));
+    let drained = eof || quiet >= DRAIN_IDLE;
+    if !stopped {
+        return drained || now.duration_since(exit) >= DRAIN_CAP;
+    }
+    match killed_at {
+        Some(k) => eof || now.duration_since(k) >= AFTER_KILL_CAP,
+        None => drained && group.is_none_or(|g| !g.alive()),
+    }
+}
+
+async fn run_command(
+    ctx: &ToolContext,
+    command: &str,
+    timeout: Option<f64>,
+    call: &ToolInvocation,
+) -> Result<ToolOutput, ToolError> {
+    if call.cancel.is_cancelled() {
+        return Err(ToolError::new("Aborted before the command started."));
+    }
+    let cwd = ctx.cwd();
+    if !cwd.is_dir() {
+        return Err(ToolError::new(format!(
+            "The working directory {} does not exist, so the command cannot run.",
+            cwd.display()
+        )));
+    }
+    let (mut child, reader) = spawn_bash(ctx, command, cwd)?;
     let group = child.id().and_then(ProcessGroup::led_by);
     let guard = GroupGuard::new(group);
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
@@ -229,21 +275,10 @@ async fn run_command(
 
     loop {
         let now = Instant::now();
-        if let Some(exit) = exited_at {
-            let quiet = now.duration_since(last_data.max(exit));
-            let drained = eof || quiet >= DRAIN_IDLE;
-            let done = match stop {
-                // A background job may hold the pipe: do not wait on it for long.
-                None => drained || now.duration_since(exit) >= DRAIN_CAP,
-                // Stopped: the whole group has to be gone first (or killed and given a moment).
-                Some(_) => match killed_at {
-                    Some(k) => eof || now.duration_since(k) >= AFTER_KILL_CAP,
-                    None => drained && group.is_none_or(|g| !g.alive()),
-                },
-            };
-            if done {
-                break;
-            }
+        if let Some(exit) = exited_at
+            && output_done(now, exit, last_data, eof, stop.is_some(), killed_at, group)
+        {
+            break;
         }
         tokio::select! {
             biased;
@@ -322,14 +357,7 @@ async fn run_command(
     // background server does not die of SIGPIPE the next time it logs a line.
     let background_holds_output = !eof;
     if background_holds_output {
-        tokio::spawn(async move {
-            let mut sink = vec![0u8; 8192];
-            while let Ok(n) = pipe.read(&mut sink).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        });
+        drain_in_background(pipe);
     }
     let finished = Finished {
         status,
@@ -478,7 +506,7 @@ enum Spill {
 
 /// Keeps the tail of a command's output in bounded memory and spills the whole of it to a file
 /// once it outgrows the result limits.
-pub struct OutputCollector {
+pub(crate) struct OutputCollector {
     /// The most recent bytes (everything, until the spill starts). Starts at a line start unless
     /// `partial_start`.
     buf: Vec<u8>,
@@ -491,7 +519,7 @@ pub struct OutputCollector {
 }
 
 /// The collector's view at one moment.
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub truncation: Truncation,
     pub total_bytes: u64,
     pub total_lines: u64,
@@ -507,12 +535,12 @@ impl Default for OutputCollector {
 
 impl OutputCollector {
     /// A collector with the default limits.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_limits(ToolLimits::default())
     }
 
     /// A collector cutting at `limits.max_lines` / `limits.max_bytes`.
-    pub fn with_limits(limits: ToolLimits) -> Self {
+    pub(crate) fn with_limits(limits: ToolLimits) -> Self {
         OutputCollector {
             buf: Vec::new(),
             partial_start: false,
@@ -534,7 +562,7 @@ impl OutputCollector {
         self.limits.max_bytes.saturating_mul(4)
     }
 
-    pub fn push(&mut self, chunk: &[u8]) {
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
         if chunk.is_empty() {
             return;
         }
@@ -580,14 +608,14 @@ impl OutputCollector {
         self.buf.drain(..cut);
     }
 
-    pub fn total_lines(&self) -> u64 {
+    pub(crate) fn total_lines(&self) -> u64 {
         match self.last_byte {
             None | Some(b'\n') => self.newlines,
             Some(_) => self.newlines + 1,
         }
     }
 
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let text = String::from_utf8_lossy(&self.buf);
         let mut truncation = truncate_tail(&text, self.limits.max_lines, self.limits.max_bytes);
         // The buffer holds the end of the output; totals cover all of it.
@@ -611,7 +639,7 @@ impl OutputCollector {
     }
 
     /// Flush the spill file and take the final view.
-    pub fn finish(mut self) -> Snapshot {
+    pub(crate) fn finish(mut self) -> Snapshot {
         if let Spill::Active { file, .. } = &mut self.spill
             && let Err(e) = file.flush()
         {

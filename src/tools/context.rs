@@ -27,9 +27,9 @@ use crate::agent::protocol::panic::contain_sync;
 use crate::agent::protocol::tool::ToolError;
 
 /// How long a killed command's process group gets between SIGTERM and SIGKILL.
-pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 /// The least time between two progress updates of a running command.
-pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The environment the tools of one session run in.
 #[derive(Debug)]
@@ -73,13 +73,13 @@ impl ToolContext {
     }
 
     /// Run commands with these variables (see [`super::env::EnvPolicy`]).
-    pub fn with_env(mut self, env: Vec<(OsString, OsString)>) -> Self {
+    pub(crate) fn with_env(mut self, env: Vec<(OsString, OsString)>) -> Self {
         self.env = env;
         self
     }
 
     /// The environment commands run with.
-    pub fn env(&self) -> &[(OsString, OsString)] {
+    pub(crate) fn env(&self) -> &[(OsString, OsString)] {
         &self.env
     }
 
@@ -90,23 +90,23 @@ impl ToolContext {
     }
 
     /// Refuse to show these files to the model (pi's `auth.json`, config files with keys).
-    pub fn with_protected(mut self, files: Vec<PathBuf>) -> Self {
+    pub(crate) fn with_protected(mut self, files: Vec<PathBuf>) -> Self {
         self.protected = Arc::new(ProtectedFiles::new(files));
         self
     }
 
     /// pi's own key files (for walks to skip).
-    pub fn protected(&self) -> &Arc<ProtectedFiles> {
+    pub(crate) fn protected(&self) -> &Arc<ProtectedFiles> {
         &self.protected
     }
 
     /// Whether `path` is one of pi's own key files.
-    pub fn is_protected(&self, path: &Path) -> bool {
+    pub(crate) fn is_protected(&self, path: &Path) -> bool {
         self.protected.contains(path)
     }
 
     /// An error for a read of one of pi's own key files.
-    pub fn refuse_protected(&self, tool: &str, path: &Path) -> Result<(), ToolError> {
+    pub(crate) fn refuse_protected(&self, tool: &str, path: &Path) -> Result<(), ToolError> {
         if !self.is_protected(path) {
             return Ok(());
         }
@@ -124,12 +124,12 @@ impl ToolContext {
         self
     }
 
-    pub fn contains_processes(&self) -> bool {
+    pub(crate) fn contains_processes(&self) -> bool {
         self.contain_processes
     }
 
     /// The sandbox the tools keep to.
-    pub fn sandbox(&self) -> &Arc<Sandbox> {
+    pub(crate) fn sandbox(&self) -> &Arc<Sandbox> {
         &self.sandbox
     }
 
@@ -146,30 +146,30 @@ impl ToolContext {
     }
 
     /// Change the output limits (from config).
-    pub fn with_limits(mut self, limits: ToolLimits) -> Self {
+    pub(crate) fn with_limits(mut self, limits: ToolLimits) -> Self {
         self.limits = limits;
         self
     }
 
     /// The output limits every tool of this session works with.
-    pub fn limits(&self) -> &ToolLimits {
+    pub(crate) fn limits(&self) -> &ToolLimits {
         &self.limits
     }
 
-    pub fn cwd(&self) -> &Path {
+    pub(crate) fn cwd(&self) -> &Path {
         &self.cwd
     }
 
-    pub fn kill_grace(&self) -> Duration {
+    pub(crate) fn kill_grace(&self) -> Duration {
         self.kill_grace
     }
 
-    pub fn progress_interval(&self) -> Duration {
+    pub(crate) fn progress_interval(&self) -> Duration {
         self.progress_interval
     }
 
     /// The absolute path the model meant by `raw`.
-    pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+    pub(crate) fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
         let cleaned = clean_model_path(raw);
         if cleaned.is_empty() {
             return Err(ToolError::new("The path is empty."));
@@ -185,7 +185,7 @@ impl ToolContext {
 
     /// [`resolve`](Self::resolve), then, if nothing exists there, the first macOS spelling
     /// variant that does. Returns the path as resolved when no variant exists either.
-    pub fn resolve_existing(&self, raw: &str) -> Result<PathBuf, ToolError> {
+    pub(crate) fn resolve_existing(&self, raw: &str) -> Result<PathBuf, ToolError> {
         let path = self.resolve(raw)?;
         if path.symlink_metadata().is_ok() {
             return Ok(path);
@@ -201,7 +201,7 @@ impl ToolContext {
     }
 
     /// How a path is shown to the model: relative to the working directory when under it.
-    pub fn display(&self, path: &Path) -> String {
+    pub(crate) fn display(&self, path: &Path) -> String {
         match path.strip_prefix(&self.cwd) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
             Ok(rel) => rel.to_string_lossy().into_owned(),
@@ -211,7 +211,7 @@ impl ToolContext {
 
     /// Wait for the lock that serialises writes to the file `path` points at (through
     /// symlinks); give up on `cancel`.
-    pub async fn lock_file(
+    pub(crate) async fn lock_file(
         &self,
         path: &Path,
         cancel: &CancellationToken,
@@ -237,7 +237,7 @@ impl ToolContext {
 /// pi's own files holding keys: known by path, through symlinks, and as other hard links to
 /// the same file.
 #[derive(Debug, Default)]
-pub struct ProtectedFiles {
+pub(crate) struct ProtectedFiles {
     paths: Vec<PathBuf>,
     /// Their (device, inode) pairs.
     ids: Vec<(u64, u64)>,
@@ -246,23 +246,23 @@ pub struct ProtectedFiles {
 }
 
 impl ProtectedFiles {
-    pub fn new(paths: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(paths: Vec<PathBuf>) -> Self {
         ProtectedFiles {
             ids: paths.iter().filter_map(|f| file_id(f)).collect(),
             names: paths
                 .iter()
-                .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+                .filter_map(|p| p.file_name().map(std::ffi::OsStr::to_os_string))
                 .collect(),
             paths,
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.paths.is_empty()
     }
 
     /// Whether `path` names one of the files.
-    pub fn contains(&self, path: &Path) -> bool {
+    pub(crate) fn contains(&self, path: &Path) -> bool {
         if self.paths.is_empty() {
             return false;
         }
@@ -275,7 +275,7 @@ impl ProtectedFiles {
 
     /// [`contains`](Self::contains) for a walk: the costly checks only for entries that are
     /// files of a protected name or have other hard links.
-    pub fn skips(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> bool {
+    pub(crate) fn skips(&self, path: &Path, meta: Option<&std::fs::Metadata>) -> bool {
         if self.paths.is_empty() {
             return false;
         }
@@ -420,7 +420,7 @@ where
 }
 
 /// What an aborted tool (other than bash) answers.
-pub const ABORTED_TEXT: &str = "Aborted before the tool finished.";
+pub(crate) const ABORTED_TEXT: &str = "Aborted before the tool finished.";
 
 #[cfg(test)]
 mod tests {

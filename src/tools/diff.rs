@@ -15,13 +15,13 @@ use std::time::Duration;
 use similar::{ChangeTag, DiffTag, TextDiff};
 
 /// Lines of unchanged context around each change.
-pub const CONTEXT_LINES: usize = 4;
+pub(crate) const CONTEXT_LINES: usize = 4;
 /// Time budget of the line diff.
 const DIFF_BUDGET: Duration = Duration::from_millis(500);
 
 /// A numbered diff and the first changed line (1-based, in the new text).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NumberedDiff {
+pub(crate) struct NumberedDiff {
     pub text: String,
     pub first_changed_line: Option<usize>,
 }
@@ -33,7 +33,7 @@ fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, str> {
 }
 
 /// Render the changes between `old` and `new` with line numbers.
-pub fn numbered_diff(old: &str, new: &str) -> NumberedDiff {
+pub(crate) fn numbered_diff(old: &str, new: &str) -> NumberedDiff {
     let diff = line_diff(old, new);
     let width = (old.lines().count().max(new.lines().count()).max(1))
         .to_string()
@@ -71,7 +71,7 @@ pub fn numbered_diff(old: &str, new: &str) -> NumberedDiff {
 }
 
 /// A standard unified diff of `old` → `new`, labelled with `path`.
-pub fn unified_patch(old: &str, new: &str, path: &str) -> String {
+pub(crate) fn unified_patch(old: &str, new: &str, path: &str) -> String {
     line_diff(old, new)
         .unified_diff()
         .context_radius(CONTEXT_LINES)

@@ -31,7 +31,7 @@ use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvoca
 
 const BOM: &str = "\u{FEFF}";
 /// Largest file `edit` takes on (it holds the file and its new version in memory).
-pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 
 const DESCRIPTION: &str = "Change a file by replacing exact text. Each `oldText` in `edits` must \
 appear exactly once in the file as it is now (copy it with its indentation and line breaks) and \
@@ -39,13 +39,13 @@ the edits must not overlap; all of them are matched against the original file an
 together, or none is. Keep each `oldText` as short as it can be while still unique. To create a \
 file or rewrite all of it, use `write`.";
 
-pub struct EditTool {
+pub(crate) struct EditTool {
     ctx: Arc<ToolContext>,
     schema: Value,
 }
 
 impl EditTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let pair = json!({
             "type": "object",
             "properties": {
@@ -144,7 +144,7 @@ impl AgentTool for EditTool {
 
 /// One requested replacement.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Edit {
+pub(crate) struct Edit {
     pub old_text: String,
     pub new_text: String,
 }
@@ -208,7 +208,7 @@ pub(crate) fn parse_edits(args: &Args<'_>) -> Result<Vec<Edit>, ToolError> {
 
 /// The outcome of applying edits to a file's text.
 #[derive(Debug)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// The full new file contents (mark and line endings included).
     pub content: String,
     pub count: usize,
@@ -298,7 +298,7 @@ fn find_unique(hay: &str, needle: &str) -> Found {
 }
 
 /// Apply `edits` to a file's full text (`raw` names it in messages).
-pub fn apply_edits(original: &str, edits: &[Edit], raw: &str) -> Result<Applied, ToolError> {
+pub(crate) fn apply_edits(original: &str, edits: &[Edit], raw: &str) -> Result<Applied, ToolError> {
     let has_bom = original.starts_with(BOM);
     let body = strip_bom(original);
     let crlf = uses_crlf(body);

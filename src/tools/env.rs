@@ -11,8 +11,10 @@ use std::ffi::{OsStr, OsString};
 
 use globset::{Glob, GlobMatcher};
 
+use super::ToolSetupError;
+
 /// Names removed by default.
-pub const DEFAULT_EXCLUDE: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDE: &[&str] = &[
     "*_API_KEY",
     "*_TOKEN",
     "*_SECRET*",
@@ -30,10 +32,13 @@ pub struct EnvPolicy {
     secrets: Vec<String>,
 }
 
-fn matcher(pattern: &str) -> Result<GlobMatcher, String> {
+fn matcher(pattern: &str) -> Result<GlobMatcher, ToolSetupError> {
     Glob::new(&pattern.to_ascii_uppercase())
         .map(|g| g.compile_matcher())
-        .map_err(|e| format!("tools.env: bad pattern `{pattern}`: {e}"))
+        .map_err(|e| ToolSetupError::BadEnvPattern {
+            pattern: pattern.to_string(),
+            reason: e.to_string(),
+        })
 }
 
 impl Default for EnvPolicy {
@@ -53,11 +58,11 @@ impl Default for EnvPolicy {
 impl EnvPolicy {
     /// The default exclusions, `exclude` and `include` from config, and the variables pi reads
     /// keys from.
-    pub fn new(
+    pub(crate) fn new(
         exclude: &[String],
         include: &[String],
         secrets: Vec<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ToolSetupError> {
         let exclude = DEFAULT_EXCLUDE
             .iter()
             .map(|p| matcher(p))
@@ -78,7 +83,7 @@ impl EnvPolicy {
     }
 
     /// Whether a command gets the variable `name`.
-    pub fn allows(&self, name: &OsStr) -> bool {
+    pub(crate) fn allows(&self, name: &OsStr) -> bool {
         let upper = name.to_string_lossy().to_ascii_uppercase();
         if self.include.iter().any(|m| m.is_match(&upper)) {
             return true;
@@ -87,7 +92,7 @@ impl EnvPolicy {
     }
 
     /// The variables of `vars` a command gets.
-    pub fn filter(
+    pub(crate) fn filter(
         &self,
         vars: impl IntoIterator<Item = (OsString, OsString)>,
     ) -> Vec<(OsString, OsString)> {
@@ -96,7 +101,7 @@ impl EnvPolicy {
 
     /// The values of `vars` that are withheld and long enough to be a credential (for masking
     /// anywhere they might still appear).
-    pub fn withheld_values(
+    pub(crate) fn withheld_values(
         &self,
         vars: impl IntoIterator<Item = (OsString, OsString)>,
     ) -> Vec<String> {

@@ -39,23 +39,13 @@ fn description(limits: &ToolLimits) -> String {
 
 /// One entry found.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Found {
+pub(crate) struct Found {
     pub path: PathBuf,
     pub is_dir: bool,
 }
 
-/// Entries under `root` matching `pattern`, sorted; and whether there were more than `limit`.
-pub fn find(
-    root: &Path,
-    pattern: &str,
-    limit: usize,
-    cancel: &CancellationToken,
-) -> Result<(Vec<Found>, bool), ToolError> {
-    find_skipping(root, pattern, limit, cancel, None)
-}
-
 /// [`find`], leaving out pi's own key files.
-pub fn find_skipping(
+pub(crate) fn find_skipping(
     root: &Path,
     pattern: &str,
     limit: usize,
@@ -120,14 +110,14 @@ pub fn find_skipping(
     Ok((found, more))
 }
 
-pub struct FindTool {
+pub(crate) struct FindTool {
     ctx: Arc<ToolContext>,
     description: String,
     schema: Value,
 }
 
 impl FindTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let default_limit = ctx.limits().find_limit;
         FindTool {
             description: description(ctx.limits()),

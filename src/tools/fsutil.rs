@@ -14,7 +14,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// 16 random hex digits (from the standard library's per-process random hash keys).
-pub fn random_hex() -> String {
+pub(crate) fn random_hex() -> String {
     let mut h = std::hash::RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()
@@ -27,7 +27,7 @@ pub fn random_hex() -> String {
 }
 
 /// Where a write to `path` really lands: the final target of a symlink chain, else `path`.
-pub fn write_target(path: &Path) -> PathBuf {
+pub(crate) fn write_target(path: &Path) -> PathBuf {
     let mut current = path.to_path_buf();
     // A loop of links is left for the write itself to report.
     for _ in 0..40 {
@@ -51,7 +51,7 @@ pub fn write_target(path: &Path) -> PathBuf {
 ///
 /// The parent folder must exist. Fails (and leaves the old file alone) when `path` is a folder
 /// or when the old file cannot be opened for writing.
-pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     let target = write_target(path);
     let existing = match fs::metadata(&target) {
         Ok(meta) if meta.is_dir() => {
@@ -113,7 +113,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
 }
 
 /// An I/O error in words a model can act on.
-pub fn describe_io_error(e: &io::Error) -> String {
+pub(crate) fn describe_io_error(e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::PermissionDenied => "permission denied".into(),
         io::ErrorKind::NotADirectory => "a part of the path is a file, not a folder".into(),
@@ -125,7 +125,7 @@ pub fn describe_io_error(e: &io::Error) -> String {
 }
 
 /// An image type recognised from the first bytes of a file.
-pub fn sniff_image(head: &[u8]) -> Option<&'static str> {
+pub(crate) fn sniff_image(head: &[u8]) -> Option<&'static str> {
     if head.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
@@ -140,7 +140,7 @@ pub fn sniff_image(head: &[u8]) -> Option<&'static str> {
 }
 
 /// Binary content, judged like git and ripgrep do: a NUL byte in the sample.
-pub fn looks_binary(sample: &[u8]) -> bool {
+pub(crate) fn looks_binary(sample: &[u8]) -> bool {
     memchr::memchr(0, sample).is_some()
 }
 

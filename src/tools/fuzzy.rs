@@ -21,14 +21,14 @@ use unicode_normalization::UnicodeNormalization;
 use super::context::is_odd_space;
 
 /// Folded text and, for each of its bytes, the offset of the source character it came from.
-pub struct Normalized {
+pub(crate) struct Normalized {
     pub text: String,
     origin: Vec<usize>,
 }
 
 impl Normalized {
     /// The source range (in the string given to [`normalize`]) covering folded `range`.
-    pub fn source_range(&self, source: &str, range: Range<usize>) -> Option<Range<usize>> {
+    pub(crate) fn source_range(&self, source: &str, range: Range<usize>) -> Option<Range<usize>> {
         if range.is_empty() {
             return None;
         }
@@ -40,7 +40,7 @@ impl Normalized {
 }
 
 /// Fold `source`, keeping the byte map.
-pub fn normalize(source: &str) -> Normalized {
+pub(crate) fn normalize(source: &str) -> Normalized {
     let mut folder = Folder::new(source.len(), true);
     for (offset, c) in source.char_indices() {
         fold_char(c, |f| folder.push(f, offset));
@@ -49,7 +49,7 @@ pub fn normalize(source: &str) -> Normalized {
 }
 
 /// Fold `source` without a byte map (for the needle).
-pub fn normalize_plain(source: &str) -> String {
+pub(crate) fn normalize_plain(source: &str) -> String {
     let mut folder = Folder::new(source.len(), false);
     for c in source.chars() {
         fold_char(c, |f| folder.push(f, 0));

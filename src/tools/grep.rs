@@ -87,7 +87,7 @@ pub struct SearchResult {
 }
 
 /// Build the matcher for `opts`, with a message for the model when the pattern is bad.
-pub fn matcher(opts: &GrepOptions) -> Result<RegexMatcher, ToolError> {
+pub(crate) fn matcher(opts: &GrepOptions) -> Result<RegexMatcher, ToolError> {
     RegexMatcherBuilder::new()
         .case_insensitive(opts.ignore_case)
         .fixed_strings(opts.literal)
@@ -111,7 +111,7 @@ pub fn search(
 }
 
 /// [`search`], never looking into pi's own key files.
-pub fn search_skipping(
+pub(crate) fn search_skipping(
     root: &Path,
     opts: &GrepOptions,
     cancel: &CancellationToken,

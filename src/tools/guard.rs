@@ -26,19 +26,22 @@ use crate::agent::protocol::types::ContentBlock;
 use crate::secrets::Secrets;
 
 /// A tool whose output is masked and checked for hidden text.
-pub struct Guarded {
+pub(crate) struct Guarded {
     inner: Arc<dyn AgentTool>,
     secrets: Secrets,
 }
 
 impl Guarded {
-    pub fn wrap(inner: Arc<dyn AgentTool>, secrets: Secrets) -> Arc<dyn AgentTool> {
+    pub(crate) fn wrap(inner: Arc<dyn AgentTool>, secrets: Secrets) -> Arc<dyn AgentTool> {
         Arc::new(Guarded { inner, secrets })
     }
 }
 
 /// Wrap every tool of a set.
-pub fn guard_all(tools: Vec<Arc<dyn AgentTool>>, secrets: &Secrets) -> Vec<Arc<dyn AgentTool>> {
+pub(crate) fn guard_all(
+    tools: Vec<Arc<dyn AgentTool>>,
+    secrets: &Secrets,
+) -> Vec<Arc<dyn AgentTool>> {
     tools
         .into_iter()
         .map(|t| Guarded::wrap(t, secrets.clone()))
@@ -46,12 +49,12 @@ pub fn guard_all(tools: Vec<Arc<dyn AgentTool>>, secrets: &Secrets) -> Vec<Arc<d
 }
 
 /// Whether `c` is a Unicode tag character.
-pub fn is_tag_char(c: char) -> bool {
+pub(crate) fn is_tag_char(c: char) -> bool {
     ('\u{E0000}'..='\u{E007F}').contains(&c)
 }
 
 /// The note added to a result whose text holds `count` tag characters.
-pub fn hidden_text_notice(count: usize) -> String {
+pub(crate) fn hidden_text_notice(count: usize) -> String {
     format!(
         "[pi: this output contains {count} invisible Unicode tag character{} \
          (U+E0000–U+E007F). Text written with them cannot be seen by the person on screen; \

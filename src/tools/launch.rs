@@ -55,7 +55,7 @@ enum Tree {
 
 /// A prepared launch: the child's whole part, ready to hand to `pre_exec`.
 #[derive(Debug)]
-pub struct Launch {
+pub(crate) struct Launch {
     parent: libc::pid_t,
     tree: Tree,
     jail: Option<Jail>,
@@ -65,7 +65,7 @@ impl Launch {
     /// The launch for one command. `jail`: the sandbox's prepared restrictions (`None`:
     /// unconfined); `contain`: use a PID namespace where possible (false for the user's own
     /// commands).
-    pub fn prepare(jail: Option<Jail>, contain: bool) -> Launch {
+    pub(crate) fn prepare(jail: Option<Jail>, contain: bool) -> Launch {
         let tree = match &jail {
             Some(j) if j.namespaces.is_some() => Tree::Namespaces,
             _ if contain => Tree::TryPidNamespace,
@@ -80,12 +80,12 @@ impl Launch {
     }
 
     /// Whether the command runs under sandbox restrictions.
-    pub fn confined(&self) -> bool {
+    pub(crate) fn confined(&self) -> bool {
         self.jail.is_some()
     }
 
     /// Have `cmd`'s child do its part before the exec.
-    pub fn apply_to(mut self, cmd: &mut tokio::process::Command) {
+    pub(crate) fn apply_to(mut self, cmd: &mut tokio::process::Command) {
         // SAFETY: `in_child` makes system calls only (no allocation, no locks): see the
         // module notes.
         unsafe {

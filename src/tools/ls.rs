@@ -28,7 +28,7 @@ fn description(limits: &ToolLimits) -> String {
 }
 
 /// The names in `dir`, sorted, folders with a trailing `/`.
-pub fn list(dir: &Path, cancel: &CancellationToken) -> std::io::Result<Vec<String>> {
+pub(crate) fn list(dir: &Path, cancel: &CancellationToken) -> std::io::Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         if cancel.is_cancelled() {
@@ -47,14 +47,14 @@ pub fn list(dir: &Path, cancel: &CancellationToken) -> std::io::Result<Vec<Strin
     Ok(names)
 }
 
-pub struct LsTool {
+pub(crate) struct LsTool {
     ctx: Arc<ToolContext>,
     description: String,
     schema: Value,
 }
 
 impl LsTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let default_limit = ctx.limits().ls_limit;
         LsTool {
             description: description(ctx.limits()),

@@ -26,28 +26,30 @@ use std::sync::Arc;
 
 use crate::agent::protocol::tool::AgentTool;
 
-pub mod args;
-pub mod bash;
+pub(crate) mod args;
+pub(crate) mod bash;
 pub mod context;
-pub mod diff;
-pub mod edit;
-pub mod env;
-pub mod find;
-pub mod fsutil;
-pub mod fuzzy;
+pub(crate) mod diff;
+pub(crate) mod edit;
+pub(crate) mod env;
+pub(crate) mod error;
+pub(crate) mod find;
+pub(crate) mod fsutil;
+pub(crate) mod fuzzy;
 pub mod grep;
-pub mod guard;
-pub mod launch;
-pub mod ls;
-pub mod preview;
-pub mod process;
-pub mod read;
+pub(crate) mod guard;
+pub(crate) mod launch;
+pub(crate) mod ls;
+pub(crate) mod preview;
+pub(crate) mod process;
+pub(crate) mod read;
 pub mod sandbox;
 pub mod truncate;
-pub mod walk;
-pub mod write;
+pub(crate) mod walk;
+pub(crate) mod write;
 
 pub use context::ToolContext;
+pub(crate) use error::ToolSetupError;
 pub use truncate::ToolLimits;
 
 /// The tools a session gets when none are named.
@@ -57,7 +59,10 @@ pub const DEFAULT_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
 pub const ALL_TOOLS: &[&str] = &["read", "bash", "edit", "write", "grep", "find", "ls"];
 
 /// The tools named in `names`, in that order (duplicates dropped), working in `cwd`.
-pub fn build(names: &[&str], cwd: impl Into<PathBuf>) -> Result<Vec<Arc<dyn AgentTool>>, String> {
+pub fn build(
+    names: &[&str],
+    cwd: impl Into<PathBuf>,
+) -> Result<Vec<Arc<dyn AgentTool>>, ToolSetupError> {
     build_with(names, Arc::new(ToolContext::new(cwd)))
 }
 
@@ -66,7 +71,7 @@ pub fn build_with_limits(
     names: &[&str],
     cwd: impl Into<PathBuf>,
     limits: ToolLimits,
-) -> Result<Vec<Arc<dyn AgentTool>>, String> {
+) -> Result<Vec<Arc<dyn AgentTool>>, ToolSetupError> {
     build_with(names, Arc::new(ToolContext::new(cwd).with_limits(limits)))
 }
 
@@ -74,7 +79,7 @@ pub fn build_with_limits(
 pub fn build_with(
     names: &[&str],
     ctx: Arc<ToolContext>,
-) -> Result<Vec<Arc<dyn AgentTool>>, String> {
+) -> Result<Vec<Arc<dyn AgentTool>>, ToolSetupError> {
     let mut tools: Vec<Arc<dyn AgentTool>> = Vec::with_capacity(names.len());
     let mut seen: Vec<&str> = Vec::new();
     for &raw in names {
@@ -92,12 +97,7 @@ pub fn build_with(
             "grep" => Arc::new(grep::GrepTool::new(ctx)),
             "find" => Arc::new(find::FindTool::new(ctx)),
             "ls" => Arc::new(ls::LsTool::new(ctx)),
-            other => {
-                return Err(format!(
-                    "Unknown tool \"{other}\". Available tools: {}.",
-                    ALL_TOOLS.join(", ")
-                ));
-            }
+            other => return Err(ToolSetupError::UnknownTool(other.to_string())),
         };
         tools.push(tool);
     }
@@ -105,7 +105,7 @@ pub fn build_with(
 }
 
 /// Split a `--tools` value (`read,grep, ls`) into names, checking each one.
-pub fn parse_tool_list(list: &str) -> Result<Vec<String>, String> {
+pub(crate) fn parse_tool_list(list: &str) -> Result<Vec<String>, ToolSetupError> {
     let names: Vec<String> = list
         .split(',')
         .map(str::trim)
@@ -113,10 +113,7 @@ pub fn parse_tool_list(list: &str) -> Result<Vec<String>, String> {
         .map(str::to_string)
         .collect();
     if let Some(bad) = names.iter().find(|n| !ALL_TOOLS.contains(&n.as_str())) {
-        return Err(format!(
-            "Unknown tool \"{bad}\". Available tools: {}.",
-            ALL_TOOLS.join(", ")
-        ));
+        return Err(ToolSetupError::UnknownTool(bad.clone()));
     }
     Ok(names)
 }
@@ -138,7 +135,10 @@ mod tests {
 
     #[test]
     fn unknown_names_are_refused_clearly() {
-        let err = build(&["read", "browse"], "/tmp").err().unwrap();
+        let err = build(&["read", "browse"], "/tmp")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("\"browse\""), "{err}");
         assert!(
             err.contains("read, bash, edit, write, grep, find, ls"),

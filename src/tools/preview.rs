@@ -15,7 +15,7 @@ const MAX_PREVIEW_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The diff `tool` (`edit` or `write`) would apply with `args`; `None` for other tools.
 /// Blocking: it reads the file.
-pub fn change_preview(ctx: &ToolContext, tool: &str, args: &Value) -> Option<String> {
+pub(crate) fn change_preview(ctx: &ToolContext, tool: &str, args: &Value) -> Option<String> {
     let result = match tool {
         "edit" => edit_preview(ctx, args),
         "write" => write_preview(ctx, args),

@@ -13,7 +13,7 @@ use std::io;
 
 /// The signals this module sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     Term,
     Kill,
 }
@@ -29,24 +29,20 @@ impl Signal {
 
 /// A process group, named by its id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProcessGroup {
+pub(crate) struct ProcessGroup {
     pgid: libc::pid_t,
 }
 
 impl ProcessGroup {
     /// The group led by `pid` (a child spawned with `process_group(0)`). `None` for ids that
     /// cannot name a group (0, 1, or out of range), so a bad id never signals init or ourselves.
-    pub fn led_by(pid: u32) -> Option<Self> {
+    pub(crate) fn led_by(pid: u32) -> Option<Self> {
         let pgid = libc::pid_t::try_from(pid).ok()?;
         (pgid > 1).then_some(ProcessGroup { pgid })
     }
 
-    pub fn id(self) -> i32 {
-        self.pgid
-    }
-
     /// Send `signal` to every member. Returns false when the group no longer exists.
-    pub fn signal(self, signal: Signal) -> bool {
+    pub(crate) fn signal(self, signal: Signal) -> bool {
         // SAFETY: killpg takes plain integers; `pgid` is > 1 by construction.
         unsafe { libc::killpg(self.pgid, signal.raw()) == 0 }
     }
@@ -54,7 +50,7 @@ impl ProcessGroup {
     /// Whether any member is still running. A member that has exited but is not yet reaped
     /// (a zombie) does not count: once its parent died it waits for init to collect it, which
     /// some containers' init does only every second or two.
-    pub fn alive(self) -> bool {
+    pub(crate) fn alive(self) -> bool {
         // SAFETY: signal 0 only checks that the group exists and may be signalled.
         let rc = unsafe { libc::killpg(self.pgid, 0) };
         let exists = rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
@@ -102,18 +98,13 @@ fn state_and_group(stat: &str) -> Option<(char, libc::pid_t)> {
 }
 
 /// Kills the group with SIGKILL when dropped while armed.
-pub struct GroupGuard {
+pub(crate) struct GroupGuard {
     group: Option<ProcessGroup>,
 }
 
 impl GroupGuard {
-    pub fn new(group: Option<ProcessGroup>) -> Self {
+    pub(crate) fn new(group: Option<ProcessGroup>) -> Self {
         GroupGuard { group }
-    }
-
-    /// Leave the group alone from now on.
-    pub fn disarm(&mut self) {
-        self.group = None;
     }
 }
 

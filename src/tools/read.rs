@@ -37,7 +37,7 @@ use crate::agent::protocol::types::{ContentBlock, ImageContent};
 /// How many leading bytes are sniffed for image signatures and NUL bytes.
 const SNIFF_BYTES: usize = 8192;
 /// Largest image sent (raw bytes). Its base64 form stays within the 5 MB most providers take.
-pub const MAX_IMAGE_BYTES: u64 = 3_750_000;
+pub(crate) const MAX_IMAGE_BYTES: u64 = 3_750_000;
 
 fn description(limits: &ToolLimits) -> String {
     format!(
@@ -52,14 +52,14 @@ fn description(limits: &ToolLimits) -> String {
     )
 }
 
-pub struct ReadTool {
+pub(crate) struct ReadTool {
     ctx: Arc<ToolContext>,
     description: String,
     schema: Value,
 }
 
 impl ReadTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         ReadTool {
             description: description(ctx.limits()),
             ctx,

@@ -17,17 +17,17 @@
 use std::borrow::Cow;
 
 /// Most lines a tool returns.
-pub const MAX_LINES: usize = 2000;
+pub(crate) const MAX_LINES: usize = 2000;
 /// Most bytes a tool returns (50 KB).
-pub const MAX_BYTES: usize = 50 * 1024;
+pub(crate) const MAX_BYTES: usize = 50 * 1024;
 /// Longest line `grep` shows, in characters.
 pub const GREP_MAX_LINE_CHARS: usize = 500;
 /// Matches `grep` returns when the call gives no `limit`.
-pub const GREP_LIMIT: usize = 100;
+pub(crate) const GREP_LIMIT: usize = 100;
 /// Paths `find` returns when the call gives no `limit`.
-pub const FIND_LIMIT: usize = 1000;
+pub(crate) const FIND_LIMIT: usize = 1000;
 /// Entries `ls` returns when the call gives no `limit`.
-pub const LS_LIMIT: usize = 500;
+pub(crate) const LS_LIMIT: usize = 500;
 
 /// The numbers the tools work with. [`Default`] gives the constants above and the per-tool
 /// result counts (`grep` 100, `find` 1000, `ls` 500).
@@ -62,7 +62,7 @@ impl Default for ToolLimits {
 
 /// A byte limit as people write it: `50 KB` for a whole number of KB (or MB), else
 /// [`format_size`].
-pub fn limit_size(bytes: usize) -> String {
+pub(crate) fn limit_size(bytes: usize) -> String {
     const KB: usize = 1024;
     if bytes >= KB * KB && bytes.is_multiple_of(KB * KB) {
         format!("{} MB", bytes / (KB * KB))
@@ -75,13 +75,13 @@ pub fn limit_size(bytes: usize) -> String {
 
 /// Which limit a cut hit first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
+pub(crate) enum Limit {
     Lines,
     Bytes,
 }
 
 impl Limit {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Limit::Lines => "lines",
             Limit::Bytes => "bytes",
@@ -91,7 +91,7 @@ impl Limit {
 
 /// The result of a cut, with what the caller needs to write a notice.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Truncation {
+pub(crate) struct Truncation {
     pub content: String,
     /// The limit that cut the text, `None` when all of it fits.
     pub truncated_by: Option<Limit>,
@@ -106,12 +106,12 @@ pub struct Truncation {
 }
 
 impl Truncation {
-    pub fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.truncated_by.is_some()
     }
 
     /// A JSON summary for a result's `details`.
-    pub fn to_details(&self) -> serde_json::Value {
+    pub(crate) fn to_details(&self) -> serde_json::Value {
         serde_json::json!({
             "truncated": self.truncated(),
             "truncatedBy": self.truncated_by.map(Limit::as_str),
@@ -126,7 +126,7 @@ impl Truncation {
 }
 
 /// Lines of `text`: a trailing newline does not start another line.
-pub fn count_lines(text: &str) -> usize {
+pub(crate) fn count_lines(text: &str) -> usize {
     let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     if text.is_empty() || text.ends_with('\n') {
         newlines
@@ -143,7 +143,7 @@ fn lines(text: &str) -> impl DoubleEndedIterator<Item = &str> {
 }
 
 /// Keep the first lines of `text` within both limits.
-pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
+pub(crate) fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
     let total_lines = count_lines(text);
     let total_bytes = text.len();
     if total_lines <= max_lines && total_bytes <= max_bytes {
@@ -179,7 +179,7 @@ pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncati
 
 /// Keep the last lines of `text` within both limits; a single last line over the byte limit is
 /// kept in part (its end).
-pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
+pub(crate) fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
     let total_lines = count_lines(text);
     let total_bytes = text.len();
     if total_lines <= max_lines && total_bytes <= max_bytes {
@@ -247,7 +247,7 @@ fn whole(text: &str, total_lines: usize) -> Truncation {
 }
 
 /// Append notices to a tool's text: a blank line, then each one in brackets on its own line.
-pub fn append_notices(text: &mut String, notices: &[String]) {
+pub(crate) fn append_notices(text: &mut String, notices: &[String]) {
     if notices.is_empty() {
         return;
     }
@@ -260,7 +260,7 @@ pub fn append_notices(text: &mut String, notices: &[String]) {
 }
 
 /// Cut one line to `max_chars` characters, marking the cut.
-pub fn truncate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
+pub(crate) fn truncate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     // Byte length bounds character count from above: short lines skip the count.
     if line.len() <= max_chars {
         return Cow::Borrowed(line);
@@ -275,7 +275,7 @@ pub fn truncate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
 }
 
 /// A byte count for people: `512 B`, `50.0 KB`, `3.2 MB`.
-pub fn format_size(bytes: u64) -> String {
+pub(crate) fn format_size(bytes: u64) -> String {
     const KB: f64 = 1024.0;
     let b = bytes as f64;
     if bytes < 1024 {

@@ -15,9 +15,9 @@ use ignore::{WalkBuilder, WalkParallel};
 use super::context::ProtectedFiles;
 
 /// Threads for a walk: one per core, at most 12 (as ripgrep).
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     std::thread::available_parallelism()
-        .map(|n| n.get())
+        .map(std::num::NonZeroUsize::get)
         .unwrap_or(2)
         .min(12)
 }
@@ -28,7 +28,7 @@ pub fn parallel(root: &Path, overrides: Option<Override>) -> WalkParallel {
 }
 
 /// [`parallel`], never yielding pi's own key files (`skip`).
-pub fn parallel_skipping(
+pub(crate) fn parallel_skipping(
     root: &Path,
     overrides: Option<Override>,
     skip: Option<Arc<ProtectedFiles>>,

@@ -23,13 +23,13 @@ const DESCRIPTION: &str = "Write `content` to a file, creating it (and any missi
 folders) or replacing everything in it. For changes to part of an existing file use `edit` \
 instead. Relative paths are taken from the working directory.";
 
-pub struct WriteTool {
+pub(crate) struct WriteTool {
     ctx: Arc<ToolContext>,
     schema: Value,
 }
 
 impl WriteTool {
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
+    pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         WriteTool {
             ctx,
             schema: json!({

@@ -162,7 +162,7 @@ impl Editor {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.area.lines().iter().all(|l| l.is_empty())
+        self.area.lines().iter().all(String::is_empty)
     }
 
     pub fn line_count(&self) -> usize {

@@ -271,7 +271,10 @@ impl View {
             };
             if cursor_x + w <= width {
                 let (cx, cy) = (area.x + cursor_x as u16, area.y + y as u16);
-                let under_style = buf.cell((cx, cy)).map(|c| c.style()).unwrap_or_default();
+                let under_style = buf
+                    .cell((cx, cy))
+                    .map(ratatui::buffer::Cell::style)
+                    .unwrap_or_default();
                 buf.set_stringn(cx, cy, text, w, under_style.patch(look.cursor));
             }
         }

@@ -628,7 +628,7 @@ mod tests {
         rig.draw(&[], &["> ", "footer"]);
         let screen = rig.screen_rows();
         assert_eq!(screen[2..4], [">", "footer"]);
-        assert!(screen[4..].iter().all(|r| r.is_empty()), "{screen:?}");
+        assert!(screen[4..].iter().all(String::is_empty), "{screen:?}");
         // Back to the top: the next frame starts there.
         rig.draw(&["done"], &["> ", "footer"]);
         assert_eq!(rig.screen_rows()[2..5], ["done", ">", "footer"]);
@@ -663,7 +663,7 @@ mod tests {
                 "footer: 30"
             ]
         );
-        assert!(screen[6..].iter().all(|r| r.is_empty()), "{screen:?}");
+        assert!(screen[6..].iter().all(String::is_empty), "{screen:?}");
     }
 
     #[test]

@@ -159,6 +159,10 @@ pub fn render(source: &str, width: usize) -> Vec<Line<'static>> {
     render_source(source, width, &mut Memo::default()).lines
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pulldown-cmark event match: each arm is one Markdown construct"
+)]
 fn render_source(source: &str, width: usize, memo: &mut Memo) -> Rendered {
     let source = sanitize(source);
     let palette = theme::current();

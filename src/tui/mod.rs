@@ -133,6 +133,10 @@ pub struct TuiOptions {
 }
 
 /// Run the interactive UI; returns the exit code.
+#[allow(
+    clippy::too_many_lines,
+    reason = "being reworked with the command protocol (issue 29 point 1)"
+)]
 pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     let verbose = options.verbose;
     let env = options.env.clone();

@@ -195,7 +195,7 @@ fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
         .flatten()
         .chain(stacked)
         .chain(approval)
-        .reduce(|a, b| a.union(b))
+        .reduce(ratatui::layout::Rect::union)
 }
 
 /// The `/` completion list, at the bottom of `main`.

@@ -343,7 +343,7 @@ pub async fn collect(
 /// The session id in a session file's name (`<time>_<id>.jsonl`).
 pub fn session_id_of(path: &std::path::Path) -> String {
     let name = path.file_name().unwrap().to_string_lossy();
-    pi::session::paths::id_from_file_name(&name)
+    pi::session::layout::id_from_file_name(&name)
         .unwrap()
         .to_string()
 }

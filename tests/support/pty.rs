@@ -139,7 +139,7 @@ impl Pty {
             let (_, width) = screen.size();
             rows.extend(screen.rows(0, width).map(|r| r.trim_end().to_string()));
         }
-        while rows.last().is_some_and(|r| r.is_empty()) {
+        while rows.last().is_some_and(String::is_empty) {
             rows.pop();
         }
         rows

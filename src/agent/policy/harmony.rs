@@ -423,7 +423,7 @@ fn framing_near(text: &str, lower: &str, marker: &Range<usize>) -> bool {
         lower[start..end].match_indices("cell").any(|(j, _)| {
             let rest = &lower[start + j + 4..end];
             let rest = rest.trim_start_matches(' ');
-            let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
             digits > 0 && rest[digits..].starts_with(':')
         })
     })

@@ -15,24 +15,24 @@ use crate::provider::catalog::Catalog;
 
 /// The API keys found in `auth.json`.
 #[derive(Clone, Debug, Default)]
-pub struct Auth {
+pub(crate) struct Auth {
     keys: BTreeMap<String, String>,
     /// Providers signed in by subscription, which this pi cannot use.
     pub subscriptions: Vec<String>,
 }
 
 /// Where the file lives.
-pub fn path(agent_dir: &Path) -> PathBuf {
+pub(crate) fn path(agent_dir: &Path) -> PathBuf {
     agent_dir.join("auth.json")
 }
 
 /// Read `<agent dir>/auth.json` (absent: no keys).
-pub fn load(agent_dir: Option<&Path>) -> Result<Auth, String> {
+pub(crate) fn load(agent_dir: Option<&Path>) -> Result<Auth, String> {
     let Some(dir) = agent_dir else {
         return Ok(Auth::default());
     };
     let file = path(dir);
-    let Some(value) = super::read_json(&file)? else {
+    let Some(value) = super::read_json(&file).map_err(|e| e.to_string())? else {
         return Ok(Auth::default());
     };
     let Value::Object(entries) = value else {
@@ -58,7 +58,7 @@ pub fn load(agent_dir: Option<&Path>) -> Result<Auth, String> {
 
 impl Auth {
     /// Give each provider in `catalog` its key from the file.
-    pub fn apply_to(&self, catalog: &mut Catalog) {
+    pub(crate) fn apply_to(&self, catalog: &mut Catalog) {
         for (provider, key) in &self.keys {
             if let Some(mut info) = catalog.provider(provider).cloned() {
                 info.auth_key = Some(key.clone());
@@ -68,15 +68,16 @@ impl Auth {
     }
 
     /// Whether the file holds a key for `provider`.
-    pub fn has(&self, provider: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has(&self, provider: &str) -> bool {
         self.keys.contains_key(provider)
     }
 }
 
 /// Add or replace `provider`'s API key in `<agent dir>/auth.json`, keeping everything else.
-pub fn store_key(agent_dir: &Path, provider: &str, key: &str) -> Result<PathBuf, String> {
+pub(crate) fn store_key(agent_dir: &Path, provider: &str, key: &str) -> Result<PathBuf, String> {
     let file = path(agent_dir);
-    let mut entries = match super::read_json(&file)? {
+    let mut entries = match super::read_json(&file).map_err(|e| e.to_string())? {
         Some(Value::Object(o)) => o,
         Some(_) => return Err(format!("{}: expected a JSON object", file.display())),
         None => Map::new(),

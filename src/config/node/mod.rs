@@ -7,34 +7,40 @@
 //! known setting of the wrong type is a warning, and a file that is not JSON at all is an
 //! error naming the file, line and column, as for `config.toml`.
 
-pub mod auth;
-pub mod models;
-pub mod remember;
-pub mod settings;
+pub(crate) mod auth;
+pub(crate) mod models;
+pub(crate) mod remember;
+pub(crate) mod settings;
 
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::error::ConfigError;
+
 /// Read a JSON file; `Ok(None)` when it does not exist.
-pub(crate) fn read_json(file: &Path) -> Result<Option<Value>, String> {
+pub(crate) fn read_json(file: &Path) -> Result<Option<Value>, ConfigError> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: cannot read: {e}", file.display())),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                file: file.to_path_buf(),
+                source,
+            });
+        }
     };
     if text.trim().is_empty() {
         return Ok(Some(Value::Object(Default::default())));
     }
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        format!(
-            "{}:{}:{}: not valid JSON ({})",
-            file.display(),
-            e.line(),
-            e.column(),
-            strip_position(&e.to_string())
-        )
-    })
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| ConfigError::Json {
+            file: file.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        })
 }
 
 /// serde_json's message without its trailing "at line L column C" (the caller names both).
@@ -50,7 +56,7 @@ pub(crate) mod test_dir {
     use std::path::{Path, PathBuf};
 
     /// A fresh temporary folder for one test.
-    pub fn temp(tag: &str) -> PathBuf {
+    pub(crate) fn temp(tag: &str) -> PathBuf {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
         let d = std::env::temp_dir().join(format!(
@@ -63,7 +69,7 @@ pub(crate) mod test_dir {
         d
     }
 
-    pub fn write(dir: &Path, rel: &str, text: &str) {
+    pub(crate) fn write(dir: &Path, rel: &str, text: &str) {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
@@ -78,7 +84,7 @@ mod tests {
     fn broken_json_names_file_line_and_column() {
         let d = test_dir::temp("json");
         test_dir::write(&d, "settings.json", "{\n  \"defaultModel\": ,\n}");
-        let e = read_json(&d.join("settings.json")).unwrap_err();
+        let e = read_json(&d.join("settings.json")).unwrap_err().to_string();
         assert!(e.contains("settings.json:2:"), "{e}");
         assert!(!e.contains("at line"), "{e}");
         assert_eq!(read_json(&d.join("absent.json")).unwrap(), None);

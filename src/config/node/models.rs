@@ -74,25 +74,20 @@ impl NodeCost {
 
 /// A read `models.json`, ready to apply to a catalogue.
 #[derive(Debug, Default)]
-pub struct Models {
+pub(crate) struct Models {
     file: Option<PathBuf>,
     providers: BTreeMap<String, NodeProvider>,
 }
 
-impl Models {
-    /// The file that was read, if there was one.
-    pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
-    }
-}
+impl Models {}
 
 /// Read `<agent dir>/models.json` (absent: nothing to add).
-pub fn load(agent_dir: Option<&Path>) -> Result<Models, String> {
+pub(crate) fn load(agent_dir: Option<&Path>) -> Result<Models, String> {
     let Some(dir) = agent_dir else {
         return Ok(Models::default());
     };
     let path = dir.join("models.json");
-    let Some(value) = super::read_json(&path)? else {
+    let Some(value) = super::read_json(&path).map_err(|e| e.to_string())? else {
         return Ok(Models::default());
     };
     let file: File = serde_json::from_value(value)
@@ -125,7 +120,7 @@ fn parse_api(name: &str) -> Option<Api> {
 
 impl Models {
     /// Add the file's providers and models to `catalog`; returns warnings.
-    pub fn apply_to(&self, catalog: &mut Catalog) -> Result<Vec<String>, String> {
+    pub(crate) fn apply_to(&self, catalog: &mut Catalog) -> Result<Vec<String>, String> {
         let mut warnings = Vec::new();
         let label = self
             .file

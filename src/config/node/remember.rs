@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 /// What to remember.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Choice {
+pub(crate) enum Choice {
     /// A model picked (`defaultProvider`, `defaultModel`).
     Model { provider: String, id: String },
     /// A thinking level picked (`defaultThinkingLevel`: off, minimal, low, medium, high, xhigh).
@@ -22,7 +22,7 @@ pub enum Choice {
 
 /// Write `choice` into the settings file at `path` (created, with its folder, when missing).
 /// Fails without touching the file when it holds something other than a JSON object.
-pub fn remember(path: &Path, choice: &Choice) -> Result<(), String> {
+pub(crate) fn remember(path: &Path, choice: &Choice) -> Result<(), String> {
     let mut settings = match std::fs::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => Map::new(),
         Ok(text) => match serde_json::from_str::<Value>(&text) {

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::config::ConfigError;
+
 /// What the settings files say, as a config.toml table, with the files read and any warnings.
 #[derive(Debug, Default)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub table: toml::Table,
     pub files: Vec<PathBuf>,
     pub warnings: Vec<String>,
@@ -18,7 +20,7 @@ pub struct Settings {
 }
 
 /// Read and merge the settings files.
-pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, String> {
+pub(crate) fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, ConfigError> {
     let mut candidates = Vec::new();
     if let Some(d) = agent_dir {
         candidates.push(d.join("settings.json"));

@@ -8,15 +8,15 @@
 //! person is asked again. Deciding (flag, store, asking) is `setup::trust`'s job; this module
 //! only reads files and never asks anyone.
 
-pub mod split;
-pub mod store;
+pub(crate) mod split;
+pub(crate) mod store;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
-pub use split::split;
+pub(crate) use split::split;
 
 /// What a project's files ask for that acts for someone else, in config.toml's shape.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -27,14 +27,14 @@ pub struct Held {
 }
 
 impl Held {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.table.is_empty()
     }
 
     /// `sha256:` and the hex digest of the held settings' canonical text (keys sorted, one
     /// spelling per value), so the same settings always give the same hash however the file
     /// is laid out.
-    pub fn hash(&self) -> String {
+    pub(crate) fn hash(&self) -> String {
         let mut text = String::from("pi-project-trust-1\n");
         canonical(&toml::Value::Table(self.table.clone()), &mut text);
         let digest = Sha256::digest(text.as_bytes());
@@ -48,7 +48,7 @@ impl Held {
     /// One line per thing the settings would do: what would run, where requests and keys
     /// would go, what would be loosened. Values are shown as written (they are the project's,
     /// not the person's secrets).
-    pub fn describe(&self) -> Vec<String> {
+    pub(crate) fn describe(&self) -> Vec<String> {
         let t = &self.table;
         let mut out = Vec::new();
         if let Some(toml::Value::Table(servers)) = t.get("mcp_servers") {

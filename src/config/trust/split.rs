@@ -15,7 +15,7 @@
 //! * anything that loosens: `sandbox` looser than the person's own, `sandbox_fallback = "warn"`,
 //!   `[tools.env] include` (passes variables that look like credentials to commands).
 //!
-//! `approval` is not here: `setup::approval` already lets a project only tighten it.
+//! `approval` is not here: `setup::approval_gate` already lets a project only tighten it.
 
 /// Provider keys that decide where requests go, with what credentials, or run commands.
 const PROVIDER_REACH: &[&str] = &["api", "base_url", "key", "headers"];
@@ -31,7 +31,7 @@ fn sandbox_rank(v: Option<&toml::Value>) -> u8 {
 
 /// Move the settings of `project` that act for someone else into the returned table, leaving
 /// the harmless ones. `own` is what the person's own files set (for "looser than yours").
-pub fn split(project: &mut toml::Table, own: &toml::Table) -> toml::Table {
+pub(crate) fn split(project: &mut toml::Table, own: &toml::Table) -> toml::Table {
     let mut held = toml::Table::new();
     if let Some(servers) = project.remove("mcp_servers") {
         held.insert("mcp_servers".into(), servers);

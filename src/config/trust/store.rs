@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The file's name in the agent folder.
-pub const FILE_NAME: &str = "trusted-projects.json";
+pub(crate) const FILE_NAME: &str = "trusted-projects.json";
 
 /// What the store says about a folder's current held settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     /// Trusted with exactly these settings.
     Trusted,
     /// The person chose to go on without these exact settings.
@@ -46,7 +46,7 @@ struct FileForm {
 
 /// The store as read at start.
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct Store {
     path: Option<PathBuf>,
     projects: BTreeMap<String, Entry>,
     /// Why the file could not be read (then nothing is written over it).
@@ -54,7 +54,7 @@ pub struct Store {
 }
 
 /// The key a folder is stored under.
-pub fn folder_key(folder: &Path) -> String {
+pub(crate) fn folder_key(folder: &Path) -> String {
     std::fs::canonicalize(folder)
         .unwrap_or_else(|_| folder.to_path_buf())
         .display()
@@ -63,7 +63,7 @@ pub fn folder_key(folder: &Path) -> String {
 
 impl Store {
     /// Read the store of `agent_dir` (none: an empty store that cannot be written).
-    pub fn load(agent_dir: Option<&Path>) -> Store {
+    pub(crate) fn load(agent_dir: Option<&Path>) -> Store {
         let path = agent_dir.map(|d| d.join(FILE_NAME));
         let mut store = Store {
             path: path.clone(),
@@ -79,22 +79,22 @@ impl Store {
                     store.broken = Some(format!("{}: {e}", path.display()));
                 }
             },
-            Err(e) => store.broken = Some(e),
+            Err(e) => store.broken = Some(e.to_string()),
         }
         store
     }
 
     /// Why the file could not be used, if it could not.
-    pub fn problem(&self) -> Option<&str> {
+    pub(crate) fn problem(&self) -> Option<&str> {
         self.broken.as_deref()
     }
 
     /// Where the file is.
-    pub fn path(&self) -> Option<&Path> {
+    pub(crate) fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    pub fn standing(&self, folder: &Path, hash: &str) -> Standing {
+    pub(crate) fn standing(&self, folder: &Path, hash: &str) -> Standing {
         match self.projects.get(&folder_key(folder)) {
             None => Standing::Unknown,
             Some(e) if e.hash != hash => Standing::Changed,
@@ -104,7 +104,12 @@ impl Store {
     }
 
     /// Remember the person's answer for `folder` and write the file.
-    pub fn record(&mut self, folder: &Path, hash: &str, trusted: bool) -> Result<(), String> {
+    pub(crate) fn record(
+        &mut self,
+        folder: &Path,
+        hash: &str,
+        trusted: bool,
+    ) -> Result<(), String> {
         if let Some(why) = &self.broken {
             return Err(format!(
                 "the trust store is not valid, so it was left as it is: {why}"

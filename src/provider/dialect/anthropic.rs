@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{Block, Dialect, Parsed, invoke};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Anthropic;
+pub(crate) struct Anthropic;
 
 const CALLS: Block = Block {
     open: "<function_calls>",

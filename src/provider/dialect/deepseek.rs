@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{Block, Dialect, Parsed, json_arguments, section_calls, strip_fence};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct DeepSeek;
+pub(crate) struct DeepSeek;
 
 const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 const CALLS_END: &str = "<｜tool▁calls▁end｜>";

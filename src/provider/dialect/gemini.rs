@@ -13,7 +13,7 @@ use super::python;
 use super::{Block, Dialect, Parsed};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Gemini;
+pub(crate) struct Gemini;
 
 const CALL: Block = Block {
     open: "```tool_code",

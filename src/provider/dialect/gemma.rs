@@ -9,7 +9,7 @@ use serde_json::{Map, Number, Value};
 use super::{Block, Dialect, Parsed};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Gemma;
+pub(crate) struct Gemma;
 
 const CALL: Block = Block {
     open: "<|tool_call>",

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::hermes::ToolCallFamily;
 use super::text_arguments;
 
-pub const GLM: ToolCallFamily = ToolCallFamily {
+pub(crate) const GLM: ToolCallFamily = ToolCallFamily {
     name: "glm",
     instructions: "To call a tool, write the tool's name on the first line inside <tool_call></tool_call> \
          tags, then each argument as an <arg_key> tag followed by its <arg_value> tag, one call \

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{Block, Dialect, Parsed, json_arguments, strip_fence};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Harmony;
+pub(crate) struct Harmony;
 
 const BLOCKS: &[Block] = &[
     Block {

@@ -19,16 +19,17 @@ const ARG_VALUE: Tagged = Tagged {
     next: &["<arg_key>"],
 };
 
-pub const TOOL_CALL: Block = Block {
+pub(crate) const TOOL_CALL: Block = Block {
     open: "<tool_call>",
     close: "</tool_call>",
 };
 
 /// What a model writing a tool result itself starts with, in the `<tool_call>` family.
-pub const RESPONSE_MARKERS: &[&str] = &["<tool_response>", "<|im_start|>user", "<|observation|>"];
+pub(crate) const RESPONSE_MARKERS: &[&str] =
+    &["<tool_response>", "<|im_start|>user", "<|observation|>"];
 
 /// A result wrapped the way the `<tool_call>` family reads them.
-pub fn tool_response(output: &str, is_error: bool) -> String {
+pub(crate) fn tool_response(output: &str, is_error: bool) -> String {
     if is_error {
         format!("<tool_response>\nError: {output}\n</tool_response>")
     } else {
@@ -39,13 +40,13 @@ pub fn tool_response(output: &str, is_error: bool) -> String {
 /// A dialect of the `<tool_call>` family (hermes, qwen3, glm). They differ only in how a call
 /// is written; replies are read alike (every body form, see the module note) and results go
 /// back in `<tool_response>` tags.
-pub struct ToolCallFamily {
+pub(crate) struct ToolCallFamily {
     pub name: &'static str,
     pub instructions: &'static str,
     pub encode_call: fn(&str, &Value) -> String,
 }
 
-pub const HERMES: ToolCallFamily = ToolCallFamily {
+pub(crate) const HERMES: ToolCallFamily = ToolCallFamily {
     name: "hermes",
     instructions: "To call a tool, write a JSON object with the tool's name and its arguments \
          inside <tool_call></tool_call> tags, one call per pair of tags:\n<tool_call>\n\
@@ -102,7 +103,7 @@ impl Dialect for ToolCallFamily {
 }
 
 /// The name at the start of a `<tool_call>` body in any of its forms, once it is complete.
-pub fn peek_tool_call_name(partial: &str) -> Option<String> {
+pub(crate) fn peek_tool_call_name(partial: &str) -> Option<String> {
     let t = partial.trim_start();
     let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
     let name = if t.starts_with('{') {
@@ -134,7 +135,7 @@ fn form(t: &str) -> Form {
 }
 
 /// Whether a `<tool_call>` body writes its values between tags (qwen3's and GLM's forms).
-pub fn tagged_values(body: &str) -> bool {
+pub(crate) fn tagged_values(body: &str) -> bool {
     let t = body.trim_start();
     let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
     match form(t) {
@@ -148,7 +149,7 @@ pub fn tagged_values(body: &str) -> bool {
 
 /// Whether a `<tool_call>` body cut short ends inside an argument value, whichever form it
 /// takes.
-pub fn inside_tool_call_value(body: &str) -> bool {
+pub(crate) fn inside_tool_call_value(body: &str) -> bool {
     let t = body.trim_start();
     let t = t.strip_prefix("```json").unwrap_or(t).trim_start();
     match form(t) {
@@ -166,7 +167,7 @@ pub fn inside_tool_call_value(body: &str) -> bool {
 }
 
 /// The calls inside one `<tool_call>` … `</tool_call>` pair, whichever form they take.
-pub fn parse_tool_call_body(body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
+pub(crate) fn parse_tool_call_body(body: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
     let t = super::strip_fence(body);
     match form(t) {
         Form::Json => json_calls(t),
@@ -202,7 +203,7 @@ fn json_calls(t: &str) -> Vec<Parsed> {
 
 /// GLM's form: the tool name on the first line, then `<arg_key>`/`<arg_value>` pairs (or a
 /// JSON object of arguments).
-pub fn glm_call(t: &str, tools: &[ToolSpec]) -> Parsed {
+pub(crate) fn glm_call(t: &str, tools: &[ToolSpec]) -> Parsed {
     let end = t.find(['\n', '<', '{']).unwrap_or(t.len());
     let name = t[..end].trim().to_string();
     let rest = t[end..].trim();

@@ -18,14 +18,14 @@ use super::{Parsed, text_arguments};
 use crate::agent::protocol::stream::ToolSpec;
 
 /// A parameter's value.
-pub const PARAMETER: Tagged = Tagged {
+pub(crate) const PARAMETER: Tagged = Tagged {
     open: "<parameter",
     close: "</parameter>",
     next: &["<parameter", "</invoke>"],
 };
 
 /// One call as an `<invoke>` element.
-pub fn encode(name: &str, arguments: &Value) -> String {
+pub(crate) fn encode(name: &str, arguments: &Value) -> String {
     let mut s = format!("<invoke name=\"{name}\">\n");
     for (k, text) in text_arguments(arguments) {
         s.push_str(&format!("<parameter name=\"{k}\">{text}</parameter>\n"));
@@ -35,14 +35,14 @@ pub fn encode(name: &str, arguments: &Value) -> String {
 }
 
 /// The name of the first `<invoke name="…">` in text cut short, once its tag is complete.
-pub fn peek_name(partial: &str) -> Option<String> {
+pub(crate) fn peek_name(partial: &str) -> Option<String> {
     let at = partial.find("<invoke")?;
     let rest = &partial[at + "<invoke".len()..];
     attribute(&rest[..rest.find('>')?], "name").filter(|n| !n.is_empty())
 }
 
 /// `<invoke name="…">` calls holding `<parameter name="…">` values.
-pub const CALLS: CallTags = CallTags {
+pub(crate) const CALLS: CallTags = CallTags {
     params: PARAMETER,
     open: "<invoke",
     close: "</invoke>",
@@ -57,6 +57,6 @@ pub const CALLS: CallTags = CallTags {
 
 /// Every `<invoke>` element in `t`; a call whose frame holds anything else, or that is not
 /// closed, is a call that could not be read.
-pub fn parse(t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
+pub(crate) fn parse(t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
     CALLS.parse(t, tools)
 }

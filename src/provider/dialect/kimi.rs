@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{Block, Dialect, Parsed, json_arguments, section_calls};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Kimi;
+pub(crate) struct Kimi;
 
 const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 const SECTION_END: &str = "<|tool_calls_section_end|>";

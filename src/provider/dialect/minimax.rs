@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Block, Dialect, Parsed, invoke};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct MiniMax;
+pub(crate) struct MiniMax;
 
 const CALLS: Block = Block {
     open: "<minimax:tool_call>",

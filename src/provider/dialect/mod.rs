@@ -14,24 +14,24 @@
 //! tags make a call: a call written inside a Markdown code block (any fence, any language tag)
 //! is an example and stays text, and so does JSON in prose, whatever tool it names.
 
-pub mod anthropic;
-pub mod deepseek;
-pub mod gemini;
-pub mod gemma;
-pub mod glm;
-pub mod harmony;
-pub mod hermes;
-pub mod invoke;
-pub mod kimi;
-pub mod minimax;
-pub mod python;
-pub mod qwen3;
-pub mod rewriter;
-pub mod scanner;
-pub mod stream;
-pub mod tagged_calls;
-pub mod values;
-pub mod xml;
+pub(crate) mod anthropic;
+pub(crate) mod deepseek;
+pub(crate) mod gemini;
+pub(crate) mod gemma;
+pub(crate) mod glm;
+pub(crate) mod harmony;
+pub(crate) mod hermes;
+pub(crate) mod invoke;
+pub(crate) mod kimi;
+pub(crate) mod minimax;
+pub(crate) mod python;
+pub(crate) mod qwen3;
+pub(crate) mod rewriter;
+pub(crate) mod scanner;
+pub(crate) mod stream;
+pub(crate) mod tagged_calls;
+pub(crate) mod values;
+pub(crate) mod xml;
 
 use std::sync::Arc;
 
@@ -43,18 +43,18 @@ use crate::agent::protocol::types::{
 };
 use crate::agent::protocol::types::{PARSE_ERROR_KEY, RAW_JSON_KEY};
 
-pub use stream::{DialectProvider, DialectSettings, Setting};
+pub(crate) use stream::{DialectProvider, DialectSettings, Setting};
 
 /// A tag pair that encloses tool calls in a reply.
 #[derive(Clone, Copy, Debug)]
-pub struct Block {
+pub(crate) struct Block {
     pub open: &'static str,
     pub close: &'static str,
 }
 
 /// What the text of one block turned out to be.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// A well-formed call.
     Call { name: String, arguments: Value },
     /// A call that could not be read; it becomes a call whose result explains the problem.
@@ -63,12 +63,11 @@ pub enum Parsed {
         error: String,
         raw: String,
     },
-    /// Not a call after all: shown as the text it was.
-    Text(String),
 }
 
 /// One in-band tool-calling syntax.
-pub trait Dialect: Send + Sync {
+pub(crate) trait Dialect: Send + Sync {
+    #[allow(dead_code, reason = "names the dialect in the tests' failure messages")]
     fn name(&self) -> &'static str;
 
     /// How to write a call, for the system prompt (after the tool list), with an example.
@@ -122,7 +121,7 @@ pub trait Dialect: Send + Sync {
 }
 
 /// Every dialect's name, as accepted by `--dialect`, `PI_DIALECT` and config.
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "hermes",
     "qwen3",
     "xml",
@@ -137,7 +136,7 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// A dialect by name (case-insensitive; `qwen` and `qwen2.5` mean hermes).
-pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
+pub(crate) fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
     match name.trim().to_ascii_lowercase().as_str() {
         "hermes" | "qwen" | "qwen2.5" | "qwen2" => Some(Arc::new(hermes::HERMES)),
         "qwen3" | "qwen3-coder" | "qwen3_coder" => Some(Arc::new(qwen3::QWEN3)),
@@ -156,7 +155,7 @@ pub fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
 
 /// Read a setting: `none`/`off` (also `false`, `0`, empty) switch dialects off, `1`/`true`
 /// mean `glm` (as the Node.js pi's `PI_DIALECT` does), anything else must name a dialect.
-pub fn parse_setting(value: &str) -> Result<Setting, String> {
+pub(crate) fn parse_setting(value: &str) -> Result<Setting, String> {
     let v = value.trim().to_ascii_lowercase();
     match v.as_str() {
         "" | "none" | "off" | "false" | "0" | "native" => Ok(Setting::Off),
@@ -170,7 +169,7 @@ pub fn parse_setting(value: &str) -> Result<Setting, String> {
 }
 
 /// Whether a base URL points at this machine (a local model server).
-pub fn is_local_url(url: &str) -> bool {
+pub(crate) fn is_local_url(url: &str) -> bool {
     let rest = url.split("://").nth(1).unwrap_or(url);
     let host = rest.split('/').next().unwrap_or(rest);
     host.starts_with("127.")
@@ -180,7 +179,7 @@ pub fn is_local_url(url: &str) -> bool {
 }
 
 /// The system-prompt section listing the tools and how to call them.
-pub fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> String {
+pub(crate) fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> String {
     let mut s = String::from(
         "# Tools\n\nYou can use the tools below. There is no other way to call them than to \
          write a call in your reply exactly as shown at the end of this section; the call is \
@@ -205,7 +204,7 @@ pub fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> String {
 
 /// The request as sent under `dialect`: no native tools or tool choice, the catalogue in the
 /// system prompt, earlier calls and results written as text, and the roles alternating.
-pub fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> ProviderRequest {
+pub(crate) fn encode_request(dialect: &dyn Dialect, request: &ProviderRequest) -> ProviderRequest {
     let mut out = request.clone();
     let tools = std::mem::take(&mut out.context.tools);
     out.options.tool_choice = None;
@@ -343,7 +342,7 @@ fn results_message(dialect: &dyn Dialect, results: &[&ToolResultMessage]) -> Use
 }
 
 /// The arguments of a call that could not be read, as the loop's parse-error marker.
-pub fn bad_arguments(error: &str, raw: &str) -> Value {
+pub(crate) fn bad_arguments(error: &str, raw: &str) -> Value {
     let mut m = Map::new();
     m.insert(PARSE_ERROR_KEY.into(), Value::String(error.to_string()));
     m.insert(RAW_JSON_KEY.into(), Value::String(raw.to_string()));
@@ -351,7 +350,7 @@ pub fn bad_arguments(error: &str, raw: &str) -> Value {
 }
 
 /// The schema type of a tool's parameter, if the schema says.
-pub fn param_type<'a>(tools: &'a [ToolSpec], tool: &str, param: &str) -> Option<&'a str> {
+pub(crate) fn param_type<'a>(tools: &'a [ToolSpec], tool: &str, param: &str) -> Option<&'a str> {
     tools
         .iter()
         .find(|t| t.name == tool)
@@ -361,7 +360,7 @@ pub fn param_type<'a>(tools: &'a [ToolSpec], tool: &str, param: &str) -> Option<
 
 /// Each argument as `(name, text)`: a string as it is, anything else as JSON — how the
 /// text-valued forms write values (the reverse of [`typed_value`]).
-pub fn text_arguments(arguments: &Value) -> Vec<(&str, String)> {
+pub(crate) fn text_arguments(arguments: &Value) -> Vec<(&str, String)> {
     match arguments {
         Value::Object(map) => map
             .iter()
@@ -379,7 +378,7 @@ pub fn text_arguments(arguments: &Value) -> Vec<(&str, String)> {
 
 /// A parameter value written as text: kept as a string where the schema wants one (or says
 /// nothing), read as JSON otherwise (numbers, booleans, arrays, objects).
-pub fn typed_value(tools: &[ToolSpec], tool: &str, param: &str, raw: &str) -> Value {
+pub(crate) fn typed_value(tools: &[ToolSpec], tool: &str, param: &str, raw: &str) -> Value {
     let text = trim_one_newline(raw);
     match param_type(tools, tool, param) {
         None | Some("string") => Value::String(text.to_string()),
@@ -389,7 +388,7 @@ pub fn typed_value(tools: &[ToolSpec], tool: &str, param: &str, raw: &str) -> Va
 
 /// `s` without one leading and one trailing line break (values are often written on their
 /// own lines between the tags).
-pub fn trim_one_newline(s: &str) -> &str {
+pub(crate) fn trim_one_newline(s: &str) -> &str {
     let s = s
         .strip_prefix("\r\n")
         .or_else(|| s.strip_prefix('\n'))
@@ -401,7 +400,7 @@ pub fn trim_one_newline(s: &str) -> &str {
 
 /// A JSON call object (`{"name": …, "arguments": {…}}`, also `parameters` for the arguments,
 /// or arguments sent as a JSON string) as a call.
-pub fn json_call(text: &str) -> Parsed {
+pub(crate) fn json_call(text: &str) -> Parsed {
     let raw = text.trim();
     let value: Value = match serde_json::from_str(raw) {
         Ok(v) => v,
@@ -431,7 +430,7 @@ pub fn json_call(text: &str) -> Parsed {
 /// The calls of a section that holds `call` blocks (each read by `one_call`), its tags found
 /// only outside the JSON arguments' strings; a section with text but no call is an error
 /// naming `section`.
-pub fn section_calls(
+pub(crate) fn section_calls(
     body: &str,
     call: &Block,
     section: &str,
@@ -455,7 +454,7 @@ pub fn section_calls(
 }
 
 /// Arguments written as JSON text (nothing at all: no arguments).
-pub fn json_arguments(name: &str, text: &str) -> Parsed {
+pub(crate) fn json_arguments(name: &str, text: &str) -> Parsed {
     if text.is_empty() {
         return arguments_value(name, Value::Null, text);
     }
@@ -470,7 +469,7 @@ pub fn json_arguments(name: &str, text: &str) -> Parsed {
 }
 
 /// Arguments that may have come as a JSON string holding the object.
-pub fn arguments_value(name: &str, args: Value, raw: &str) -> Parsed {
+pub(crate) fn arguments_value(name: &str, args: Value, raw: &str) -> Parsed {
     let args = match args {
         Value::String(s) if s.trim().is_empty() => Value::Object(Map::new()),
         Value::String(s) => match serde_json::from_str::<Value>(s.trim()) {
@@ -500,7 +499,7 @@ pub fn arguments_value(name: &str, args: Value, raw: &str) -> Parsed {
 }
 
 /// The `"name": "…"` of JSON that does not parse, so a broken call still names its tool.
-pub fn name_in_broken_json(raw: &str) -> Option<String> {
+pub(crate) fn name_in_broken_json(raw: &str) -> Option<String> {
     let at = raw.find("\"name\"")?;
     let rest = raw[at + 6..].trim_start().strip_prefix(':')?.trim_start();
     let rest = rest.strip_prefix('"')?;
@@ -509,7 +508,7 @@ pub fn name_in_broken_json(raw: &str) -> Option<String> {
 }
 
 /// The text inside a Markdown code fence (```json … ```), or the text itself.
-pub fn strip_fence(s: &str) -> &str {
+pub(crate) fn strip_fence(s: &str) -> &str {
     let t = s.trim();
     let Some(rest) = t.strip_prefix("```") else {
         return t;

@@ -7,10 +7,10 @@
 use serde_json::{Map, Number, Value};
 
 /// One call: the function's last name (`read` for `default_api.read`) and its arguments.
-pub type Call = (String, Map<String, Value>);
+pub(crate) type Call = (String, Map<String, Value>);
 
 /// The calls in `src`.
-pub fn calls(src: &str) -> Result<Vec<Call>, String> {
+pub(crate) fn calls(src: &str) -> Result<Vec<Call>, String> {
     let mut r = Reader { s: src, at: 0 };
     let mut out = Vec::new();
     loop {
@@ -26,7 +26,7 @@ pub fn calls(src: &str) -> Result<Vec<Call>, String> {
 }
 
 /// Whether `src` ends inside a string literal (a one-quote string ends with its line).
-pub fn string_open(src: &str) -> bool {
+pub(crate) fn string_open(src: &str) -> bool {
     let b = src.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -64,7 +64,7 @@ pub fn string_open(src: &str) -> bool {
 }
 
 /// A JSON value as a Python literal.
-pub fn literal(v: &Value) -> String {
+pub(crate) fn literal(v: &Value) -> String {
     match v {
         Value::Null => "None".into(),
         Value::Bool(true) => "True".into(),

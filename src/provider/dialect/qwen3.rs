@@ -11,7 +11,7 @@ use super::values::Tagged;
 use super::{Parsed, text_arguments};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub const QWEN3: ToolCallFamily = ToolCallFamily {
+pub(crate) const QWEN3: ToolCallFamily = ToolCallFamily {
     name: "qwen3",
     instructions: "To call a tool, write it inside <tool_call></tool_call> tags: the tool's name in a \
          <function=NAME> tag and each argument in its own <parameter=NAME> tag, one call per \
@@ -32,7 +32,7 @@ fn encode_call(name: &str, arguments: &Value) -> String {
 }
 
 /// qwen3-coder's values: `<parameter=KEY>…</parameter>`.
-pub const PARAMETER: Tagged = Tagged {
+pub(crate) const PARAMETER: Tagged = Tagged {
     open: "<parameter=",
     close: "</parameter>",
     next: &["<parameter=", "</function>"],
@@ -55,7 +55,7 @@ const CALLS: CallTags = CallTags {
 /// Every `<function=NAME>` … `</function>` in `t`. A value runs to the `</parameter>` that is
 /// followed by the next tag (see [`super::values`]); a call whose frame holds anything else,
 /// or that is not closed, is a call that could not be read.
-pub fn parse_functions(t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
+pub(crate) fn parse_functions(t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
     CALLS.parse(t, tools)
 }
 

@@ -21,7 +21,7 @@ use crate::agent::protocol::types::{
 };
 
 /// The tool name given to a call that did not say which tool it meant.
-pub const UNNAMED_CALL: &str = "invalid_tool_call";
+pub(crate) const UNNAMED_CALL: &str = "invalid_tool_call";
 
 /// A call id no other call of this process has.
 fn call_id() -> String {
@@ -31,7 +31,7 @@ fn call_id() -> String {
 }
 
 /// Turns a provider's events into events with the calls found in the text.
-pub struct Rewriter {
+pub(crate) struct Rewriter {
     scanner: Scanner,
     partial: AssistantMessage,
     content: Vec<ContentBlock>,
@@ -56,7 +56,7 @@ pub struct Rewriter {
 }
 
 impl Rewriter {
-    pub fn new(dialect: Arc<dyn Dialect>, tools: Vec<ToolSpec>, model: &Model) -> Self {
+    pub(crate) fn new(dialect: Arc<dyn Dialect>, tools: Vec<ToolSpec>, model: &Model) -> Self {
         Rewriter {
             scanner: Scanner::new(dialect, tools),
             partial: AssistantMessage::empty(&model.api, &model.provider, &model.id),
@@ -77,22 +77,17 @@ impl Rewriter {
 
     /// Read the request to its end after a made-up result, dropping what follows it, rather
     /// than ending the reply there.
-    pub fn draining(mut self, drain: bool) -> Self {
+    pub(crate) fn draining(mut self, drain: bool) -> Self {
         self.drain = drain;
         self
     }
 
     /// Whether the reply ended before the provider's stream did (the request should stop).
-    pub fn ended_early(&self) -> bool {
+    pub(crate) fn ended_early(&self) -> bool {
         self.finished && self.scanner.stopped() && !self.drain
     }
 
-    /// Whether the model began a tool result of its own (the request should stop).
-    pub fn stopped(&self) -> bool {
-        self.scanner.stopped()
-    }
-
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.finished
     }
 
@@ -114,7 +109,11 @@ impl Rewriter {
     }
 
     /// The events one provider event becomes.
-    pub fn event(&mut self, event: StreamEvent) -> Vec<StreamEvent> {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one state machine over the text: each arm is a state, kept together to read the transitions"
+    )]
+    pub(crate) fn event(&mut self, event: StreamEvent) -> Vec<StreamEvent> {
         if self.finished {
             return Vec::new();
         }
@@ -469,10 +468,6 @@ impl Rewriter {
         let (name, arguments) = match parsed {
             Parsed::Call { name, arguments } => (name, arguments),
             Parsed::Bad { name, error, raw } => (name, bad_arguments(&error, &raw)),
-            Parsed::Text(t) => {
-                self.text(&t);
-                return;
-            }
         };
         let name = if name.trim().is_empty() {
             UNNAMED_CALL.to_string()
@@ -522,7 +517,7 @@ impl Rewriter {
 
 /// Wrap a provider stream so the calls written in its text come out as tool calls. `request`
 /// cancels the provider request when the model starts writing a result itself.
-pub fn rewrite_stream(
+pub(crate) fn rewrite_stream(
     rewriter: Rewriter,
     inner: EventStream,
     request: CancellationToken,

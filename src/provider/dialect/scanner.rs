@@ -53,7 +53,7 @@ enum FenceLine {
 
 /// What the scanner found in the text.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Piece {
+pub(crate) enum Piece {
     Text(String),
     Call(Parsed),
     /// A call has begun and names this tool; its `Call` follows when its text is complete.
@@ -68,7 +68,7 @@ pub enum Piece {
 }
 
 /// Finds calls in streamed text.
-pub struct Scanner {
+pub(crate) struct Scanner {
     dialect: Arc<dyn Dialect>,
     tools: Vec<ToolSpec>,
     markers: Vec<(&'static str, Marker)>,
@@ -95,7 +95,7 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    pub fn new(dialect: Arc<dyn Dialect>, tools: Vec<ToolSpec>) -> Self {
+    pub(crate) fn new(dialect: Arc<dyn Dialect>, tools: Vec<ToolSpec>) -> Self {
         let mut markers: Vec<(&'static str, Marker)> = Vec::new();
         for (i, b) in dialect.blocks().iter().enumerate() {
             markers.push((b.open, Marker::Open(i)));
@@ -127,12 +127,12 @@ impl Scanner {
     }
 
     /// Whether a fabricated result stopped the scan.
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stopped
     }
 
     /// Feed a piece of text.
-    pub fn push(&mut self, text: &str) -> Vec<Piece> {
+    pub(crate) fn push(&mut self, text: &str) -> Vec<Piece> {
         if self.stopped {
             return Vec::new();
         }
@@ -141,7 +141,7 @@ impl Scanner {
     }
 
     /// The text ended: settle whatever is held back.
-    pub fn finish(&mut self) -> Vec<Piece> {
+    pub(crate) fn finish(&mut self) -> Vec<Piece> {
         if self.stopped {
             return Vec::new();
         }
@@ -349,6 +349,10 @@ impl Scanner {
         FenceLine::None
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one state machine over the text: each arm is a state, kept together to read the transitions"
+    )]
     fn run(&mut self, end: bool) -> Vec<Piece> {
         let mut out = Vec::new();
         loop {

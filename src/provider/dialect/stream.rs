@@ -10,8 +10,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use super::rewriter::{Rewriter, UNNAMED_CALL, rewrite_stream};
-pub use super::scanner::{Piece, Scanner};
+pub(crate) use super::rewriter::{Rewriter, rewrite_stream};
 use super::{Dialect, by_name, encode_request, is_local_url};
 use crate::agent::protocol::stream::{EventStream, Model, Provider, ProviderRequest, StreamEvent};
 use crate::agent::protocol::types::AssistantMessage;
@@ -19,7 +18,7 @@ use crate::provider::catalog::Catalog;
 
 /// `none`/`off`, or a dialect by name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Setting {
+pub(crate) enum Setting {
     Off,
     On(String),
 }
@@ -27,7 +26,7 @@ pub enum Setting {
 /// Where dialects are asked for: the flag, `PI_DIALECT`, each model's `dialect` and the
 /// global `dialect` key, in that order of precedence.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct DialectSettings {
+pub(crate) struct DialectSettings {
     /// `--dialect`, else `PI_DIALECT`.
     pub forced: Option<Setting>,
     /// `provider/id` → the model's `dialect` key.
@@ -41,7 +40,7 @@ pub struct DialectSettings {
 
 impl DialectSettings {
     /// Read every source; an unknown dialect name is an error naming where it was written.
-    pub fn from_sources(
+    pub(crate) fn from_sources(
         flag: Option<&str>,
         env: Option<&str>,
         global: Option<&str>,
@@ -90,7 +89,7 @@ struct Shared {
 }
 
 /// The loop's provider: the real one, with a dialect where one is asked for or learned.
-pub struct DialectProvider {
+pub(crate) struct DialectProvider {
     shared: Arc<Shared>,
 }
 
@@ -100,7 +99,11 @@ enum Choice {
 }
 
 impl DialectProvider {
-    pub fn new(inner: Arc<dyn Provider>, catalog: Arc<Catalog>, settings: DialectSettings) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn Provider>,
+        catalog: Arc<Catalog>,
+        settings: DialectSettings,
+    ) -> Self {
         DialectProvider {
             shared: Arc::new(Shared {
                 inner,
@@ -114,14 +117,15 @@ impl DialectProvider {
 
     /// Where notices go (the switch to a dialect when a model refuses tools). Each call
     /// replaces the previous receiver.
-    pub fn notices(&self) -> mpsc::UnboundedReceiver<String> {
+    pub(crate) fn notices(&self) -> mpsc::UnboundedReceiver<String> {
         let (tx, rx) = mpsc::unbounded_channel();
         *crate::sync::lock(&self.shared.notices) = Some(tx);
         rx
     }
 
     /// The dialect a model's requests use now (`None`: native tools).
-    pub fn dialect_for(&self, model: &Model) -> Option<&'static str> {
+    #[cfg(test)]
+    pub(crate) fn dialect_for(&self, model: &Model) -> Option<&'static str> {
         match self.shared.choose(model) {
             Choice::Use(d) => Some(d.name()),
             Choice::Native { .. } => None,
@@ -183,7 +187,7 @@ impl Shared {
 }
 
 /// Whether an error reply says the model or server does not take native tools.
-pub fn refuses_tools(error: &AssistantMessage) -> bool {
+pub(crate) fn refuses_tools(error: &AssistantMessage) -> bool {
     if !matches!(error.error_status, Some(400 | 404 | 422 | 500 | 501)) {
         return false;
     }

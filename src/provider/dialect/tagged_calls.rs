@@ -11,7 +11,7 @@ use super::{Parsed, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
 /// How one dialect writes a call and its parameters.
-pub struct CallTags {
+pub(crate) struct CallTags {
     /// The parameters' tags.
     pub params: Tagged,
     /// How a call's tag starts (`<invoke`, `<function=`); the tag runs to the next `>`.
@@ -38,7 +38,7 @@ type Open = Option<(String, Map<String, Value>)>;
 impl CallTags {
     /// Every call in `t`; a call whose frame holds anything else, or that is not closed, is a
     /// call that could not be read.
-    pub fn parse(&self, t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
+    pub(crate) fn parse(&self, t: &str, tools: &[ToolSpec]) -> Vec<Parsed> {
         let mut out = Vec::new();
         let mut open: Open = None;
         let bad = |open: &Open, error: String| Parsed::Bad {

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::stream::{Piece, Rewriter, Scanner};
+use super::rewriter::UNNAMED_CALL;
+use super::scanner::{Piece, Scanner};
+use super::stream::Rewriter;
 use super::*;
 use crate::agent::protocol::stream::{LlmContext, Model, StreamOptions, ToolChoice};
 use crate::agent::protocol::types::{StopReason, ToolResultMessage};
@@ -485,7 +487,7 @@ fn malformed_calls_become_calls_whose_arguments_carry_the_parse_error() {
     assert_eq!(calls(&m), vec![("teleport".to_string(), json!({}))]);
 }
 
-const UNNAMED: &str = super::stream::UNNAMED_CALL;
+const UNNAMED: &str = UNNAMED_CALL;
 
 #[test]
 fn a_call_cut_off_at_the_end_of_the_reply_is_still_read() {

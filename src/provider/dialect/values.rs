@@ -47,14 +47,14 @@ impl JsonScan {
 }
 
 /// Whether `body` ends inside a string literal of a JSON object.
-pub fn json_string_open(body: &str) -> bool {
+pub(crate) fn json_string_open(body: &str) -> bool {
     let mut scan = JsonScan::default();
     body.chars().for_each(|c| scan.step(c));
     scan.inside
 }
 
 /// `s` cut at each `pat` that is not inside a string of a JSON object.
-pub fn split_outside_json<'a>(s: &'a str, pat: &str) -> Vec<&'a str> {
+pub(crate) fn split_outside_json<'a>(s: &'a str, pat: &str) -> Vec<&'a str> {
     let mut scan = JsonScan::default();
     let mut out = Vec::new();
     let mut last = 0;
@@ -77,7 +77,7 @@ pub fn split_outside_json<'a>(s: &'a str, pat: &str) -> Vec<&'a str> {
 
 /// A form whose values sit between tags, like `<parameter=path>VALUE</parameter>`.
 #[derive(Clone, Copy, Debug)]
-pub struct Tagged {
+pub(crate) struct Tagged {
     /// The start of a value's opening tag (`<parameter=`); the tag runs to the next `>`.
     pub open: &'static str,
     /// The value's closing tag.
@@ -89,7 +89,7 @@ pub struct Tagged {
 
 /// A piece of a call's text.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Part<'a> {
+pub(crate) enum Part<'a> {
     /// Text between values: the call's own tags, names, blanks.
     Frame(&'a str),
     /// A value: what is inside its opening tag (`path`, ` name="path"`) and its text.
@@ -98,7 +98,7 @@ pub enum Part<'a> {
 
 /// A call's text cut into frames and values.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Split<'a> {
+pub(crate) struct Split<'a> {
     pub parts: Vec<Part<'a>>,
     /// The tag of a value whose closing tag has not come (the text ends inside it).
     pub open: Option<&'a str>,
@@ -107,7 +107,7 @@ pub struct Split<'a> {
 impl Tagged {
     /// Where the value that starts at `from` ends: the position of the closing tag that ends
     /// it, if one has come.
-    pub fn value_end(&self, body: &str, from: usize) -> Option<usize> {
+    pub(crate) fn value_end(&self, body: &str, from: usize) -> Option<usize> {
         let mut at = from;
         while let Some(p) = body.get(at..)?.find(self.close) {
             let end = at + p;
@@ -121,7 +121,7 @@ impl Tagged {
     }
 
     /// `body` cut into frames and values.
-    pub fn split<'a>(&self, body: &'a str) -> Split<'a> {
+    pub(crate) fn split<'a>(&self, body: &'a str) -> Split<'a> {
         let mut parts = Vec::new();
         let mut at = 0;
         while let Some(p) = body[at..].find(self.open) {
@@ -162,14 +162,14 @@ impl Tagged {
     }
 
     /// Whether `body` ends inside a value (a tag found there belongs to the value).
-    pub fn inside_value(&self, body: &str) -> bool {
+    pub(crate) fn inside_value(&self, body: &str) -> bool {
         self.split(body).open.is_some()
     }
 }
 
 /// `frame` with every `open`…`close` span (and the blanks) taken out: what is left is text
 /// that has no place between values.
-pub fn stray<'a>(frame: &'a str, spans: &[(&str, &str)]) -> Option<&'a str> {
+pub(crate) fn stray<'a>(frame: &'a str, spans: &[(&str, &str)]) -> Option<&'a str> {
     let mut rest = frame.trim();
     'outer: while !rest.is_empty() {
         for (open, close) in spans {
@@ -186,7 +186,7 @@ pub fn stray<'a>(frame: &'a str, spans: &[(&str, &str)]) -> Option<&'a str> {
 }
 
 /// The value of `key="…"` (or `'…'`) among a tag's attributes.
-pub fn attribute(attrs: &str, key: &str) -> Option<String> {
+pub(crate) fn attribute(attrs: &str, key: &str) -> Option<String> {
     let mut s = attrs;
     while let Some(at) = s.find(key) {
         let rest = s[at + key.len()..].trim_start();
@@ -203,7 +203,7 @@ pub fn attribute(attrs: &str, key: &str) -> Option<String> {
 }
 
 /// The start of `s`, cut to about `max` bytes for an error message.
-pub fn excerpt(s: &str, max: usize) -> String {
+pub(crate) fn excerpt(s: &str, max: usize) -> String {
     let s = s.trim();
     if s.len() <= max {
         return s.to_string();

@@ -20,7 +20,7 @@ use super::values::{Part, Tagged, attribute, excerpt, stray};
 use super::{Block, Dialect, Parsed, text_arguments, typed_value};
 use crate::agent::protocol::stream::ToolSpec;
 
-pub struct Xml;
+pub(crate) struct Xml;
 
 const CALL: Block = Block {
     open: "<function_call",

@@ -24,7 +24,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use super::paths::real_location;
+use super::real_location::real_location;
 use crate::tools::fsutil::random_hex;
 
 fn c_name(name: &OsStr) -> io::Result<CString> {
@@ -197,7 +197,7 @@ fn mode_bits(st: &libc::stat) -> u32 {
 /// Replace the contents of `path` with `data` atomically, landing under one of `roots`
 /// whatever happens to the path meanwhile. Missing parent folders are created. Keeps the old
 /// file's permissions and (when allowed) owner.
-pub fn write_atomic(roots: &[PathBuf], path: &Path, data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(roots: &[PathBuf], path: &Path, data: &[u8]) -> io::Result<()> {
     let real = real_location(path);
     let (dir, name) = open_parent(roots, &real, true)?;
     let existing = stat_at(&dir, &name)?;
@@ -253,7 +253,7 @@ pub fn write_atomic(roots: &[PathBuf], path: &Path, data: &[u8]) -> io::Result<(
 
 /// Read `path`, which must resolve under one of `roots`, without following a link swapped in
 /// on the way.
-pub fn read(roots: &[PathBuf], path: &Path) -> io::Result<Vec<u8>> {
+pub(crate) fn read(roots: &[PathBuf], path: &Path) -> io::Result<Vec<u8>> {
     let real = real_location(path);
     let (dir, name) = open_parent(roots, &real, false)?;
     let mut file = open_at(&dir, &name, libc::O_RDONLY, 0)?;

@@ -47,10 +47,10 @@ use ::landlock::{
 use super::Support;
 
 /// The Landlock ABI pi needs: the first that also governs `truncate`.
-pub const MIN_ABI: i32 = 3;
+pub(crate) const MIN_ABI: i32 = 3;
 /// The first ABI with scopes: no connecting to abstract unix sockets made outside the
 /// sandbox, no signals to processes outside it.
-pub const SCOPE_ABI: i32 = 6;
+pub(crate) const SCOPE_ABI: i32 = 6;
 
 /// The rights the sandbox takes away outside the allowed folders.
 fn write_rights() -> BitFlags<AccessFs> {
@@ -97,25 +97,16 @@ pub fn probe() -> Support {
 
 /// The Landlock rules one command starts under, or none.
 #[derive(Debug)]
-pub struct Confinement {
+pub(crate) struct Confinement {
     ruleset: Option<OwnedFd>,
 }
 
 impl Confinement {
-    /// Start commands unconfined.
-    pub fn none() -> Self {
-        Confinement { ruleset: None }
-    }
-
-    pub fn is_none(&self) -> bool {
-        self.ruleset.is_none()
-    }
-
     /// Rules allowing writes under `writable` only. Paths that do not exist are skipped (a
     /// device this system lacks, say); everything else that goes wrong is an error. From ABI
     /// [`SCOPE_ABI`] on, the command is also scoped: it can neither reach abstract unix
     /// sockets of processes outside the sandbox nor signal them.
-    pub fn prepare(writable: &[PathBuf], abi: i32) -> Result<Self, String> {
+    pub(crate) fn prepare(writable: &[PathBuf], abi: i32) -> Result<Self, String> {
         let rights = write_rights();
         let mut created = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
@@ -127,7 +118,7 @@ impl Confinement {
                     Ok(r)
                 }
             })
-            .and_then(|r| r.create())
+            .and_then(landlock::Ruleset::create)
             .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
         for path in writable {
             let Ok(meta) = std::fs::metadata(path) else {
@@ -154,7 +145,7 @@ impl Confinement {
 
     /// In the child: restrict this process with the prepared rules (system calls only).
     /// `PR_SET_NO_NEW_PRIVS` must be set already.
-    pub fn restrict(&self) -> std::io::Result<()> {
+    pub(crate) fn restrict(&self) -> std::io::Result<()> {
         let Some(fd) = &self.ruleset else {
             return Ok(());
         };

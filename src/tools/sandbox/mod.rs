@@ -42,19 +42,19 @@
 //! The user's own `!command`s from the editor are not sandboxed: the rule is about what the
 //! model does, and the person at the keyboard can run anything in another terminal anyway.
 
-pub mod beneath;
+pub(crate) mod beneath;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "unsupported.rs"]
-pub mod landlock;
+pub(crate) mod landlock;
 #[cfg(not(target_os = "linux"))]
-pub use landlock::{namespace, seccomp};
+pub(crate) use landlock::{namespace, seccomp};
 #[cfg(target_os = "linux")]
 pub mod namespace;
-pub mod paths;
+pub(crate) mod real_location;
 #[cfg(target_os = "linux")]
-pub mod seccomp;
+pub(crate) mod seccomp;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -78,9 +78,9 @@ pub enum SandboxMode {
 }
 
 impl SandboxMode {
-    pub const NAMES: &'static [&'static str] = &["off", "workspace-write", "read-only"];
+    pub(crate) const NAMES: &'static [&'static str] = &["off", "workspace-write", "read-only"];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SandboxMode::Off => "off",
             SandboxMode::WorkspaceWrite => "workspace-write",
@@ -187,11 +187,11 @@ impl Sandbox {
     }
 
     /// Replace the folders writes are allowed under (ignored in `read-only` and `off`).
-    pub fn with_roots(mut self, roots: Vec<PathBuf>) -> Self {
+    pub(crate) fn with_roots(mut self, roots: Vec<PathBuf>) -> Self {
         let mut out: Vec<PathBuf> = Vec::new();
         if self.mode == SandboxMode::WorkspaceWrite {
             for r in roots {
-                let real = paths::real_location(&r);
+                let real = real_location::real_location(&r);
                 if !out.contains(&real) {
                     out.push(real);
                 }
@@ -208,15 +208,17 @@ impl Sandbox {
         self
     }
 
-    pub fn mode(&self) -> SandboxMode {
+    pub(crate) fn mode(&self) -> SandboxMode {
         self.mode
     }
 
-    pub fn fallback(&self) -> Fallback {
+    #[cfg(test)]
+    pub(crate) fn fallback(&self) -> Fallback {
         self.fallback
     }
 
-    pub fn roots(&self) -> &[PathBuf] {
+    #[cfg(test)]
+    pub(crate) fn roots(&self) -> &[PathBuf] {
         &self.roots
     }
 
@@ -237,7 +239,7 @@ impl Sandbox {
     }
 
     /// One short line for the start-up header and `--verbose`; `None` when off.
-    pub fn describe(&self) -> Option<String> {
+    pub(crate) fn describe(&self) -> Option<String> {
         if self.mode == SandboxMode::Off {
             return None;
         }
@@ -257,7 +259,7 @@ impl Sandbox {
     }
 
     /// A sentence for `bash`'s description, so the model knows before its first command.
-    pub fn command_note(&self) -> Option<String> {
+    pub(crate) fn command_note(&self) -> Option<String> {
         match (self.mode, &self.support, self.fallback) {
             (SandboxMode::Off, _, _) | (_, Support::Missing(_), Fallback::Warn) => None,
             (_, Support::Missing(_), Fallback::Refuse) => Some(format!(
@@ -300,11 +302,11 @@ impl Sandbox {
 
     /// Refuse a write by `write` or `edit` to `path` (absolute, `..` folded) that the mode
     /// does not allow.
-    pub fn check_write(&self, path: &Path) -> Result<(), ToolError> {
+    pub(crate) fn check_write(&self, path: &Path) -> Result<(), ToolError> {
         if self.mode == SandboxMode::Off {
             return Ok(());
         }
-        let real = paths::real_location(path);
+        let real = real_location::real_location(path);
         if self.roots.iter().any(|root| real.starts_with(root)) {
             return Ok(());
         }
@@ -333,7 +335,7 @@ impl Sandbox {
     /// allowed it. Sandboxed, the write goes through descriptors of the allowed folder (see
     /// [`beneath`]) and creates missing parent folders itself; off, it is the plain atomic
     /// write (the caller creates the folders).
-    pub fn write_atomic(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write_atomic(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
         match self.mode {
             SandboxMode::Off => crate::tools::fsutil::write_atomic(path, data),
             _ => beneath::write_atomic(&self.roots, path, data),
@@ -341,7 +343,7 @@ impl Sandbox {
     }
 
     /// Read `path` for `edit`; sandboxed, without following a link swapped in on the way.
-    pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
         match self.mode {
             SandboxMode::Off => std::fs::read(path),
             _ => beneath::read(&self.roots, path),
@@ -350,7 +352,7 @@ impl Sandbox {
 
     /// How to start a command in `cwd`: confined (the prepared [`Jail`]), unconfined (`None`:
     /// sandbox off, or missing with the `warn` fallback), or not at all (an error result).
-    pub fn confine(&self, cwd: &Path) -> Result<Option<Jail>, ToolError> {
+    pub(crate) fn confine(&self, cwd: &Path) -> Result<Option<Jail>, ToolError> {
         if self.mode == SandboxMode::Off {
             return Ok(None);
         }
@@ -399,7 +401,7 @@ impl Sandbox {
 /// multiplexers, session buses, key agents, displays): sandboxed commands run without them.
 /// (The servers' sockets are out of reach anyway, see [`seccomp`]; this keeps programs from
 /// trying.)
-pub const SESSION_VARIABLES: &[&str] = &[
+pub(crate) const SESSION_VARIABLES: &[&str] = &[
     "TMUX",
     "TMUX_PANE",
     "STY",
@@ -430,7 +432,7 @@ pub const SESSION_VARIABLES: &[&str] = &[
 /// namespace plan (where namespaces work), the seccomp filter (where pi knows the
 /// architecture). [`Jail::restrict_self`] is the child's part.
 #[derive(Debug)]
-pub struct Jail {
+pub(crate) struct Jail {
     pub landlock: landlock::Confinement,
     pub namespaces: Option<namespace::Plan>,
     pub seccomp: Option<seccomp::Filter>,
@@ -440,7 +442,7 @@ impl Jail {
     /// In the child that execs the command: give up every capability (`drop_caps`, inside the
     /// user namespace, so nothing can undo the read-only mounts), set no-new-privileges, then
     /// Landlock, then seccomp. System calls only.
-    pub fn restrict_self(&self, drop_caps: bool) -> std::io::Result<()> {
+    pub(crate) fn restrict_self(&self, drop_caps: bool) -> std::io::Result<()> {
         if drop_caps {
             drop_capabilities()?;
         }
@@ -509,7 +511,7 @@ fn drop_capabilities() -> std::io::Result<()> {
 }
 
 /// Where `bash` saves a command's full output when it is too long for the result.
-pub fn spill_dir() -> PathBuf {
+pub(crate) fn spill_dir() -> PathBuf {
     std::env::temp_dir()
 }
 
@@ -598,7 +600,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.contains(&paths::real_location(&ws).display().to_string()),
+            e.contains(&real_location::real_location(&ws).display().to_string()),
             "{e}"
         );
     }

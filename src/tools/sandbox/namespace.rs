@@ -47,7 +47,7 @@ const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 
 /// What a sandboxed command's namespaces will look like, ready to be entered in the child.
 #[derive(Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     /// Folders that stay writable.
@@ -71,7 +71,7 @@ fn c_path(p: &Path) -> io::Result<CString> {
 
 impl Plan {
     /// The plan for a command in `cwd` that may write under `writable` (real paths).
-    pub fn prepare(writable: &[PathBuf], cwd: &Path) -> io::Result<Plan> {
+    pub(crate) fn prepare(writable: &[PathBuf], cwd: &Path) -> io::Result<Plan> {
         // SAFETY: plain getters.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let read_only_rest = !writable.iter().any(|w| w.as_os_str() == "/");
@@ -93,7 +93,7 @@ impl Plan {
 
     /// In the child, right after `unshare(CLONE_NEWUSER | CLONE_NEWNS …)`: map the ids, make
     /// the tree private and read-only but for the allowed folders. System calls only.
-    pub fn enter(&mut self) -> io::Result<()> {
+    pub(crate) fn enter(&mut self) -> io::Result<()> {
         write_file(c"/proc/self/setgroups", b"deny\n")?;
         write_file(c"/proc/self/uid_map", &self.uid_map)?;
         write_file(c"/proc/self/gid_map", &self.gid_map)?;
@@ -170,7 +170,7 @@ impl Plan {
 }
 
 /// Make every mount private, so nothing mounted here propagates back to the host.
-pub fn make_private() -> io::Result<()> {
+pub(crate) fn make_private() -> io::Result<()> {
     // SAFETY: NUL-terminated strings and null data, as mount(2) documents for a
     // propagation change.
     let rc = unsafe {
@@ -190,7 +190,7 @@ pub fn make_private() -> io::Result<()> {
 
 /// Mount a fresh `/proc` for a new PID namespace, so process ids a command reads there are
 /// ones it can signal. Failure (a container that hides parts of `/proc`) leaves the old one.
-pub fn mount_fresh_proc() {
+pub(crate) fn mount_fresh_proc() {
     // SAFETY: NUL-terminated strings and null data.
     unsafe {
         libc::mount(

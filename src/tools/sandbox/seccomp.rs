@@ -50,7 +50,7 @@ const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// A prepared seccomp program.
 #[derive(Debug)]
-pub struct Filter {
+pub(crate) struct Filter {
     program: Vec<libc::sock_filter>,
 }
 
@@ -70,7 +70,7 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 impl Filter {
     /// The filter refusing unix sockets, or `None` on an architecture pi has no numbers for.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    pub fn no_unix_sockets() -> Option<Filter> {
+    pub(crate) fn no_unix_sockets() -> Option<Filter> {
         let mut p = vec![
             stmt(LD_W_ABS, OFF_ARCH),
             jump(JEQ_K, NATIVE_ARCH, 1, 0),
@@ -96,13 +96,13 @@ impl Filter {
     }
 
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    pub fn no_unix_sockets() -> Option<Filter> {
+    pub(crate) fn no_unix_sockets() -> Option<Filter> {
         None
     }
 
     /// Install the filter on the calling thread (the child, between fork and exec: one
     /// `prctl`, no allocation). `PR_SET_NO_NEW_PRIVS` must be set already.
-    pub fn install(&self) -> io::Result<()> {
+    pub(crate) fn install(&self) -> io::Result<()> {
         let prog = libc::sock_fprog {
             len: u16::try_from(self.program.len()).unwrap_or(u16::MAX),
             filter: self.program.as_ptr().cast_mut(),

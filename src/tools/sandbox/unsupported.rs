@@ -8,72 +8,72 @@ use std::path::PathBuf;
 use super::Support;
 
 /// What this system offers: no Landlock.
-pub fn probe() -> Support {
+pub(crate) fn probe() -> Support {
     Support::Missing("Landlock exists on Linux only".into())
 }
 
 /// Commands always start unconfined here.
 #[derive(Debug)]
-pub struct Confinement;
+pub(crate) struct Confinement;
 
 impl Confinement {
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Confinement
     }
 
-    pub fn is_none(&self) -> bool {
+    pub(crate) fn is_none(&self) -> bool {
         true
     }
 
-    pub fn prepare(_writable: &[PathBuf], _abi: i32) -> Result<Self, String> {
+    pub(crate) fn prepare(_writable: &[PathBuf], _abi: i32) -> Result<Self, String> {
         Err("Landlock exists on Linux only".into())
     }
 
-    pub fn restrict(&self) -> std::io::Result<()> {
+    pub(crate) fn restrict(&self) -> std::io::Result<()> {
         Ok(())
     }
 }
 
 /// No user or mount namespaces outside Linux.
-pub mod namespace {
+pub(crate) mod namespace {
     use std::io;
     use std::path::{Path, PathBuf};
 
     #[derive(Debug)]
-    pub struct Plan;
+    pub(crate) struct Plan;
 
     impl Plan {
-        pub fn prepare(_writable: &[PathBuf], _cwd: &Path) -> io::Result<Plan> {
+        pub(crate) fn prepare(_writable: &[PathBuf], _cwd: &Path) -> io::Result<Plan> {
             Err(io::Error::other("namespaces exist on Linux only"))
         }
 
-        pub fn enter(&mut self) -> io::Result<()> {
+        pub(crate) fn enter(&mut self) -> io::Result<()> {
             Ok(())
         }
     }
 
-    pub fn make_private() -> io::Result<()> {
+    pub(crate) fn make_private() -> io::Result<()> {
         Ok(())
     }
 
-    pub fn mount_fresh_proc() {}
+    pub(crate) fn mount_fresh_proc() {}
 
-    pub fn probe() -> Result<(), String> {
+    pub(crate) fn probe() -> Result<(), String> {
         Err("namespaces exist on Linux only".into())
     }
 }
 
 /// No seccomp outside Linux.
-pub mod seccomp {
+pub(crate) mod seccomp {
     #[derive(Debug)]
-    pub struct Filter;
+    pub(crate) struct Filter;
 
     impl Filter {
-        pub fn no_unix_sockets() -> Option<Filter> {
+        pub(crate) fn no_unix_sockets() -> Option<Filter> {
             None
         }
 
-        pub fn install(&self) -> std::io::Result<()> {
+        pub(crate) fn install(&self) -> std::io::Result<()> {
             Ok(())
         }
     }

@@ -13,6 +13,10 @@ impl App {
         self.handle_agent_event(event.event);
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one match over agent events, being reworked with the command protocol (issue 29 point 1)"
+    )]
     pub fn handle_agent_event(&mut self, event: AgentEvent) {
         self.dirty = true;
         match event {

@@ -376,7 +376,7 @@ impl Keymap {
             };
             let strings: Vec<&str> = match keys {
                 serde_json::Value::String(s) => vec![s.as_str()],
-                serde_json::Value::Array(a) if a.iter().all(|v| v.is_string()) => {
+                serde_json::Value::Array(a) if a.iter().all(serde_json::Value::is_string) => {
                     a.iter().filter_map(|v| v.as_str()).collect()
                 }
                 _ => {

@@ -228,7 +228,7 @@ mod tests {
             aligns: aligns.to_vec(),
             rows: rows
                 .iter()
-                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .map(|r| r.iter().map(ToString::to_string).collect())
                 .collect(),
             has_head: true,
         }

@@ -325,7 +325,7 @@ mod tests {
     use super::*;
 
     fn paths(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+        list.iter().map(ToString::to_string).collect()
     }
 
     fn shown(found: &Found) -> Vec<&str> {

@@ -186,6 +186,10 @@ impl TreeView {
     }
 
     /// Handle a key; `page` is how many rows a page holds.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one key match for the tree popup: each arm is one key"
+    )]
     pub fn key(&mut self, key: KeyEvent, page: usize) -> TreeAction {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if let Some(leaving) = self.leaving.as_mut() {

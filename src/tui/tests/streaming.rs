@@ -70,7 +70,7 @@ fn the_open_line_is_drawn_before_its_newline_and_its_bold_is_bold() {
     delta(&mut app, "Hello **wor");
     let view = app.view(Instant::now());
     let rows = app.transcript.visible(40, 10, &view);
-    let text: Vec<String> = rows.iter().map(|l| l.to_string()).collect();
+    let text: Vec<String> = rows.iter().map(ToString::to_string).collect();
     assert_eq!(text[0], "Hello wor", "{text:?}");
     let bold = rows[0]
         .spans

@@ -65,6 +65,10 @@ impl Run {
     /// One model call and what follows it. Every attempt of a call (the first and each retry)
     /// goes through the same steps: settings refresh, tool directive, context sync, pre-model
     /// gate, then the request.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one turn's phases in order, each a call already; the engine owner splits it further"
+    )]
     pub(super) async fn turn(&mut self, inputs: Vec<Injected>) -> Result<Step, LoopError> {
         let mut inputs = self.insert_inputs(inputs);
 

@@ -10,13 +10,13 @@
 use std::path::{Path, PathBuf};
 
 /// The built-in template.
-pub const TEMPLATE: &str = include_str!("../../assets/system_prompt.md");
+pub(crate) const TEMPLATE: &str = include_str!("../../assets/system_prompt.md");
 
 const NAMES: [&str; 4] = ["AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
 
 /// One loaded context file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ContextFile {
+pub(crate) struct ContextFile {
     pub path: PathBuf,
     pub text: String,
 }
@@ -26,7 +26,7 @@ fn first_in(dir: &Path) -> Option<ContextFile> {
     // `AGENTS.md`, which is fine, but the listing keeps the spelling that exists.
     let entries: Vec<String> = std::fs::read_dir(dir)
         .ok()?
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
     NAMES.iter().find_map(|name| {
@@ -40,7 +40,7 @@ fn first_in(dir: &Path) -> Option<ContextFile> {
 }
 
 /// Context files in load order.
-pub fn discover(agent_dir: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
+pub(crate) fn discover(agent_dir: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
     let mut out = Vec::new();
     if let Some(d) = agent_dir
         && let Some(f) = first_in(d)
@@ -61,7 +61,7 @@ pub fn discover(agent_dir: Option<&Path>, cwd: &Path) -> Vec<ContextFile> {
 
 /// What goes into the system prompt.
 #[derive(Clone, Debug, Default)]
-pub struct PromptParts {
+pub(crate) struct PromptParts {
     /// `--system-prompt` text, or a SYSTEM.md, replacing the template.
     pub replacement: Option<String>,
     /// `--append-system-prompt` text or an APPEND_SYSTEM.md.
@@ -75,7 +75,7 @@ pub struct PromptParts {
 }
 
 /// The first line of a tool description, for the tool list.
-pub fn tool_line(description: &str) -> String {
+pub(crate) fn tool_line(description: &str) -> String {
     description.lines().next().unwrap_or("").trim().to_string()
 }
 
@@ -97,7 +97,7 @@ fn guidelines(tools: &[(String, String)]) -> String {
 }
 
 /// Build the system prompt.
-pub fn build(parts: &PromptParts) -> String {
+pub(crate) fn build(parts: &PromptParts) -> String {
     let mut prompt = match &parts.replacement {
         Some(r) => r.trim_end().to_string(),
         None => {
@@ -139,7 +139,7 @@ pub fn build(parts: &PromptParts) -> String {
 }
 
 /// Today's date as `YYYY-MM-DD` (UTC).
-pub fn today() -> String {
+pub(crate) fn today() -> String {
     let days = crate::agent::protocol::types::now_ms() / 86_400_000;
     // Civil-from-days (Howard Hinnant).
     let z = days + 719_468;
@@ -156,7 +156,7 @@ pub fn today() -> String {
 }
 
 /// The replacement prompt from `.pi/SYSTEM.md` or the agent folder's `SYSTEM.md`.
-pub fn system_file(agent_dir: Option<&Path>, cwd: &Path, name: &str) -> Option<String> {
+pub(crate) fn system_file(agent_dir: Option<&Path>, cwd: &Path, name: &str) -> Option<String> {
     let project = cwd.join(".pi").join(name);
     let global = agent_dir.map(|d| d.join(name));
     [Some(project), global]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::time::file_stamp;
 
 /// Environment variable that overrides the session directory (below `--session-dir`).
-pub const SESSION_DIR_ENV: &str = "PI_CODING_AGENT_SESSION_DIR";
+pub(crate) const SESSION_DIR_ENV: &str = "PI_CODING_AGENT_SESSION_DIR";
 
 /// `--<cwd>--` for a working directory, e.g. `/tmp/mock` → `--tmp-mock--`.
 pub fn encode_cwd(cwd: &Path) -> String {
@@ -80,7 +80,7 @@ impl SessionPaths {
     /// `<agent dir>/sessions/--<cwd>--`. The variable and the config value may start with `~`;
     /// a relative one is taken from `cwd`. `None` only when there is no override and no agent
     /// directory (no home folder).
-    pub fn resolve(
+    pub(crate) fn resolve(
         agent_dir: Option<&Path>,
         cwd: &Path,
         session_dir_flag: Option<&Path>,

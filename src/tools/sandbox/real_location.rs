@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::tools::fsutil::write_target;
 
 /// The symlink-free absolute path a write to `path` (absolute) would change.
-pub fn real_location(path: &Path) -> PathBuf {
+pub(crate) fn real_location(path: &Path) -> PathBuf {
     let target = write_target(path);
     let mut existing = target.as_path();
     let mut missing: Vec<Component<'_>> = Vec::new();

@@ -94,8 +94,8 @@ mod tests {
     fn table(mode: Option<&str>, allow: &[&str], deny: &[&str]) -> ApprovalSetting {
         ApprovalSetting::Table(ApprovalTable {
             mode: mode.map(str::to_string),
-            allow: allow.iter().map(|s| s.to_string()).collect(),
-            deny: deny.iter().map(|s| s.to_string()).collect(),
+            allow: allow.iter().map(ToString::to_string).collect(),
+            deny: deny.iter().map(ToString::to_string).collect(),
         })
     }
 
