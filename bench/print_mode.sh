@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Whole-process cost of `pi`: `--version`, and `pi -p` against a local OpenAI-compatible server
-# answering (a) one short text and (b) 20,000 tokens, one per SSE event. Reports the median of
+# answering (a) one short text, (b) 20,000 tokens, one per SSE event, and (c) three turns: a
+# `read` call, a `bash` call (`echo hi`), then a short text. Reports the median of
 # RUNS runs of wall time, CPU time (user+sys) and peak RSS (bench/measure.py, from wait4 rusage).
 # Usage: bench/print_mode.sh [runs]   (builds the release binary first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-9}"
+ROOT="$PWD"
 cargo build --release --quiet --bin pi
 PI="$PWD/target/release/pi"
 WORK="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-mkdir -p "$WORK/agent"
+mkdir -p "$WORK/agent" "$WORK/project"
+echo "some notes" > "$WORK/project/notes.txt"
 cat > "$WORK/agent/config.toml" <<TOML
 model = "bench/bench"
 [providers.bench]
@@ -23,7 +26,7 @@ TOML
 
 measure() { # label, then the command
   local label="$1"; shift
-  python3 bench/measure.py "$RUNS" "$label" -- "$@"
+  python3 "$ROOT/bench/measure.py" "$RUNS" "$label" -- "$@"
 }
 
 run_with_server() { # mode, label
@@ -33,7 +36,8 @@ run_with_server() { # mode, label
   for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
   mkdir -p "$WORK/live"
   sed "s/PORT/$port/" "$WORK/agent/config.toml" > "$WORK/live/config.toml"
-  measure "$2" env -i PATH="$PATH" HOME="$WORK" PI_CODING_AGENT_DIR="$WORK/live" "$PI" -p "hello"
+  (cd "$WORK/project" && measure "$2" env -i PATH="$PATH" HOME="$WORK" \
+    PI_CODING_AGENT_DIR="$WORK/live" "$PI" -p "hello")
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
@@ -41,3 +45,4 @@ echo "pi bench, $RUNS runs each, medians ($(nproc) cores)"
 measure "pi --version" "$PI" --version
 run_with_server short "(a) pi -p, one short answer"
 run_with_server long "(b) pi -p, 20,000 streamed tokens"
+run_with_server tools "(c) pi -p, three turns with tools"

@@ -2,11 +2,14 @@
 """A local OpenAI-compatible server for bench/print_mode.sh.
 
 GET  /v1/models            -> one model
-POST /v1/chat/completions  -> a streamed answer: MODE=short (one short text) or
+POST /v1/chat/completions  -> a streamed answer: MODE=short (one short text),
                               MODE=long (TOKENS deltas, one per SSE event, written as fast as
-                              the socket takes them).
+                              the socket takes them) or MODE=tools (three turns: a `read` call,
+                              a `bash` call, then a short text; the turn is told by the number
+                              of tool results in the request).
 Bodies are prebuilt so the server costs as little as possible during the measurement.
 """
+import json
 import os
 import sys
 
@@ -29,18 +32,30 @@ def build():
     return b"".join(parts)
 
 
+def tool_call(name, arguments):
+    """A whole answer that is one tool call."""
+    call = {"index": 0, "id": f"call_{name}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return b"".join([chunk({"tool_calls": [call]}), chunk({}, "tool_calls"), b"data: [DONE]\n\n"])
+
+
 BODY = build()
+TOOL_TURNS = [tool_call("read", {"path": "notes.txt"}), tool_call("bash", {"command": "echo hi"})]
 
 
 class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
-        self.rfile.read(length)
+        request = self.rfile.read(length)
+        body = BODY
+        if MODE == "tools":
+            results = request.count(b'"role":"tool"')
+            body = TOOL_TURNS[results] if results < len(TOOL_TURNS) else BODY
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(BODY)))
+        self.send_header("content-length", str(len(body)))
         self.end_headers()
-        self.wfile.write(BODY)
+        self.wfile.write(body)
 
 
 if __name__ == "__main__":

@@ -272,8 +272,9 @@ impl Call {
             head: Vec::new(),
             saw_event: false,
         };
-        let body = match serde_json::to_vec(&request.body) {
-            Ok(b) => b,
+        // Written as the connection takes it: a long history is never held as text whole.
+        let (length, pieces) = match super::body::json_body(request.body) {
+            Ok(body) => body,
             Err(e) => {
                 call.out
                     .fail(&format!("could not encode the request: {e}"), None, None);
@@ -285,10 +286,12 @@ impl Call {
             .client
             .post(&request.url)
             .header("content-type", "application/json")
-            .header("accept", "text/event-stream");
+            .header("accept", "text/event-stream")
+            .header("content-length", length);
         for (k, v) in &request.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
+        let body = reqwest::Body::wrap_stream(futures::stream::iter(pieces));
         *lock(&call.phase) = Phase::Sending(Box::pin(builder.body(body).send()));
         call
     }

@@ -8,6 +8,7 @@
 //! nothing of any format.
 
 pub mod anthropic;
+mod body;
 pub mod catalog;
 pub(crate) mod dialect;
 pub(crate) mod emit;

@@ -1,0 +1,219 @@
+//! A request's JSON body sent as it is written, never held whole.
+//!
+//! A resumed session's request can be tens of megabytes. Writing it out with `to_vec` held
+//! the whole text beside the JSON value it came from; here the value is first measured (a
+//! pass that writes nothing, for the `content-length` header) and then written in pieces of
+//! about [`PIECE`] bytes as the connection takes them, each array element of the top-level
+//! object (`messages`, `input`, `contents`) dropped once written. The bytes are exactly
+//! `serde_json::to_vec`'s.
+
+use std::io;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+/// About how many bytes each piece of the body holds (one element may make it longer).
+pub const PIECE: usize = 64 << 10;
+
+/// The body of `value`: its length in bytes and its pieces, in order.
+pub fn json_body(value: Value) -> io::Result<(u64, Pieces)> {
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, &value)?;
+    Ok((counter.0, Pieces::new(value)))
+}
+
+/// Counts what is written to it.
+struct Counter(u64);
+
+impl io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where the writing of the body stands.
+enum Stage {
+    /// Nothing written yet.
+    Start(Value),
+    /// Inside the top-level object: the members left, and whether one was written.
+    Members {
+        rest: serde_json::map::IntoIter,
+        wrote_one: bool,
+    },
+    /// Inside an array that is a member's value: its elements left, then the members left.
+    Elements {
+        elements: std::vec::IntoIter<Value>,
+        wrote_one: bool,
+        rest: serde_json::map::IntoIter,
+    },
+    Done,
+}
+
+/// The body's pieces, written one at a time (an iterator for `futures::stream::iter`).
+pub struct Pieces {
+    stage: Stage,
+}
+
+impl Pieces {
+    fn new(value: Value) -> Self {
+        Pieces {
+            stage: Stage::Start(value),
+        }
+    }
+
+    /// Write the next part (a bracket, a member, an element) into `out`; false at the end.
+    fn step(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Done => return Ok(false),
+            Stage::Start(Value::Object(map)) => {
+                out.push(b'{');
+                Stage::Members {
+                    rest: map.into_iter(),
+                    wrote_one: false,
+                }
+            }
+            Stage::Start(other) => {
+                serde_json::to_writer(&mut *out, &other)?;
+                Stage::Done
+            }
+            Stage::Members {
+                mut rest,
+                wrote_one,
+            } => match rest.next() {
+                None => {
+                    out.push(b'}');
+                    Stage::Done
+                }
+                Some((key, value)) => {
+                    if wrote_one {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, &key)?;
+                    out.push(b':');
+                    match value {
+                        Value::Array(elements) => {
+                            out.push(b'[');
+                            Stage::Elements {
+                                elements: elements.into_iter(),
+                                wrote_one: false,
+                                rest,
+                            }
+                        }
+                        value => {
+                            serde_json::to_writer(&mut *out, &value)?;
+                            Stage::Members {
+                                rest,
+                                wrote_one: true,
+                            }
+                        }
+                    }
+                }
+            },
+            Stage::Elements {
+                mut elements,
+                wrote_one,
+                rest,
+            } => match elements.next() {
+                None => {
+                    out.push(b']');
+                    Stage::Members {
+                        rest,
+                        wrote_one: true,
+                    }
+                }
+                Some(element) => {
+                    if wrote_one {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, &element)?;
+                    Stage::Elements {
+                        elements,
+                        wrote_one: true,
+                        rest,
+                    }
+                }
+            },
+        };
+        Ok(true)
+    }
+}
+
+impl Iterator for Pieces {
+    type Item = io::Result<Bytes>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut out = Vec::new();
+        while out.len() < PIECE {
+            match self.step(&mut out) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    self.stage = Stage::Done;
+                    return Some(Err(e));
+                }
+            }
+        }
+        (!out.is_empty()).then(|| Ok(Bytes::from(out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn written(value: &Value) -> (u64, Vec<Bytes>) {
+        let (len, pieces) = json_body(value.clone()).unwrap();
+        (len, pieces.collect::<io::Result<Vec<_>>>().unwrap())
+    }
+
+    #[test]
+    fn the_pieces_are_exactly_to_vecs_bytes_and_the_length_says_so() {
+        let values = [
+            json!({"model": "m", "stream": true, "messages": [
+                {"role": "user", "content": "a \"quoted\"\nline\t\u{1}é😀"},
+                {"role": "assistant", "content": [], "tool_calls": [{"id": "1"}]},
+            ], "tools": [], "temperature": 0.5, "n": null, "o": {"k": [1, 2]}}),
+            json!({}),
+            json!({"empty": []}),
+            json!({"a": [[1], []], "b": [{}]}),
+            json!([1, 2, 3]),
+            json!("text"),
+            json!(null),
+        ];
+        for value in values {
+            let (len, pieces) = written(&value);
+            let joined: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+            let expected = serde_json::to_vec(&value).unwrap();
+            assert_eq!(
+                String::from_utf8(joined).unwrap(),
+                String::from_utf8(expected.clone()).unwrap()
+            );
+            assert_eq!(len, expected.len() as u64);
+        }
+    }
+
+    #[test]
+    fn a_long_history_goes_out_in_pieces_none_much_longer_than_one_piece() {
+        let message = json!({"role": "user", "content": "x".repeat(1000)});
+        let value = json!({"model": "m", "messages": vec![message; 2000]});
+        let (len, pieces) = written(&value);
+        assert!(len > 2_000_000);
+        assert!(pieces.len() > 25, "{} pieces", pieces.len());
+        assert!(pieces.iter().all(|p| p.len() < PIECE + 1100));
+    }
+
+    #[test]
+    fn an_element_longer_than_a_piece_is_written_whole() {
+        let value = json!({"messages": ["y".repeat(3 * PIECE), "z"]});
+        let (len, pieces) = written(&value);
+        let joined: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+        assert_eq!(joined, serde_json::to_vec(&value).unwrap());
+        assert_eq!(len, joined.len() as u64);
+    }
+}
