@@ -1771,3 +1771,39 @@ async fn without_the_append_only_context_each_call_sends_the_transcript_as_it_is
     finish(&agent, &mut rx).await;
     assert_eq!(&stamps_sent(&p, 1)[..2], [7, 7]);
 }
+
+/// Events from several threads at once reach a subscriber in the order the state took them:
+/// the facade applies an event and hands it on in one hold of its lock.
+#[test]
+fn the_stream_keeps_the_order_the_state_took_the_events_in() {
+    let p = scripts(vec![]);
+    let agent = agent(&p, vec![]);
+    let mut rx = agent.subscribe();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let agent = agent.clone();
+            std::thread::spawn(move || {
+                for i in 0..300 {
+                    agent.emit_external_event(AgentEvent::MessageEnd {
+                        message: AgentMessage::user(format!("{t}-{i}")),
+                    });
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let streamed: Vec<String> = drain(&mut rx)
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageEnd { message } => Some(text_of(message)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed.len(), 2400);
+    assert!(
+        streamed == texts(&agent.messages()),
+        "the stream's order differs from the transcript's"
+    );
+}

@@ -9,7 +9,7 @@
 //! here, so subscribers always see balanced `turn_start`/`turn_end` and one `agent_end`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -48,6 +48,13 @@ use crate::agent::protocol::tool::{AgentTool, ToolSet};
 use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Attribution, Message, ToolCall,
 };
+
+mod hooks;
+mod stream;
+
+use hooks::{FacadeHooks, ToolState};
+pub use stream::classify_steering;
+use stream::{FacadeSink, Subscriber, apply_to, broadcast, preview};
 
 /// Settings used for the next run (and re-read between provider calls).
 #[derive(Clone)]
@@ -146,33 +153,42 @@ struct HostHooks {
     model_call: HookList,
 }
 
-struct Inner {
-    state: Mutex<AgentState>,
+/// What the facade's calls and its runs share, behind the one lock (`Inner::shared`). The lock
+/// is never held across an `.await` nor while a host hook or the loop runs; events are applied
+/// to the state and handed to the subscribers under it, so every subscriber sees them in the
+/// order the state took them.
+struct Shared {
+    state: AgentState,
     /// A run that `reset` cut loose (0: none): its events and its outcome no longer touch
-    /// the state. Read and written only while `state` is locked.
-    detached: AtomicU64,
-    settings: Mutex<AgentSettings>,
-    queues: Mutex<Queues>,
+    /// the state.
+    detached: RunId,
+    settings: AgentSettings,
+    queues: Queues,
+    subscribers: Vec<Subscriber>,
+    run: RunSlot,
+    /// Soft-requirement state carried between runs, and the one-shot tool choices.
+    tool_state: ToolState,
+    host_hooks: HostHooks,
+    /// Messages a host added with `emit_external_event` while a run was active: the run's
+    /// outcome does not hold them, so they are added back after it, unless that run's outcome
+    /// was written back already (`written_back`, the last run whose outcome replaced the
+    /// transcript).
+    external: Vec<AgentMessage>,
+    written_back: RunId,
+}
+
+struct Inner {
+    shared: Mutex<Shared>,
     steer_notify: Arc<Notify>,
     /// Gives up a retry whose backoff is running (see `LoopConfig::skip_retry`).
     skip_retry: Arc<Notify>,
     pause: crate::agent::protocol::pause::PauseGate,
-    subscribers: Mutex<Vec<Subscriber>>,
     /// The gauges of paced subscribers, which the model stream waits on.
     pacer: Arc<Pacer>,
-    run: Mutex<RunSlot>,
     idle: watch::Sender<u64>,
-    /// Soft-requirement state carried between runs, and the one-shot tool choices.
-    tool_state: Mutex<ToolState>,
     suppress_steering_once: AtomicBool,
-    host_hooks: Mutex<HostHooks>,
-    /// Messages a host added with `emit_external_event` while a run was active: the run's
-    /// outcome does not hold them, so they are added back after it. With `written_back` (the
-    /// last run whose outcome replaced the transcript), read and written only while `state`
-    /// is locked.
-    external: Mutex<Vec<AgentMessage>>,
-    written_back: AtomicU64,
-    /// The request log kept across runs while `AgentSettings::append_only` is on.
+    /// The request log kept across runs while `AgentSettings::append_only` is on. Its own lock:
+    /// the loop holds it while it builds a request, apart from the facade's state.
     append_only: Arc<Mutex<AppendOnlyContext>>,
 }
 
@@ -187,22 +203,24 @@ impl Agent {
         let (idle, _) = watch::channel(0);
         Agent {
             inner: Arc::new(Inner {
-                state: Mutex::new(AgentState::default()),
-                detached: AtomicU64::new(0),
-                settings: Mutex::new(settings),
-                queues: Mutex::new(Queues::default()),
+                shared: Mutex::new(Shared {
+                    state: AgentState::default(),
+                    detached: 0,
+                    settings,
+                    queues: Queues::default(),
+                    subscribers: Vec::new(),
+                    run: RunSlot::default(),
+                    tool_state: ToolState::default(),
+                    host_hooks: HostHooks::default(),
+                    external: Vec::new(),
+                    written_back: 0,
+                }),
                 steer_notify: Arc::new(Notify::new()),
                 skip_retry: Arc::new(Notify::new()),
                 pause: Default::default(),
-                subscribers: Mutex::new(Vec::new()),
                 pacer: Arc::default(),
-                run: Mutex::new(RunSlot::default()),
                 idle,
-                tool_state: Mutex::new(ToolState::default()),
                 suppress_steering_once: AtomicBool::new(false),
-                host_hooks: Mutex::new(HostHooks::default()),
-                external: Mutex::new(Vec::new()),
-                written_back: AtomicU64::new(0),
                 append_only: Arc::new(Mutex::new(AppendOnlyContext::new())),
             }),
         }
@@ -210,32 +228,32 @@ impl Agent {
 
     /// A copy of the current state.
     pub fn state(&self) -> AgentState {
-        let pending = {
-            let q = lock(&self.inner.queues);
-            q.steering.len() + q.follow_up.len()
+        let mut state = {
+            let shared = self.shared();
+            let mut state = shared.state.clone();
+            state.pending_messages = shared.queues.steering.len() + shared.queues.follow_up.len();
+            state
         };
-        let mut state = lock(&self.inner.state).clone();
-        state.pending_messages = pending;
         state.paused = self.inner.pause.is_paused();
         state
     }
 
     pub fn messages(&self) -> Vec<AgentMessage> {
-        lock(&self.inner.state).messages.clone()
+        self.shared().state.messages.clone()
     }
 
     pub fn is_streaming(&self) -> bool {
-        lock(&self.inner.state).is_streaming
+        self.shared().state.is_streaming
     }
 
     /// The id of the newest run started so far (0 before the first).
     pub fn last_run(&self) -> RunId {
-        lock(&self.inner.run).last_id
+        self.shared().run.last_id
     }
 
     /// Replace the transcript (e.g. a resumed session). Refused while a run is active.
     pub fn replace_messages(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
-        let mut st = lock(&self.inner.state);
+        let st = &mut self.shared().state;
         if st.is_streaming {
             return Err(AgentError::Busy);
         }
@@ -245,12 +263,13 @@ impl Agent {
     }
 
     /// Change the settings; a running loop sees model, prompt, tools and thinking on its next call.
+    /// `f` runs under the agent's lock: it must not call the agent.
     pub fn update_settings(&self, f: impl FnOnce(&mut AgentSettings)) {
-        f(&mut lock(&self.inner.settings));
+        f(&mut self.shared().settings);
     }
 
     pub fn settings(&self) -> AgentSettings {
-        lock(&self.inner.settings).clone()
+        self.shared().settings.clone()
     }
 
     /// Receive every event from now on, each with the run it belongs to.
@@ -266,7 +285,7 @@ impl Agent {
     ) -> mpsc::UnboundedReceiver<RunEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         let tx = EventSender::plain(tx);
-        lock(&self.inner.subscribers).push(Subscriber { tx, wanted });
+        self.shared().subscribers.push(Subscriber { tx, wanted });
         rx
     }
 
@@ -275,7 +294,7 @@ impl Agent {
     pub fn subscribe_paced(&self, limit: usize, wanted: fn(&AgentEvent) -> bool) -> PacedReceiver {
         let (tx, rx, gauge) = paced_channel(limit);
         self.inner.pacer.register(&gauge);
-        lock(&self.inner.subscribers).push(Subscriber { tx, wanted });
+        self.shared().subscribers.push(Subscriber { tx, wanted });
         rx
     }
 
@@ -303,7 +322,7 @@ impl Agent {
         let messages = self.messages();
         let kind = match check_continuable(&messages) {
             Ok(()) => RunKind::Continue,
-            Err(e) if !lock(&self.inner.host_hooks).dequeue.is_empty() => {
+            Err(e) if !self.shared().host_hooks.dequeue.is_empty() => {
                 RunKind::FromQueues(e.message)
             }
             Err(e) => {
@@ -337,7 +356,7 @@ impl Agent {
 
     /// Queue a steering message: delivered at the next tool boundary, interrupting the batch.
     pub fn steer(&self, message: AgentMessage) {
-        lock(&self.inner.queues).steering.push_back(message);
+        self.shared().queues.steering.push_back(message);
         self.inner.steer_notify.notify_waiters();
         self.emit_queue_update();
     }
@@ -348,7 +367,7 @@ impl Agent {
 
     /// Queue a message for when the agent would otherwise stop.
     pub fn follow_up(&self, message: AgentMessage) {
-        lock(&self.inner.queues).follow_up.push_back(message);
+        self.shared().queues.follow_up.push_back(message);
         self.emit_queue_update();
     }
 
@@ -357,38 +376,40 @@ impl Agent {
     }
 
     pub fn peek_steering_queue(&self) -> Vec<AgentMessage> {
-        lock(&self.inner.queues).steering.iter().cloned().collect()
+        self.shared().queues.steering.iter().cloned().collect()
     }
 
     pub fn peek_follow_up_queue(&self) -> Vec<AgentMessage> {
-        lock(&self.inner.queues).follow_up.iter().cloned().collect()
+        self.shared().queues.follow_up.iter().cloned().collect()
     }
 
     pub fn has_queued_messages(&self) -> bool {
-        let q = lock(&self.inner.queues);
+        let q = &self.shared().queues;
         !q.steering.is_empty() || !q.follow_up.is_empty()
     }
 
     /// Remove the most recent steering message.
     pub fn pop_last_steer(&self) -> Option<AgentMessage> {
-        let m = lock(&self.inner.queues).steering.pop_back();
+        let m = self.shared().queues.steering.pop_back();
         self.emit_queue_update();
         m
     }
 
     pub fn pop_last_follow_up(&self) -> Option<AgentMessage> {
-        let m = lock(&self.inner.queues).follow_up.pop_back();
+        let m = self.shared().queues.follow_up.pop_back();
         self.emit_queue_update();
         m
     }
 
     /// Empty both queues and return what they held (steering first), e.g. to restore an editor.
     pub fn clear_all_queues(&self) -> Vec<AgentMessage> {
-        let mut q = lock(&self.inner.queues);
-        let mut out: Vec<AgentMessage> = q.steering.drain(..).collect();
-        out.extend(q.follow_up.drain(..));
-        drop(q);
-        *lock(&self.inner.tool_state) = ToolState::default();
+        let out = {
+            let mut shared = self.shared();
+            let mut out: Vec<AgentMessage> = shared.queues.steering.drain(..).collect();
+            out.extend(shared.queues.follow_up.drain(..));
+            shared.tool_state = ToolState::default();
+            out
+        };
         self.emit_queue_update();
         out
     }
@@ -396,39 +417,46 @@ impl Agent {
     /// Force `choice` on the next model call, once. If a gate stops the run before that call
     /// is made, the choice is kept for the next run (and dropped if its tool is gone by then).
     pub fn force_tool_choice(&self, choice: ToolChoice) {
-        lock(&self.inner.tool_state).choices.queued = Some(choice);
+        self.shared().tool_state.choices.queued = Some(choice);
     }
 
     /// Add a hook awaited before the agent takes queued messages (steering or follow-up, at
     /// every boundary and in `continue_run`), with the signal of the run taking them. A hook
     /// may queue messages itself; once the signal fired, nothing is taken.
     pub fn add_before_dequeue_hook(&self, hook: SignalHook) -> HookId {
-        lock(&self.inner.host_hooks).dequeue.add(hook)
+        self.shared().host_hooks.dequeue.add(hook)
     }
 
     /// `false` when the hook was removed already.
     pub fn remove_before_dequeue_hook(&self, id: HookId) -> bool {
-        lock(&self.inner.host_hooks).dequeue.remove(id)
+        self.shared().host_hooks.dequeue.remove(id)
     }
 
     /// Add a hook awaited before each model call of every run, with the run's signal: after
     /// the pause gate, before the call's settings are read (so what it changes applies).
     pub fn add_before_model_call_hook(&self, hook: SignalHook) -> HookId {
-        lock(&self.inner.host_hooks).model_call.add(hook)
+        self.shared().host_hooks.model_call.add(hook)
     }
 
     /// `false` when the hook was removed already.
     pub fn remove_before_model_call_hook(&self, id: HookId) -> bool {
-        lock(&self.inner.host_hooks).model_call.remove(id)
+        self.shared().host_hooks.model_call.remove(id)
     }
 
     /// Apply `event` to the state as if the loop had emitted it, then send it to subscribers
     /// (stamped with the active run, if any). A `message_end` adds its message to the
     /// transcript; one added during a run is kept after the run's own messages.
     pub fn emit_external_event(&self, event: AgentEvent) {
-        let run = lock(&self.inner.run).current.as_ref().map(|r| r.id);
-        self.apply_external(run, &event);
-        self.broadcast(run, event);
+        let mut shared = self.shared();
+        let run = shared.run.current.as_ref().map(|r| r.id);
+        if let (Some(run), AgentEvent::MessageEnd { message }) = (run, &event)
+            && !message.is_retried_attempt()
+            && shared.written_back != run
+        {
+            shared.external.push(message.clone());
+        }
+        apply_to(&mut shared.state, &event);
+        broadcast(&mut shared.subscribers, run, event);
     }
 
     /// A provider context for a side request (a title, a summary) that shares the main loop's
@@ -459,7 +487,7 @@ impl Agent {
     }
 
     async fn run_dequeue_hooks(&self, signal: &AbortSignal) {
-        let hooks = lock(&self.inner.host_hooks).dequeue.snapshot();
+        let hooks = self.shared().host_hooks.dequeue.snapshot();
         host_hooks::run_all(hooks, signal).await;
     }
 
@@ -482,7 +510,7 @@ impl Agent {
 
     /// Abort the current run (no-op when idle).
     pub fn abort(&self, reason: Option<String>) {
-        if let Some(run) = lock(&self.inner.run).current.as_ref() {
+        if let Some(run) = self.shared().run.current.as_ref() {
             run.signal.abort(match reason {
                 Some(r) => AbortReason::Message(r),
                 None => AbortReason::Requested,
@@ -505,7 +533,7 @@ impl Agent {
     pub async fn wait_idle(&self) {
         let mut rx = self.inner.idle.subscribe();
         loop {
-            if lock(&self.inner.run).current.is_none() {
+            if self.shared().run.current.is_none() {
                 return;
             }
             if rx.changed().await.is_err() {
@@ -520,11 +548,11 @@ impl Agent {
     /// stays busy until that run ends (abort it and `wait_idle` to be done with it).
     pub fn reset(&self) {
         {
-            let run = lock(&self.inner.run);
-            let mut st = lock(&self.inner.state);
-            if let Some(r) = run.current.as_ref() {
-                self.inner.detached.store(r.id, Ordering::SeqCst);
+            let mut shared = self.shared();
+            if let Some(id) = shared.run.current.as_ref().map(|r| r.id) {
+                shared.detached = id;
             }
+            let st = &mut shared.state;
             st.messages.clear();
             st.error = None;
             st.pending_tool_calls.clear();
@@ -537,13 +565,14 @@ impl Agent {
         self.clear_all_queues();
     }
 
-    /// Whether run `id` was cut loose by `reset` (call with the state locked).
-    fn is_detached(&self, id: RunId) -> bool {
-        self.inner.detached.load(Ordering::SeqCst) == id
+    /// The one lock over what the facade's calls and its runs share (see [`Shared`]).
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        lock(&self.inner.shared)
     }
 
     fn claim(&self) -> Result<(u64, AbortSignal), AgentError> {
-        let mut run = lock(&self.inner.run);
+        let mut shared = self.shared();
+        let run = &mut shared.run;
         if run.current.is_some() {
             return Err(AgentError::Busy);
         }
@@ -559,7 +588,7 @@ impl Agent {
             id,
             signal: signal.clone(),
         });
-        let mut st = lock(&self.inner.state);
+        let st = &mut shared.state;
         st.is_streaming = true;
         st.error = None;
         Ok((id, signal))
@@ -568,21 +597,18 @@ impl Agent {
     /// End run `id`, then send its held `agent_end` (if any): a subscriber reacting to it finds
     /// the agent idle, and no successor can start (and emit) before it is sent.
     fn release(&self, id: u64, agent_end: Option<AgentEvent>) {
-        let mut run = lock(&self.inner.run);
-        if run.current.as_ref().is_some_and(|r| r.id == id) {
-            run.current = None;
-            let mut st = lock(&self.inner.state);
-            st.is_streaming = false;
-            st.pending_tool_calls.clear();
-            drop(st);
+        let mut shared = self.shared();
+        if shared.run.current.as_ref().is_some_and(|r| r.id == id) {
+            shared.run.current = None;
+            shared.state.is_streaming = false;
+            shared.state.pending_tool_calls.clear();
             if let Some(e) = agent_end {
-                self.broadcast(Some(id), e);
+                broadcast(&mut shared.subscribers, Some(id), e);
             }
-            drop(run);
+            drop(shared);
             self.inner.idle.send_modify(|v| *v = id);
         } else if let Some(e) = agent_end {
-            drop(run);
-            self.broadcast(Some(id), e);
+            broadcast(&mut shared.subscribers, Some(id), e);
         }
     }
 
@@ -597,7 +623,7 @@ impl Agent {
         let settings = self.settings();
         let config = self.loop_config(&settings);
         let context = self.messages();
-        let soft = lock(&self.inner.tool_state).soft.clone();
+        let soft = self.shared().tool_state.soft.clone();
         let facade_sink = Arc::new(FacadeSink::new(self.clone(), id));
         let sink: Arc<dyn EventSink> = facade_sink.clone();
         let run = async {
@@ -634,16 +660,18 @@ impl Agent {
         };
         let result = contain(run).await;
         let panic = {
-            let mut st = lock(&self.inner.state);
-            // In the same lock as the write-back (see `apply_external`): only a written-back
+            let mut guard = self.shared();
+            let shared = &mut *guard;
+            // In the same lock as the write-back (see `emit_external_event`): only a written-back
             // outcome lacks the host's messages; every other end kept the state as it was.
-            self.inner.written_back.store(id, Ordering::SeqCst);
-            let external = std::mem::take(&mut *lock(&self.inner.external));
-            let detached = self.is_detached(id);
+            shared.written_back = id;
+            let external = std::mem::take(&mut shared.external);
+            let detached = shared.detached == id;
+            let st = &mut shared.state;
             match result {
                 Ok(Ok(outcome)) => {
                     if !detached {
-                        lock(&self.inner.tool_state).soft = outcome.soft_state;
+                        shared.tool_state.soft = outcome.soft_state;
                         st.messages = outcome.context;
                         st.messages.extend(external);
                         st.error = outcome.error.map(|e| e.message).or(st.error.take());
@@ -672,9 +700,9 @@ impl Agent {
     fn backstop(&self, sink: &FacadeSink, panic: &str) {
         let text = format!("Internal error: {panic}");
         {
-            let mut st = lock(&self.inner.state);
-            if !self.is_detached(sink.run) {
-                st.error = Some(text.clone());
+            let mut shared = self.shared();
+            if shared.detached != sink.run {
+                shared.state.error = Some(text.clone());
             }
         }
         if lock(&sink.held_end).is_some() {
@@ -732,15 +760,13 @@ impl Agent {
         if signal.is_aborted() {
             return Vec::new();
         }
-        let mode = {
-            let s = lock(&self.inner.settings);
-            match side {
-                QueueSide::Steering => s.steering_mode,
-                QueueSide::FollowUp => s.follow_up_mode,
-            }
-        };
         let taken: Vec<AgentMessage> = {
-            let mut q = lock(&self.inner.queues);
+            let mut shared = self.shared();
+            let mode = match side {
+                QueueSide::Steering => shared.settings.steering_mode,
+                QueueSide::FollowUp => shared.settings.follow_up_mode,
+            };
+            let q = &mut shared.queues;
             let queue = match side {
                 QueueSide::Steering => &mut q.steering,
                 QueueSide::FollowUp => &mut q.follow_up,
@@ -757,11 +783,12 @@ impl Agent {
     }
 
     fn peek_steering(&self) -> SteeringPeek {
-        let q = lock(&self.inner.queues);
+        let shared = self.shared();
+        let q = &shared.queues;
         if q.steering.is_empty() {
             return SteeringPeek::Empty;
         }
-        let mode = lock(&self.inner.settings).steering_mode;
+        let mode = shared.settings.steering_mode;
         let next: Vec<&AgentMessage> = match mode {
             QueueMode::All => q.steering.iter().collect(),
             QueueMode::OneAtATime => q.steering.iter().take(1).collect(),
@@ -770,110 +797,27 @@ impl Agent {
     }
 
     fn emit_queue_update(&self) {
-        let (steering, follow_up) = {
-            let q = lock(&self.inner.queues);
-            (
-                q.steering.iter().map(preview).collect(),
-                q.follow_up.iter().map(preview).collect(),
-            )
+        let mut shared = self.shared();
+        let q = &shared.queues;
+        let event = AgentEvent::QueueUpdate {
+            steering: q.steering.iter().map(preview).collect(),
+            follow_up: q.follow_up.iter().map(preview).collect(),
         };
-        self.broadcast(
-            None,
-            AgentEvent::QueueUpdate {
-                steering,
-                follow_up,
-            },
-        );
+        broadcast(&mut shared.subscribers, None, event);
     }
 
     fn broadcast(&self, run: Option<RunId>, event: AgentEvent) {
-        let mut subs = lock(&self.inner.subscribers);
-        subs.retain(|s| !s.tx.is_closed());
-        let mut takers = subs.iter().filter(|s| (s.wanted)(&event));
-        let Some(mut current) = takers.next() else {
-            return;
-        };
-        // Every taker but the last gets a copy; the last gets the event itself.
-        for next in takers {
-            let _ = current.tx.send(RunEvent {
-                run,
-                event: event.clone(),
-            });
-            current = next;
-        }
-        let _ = current.tx.send(RunEvent { run, event });
+        broadcast(&mut self.shared().subscribers, run, event);
     }
 
-    /// Apply an event to the state: the transcript grows with each `message_end` during a run
-    /// (a failed attempt that was retried is shown, never kept), and the run's outcome
-    /// replaces it at the end.
-    /// Apply a host's event; a message it adds while run `run` is active (and before that
-    /// run's outcome is written back) is also remembered for after the outcome. One lock, so
-    /// the message is in the transcript exactly once.
-    fn apply_external(&self, run: Option<RunId>, event: &AgentEvent) {
-        let mut st = lock(&self.inner.state);
-        if let (Some(run), AgentEvent::MessageEnd { message }) = (run, event)
-            && !message.is_retried_attempt()
-            && self.inner.written_back.load(Ordering::SeqCst) != run
-        {
-            lock(&self.inner.external).push(message.clone());
+    /// Apply run `run`'s event to the state (unless `reset` cut the run loose), then send it to
+    /// the subscribers, in one hold of the lock. An `agent_end` is held back by the caller.
+    fn apply_and_send(&self, run: RunId, event: AgentEvent) {
+        let mut shared = self.shared();
+        if shared.detached != run {
+            apply_to(&mut shared.state, &event);
         }
-        apply_to(&mut st, event);
-    }
-
-    fn apply(&self, run: Option<RunId>, event: &AgentEvent) {
-        let mut st = lock(&self.inner.state);
-        if run.is_some_and(|r| self.is_detached(r)) {
-            return;
-        }
-        apply_to(&mut st, event);
-    }
-}
-
-/// What an event changes in the state.
-fn apply_to(st: &mut AgentState, event: &AgentEvent) {
-    match event {
-        AgentEvent::TurnEnd { message, .. } => {
-            if let Some(a) = message.as_assistant()
-                && let Some(e) = &a.error_message
-            {
-                st.error = Some(e.clone());
-            }
-        }
-        AgentEvent::MessageEnd { message } if !message.is_retried_attempt() => {
-            st.messages.push(message.clone());
-        }
-        AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-            st.pending_tool_calls.insert(tool_call_id.clone());
-        }
-        AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-            st.pending_tool_calls.remove(tool_call_id);
-        }
-        _ => {}
-    }
-}
-
-/// What the facade keeps of tool choice between runs.
-#[derive(Default)]
-struct ToolState {
-    soft: SoftState,
-    choices: OneShotChoices,
-}
-
-/// One-shot hard tool choices: queued by the host, claimed by a turn, deferred by a gate stop.
-#[derive(Default)]
-struct OneShotChoices {
-    queued: Option<ToolChoice>,
-    /// Handed to the turn being built; served once that turn's model call is made.
-    claimed: Option<ToolChoice>,
-    /// Claimed by a turn that a gate stopped before the call: offered first next time.
-    deferred: Option<ToolChoice>,
-}
-
-fn choice_available(choice: &ToolChoice, tools: &ToolSet) -> bool {
-    match choice {
-        ToolChoice::Tool(name) => tools.contains(name),
-        _ => true,
+        broadcast(&mut shared.subscribers, Some(run), event);
     }
 }
 
@@ -889,265 +833,4 @@ enum RunKind {
 enum QueueSide {
     Steering,
     FollowUp,
-}
-
-/// A one-line preview of a queued message for the UI.
-fn preview(m: &AgentMessage) -> String {
-    if let Some(u) = m.as_user() {
-        return u.content.joined_text();
-    }
-    match m {
-        AgentMessage::Custom(c) => c
-            .fields
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or(&c.role)
-            .to_string(),
-        other => other.role().to_string(),
-    }
-}
-
-/// Who queued the next steering message(s): user first, then agent, else system.
-pub fn classify_steering(next: &[&AgentMessage]) -> SteeringSource {
-    let mut agent = false;
-    for m in next {
-        match (m.role(), m.attribution()) {
-            (_, Some(Attribution::User)) => return SteeringSource::User,
-            ("user", Some(Attribution::Agent)) => agent = true,
-            ("user", None) => return SteeringSource::User,
-            (_, Some(Attribution::Agent)) => agent = true,
-            _ => {}
-        }
-    }
-    if agent {
-        SteeringSource::Agent
-    } else {
-        SteeringSource::System
-    }
-}
-
-/// Applies each event to the state, then sends it; `agent_end` is held until the run is
-/// released (see [`Agent::release`]).
-struct FacadeSink {
-    agent: Agent,
-    run: RunId,
-    held_end: Mutex<Option<AgentEvent>>,
-}
-
-impl FacadeSink {
-    fn new(agent: Agent, run: RunId) -> Self {
-        FacadeSink {
-            agent,
-            run,
-            held_end: Mutex::new(None),
-        }
-    }
-}
-
-impl EventSink for FacadeSink {
-    fn emit(&self, event: AgentEvent) {
-        self.agent.apply(Some(self.run), &event);
-        if matches!(event, AgentEvent::AgentEnd { .. }) {
-            if let Some(previous) = lock(&self.held_end).replace(event) {
-                self.agent.broadcast(Some(self.run), previous);
-            }
-        } else {
-            self.agent.broadcast(Some(self.run), event);
-        }
-    }
-}
-
-/// One receiver of the event stream, and which events it wants.
-struct Subscriber {
-    tx: EventSender,
-    wanted: fn(&AgentEvent) -> bool,
-}
-
-/// The facade's side of the loop: its queues, its live settings, then the host's hooks.
-struct FacadeHooks {
-    agent: Agent,
-    user: Arc<dyn LoopHooks>,
-}
-
-#[async_trait]
-impl LoopHooks for FacadeHooks {
-    async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
-        // A new turn means the previous turn's claimed choice was sent.
-        lock(&self.agent.inner.tool_state).choices.claimed = None;
-        let hooks = lock(&self.agent.inner.host_hooks).model_call.snapshot();
-        host_hooks::run_all(hooks, signal).await;
-        let user = self.user.sync_before_model_call(signal).await;
-        let s = self.agent.settings();
-        let (reasoning, disable) = s.thinking.to_request();
-        ContextRefresh {
-            system_prompt: Some(user.system_prompt.unwrap_or(s.system_prompt)),
-            tools: Some(user.tools.unwrap_or(s.tools)),
-            model: Some(user.model.unwrap_or(s.model)),
-            reasoning: Some(user.reasoning.unwrap_or(reasoning)),
-            disable_reasoning: Some(user.disable_reasoning.unwrap_or(disable)),
-        }
-    }
-
-    fn tool_directive(&self) -> Option<ToolDirective> {
-        let s = self.agent.settings();
-        {
-            let mut tool_state = lock(&self.agent.inner.tool_state);
-            let choices = &mut tool_state.choices;
-            if let Some(c) = choices.deferred.take()
-                && choice_available(&c, &s.tools)
-            {
-                choices.claimed = Some(c.clone());
-                return Some(ToolDirective::Hard(c));
-            }
-        }
-        if let Some(d) = self.user.tool_directive() {
-            return Some(d);
-        }
-        {
-            let mut tool_state = lock(&self.agent.inner.tool_state);
-            let choices = &mut tool_state.choices;
-            if let Some(c) = choices.queued.take()
-                && choice_available(&c, &s.tools)
-            {
-                choices.claimed = Some(c.clone());
-                return Some(ToolDirective::Hard(c));
-            }
-        }
-        match s.tool_choice {
-            Some(ToolChoice::Tool(name)) if !s.tools.contains(&name) => None,
-            Some(c) => Some(ToolDirective::Hard(c)),
-            None => None,
-        }
-    }
-
-    fn on_tool_choice_rejected(&self) -> Result<(), String> {
-        {
-            let mut tool_state = lock(&self.agent.inner.tool_state);
-            let choices = &mut tool_state.choices;
-            if let Some(c) = choices.claimed.take() {
-                choices.deferred = Some(c);
-            }
-        }
-        self.user.on_tool_choice_rejected()
-    }
-
-    async fn transform_context(
-        &self,
-        messages: &[AgentMessage],
-        signal: &AbortSignal,
-    ) -> Option<Vec<AgentMessage>> {
-        self.user.transform_context(messages, signal).await
-    }
-
-    fn convert_to_llm(&self, messages: &[AgentMessage]) -> Option<Vec<Message>> {
-        self.user.convert_to_llm(messages)
-    }
-
-    fn transform_provider_context(&self, context: &mut LlmContext, model: &Model) {
-        self.user.transform_provider_context(context, model)
-    }
-
-    fn has_model_gate(&self) -> bool {
-        self.user.has_model_gate()
-    }
-
-    async fn before_model_call(
-        &self,
-        context: &LlmContext,
-        signal: &AbortSignal,
-    ) -> Result<GateDecision, String> {
-        self.user.before_model_call(context, signal).await
-    }
-
-    fn on_assistant_event(&self, partial: &AssistantMessage, event: &StreamEvent) {
-        self.user.on_assistant_event(partial, event)
-    }
-
-    async fn transform_assistant_message(
-        &self,
-        message: &mut AssistantMessage,
-        signal: &AbortSignal,
-    ) -> Result<(), String> {
-        self.user.transform_assistant_message(message, signal).await
-    }
-
-    fn resolve_fallback_tool(&self, name: &str) -> Option<Arc<dyn AgentTool>> {
-        self.user.resolve_fallback_tool(name)
-    }
-
-    async fn before_tool_call(
-        &self,
-        assistant: &AssistantMessage,
-        call: &ToolCall,
-        args: &mut Value,
-        signal: &AbortSignal,
-    ) -> Result<BeforeToolCall, String> {
-        self.user
-            .before_tool_call(assistant, call, args, signal)
-            .await
-    }
-
-    fn transform_tool_arguments(&self, args: Value, tool_name: &str) -> Value {
-        self.user.transform_tool_arguments(args, tool_name)
-    }
-
-    async fn after_tool_call(
-        &self,
-        info: AfterToolCallInfo<'_>,
-        signal: &AbortSignal,
-    ) -> Result<Option<ResultOverride>, String> {
-        self.user.after_tool_call(info, signal).await
-    }
-
-    async fn on_turn_end(&self, messages: &[AgentMessage], info: TurnEndInfo<'_>) {
-        self.user.on_turn_end(messages, info).await
-    }
-
-    async fn on_before_yield(&self) {
-        self.user.on_before_yield().await
-    }
-
-    async fn steering_messages(&self, signal: &AbortSignal) -> Vec<AgentMessage> {
-        if self
-            .agent
-            .inner
-            .suppress_steering_once
-            .swap(false, Ordering::SeqCst)
-        {
-            return Vec::new();
-        }
-        self.agent.run_dequeue_hooks(signal).await;
-        let mut out = self.user.steering_messages(signal).await;
-        out.extend(self.agent.take_queue(QueueSide::Steering, signal));
-        out
-    }
-
-    fn peek_steering(&self) -> SteeringPeek {
-        match self.agent.peek_steering() {
-            SteeringPeek::Empty => match self.user.peek_steering() {
-                SteeringPeek::Unsupported => SteeringPeek::Empty,
-                other => other,
-            },
-            queued => queued,
-        }
-    }
-
-    fn steering_notify(&self) -> Option<Arc<Notify>> {
-        Some(self.agent.inner.steer_notify.clone())
-    }
-
-    async fn follow_up_messages(&self, signal: &AbortSignal) -> Vec<AgentMessage> {
-        self.agent.run_dequeue_hooks(signal).await;
-        let mut out = self.user.follow_up_messages(signal).await;
-        out.extend(self.agent.take_queue(QueueSide::FollowUp, signal));
-        out
-    }
-
-    fn aside_messages(&self) -> Vec<AsideEntry> {
-        self.user.aside_messages()
-    }
-
-    fn on_run_end(&self, summary: &RunSummary, coverage: &RunCoverage) {
-        self.user.on_run_end(summary, coverage)
-    }
 }
