@@ -261,7 +261,10 @@ fn the_checker_catches_each_kind_of_crossing() {
         ("tui/app.rs", "use crate::print::PrintOptions;"),
         ("tui/app.rs", "use crate::session::ListScope;"),
         ("tui/files.rs", "crate::tools::walk::parallel(&root, None)"),
-        ("tui/popup/tree.rs", "use crate::session::tree::TreeRow;"),
+        (
+            "tui/popup/tree.rs",
+            "use crate::session::tree_rows::TreeRow;",
+        ),
         ("tui/render.rs", "use crate::mcp::ServerStatus;"),
         ("tui/popup/model.rs", "use crate::tui::app::App;"),
         ("tui/footer.rs", "use super::app::App;"),

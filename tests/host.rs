@@ -549,7 +549,7 @@ impl Rig {
     }
 
     /// The id of the tree row of kind `kind` whose text contains `text`.
-    async fn row_id(&mut self, kind: pi::session::tree::TreeKind, text: &str) -> String {
+    async fn row_id(&mut self, kind: pi::session::tree_rows::TreeKind, text: &str) -> String {
         let tree = self.tree().await;
         tree.rows
             .iter()
@@ -612,7 +612,7 @@ async fn new_session_leaves_the_first_file_as_it_was() {
 
 #[tokio::test]
 async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_that_branch() {
-    use pi::session::tree::TreeKind;
+    use pi::session::tree_rows::TreeKind;
     let p = scripts(vec![
         reply::text("answer one"),
         reply::text("answer two"),
@@ -684,7 +684,7 @@ async fn moving_to_an_earlier_prompt_branches_and_the_next_request_holds_only_th
 
 #[tokio::test]
 async fn labels_are_set_and_cleared_from_the_tree() {
-    use pi::session::tree::TreeKind;
+    use pi::session::tree_rows::TreeKind;
     let p = scripts(vec![reply::text("the answer")]);
     let mut rig = Rig::new(&p, true);
     rig.prompt("the question").await;
@@ -719,7 +719,7 @@ async fn labels_are_set_and_cleared_from_the_tree() {
 
 #[tokio::test]
 async fn fork_and_clone_write_new_files_that_name_their_parent() {
-    use pi::session::tree::TreeKind;
+    use pi::session::tree_rows::TreeKind;
     let p = scripts(vec![
         reply::text("answer one"),
         reply::text("answer two"),
@@ -1021,7 +1021,7 @@ async fn messages_queued_when_a_run_fails_wait_for_the_person() {
 
 #[tokio::test]
 async fn leaving_a_branch_can_summarise_it_where_the_conversation_goes_on() {
-    use pi::session::tree::TreeKind;
+    use pi::session::tree_rows::TreeKind;
     let p = scripts(vec![
         reply::text("answer one"),
         reply::text("answer two"),
@@ -1076,7 +1076,7 @@ async fn leaving_a_branch_can_summarise_it_where_the_conversation_goes_on() {
 
 #[tokio::test]
 async fn an_abort_while_the_branch_is_summarised_moves_nothing() {
-    use pi::session::tree::TreeKind;
+    use pi::session::tree_rows::TreeKind;
     let p = scripts(vec![
         reply::text("answer one"),
         reply::text("answer two"),

@@ -1030,7 +1030,7 @@ fn compaction_replaces_the_older_part_with_its_summary() {
         })
         .collect();
     assert_eq!(texts.len(), 6, "{texts:?}");
-    assert!(texts[0].starts_with(pi::session::context::COMPACTION_PREAMBLE));
+    assert!(texts[0].starts_with(pi::session::branch_context::COMPACTION_PREAMBLE));
     assert!(texts[0].contains("<summary>\nWe talked about old things.\n</summary>"));
     assert_eq!(
         texts[1..4],

@@ -18,10 +18,10 @@
 
 pub mod export;
 pub mod login;
+pub mod navigation;
 pub mod protocol;
 pub mod shell;
 pub mod stats;
-pub mod tree;
 pub mod view;
 
 use std::path::PathBuf;
@@ -43,9 +43,9 @@ use crate::session::{
     self, ListScope, RecorderTask, SessionInfo, SessionPaths, SessionRecorder, StartFrom,
 };
 
+pub use navigation::SessionTree;
 pub use protocol::{Answer, Client, Commands, FrontEvent, FrontEvents, Op, OpBody, OpId, Prompt};
 pub use stats::SessionStats;
-pub use tree::SessionTree;
 
 /// How long shutting down waits for an aborted run to write its last messages.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);

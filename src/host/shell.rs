@@ -147,7 +147,8 @@ impl Host {
             });
         }
         let mut included = false;
-        if include && let Some(for_model) = crate::session::context::convert_custom(message) {
+        if include && let Some(for_model) = crate::session::branch_context::convert_custom(message)
+        {
             let mut messages = self.agent.messages();
             messages.push(for_model);
             included = self.agent.replace_messages(messages).is_ok();

@@ -4,9 +4,9 @@
 //! few ways of putting them into words that go with them.
 
 pub use crate::mcp::manager::{ServerState, ServerStatus, ToolEntry, describe as describe_servers};
-pub use crate::session::context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
+pub use crate::session::branch_context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
 pub use crate::session::error::another_pi;
-pub use crate::session::tree::{TreeFilter, TreeKind, TreeRow, filter_rows};
+pub use crate::session::tree_rows::{TreeFilter, TreeKind, TreeRow, filter_rows};
 pub use crate::session::{ListScope, SessionInfo, UnreadableNewest, unique_prefixes};
 /// The folder walk the tools use (ignore files honoured), for the `@` file picker.
 pub use crate::tools::walk::parallel as walk_folder;

@@ -16,12 +16,12 @@
 //!   ([`recorder`]); [`RecorderTask`] runs it beside an `Agent` ([`task`]);
 //! * reading — [`Session::load`] reads a file into entries, never failing on damage
 //!   ([`load`]); [`Session::context`] / [`Session::into_context`] build what an agent resumes
-//!   with ([`context`]);
+//!   with ([`branch_context`]);
 //! * finding — [`list_sessions`], [`newest_session`], [`find_session`] read only headers and
 //!   bounded heads and tails ([`list`]); [`fork()`] copies a session and [`branch_to_new`] one
 //!   branch of it ([`fork`]); [`manage`] renames and deletes sessions not open here;
 //! * showing — [`tree_rows`] lays the entry tree out for `/tree` and [`filter_rows`] filters
-//!   it ([`tree`]);
+//!   it ([`tree_rows`](mod@tree_rows));
 //! * starting a run — [`open_session`] turns `--continue`, `--session`, `--fork` and a
 //!   picked file into a recorder and a context ([`open`]);
 //! * the format itself — [`entry`] (lines), [`layout`] (names), [`ids`], [`time`];
@@ -29,7 +29,7 @@
 //!
 //! It knows nothing of the terminal or of providers; the CLI decides which session to open.
 
-pub mod context;
+pub mod branch_context;
 pub mod entry;
 pub(crate) mod error;
 mod fast_message;
@@ -46,9 +46,9 @@ mod salvage;
 pub(crate) mod short_id;
 pub(crate) mod task;
 pub mod time;
-pub mod tree;
+pub mod tree_rows;
 
-pub use context::{
+pub use branch_context::{
     MessageOrigin, ModelRef, STARTED_TOOL_TEXT, SessionContext, UNFINISHED_TOOL_TEXT,
 };
 pub use entry::{
@@ -67,4 +67,4 @@ pub use open::{OpenedSession, StartFrom, open_session, open_session_to_write, re
 pub use recorder::SessionRecorder;
 pub use short_id::unique_prefixes;
 pub use task::RecorderTask;
-pub use tree::{TreeFilter, TreeKind, TreeRow, filter_rows, tree_rows};
+pub use tree_rows::{TreeFilter, TreeKind, TreeRow, filter_rows, tree_rows};

@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use super::context::SessionContext;
+use super::branch_context::SessionContext;
 use super::error::{LoadWarning, SessionError};
 use super::fork::fork;
 use super::layout::SessionPaths;

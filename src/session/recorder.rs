@@ -33,7 +33,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::context::ModelRef;
+use super::branch_context::ModelRef;
 use super::entry::{Compaction, EntryKind, SessionEntry, SessionHeader};
 use super::error::SessionError;
 use super::ids::{IdSet, uuid_v7};

@@ -43,7 +43,7 @@ fn branched_session() -> crate::session::Session {
 fn tree_of(session: &crate::session::Session) -> crate::host::SessionTree {
     let leaf = session.leaf_id().map(str::to_string);
     crate::host::SessionTree {
-        rows: crate::session::tree::tree_rows(session, leaf.as_deref()),
+        rows: crate::session::tree_rows::tree_rows(session, leaf.as_deref()),
         leaf,
     }
 }
@@ -243,7 +243,7 @@ fn a_resumed_session_shows_errors_aborts_and_summaries() {
     let mut aborted = assistant(vec![ContentBlock::text("half an answer")]);
     aborted.stop_reason = StopReason::Aborted;
     app.show_messages(&[
-        crate::session::context::branch_summary_message("Tried approach A; too slow.", 0),
+        crate::session::branch_context::branch_summary_message("Tried approach A; too slow.", 0),
         user_msg("go"),
         AgentMessage::from(Message::Assistant(failed)),
         user_msg("again"),

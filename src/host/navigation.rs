@@ -24,7 +24,7 @@ use crate::session::{self, BranchSummary, EntryKind, Session, SessionEntry};
 /// The current session's tree, for the `/tree` view.
 #[derive(Clone, Debug)]
 pub struct SessionTree {
-    pub rows: Vec<session::tree::TreeRow>,
+    pub rows: Vec<session::tree_rows::TreeRow>,
     /// Where the conversation stands (`None`: before the first entry).
     pub leaf: Option<String>,
 }
@@ -121,7 +121,7 @@ impl Host {
             Ok(Some((session, leaf))) => {
                 let at = leaf.clone();
                 let rows = tokio::task::spawn_blocking(move || {
-                    session::tree::tree_rows(&session, at.as_deref())
+                    session::tree_rows::tree_rows(&session, at.as_deref())
                 })
                 .await
                 .unwrap_or_default();
@@ -278,7 +278,7 @@ impl Host {
         if let Some(s) = &summary {
             context
                 .messages
-                .push(session::context::branch_summary_message(
+                .push(session::branch_context::branch_summary_message(
                     &s.summary,
                     now_ms(),
                 ));
