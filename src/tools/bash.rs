@@ -45,6 +45,7 @@ use tokio::time::Instant;
 use super::args::Args;
 use super::context::ToolContext;
 use super::fsutil::random_hex;
+use super::info::{ToolInfo, tool_info_accessors};
 use super::launch::Launch;
 use super::process::{GroupGuard, ProcessGroup, Signal};
 use super::sandbox::SESSION_VARIABLES;
@@ -77,8 +78,7 @@ fn description(limits: &ToolLimits) -> String {
 
 pub(crate) struct BashTool {
     ctx: Arc<ToolContext>,
-    description: String,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl BashTool {
@@ -89,33 +89,26 @@ impl BashTool {
             description.push_str(&note);
         }
         BashTool {
-            description,
+            info: ToolInfo::new(
+                "bash",
+                description,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "The command to run"},
+                        "timeout": {"type": "number", "description": "Seconds before the command is killed (optional, no default)"}
+                    },
+                    "required": ["command"]
+                }),
+            ),
             ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The command to run"},
-                    "timeout": {"type": "number", "description": "Seconds before the command is killed (optional, no default)"}
-                },
-                "required": ["command"]
-            }),
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for BashTool {
-    fn name(&self) -> &str {
-        "bash"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn concurrency(&self, _args: &Value) -> Result<Concurrency, String> {
         Ok(Concurrency::Exclusive)

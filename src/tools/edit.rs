@@ -27,6 +27,7 @@ use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::diff::{numbered_diff, unified_patch};
 use super::fsutil::describe_io_error;
 use super::fuzzy::{Normalized, normalize, normalize_plain};
+use super::info::{ToolInfo, tool_info_accessors};
 use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
 
 const BOM: &str = "\u{FEFF}";
@@ -41,7 +42,7 @@ file or rewrite all of it, use `write`.";
 
 pub(crate) struct EditTool {
     ctx: Arc<ToolContext>,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl EditTool {
@@ -55,38 +56,32 @@ impl EditTool {
             "required": ["oldText", "newText"]
         });
         EditTool {
-            ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to edit (relative or absolute)"},
-                    "edits": {
-                        "type": "array",
-                        "items": pair,
-                        "description": "Replacements, each matched against the original file"
+            info: ToolInfo::new(
+                "edit",
+                DESCRIPTION,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File to edit (relative or absolute)"},
+                        "edits": {
+                            "type": "array",
+                            "items": pair,
+                            "description": "Replacements, each matched against the original file"
+                        },
+                        "oldText": {"type": "string", "description": "Single-edit form: text to replace"},
+                        "newText": {"type": "string", "description": "Single-edit form: replacement"}
                     },
-                    "oldText": {"type": "string", "description": "Single-edit form: text to replace"},
-                    "newText": {"type": "string", "description": "Single-edit form: replacement"}
-                },
-                "required": ["path"]
-            }),
+                    "required": ["path"]
+                }),
+            ),
+            ctx,
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for EditTool {
-    fn name(&self) -> &str {
-        "edit"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn concurrency(&self, _args: &Value) -> Result<Concurrency, String> {
         Ok(Concurrency::Exclusive)

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ProtectedFiles, ToolContext, run_blocking};
+use super::info::{ToolInfo, tool_info_accessors};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use super::walk;
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
@@ -112,42 +113,34 @@ pub(crate) fn find_skipping(
 
 pub(crate) struct FindTool {
     ctx: Arc<ToolContext>,
-    description: String,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl FindTool {
     pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let default_limit = ctx.limits().find_limit;
         FindTool {
-            description: description(ctx.limits()),
+            info: ToolInfo::new(
+                "find",
+                description(ctx.limits()),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "description": "Glob to match, e.g. *.rs or src/**/*.json"},
+                        "path": {"type": "string", "description": "Folder to search (default: the working directory)"},
+                        "limit": {"type": "integer", "description": format!("Most results to return (default {default_limit})")}
+                    },
+                    "required": ["pattern"]
+                }),
+            ),
             ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob to match, e.g. *.rs or src/**/*.json"},
-                    "path": {"type": "string", "description": "Folder to search (default: the working directory)"},
-                    "limit": {"type": "integer", "description": format!("Most results to return (default {default_limit})")}
-                },
-                "required": ["pattern"]
-            }),
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for FindTool {
-    fn name(&self) -> &str {
-        "find"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn interruptible(&self, _args: &Value) -> Result<bool, String> {
         Ok(true)

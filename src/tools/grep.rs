@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::context::{ProtectedFiles, ToolContext, run_blocking};
+use super::info::{ToolInfo, tool_info_accessors};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head, truncate_line};
 use super::walk;
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
@@ -293,46 +294,38 @@ pub fn format_hits(
 
 pub struct GrepTool {
     ctx: Arc<ToolContext>,
-    description: String,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl GrepTool {
     pub fn new(ctx: Arc<ToolContext>) -> Self {
         let default_limit = ctx.limits().grep_limit;
         GrepTool {
-            description: description(ctx.limits()),
+            info: ToolInfo::new(
+                "grep",
+                description(ctx.limits()),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "description": "Regular expression (or exact text with literal: true)"},
+                        "path": {"type": "string", "description": "Folder or file to search (default: the working directory)"},
+                        "glob": {"type": "string", "description": "Only search files matching this glob, e.g. *.rs or src/**/*.ts"},
+                        "ignoreCase": {"type": "boolean", "description": "Match without regard to case (default false)"},
+                        "literal": {"type": "boolean", "description": "Treat the pattern as exact text, not a regex (default false)"},
+                        "context": {"type": "integer", "description": "Lines to show before and after each match (default 0)"},
+                        "limit": {"type": "integer", "description": format!("Most matches to return (default {default_limit})")}
+                    },
+                    "required": ["pattern"]
+                }),
+            ),
             ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression (or exact text with literal: true)"},
-                    "path": {"type": "string", "description": "Folder or file to search (default: the working directory)"},
-                    "glob": {"type": "string", "description": "Only search files matching this glob, e.g. *.rs or src/**/*.ts"},
-                    "ignoreCase": {"type": "boolean", "description": "Match without regard to case (default false)"},
-                    "literal": {"type": "boolean", "description": "Treat the pattern as exact text, not a regex (default false)"},
-                    "context": {"type": "integer", "description": "Lines to show before and after each match (default 0)"},
-                    "limit": {"type": "integer", "description": format!("Most matches to return (default {default_limit})")}
-                },
-                "required": ["pattern"]
-            }),
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for GrepTool {
-    fn name(&self) -> &str {
-        "grep"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn interruptible(&self, _args: &Value) -> Result<bool, String> {
         Ok(true)

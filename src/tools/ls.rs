@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::describe_io_error;
+use super::info::{ToolInfo, tool_info_accessors};
 use super::truncate::{ToolLimits, append_notices, limit_size, truncate_head};
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 
@@ -49,40 +50,32 @@ pub(crate) fn list(dir: &Path, cancel: &CancellationToken) -> std::io::Result<Ve
 
 pub(crate) struct LsTool {
     ctx: Arc<ToolContext>,
-    description: String,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl LsTool {
     pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         let default_limit = ctx.limits().ls_limit;
         LsTool {
-            description: description(ctx.limits()),
+            info: ToolInfo::new(
+                "ls",
+                description(ctx.limits()),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "Folder to list (default: the working directory)"},
+                        "limit": {"type": "integer", "description": format!("Most entries to return (default {default_limit})")}
+                    }
+                }),
+            ),
             ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Folder to list (default: the working directory)"},
-                    "limit": {"type": "integer", "description": format!("Most entries to return (default {default_limit})")}
-                }
-            }),
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for LsTool {
-    fn name(&self) -> &str {
-        "ls"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn interruptible(&self, _args: &Value) -> Result<bool, String> {
         Ok(true)

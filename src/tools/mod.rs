@@ -38,6 +38,7 @@ pub(crate) mod fsutil;
 pub(crate) mod fuzzy;
 pub mod grep;
 pub(crate) mod guard;
+pub(crate) mod info;
 pub(crate) mod launch;
 pub(crate) mod ls;
 pub(crate) mod preview;

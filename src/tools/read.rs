@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::{describe_io_error, looks_binary, sniff_image};
+use super::info::{ToolInfo, tool_info_accessors};
 use super::truncate::{ToolLimits, format_size, limit_size};
 use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 use crate::agent::protocol::types::{ContentBlock, ImageContent};
@@ -54,41 +55,33 @@ fn description(limits: &ToolLimits) -> String {
 
 pub(crate) struct ReadTool {
     ctx: Arc<ToolContext>,
-    description: String,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl ReadTool {
     pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         ReadTool {
-            description: description(ctx.limits()),
+            info: ToolInfo::new(
+                "read",
+                description(ctx.limits()),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File to read (relative or absolute)"},
+                        "offset": {"type": "integer", "description": "Line to start from, counting from 1"},
+                        "limit": {"type": "integer", "description": "Most lines to return"}
+                    },
+                    "required": ["path"]
+                }),
+            ),
             ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to read (relative or absolute)"},
-                    "offset": {"type": "integer", "description": "Line to start from, counting from 1"},
-                    "limit": {"type": "integer", "description": "Most lines to return"}
-                },
-                "required": ["path"]
-            }),
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for ReadTool {
-    fn name(&self) -> &str {
-        "read"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn interruptible(&self, _args: &Value) -> Result<bool, String> {
         Ok(true)

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::args::Args;
 use super::context::{ABORTED_TEXT, ToolContext, run_blocking};
 use super::fsutil::{describe_io_error, write_target};
+use super::info::{ToolInfo, tool_info_accessors};
 use super::sandbox::SandboxMode;
 use super::truncate::format_size;
 use crate::agent::protocol::tool::{AgentTool, Concurrency, ToolError, ToolInvocation, ToolOutput};
@@ -25,38 +26,32 @@ instead. Relative paths are taken from the working directory.";
 
 pub(crate) struct WriteTool {
     ctx: Arc<ToolContext>,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl WriteTool {
     pub(crate) fn new(ctx: Arc<ToolContext>) -> Self {
         WriteTool {
+            info: ToolInfo::new(
+                "write",
+                DESCRIPTION,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File to write (relative or absolute)"},
+                        "content": {"type": "string", "description": "The complete new contents"}
+                    },
+                    "required": ["path", "content"]
+                }),
+            ),
             ctx,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to write (relative or absolute)"},
-                    "content": {"type": "string", "description": "The complete new contents"}
-                },
-                "required": ["path", "content"]
-            }),
         }
     }
 }
 
 #[async_trait]
 impl AgentTool for WriteTool {
-    fn name(&self) -> &str {
-        "write"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.schema
-    }
+    tool_info_accessors!();
 
     fn concurrency(&self, _args: &Value) -> Result<Concurrency, String> {
         Ok(Concurrency::Exclusive)
