@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::server::{Chunk, Recorded, Reply, TestServer, chunk, event, raw_data};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 
 const SUMMARY: &str = "SUMMARY: the notes were read several times";
 
@@ -28,18 +27,8 @@ struct Client {
 
 impl Client {
     fn start(home: &std::path::Path) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
-            .args(["--mode", "rpc", "--no-session"])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("PI_CODING_AGENT_DIR", home.join("agent"))
-            .env("OLLAMA_HOST", "127.0.0.1:9")
-            .current_dir(home.join("project"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
+        let mut child = support::rpc_pi(home, "127.0.0.1:9")
+            .arg("--no-session")
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();

@@ -4,13 +4,11 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::server::{Chunk, Reply, TestServer, chunk, raw_data, tags};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
 
 /// Deltas in the answer, and SSE events per body chunk the server writes.
 const DELTAS: usize = 200_000;
@@ -54,18 +52,8 @@ async fn a_client_that_stops_reading_makes_pi_wait_and_loses_nothing() {
     let server = TestServer::start(vec![tags("qwen3:8b"), long_answer()]).await;
     let total_chunks = DELTAS.div_ceil(PER_CHUNK) + 2;
     let home = support::binary_home("rpc_backpressure");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
-        .args(["--mode", "rpc", "--no-session"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(home.join("project"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
+    let mut child = support::rpc_pi(&home, &server.url)
+        .arg("--no-session")
         .spawn()
         .unwrap();
     let pid = child.id().unwrap();

@@ -31,19 +31,9 @@ impl Client {
         args: &[&str],
         stderr: Stdio,
     ) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
-            .args(["--mode", "rpc"])
+        let mut child = support::rpc_pi(home, &server.url)
             .args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("PI_CODING_AGENT_DIR", home.join("agent"))
-            .env("OLLAMA_HOST", server.url.clone())
-            .current_dir(home.join("project"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(stderr)
-            .kill_on_drop(true)
             .spawn()
             .unwrap();
         let stdin = child.stdin.take();

@@ -122,20 +122,10 @@ async fn a_stream_that_trickles_bytes_ends_like_a_silent_one() {
 
 /// `pi --mode rpc` in `home`, with pipes for stdin and stdout.
 fn rpc_pi(home: &std::path::Path) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
-        .args(["--mode", "rpc", "--no-session"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", "127.0.0.1:9")
+    support::rpc_pi(home, "127.0.0.1:9")
+        .arg("--no-session")
         // A model to start with; no request is made.
         .env("ANTHROPIC_API_KEY", "not-used")
-        .current_dir(home.join("project"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .unwrap()
 }

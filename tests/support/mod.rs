@@ -414,6 +414,26 @@ pub fn pi_at_server(
     c
 }
 
+/// The real binary in RPC mode, run in `home/project` with nothing of this process's
+/// environment but PATH: HOME, the agent folder `home/agent`, `ollama_host` as the local model
+/// server (a closed port for none), stdin and stdout piped, stderr dropped, killed when
+/// dropped. Add arguments, variables or another stderr before spawning.
+pub fn rpc_pi(home: &std::path::Path, ollama_host: &str) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.args(["--mode", "rpc"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", ollama_host)
+        .current_dir(home.join("project"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
 /// The one session file under an agent folder's `sessions/` (the first found).
 pub fn only_session_file(agent: &std::path::Path) -> std::path::PathBuf {
     let dir = std::fs::read_dir(agent.join("sessions"))
