@@ -1,11 +1,12 @@
-//! A request's JSON body sent as it is written, never held whole.
+//! A request's JSON body: written whole when it is small, sent as it is written when it is not.
 //!
-//! A resumed session's request can be tens of megabytes. Writing it out with `to_vec` held
-//! the whole text beside the JSON value it came from; here the value is first measured (a
-//! pass that writes nothing, for the `content-length` header) and then written in pieces of
-//! about [`PIECE`] bytes as the connection takes them, each array element of the top-level
-//! object (`messages`, `input`, `contents`) dropped once written. The bytes are exactly
-//! `serde_json::to_vec`'s.
+//! Most requests are small, and are written once into one buffer ([`JsonBody::Whole`], a body
+//! reqwest can send again on a fresh connection). A resumed session's request can be tens of
+//! megabytes: writing it out with `to_vec` held the whole text beside the JSON value it came
+//! from. Past [`WHOLE`] bytes the value is measured instead (a pass that writes nothing, for
+//! the `content-length` header) and then written in pieces of about [`PIECE`] bytes as the
+//! connection takes them, each array element of the top-level object (`messages`, `input`,
+//! `contents`) dropped once written. Either way the bytes are exactly `serde_json::to_vec`'s.
 
 use std::io;
 
@@ -15,8 +16,51 @@ use serde_json::Value;
 /// About how many bytes each piece of the body holds (one element may make it longer).
 pub const PIECE: usize = 64 << 10;
 
-/// The body of `value`: its length in bytes and its pieces, in order.
-pub fn json_body(value: Value) -> io::Result<(u64, Pieces)> {
+/// Bodies up to this many bytes are written whole.
+pub const WHOLE: usize = 1 << 20;
+
+/// A request body, whole or in pieces.
+pub enum JsonBody {
+    Whole(Vec<u8>),
+    /// The body's length in bytes, and its pieces in order.
+    Pieces(u64, Pieces),
+}
+
+/// The body of `value`: whole when it takes at most [`WHOLE`] bytes (written once), else in
+/// pieces (the partial first writing is dropped).
+pub fn json_body(value: Value) -> io::Result<JsonBody> {
+    let mut capped = Capped(Vec::new());
+    match serde_json::to_writer(&mut capped, &value) {
+        Ok(()) => Ok(JsonBody::Whole(capped.0)),
+        Err(_) if capped.0.len() > WHOLE => {
+            drop(capped);
+            let (len, pieces) = json_pieces(value)?;
+            Ok(JsonBody::Pieces(len, pieces))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A buffer that refuses to grow past [`WHOLE`] bytes (it takes the write that crosses it, so
+/// its length then says why it failed).
+struct Capped(Vec<u8>);
+
+impl io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.len() > WHOLE {
+            return Err(io::Error::other("larger than a whole body"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The body of `value` in pieces: its length in bytes and its pieces, in order.
+pub fn json_pieces(value: Value) -> io::Result<(u64, Pieces)> {
     let mut counter = Counter(0);
     serde_json::to_writer(&mut counter, &value)?;
     Ok((counter.0, Pieces::new(value)))
@@ -168,8 +212,32 @@ mod tests {
     use serde_json::json;
 
     fn written(value: &Value) -> (u64, Vec<Bytes>) {
-        let (len, pieces) = json_body(value.clone()).unwrap();
+        let (len, pieces) = json_pieces(value.clone()).unwrap();
         (len, pieces.collect::<io::Result<Vec<_>>>().unwrap())
+    }
+
+    #[test]
+    fn a_small_body_is_written_whole_and_a_large_one_in_pieces() {
+        let small = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        match json_body(small.clone()).unwrap() {
+            JsonBody::Whole(bytes) => assert_eq!(bytes, serde_json::to_vec(&small).unwrap()),
+            JsonBody::Pieces(..) => panic!("a small body went in pieces"),
+        }
+        let message = json!({"role": "user", "content": "x".repeat(1000)});
+        let large = json!({"model": "m", "messages": vec![message; 2000]});
+        match json_body(large.clone()).unwrap() {
+            JsonBody::Pieces(len, pieces) => {
+                let joined: Vec<u8> = pieces
+                    .collect::<io::Result<Vec<_>>>()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|p| p.iter().copied())
+                    .collect();
+                assert_eq!(joined, serde_json::to_vec(&large).unwrap());
+                assert_eq!(len, joined.len() as u64);
+            }
+            JsonBody::Whole(_) => panic!("a 2 MB body was held whole"),
+        }
     }
 
     #[test]

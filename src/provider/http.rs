@@ -27,6 +27,7 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+use super::body::JsonBody;
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::sse::SseParser;
@@ -272,8 +273,8 @@ impl Call {
             head: Vec::new(),
             saw_event: false,
         };
-        // Written as the connection takes it: a long history is never held as text whole.
-        let (length, pieces) = match super::body::json_body(request.body) {
+        // A long history is written as the connection takes it, never held as text whole.
+        let body = match super::body::json_body(request.body) {
             Ok(body) => body,
             Err(e) => {
                 call.out
@@ -286,13 +287,17 @@ impl Call {
             .client
             .post(&request.url)
             .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .header("content-length", length);
+            .header("accept", "text/event-stream");
         for (k, v) in &request.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
-        let body = reqwest::Body::wrap_stream(futures::stream::iter(pieces));
-        *lock(&call.phase) = Phase::Sending(Box::pin(builder.body(body).send()));
+        let builder = match body {
+            JsonBody::Whole(bytes) => builder.body(bytes),
+            JsonBody::Pieces(length, pieces) => builder
+                .header("content-length", length)
+                .body(reqwest::Body::wrap_stream(futures::stream::iter(pieces))),
+        };
+        *lock(&call.phase) = Phase::Sending(Box::pin(builder.send()));
         call
     }
 
