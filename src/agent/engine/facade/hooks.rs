@@ -37,8 +37,11 @@ pub(super) struct FacadeHooks {
 impl LoopHooks for FacadeHooks {
     async fn sync_before_model_call(&self, signal: &AbortSignal) -> ContextRefresh {
         // A new turn means the previous turn's claimed choice was sent.
-        self.agent.shared().tool_state.choices.claimed = None;
-        let hooks = self.agent.shared().host_hooks.model_call.snapshot();
+        let hooks = {
+            let mut shared = self.agent.shared();
+            shared.tool_state.choices.claimed = None;
+            shared.host_hooks.model_call.snapshot()
+        };
         host_hooks::run_all(hooks, signal).await;
         let user = self.user.sync_before_model_call(signal).await;
         let s = self.agent.settings();

@@ -177,6 +177,17 @@ struct Shared {
     written_back: RunId,
 }
 
+impl Shared {
+    /// Tell the subscribers what the queues hold now.
+    fn send_queue_update(&mut self) {
+        let event = AgentEvent::QueueUpdate {
+            steering: self.queues.steering.iter().map(preview).collect(),
+            follow_up: self.queues.follow_up.iter().map(preview).collect(),
+        };
+        broadcast(&mut self.subscribers, None, event);
+    }
+}
+
 struct Inner {
     shared: Mutex<Shared>,
     steer_notify: Arc<Notify>,
@@ -367,8 +378,9 @@ impl Agent {
 
     /// Queue a message for when the agent would otherwise stop.
     pub fn follow_up(&self, message: AgentMessage) {
-        self.shared().queues.follow_up.push_back(message);
-        self.emit_queue_update();
+        let mut shared = self.shared();
+        shared.queues.follow_up.push_back(message);
+        shared.send_queue_update();
     }
 
     pub fn follow_up_text(&self, text: impl Into<String>) {
@@ -390,27 +402,26 @@ impl Agent {
 
     /// Remove the most recent steering message.
     pub fn pop_last_steer(&self) -> Option<AgentMessage> {
-        let m = self.shared().queues.steering.pop_back();
-        self.emit_queue_update();
+        let mut shared = self.shared();
+        let m = shared.queues.steering.pop_back();
+        shared.send_queue_update();
         m
     }
 
     pub fn pop_last_follow_up(&self) -> Option<AgentMessage> {
-        let m = self.shared().queues.follow_up.pop_back();
-        self.emit_queue_update();
+        let mut shared = self.shared();
+        let m = shared.queues.follow_up.pop_back();
+        shared.send_queue_update();
         m
     }
 
     /// Empty both queues and return what they held (steering first), e.g. to restore an editor.
     pub fn clear_all_queues(&self) -> Vec<AgentMessage> {
-        let out = {
-            let mut shared = self.shared();
-            let mut out: Vec<AgentMessage> = shared.queues.steering.drain(..).collect();
-            out.extend(shared.queues.follow_up.drain(..));
-            shared.tool_state = ToolState::default();
-            out
-        };
-        self.emit_queue_update();
+        let mut shared = self.shared();
+        let mut out: Vec<AgentMessage> = shared.queues.steering.drain(..).collect();
+        out.extend(shared.queues.follow_up.drain(..));
+        shared.tool_state = ToolState::default();
+        shared.send_queue_update();
         out
     }
 
@@ -760,24 +771,22 @@ impl Agent {
         if signal.is_aborted() {
             return Vec::new();
         }
-        let taken: Vec<AgentMessage> = {
-            let mut shared = self.shared();
-            let mode = match side {
-                QueueSide::Steering => shared.settings.steering_mode,
-                QueueSide::FollowUp => shared.settings.follow_up_mode,
-            };
-            let q = &mut shared.queues;
-            let queue = match side {
-                QueueSide::Steering => &mut q.steering,
-                QueueSide::FollowUp => &mut q.follow_up,
-            };
-            match mode {
-                QueueMode::All => queue.drain(..).collect(),
-                QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
-            }
+        let mut shared = self.shared();
+        let mode = match side {
+            QueueSide::Steering => shared.settings.steering_mode,
+            QueueSide::FollowUp => shared.settings.follow_up_mode,
+        };
+        let q = &mut shared.queues;
+        let queue = match side {
+            QueueSide::Steering => &mut q.steering,
+            QueueSide::FollowUp => &mut q.follow_up,
+        };
+        let taken: Vec<AgentMessage> = match mode {
+            QueueMode::All => queue.drain(..).collect(),
+            QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
         };
         if !taken.is_empty() {
-            self.emit_queue_update();
+            shared.send_queue_update();
         }
         taken
     }
@@ -797,13 +806,7 @@ impl Agent {
     }
 
     fn emit_queue_update(&self) {
-        let mut shared = self.shared();
-        let q = &shared.queues;
-        let event = AgentEvent::QueueUpdate {
-            steering: q.steering.iter().map(preview).collect(),
-            follow_up: q.follow_up.iter().map(preview).collect(),
-        };
-        broadcast(&mut shared.subscribers, None, event);
+        self.shared().send_queue_update();
     }
 
     fn broadcast(&self, run: Option<RunId>, event: AgentEvent) {
