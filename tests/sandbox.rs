@@ -859,9 +859,14 @@ async fn the_commands_processes_die_with_pi() {
         return;
     }
     let p = place();
-    for args in [SANDBOXED, &["--sandbox", "off"][..]] {
+    for (round, args) in [SANDBOXED, &["--sandbox", "off"][..]]
+        .into_iter()
+        .enumerate()
+    {
         let m = marker("sigkill");
-        let ready = p.ws.join(format!("{m}.ready"));
+        // The flag's name must not hold the marker: `touch` would count as
+        // one of the command's processes while it is still exiting.
+        let ready = p.ws.join(format!("round-{round}.ready"));
         let command = format!(
             "setsid bash -c 'exec -a {m} sleep 300' > /dev/null 2>&1 & \
              (exec -a {m} sleep 301) & \
