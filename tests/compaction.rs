@@ -271,32 +271,47 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
 
 #[tokio::test]
 async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
-    let (server, _) = small_model("## Goal\nRead the parts.", |n, prompt| {
-        match n {
-            0..4 => read_call(n, 10),
-            // The server's real limit is lower than the window the config claims.
-            4 => Reply::error(
-                400,
-                r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
-            ),
-            _ => text("Done after compacting.", prompt),
-        }
-    })
-    .await;
-    let h = home("overflow");
-    configure(&h, &server);
-    write_parts(&h, 4);
-    let out = run_ok(&h, &["--mode", "json", "read the parts"]).await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let end = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|e| e["type"] == "compaction_end")
-        .expect("a compaction");
-    assert_eq!(end["reason"], "overflow");
-    assert_eq!(end["willRetry"], true);
-    assert!(stdout.contains("Done after compacting."));
-    let _ = std::fs::remove_dir_all(&h);
+    // Recorded refusals: OpenAI's, llama.cpp's (its own wording and type) and Groq's (which
+    // says it only in the code).
+    let bodies = [
+        (
+            "openai",
+            r#"{"error":{"message":"This model's maximum context length is 4096 tokens","code":"context_length_exceeded"}}"#,
+        ),
+        (
+            "llamacpp",
+            r#"{"error":{"code":400,"message":"request (9733 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9733,"n_ctx":8192}}"#,
+        ),
+        (
+            "groq",
+            r#"{"error":{"message":"Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+        ),
+    ];
+    for (server_name, body) in bodies {
+        let (server, _) = small_model("## Goal\nRead the parts.", move |n, prompt| {
+            match n {
+                0..4 => read_call(n, 10),
+                // The server's real limit is lower than the window the config claims.
+                4 => Reply::error(400, body),
+                _ => text("Done after compacting.", prompt),
+            }
+        })
+        .await;
+        let h = home(&format!("overflow-{server_name}"));
+        configure(&h, &server);
+        write_parts(&h, 4);
+        let out = run_ok(&h, &["--mode", "json", "read the parts"]).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let end = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["type"] == "compaction_end")
+            .unwrap_or_else(|| panic!("{server_name}: no compaction"));
+        assert_eq!(end["reason"], "overflow", "{server_name}");
+        assert_eq!(end["willRetry"], true, "{server_name}");
+        assert!(stdout.contains("Done after compacting."), "{server_name}");
+        let _ = std::fs::remove_dir_all(&h);
+    }
 }
 
 #[tokio::test]

@@ -128,7 +128,13 @@ pub(crate) fn error_message(status: u16, body: &str) -> String {
     let message = text(error.and_then(|e| e.get("message")))
         .or_else(|| text(root.and_then(|v| v.get("message"))))
         .or_else(|| text(error));
-    let label = text(error.and_then(|e| e.get("status")));
+    // A code that says the request was too long is kept: some servers (Groq) say so only there.
+    let too_long = text(error.and_then(|e| e.get("code"))).filter(|c| {
+        let c = c.to_ascii_lowercase();
+        (c.contains("context") || c.contains("too_long") || c.contains("too_large"))
+            && !message.is_some_and(|m| m.contains(c.as_str()))
+    });
+    let label = text(error.and_then(|e| e.get("status"))).or(too_long);
     let kind = text(error.and_then(|e| e.get("type")));
     match (message, label, kind) {
         (Some(m), Some(s), _) => format!("{m} ({s}, HTTP {status})"),
@@ -275,6 +281,25 @@ mod tests {
         assert_eq!(
             error_message(500, r#"{"type":"error","error":{"type":"api_error"}}"#),
             "api_error (HTTP 500)"
+        );
+    }
+
+    #[test]
+    fn a_code_saying_the_request_was_too_long_is_kept() {
+        // Groq says it only in the code; other codes stay out of the text.
+        assert_eq!(
+            error_message(
+                400,
+                r#"{"error":{"message":"Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#
+            ),
+            "Please reduce the length of the messages or completion. (context_length_exceeded, HTTP 400)"
+        );
+        assert_eq!(
+            error_message(
+                401,
+                r#"{"error":{"message":"Incorrect API key provided.","code":"invalid_api_key"}}"#
+            ),
+            "Incorrect API key provided. (HTTP 401)"
         );
     }
 

@@ -108,32 +108,14 @@ fn classify_error(message: &AssistantMessage) -> u32 {
     if flags == 0 { OTHER } else { flags }
 }
 
-/// Whether a failed reply says the request was too long for the model: Anthropic's "prompt is
-/// too long", OpenAI's `context_length_exceeded`, the context errors of llama.cpp, Ollama and
-/// vLLM, or an HTTP 413.
+/// Whether a failed reply says the request was too long for the model (the wordings are
+/// in [`super::overflow`]).
 pub fn is_context_overflow(message: &AssistantMessage) -> bool {
-    if message.error_status == Some(413) {
-        return true;
-    }
-    let Some(text) = message.error_message.as_deref() else {
-        return false;
-    };
-    let text = text.to_ascii_lowercase();
-    [
-        "prompt is too long",
-        "context_length_exceeded",
-        "maximum context length",
-        "context length",
-        "context window",
-        "exceeds the context",
-        "exceed_context_size",
-        "too many tokens",
-        "input is too long",
-        "request too large",
-        "prompt too long",
-    ]
-    .iter()
-    .any(|p| text.contains(p))
+    message
+        .error_message
+        .as_deref()
+        .is_some_and(|t| super::overflow::says_overflow(message.error_status, t))
+        || message.error_status == Some(413)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod compaction;
 pub mod error_id;
 pub mod harmony;
 pub mod normalize;
+pub mod overflow;
 pub mod placeholder;
 pub mod repetition;
 pub mod soft;
