@@ -1372,6 +1372,7 @@ async fn a_compaction_waits_behind_a_closed_pause_gate() {
             enabled: true,
             reserve_tokens: 1_000,
             keep_recent_tokens: 20,
+            scale_with_window: false,
         })
     });
     let long = |c: &str| c.repeat(400);

@@ -270,6 +270,56 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
 }
 
 #[tokio::test]
+async fn forty_tool_turns_fit_an_8k_window_with_the_default_settings() {
+    // No [compaction] figures: reserve and keep shrink with the window (2,048 and 2,730).
+    const TURNS: usize = 40;
+    const SMALL: u64 = 8_192;
+    let (server, _) = small_model("## Goal\nRead every part file.", |n, prompt| {
+        if n < TURNS {
+            read_call(n, prompt)
+        } else {
+            text("All forty read.", prompt)
+        }
+    })
+    .await;
+    let h = home("turns-8k");
+    std::fs::write(
+        h.join("agent/config.toml"),
+        format!(
+            "model = \"lab/small\"\n\
+             [providers.lab]\napi = \"openai-completions\"\nbase_url = \"{}/v1\"\n\
+             [[providers.lab.models]]\nid = \"small\"\ncontext_window = {SMALL}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    write_parts(&h, TURNS);
+    let out = run_ok(&h, &["--mode", "json", "read every part file"]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("All forty read."), "{stdout}");
+    let compactions = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "compaction_end" && e["result"].is_object())
+        .count();
+    assert!(compactions >= 3, "{compactions} compactions");
+    let requests = server.requests();
+    assert_eq!(
+        requests.iter().filter(|r| !is_summary_request(r)).count(),
+        TURNS + 1
+    );
+    for r in &requests {
+        assert!(
+            request_tokens(r) < SMALL,
+            "a request of {} tokens (summary: {})",
+            request_tokens(r),
+            is_summary_request(r)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&h);
+}
+
+#[tokio::test]
 async fn a_request_refused_as_too_long_is_compacted_and_sent_again() {
     // Recorded refusals: OpenAI's, llama.cpp's (its own wording and type) and Groq's (which
     // says it only in the code).

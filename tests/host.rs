@@ -837,6 +837,7 @@ fn compacting_rig(p: &ScriptedProvider) -> Rig {
             enabled: true,
             reserve_tokens: 0,
             keep_recent_tokens: 20,
+            scale_with_window: false,
         });
     })
 }

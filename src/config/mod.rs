@@ -48,6 +48,7 @@ impl CompactionConfig {
             enabled: self.enabled.unwrap_or(d.enabled),
             reserve_tokens: self.reserve_tokens.unwrap_or(d.reserve_tokens),
             keep_recent_tokens: self.keep_recent_tokens.unwrap_or(d.keep_recent_tokens),
+            scale_with_window: self.reserve_tokens.is_none() && self.keep_recent_tokens.is_none(),
         }
     }
 }

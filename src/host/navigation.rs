@@ -211,7 +211,11 @@ impl Host {
         let settings = self.agent.settings();
         let budget = compaction::transcript_budget(
             settings.model.context_window,
-            settings.compaction.unwrap_or_default().reserve_tokens,
+            settings
+                .compaction
+                .unwrap_or_default()
+                .for_window(settings.model.context_window)
+                .reserve_tokens,
         );
         let request = compaction::branch_request(
             &left,

@@ -111,7 +111,8 @@ pub fn context_tokens(messages: &[AgentMessage]) -> ContextTokens {
 
 /// Whether a context of `tokens` should be compacted for a model with `window` tokens.
 pub fn should_compact(tokens: u64, window: u64, settings: &CompactionSettings) -> bool {
-    settings.enabled && window > 0 && tokens > window.saturating_sub(settings.reserve_tokens)
+    let reserve = settings.for_window(window).reserve_tokens;
+    settings.enabled && window > 0 && tokens > window.saturating_sub(reserve)
 }
 
 /// Whether the kept part may start at this message (never at a tool result).
@@ -226,6 +227,18 @@ pub struct Plan {
     pub tokens_before: u64,
     /// Files read and changed, the previous summary's included.
     pub files: FileOps,
+}
+
+/// Plan a compaction asked for by the person (`/compact`): as [`plan`], but when all of the
+/// conversation is within `keep_recent_tokens`, keep only the last exchange (from the newest
+/// user message on) and condense what came before it. `None` only when there is nothing
+/// before that exchange.
+pub fn plan_on_request(messages: &[AgentMessage], keep_recent_tokens: u64) -> Option<Plan> {
+    plan(messages, keep_recent_tokens).or_else(|| {
+        let last_user = messages.iter().rposition(is_user)?;
+        let tokens: u64 = messages[last_user..].iter().map(estimate_tokens).sum();
+        plan(messages, tokens.max(1)).filter(|p| p.first_kept <= last_user)
+    })
 }
 
 /// Plan the compaction of `messages`, keeping about `keep_recent_tokens` of the newest.
@@ -600,6 +613,24 @@ mod tests {
         let t = context_tokens(&messages);
         assert!(!t.from_usage);
         assert!(t.tokens < 1_000, "{t:?}");
+    }
+
+    #[test]
+    fn compact_on_request_keeps_the_last_exchange_when_all_fits_the_budget() {
+        let messages = vec![
+            user("first"),
+            call("c1", "read", "a.txt"),
+            result("c1", "read", "aaa"),
+            reply("read it", 0),
+            user("second"),
+            reply("done", 0),
+        ];
+        assert!(plan(&messages, 20_000).is_none());
+        let p = plan_on_request(&messages, 20_000).unwrap();
+        assert_eq!(p.first_kept, 4);
+        assert_eq!(p.history, 0..4);
+        // One exchange only: nothing before it.
+        assert!(plan_on_request(&messages[..2], 20_000).is_none());
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub struct CompactionSettings {
     pub reserve_tokens: u64,
     /// About how many tokens of the newest messages stay as they are.
     pub keep_recent_tokens: u64,
+    /// Neither figure was set: both shrink with a small window (see [`Self::for_window`]).
+    pub scale_with_window: bool,
 }
 
 impl Default for CompactionSettings {
@@ -25,6 +27,28 @@ impl Default for CompactionSettings {
             enabled: true,
             reserve_tokens: 16_384,
             keep_recent_tokens: 20_000,
+            scale_with_window: true,
+        }
+    }
+}
+
+impl CompactionSettings {
+    /// The figures for a model with a `window`-token context (0: unknown, unchanged).
+    ///
+    /// The defaults suit windows of 64k and more. Below that they would leave nothing to
+    /// compact (keeping 20,000 tokens of a 16k window) or compact at once (reserving 16,384 of
+    /// it), so unless they were set they shrink: a quarter of the window stays free for the
+    /// reply and the next tool result, and a third of it is kept as it is. After a compaction
+    /// the kept third and the summary take well under the three quarters that start the next
+    /// one, so an 8k window still runs several turns between compactions.
+    pub fn for_window(self, window: u64) -> Self {
+        if !self.scale_with_window || window == 0 {
+            return self;
+        }
+        CompactionSettings {
+            reserve_tokens: self.reserve_tokens.min(window / 4),
+            keep_recent_tokens: self.keep_recent_tokens.min(window / 3),
+            ..self
         }
     }
 }
@@ -57,4 +81,27 @@ pub fn summary_message(summary: &str, timestamp: i64) -> AgentMessage {
         attribution: None,
         timestamp,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_figures_shrink_with_a_small_window_and_set_ones_stay() {
+        let d = CompactionSettings::default();
+        let at = |w| {
+            let s = d.for_window(w);
+            (s.reserve_tokens, s.keep_recent_tokens)
+        };
+        assert_eq!(at(8_192), (2_048, 2_730));
+        assert_eq!(at(32_768), (8_192, 10_922));
+        assert_eq!(at(200_000), (16_384, 20_000));
+        assert_eq!(at(0), (16_384, 20_000));
+        let set = CompactionSettings {
+            scale_with_window: false,
+            ..d
+        };
+        assert_eq!(set.for_window(8_192), set);
+    }
 }

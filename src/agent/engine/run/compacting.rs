@@ -99,6 +99,7 @@ impl Run {
         let Some(settings) = self.cfg.compaction else {
             return false;
         };
+        let settings = settings.for_window(self.call.model.context_window);
         // A summary is a model call: it waits behind a closed pause gate like any other.
         self.park().await;
         if self.aborted() {
@@ -108,18 +109,18 @@ impl Run {
             }
             return false;
         }
-        let Some(plan) = compaction::plan(&self.transcript.context, settings.keep_recent_tokens)
-        else {
+        let planned = if reason == CompactionReason::Manual {
+            compaction::plan_on_request(&self.transcript.context, settings.keep_recent_tokens)
+        } else {
+            compaction::plan(&self.transcript.context, settings.keep_recent_tokens)
+        };
+        let Some(plan) = planned else {
             // Asked for (`/compact`): say why nothing happens. Automatic: nothing to say.
             if reason == CompactionReason::Manual {
                 self.sink.emit(AgentEvent::CompactionStart { reason });
                 return self.compaction_failed(
                     reason,
-                    Some(format!(
-                        "nothing to compact: the conversation is within the {} tokens kept as \
-                         they are",
-                        settings.keep_recent_tokens
-                    )),
+                    Some("nothing to compact: there is nothing before the last exchange".into()),
                 );
             }
             return false;
