@@ -107,6 +107,15 @@ async fn small_model(
     summary: &'static str,
     agent: impl Fn(usize, u64) -> Reply + Send + Sync + 'static,
 ) -> (TestServer, Arc<AtomicUsize>) {
+    small_model_saying(summary, None, agent).await
+}
+
+/// [`small_model`], also answering llama.cpp's `/props` with a window of `n_ctx` when given.
+async fn small_model_saying(
+    summary: &'static str,
+    n_ctx: Option<u64>,
+    agent: impl Fn(usize, u64) -> Reply + Send + Sync + 'static,
+) -> (TestServer, Arc<AtomicUsize>) {
     let agent_calls = Arc::new(AtomicUsize::new(0));
     let calls = agent_calls.clone();
     let server = TestServer::responding(Arc::new(move |r: &Recorded| {
@@ -120,6 +129,9 @@ async fn small_model(
         agent(calls.fetch_add(1, Ordering::SeqCst), prompt)
     }))
     .await;
+    if let Some(n) = n_ctx {
+        server.say_window(n);
+    }
     (server, agent_calls)
 }
 
@@ -272,23 +284,40 @@ async fn thirty_tool_turns_fit_a_16k_window_by_compacting_between_turns() {
 #[tokio::test]
 async fn forty_tool_turns_fit_an_8k_window_with_the_default_settings() {
     // No [compaction] figures: reserve and keep shrink with the window (2,048 and 2,730).
+    // Once with the window in the config, once with only the server saying it (llama.cpp's
+    // `/props`), the config naming no window.
+    for told_by_server in [false, true] {
+        forty_turns_at_8k(told_by_server).await;
+    }
+}
+
+async fn forty_turns_at_8k(told_by_server: bool) {
     const TURNS: usize = 40;
     const SMALL: u64 = 8_192;
-    let (server, _) = small_model("## Goal\nRead every part file.", |n, prompt| {
-        if n < TURNS {
-            read_call(n, prompt)
-        } else {
-            text("All forty read.", prompt)
-        }
-    })
+    let (server, _) = small_model_saying(
+        "## Goal\nRead every part file.",
+        told_by_server.then_some(SMALL),
+        |n, prompt| {
+            if n < TURNS {
+                read_call(n, prompt)
+            } else {
+                text("All forty read.", prompt)
+            }
+        },
+    )
     .await;
-    let h = home("turns-8k");
+    let h = home(&format!("turns-8k-{told_by_server}"));
+    let window = if told_by_server {
+        String::new()
+    } else {
+        format!("context_window = {SMALL}\n")
+    };
     std::fs::write(
         h.join("agent/config.toml"),
         format!(
             "model = \"lab/small\"\n\
              [providers.lab]\napi = \"openai-completions\"\nbase_url = \"{}/v1\"\n\
-             [[providers.lab.models]]\nid = \"small\"\ncontext_window = {SMALL}\n",
+             [[providers.lab.models]]\nid = \"small\"\n{window}",
             server.url
         ),
     )
@@ -297,6 +326,9 @@ async fn forty_tool_turns_fit_an_8k_window_with_the_default_settings() {
     let out = run_ok(&h, &["--mode", "json", "read every part file"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("All forty read."), "{stdout}");
+    // The server is asked only when the config names no window.
+    let asked = server.probes().iter().any(|p| p.path == "/props");
+    assert_eq!(asked, told_by_server);
     let compactions = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -608,6 +608,9 @@ impl Config {
                     ));
                 }
                 let cost = m.cost.clone().unwrap_or_default();
+                if m.context_window.is_some() {
+                    catalog.mark_window_set(name, &m.id);
+                }
                 catalog.upsert_model(ModelInfo {
                     id: m.id.clone(),
                     name: m.name.clone().unwrap_or_else(|| m.id.clone()),

@@ -76,6 +76,13 @@ pub enum HostEvent {
     LoggedIn(login::LoggedIn),
     /// The models local servers offer (empty: none answered).
     LocalModels(Vec<ModelInfo>),
+    /// The server said how large a context it gives this model (see
+    /// [`crate::provider::window`]); the model in use now counts against it.
+    ModelWindow {
+        provider: String,
+        id: String,
+        window: u64,
+    },
     Named(String),
     /// What the queues held (steering first), now emptied.
     Queued(Vec<AgentMessage>),
@@ -262,6 +269,10 @@ struct Host {
     remember_in: Option<PathBuf>,
     /// Models local servers offered last (`SetModel` can name them).
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
+    /// Windows servers have reported, by base URL and model id (asked once per session).
+    windows: Arc<std::sync::Mutex<std::collections::HashMap<(String, String), u64>>>,
+    /// Where a window found off the command loop comes back to it: (provider, id, window).
+    window_found: mpsc::UnboundedSender<(String, String, u64)>,
     out: Outbox,
 }
 
@@ -337,6 +348,7 @@ pub fn spawn(parts: HostParts) -> Client {
             AgentEvent::AgentEnd { .. } | AgentEvent::CompactionEnd { .. }
         )
     });
+    let (window_found, windows_found) = mpsc::unbounded_channel();
     let host = Host {
         approval: parts.approval,
         agent: parts.agent,
@@ -355,6 +367,8 @@ pub fn spawn(parts: HostParts) -> Client {
         configured_retries: None,
         remember_in: parts.remember_in,
         local_models: Default::default(),
+        windows: Default::default(),
+        window_found,
         out,
     };
     let gone = tokio_util::sync::CancellationToken::new();
@@ -363,7 +377,8 @@ pub fn spawn(parts: HostParts) -> Client {
         // Dropped when the task ends, however it ends: a front end waiting for an answer
         // stops waiting.
         let _ended = ended;
-        host.run(commands, ends).await;
+        host.learn_window();
+        host.run(commands, ends, windows_found).await;
     });
     Client {
         commands: Commands::new(tx),
@@ -420,6 +435,7 @@ impl Host {
         mut self,
         mut commands: mpsc::UnboundedReceiver<Op>,
         mut ends: mpsc::UnboundedReceiver<RunEvent>,
+        mut windows: mpsc::UnboundedReceiver<(String, String, u64)>,
     ) {
         let mut deferred: std::collections::VecDeque<Op> = Default::default();
         loop {
@@ -433,6 +449,10 @@ impl Host {
                         if let Some(well) = ended_well(&end.event) {
                             self.run_queued(well).await;
                         }
+                        continue;
+                    }
+                    Some((provider, id, window)) = windows.recv() => {
+                        self.use_window(provider, id, window);
                         continue;
                     }
                     op = commands.recv() => match op {
@@ -742,6 +762,55 @@ impl Host {
             });
         }
         self.model = model;
+        self.learn_window();
+    }
+
+    /// Ask the model's server how large a context it gives the model, off the command loop,
+    /// when neither the catalogue nor the configuration knows (a local or self-hosted
+    /// OpenAI-compatible server). A window already heard of this session is used at once.
+    fn learn_window(&self) {
+        let m = &self.model;
+        let unknown = m.api == crate::provider::catalog::Api::OpenAiCompletions
+            && m.context_window == crate::provider::catalog::DEFAULT_CONTEXT_WINDOW
+            && !m.base_url.is_empty()
+            && !self.catalog.window_set(&m.provider, &m.id);
+        if !unknown {
+            return;
+        }
+        let key = (m.base_url.clone(), m.id.clone());
+        let found = self.window_found.clone();
+        let (provider, id) = (m.provider.clone(), m.id.clone());
+        if let Some(w) = crate::sync::lock(&self.windows).get(&key).copied() {
+            let _ = found.send((provider, id, w));
+            return;
+        }
+        let windows = self.windows.clone();
+        let headers = m.headers.clone();
+        tokio::spawn(async move {
+            if let Some(w) = crate::provider::window::discover(&key.0, &key.1, &headers).await {
+                crate::sync::lock(&windows).insert(key, w);
+                let _ = found.send((provider, id, w));
+            }
+        });
+    }
+
+    /// A server said how large `provider/id`'s window is: count against it if that model is
+    /// still the one in use.
+    fn use_window(&mut self, provider: String, id: String, window: u64) {
+        if self.model.provider != provider || self.model.id != id {
+            return;
+        }
+        self.model.context_window = window;
+        self.agent.update_settings(|s| {
+            if s.model.provider == provider && s.model.id == id {
+                s.model.context_window = window;
+            }
+        });
+        self.out.unprompted().tell(HostEvent::ModelWindow {
+            provider,
+            id,
+            window,
+        });
     }
 
     /// Save and use a key, then switch to the provider's default model.

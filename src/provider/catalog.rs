@@ -190,6 +190,8 @@ pub(crate) const DEFAULT_MAX_TOKENS: u64 = 16_384;
 pub struct Catalog {
     providers: Vec<ProviderInfo>,
     models: Vec<ModelInfo>,
+    /// Models whose window the configuration names (never asked of their server).
+    windows_set: std::collections::HashSet<(String, String)>,
 }
 
 /// The model pi starts with for a provider that has a key and no model was named, in the order
@@ -456,6 +458,18 @@ impl Catalog {
     }
 
     /// Add or replace a model (by provider and id).
+    /// Note that the configuration names `provider/id`'s window.
+    pub(crate) fn mark_window_set(&mut self, provider: &str, id: &str) {
+        self.windows_set
+            .insert((provider.to_string(), id.to_string()));
+    }
+
+    /// Whether the configuration names `provider/id`'s window.
+    pub fn window_set(&self, provider: &str, id: &str) -> bool {
+        self.windows_set
+            .contains(&(provider.to_string(), id.to_string()))
+    }
+
     pub(crate) fn upsert_model(&mut self, model: ModelInfo) {
         match self
             .models

@@ -166,12 +166,30 @@ struct State {
     /// Answers every request when set (the scripted replies are not used).
     responder: Option<Responder>,
     requests: Vec<Recorded>,
+    /// Questions about the server's context window (see [`is_window_probe`]).
+    probes: Vec<Recorded>,
+    /// The window `/props` reports (`None`: "not found", as most servers say).
+    n_ctx: Option<u64>,
     /// When the client closed a stalled connection, relative to when the stall began.
     close_delays: Vec<Duration>,
     /// Connections that reached a stall (everything before it was sent).
     stalls: usize,
     /// Body chunks written so far, over all connections.
     chunks_sent: usize,
+}
+
+impl State {
+    /// pi asking how large a window the server gives (provider::window): kept apart from the
+    /// model requests and the scripts, answered as llama.cpp's `/props` when the test set a
+    /// window, else "not found".
+    fn answer_probe(&mut self, probe: Recorded) -> Reply {
+        let props = self.n_ctx.filter(|_| probe.path == "/props").map(|n| {
+            let body = serde_json::json!({"default_generation_settings": {"n_ctx": n}});
+            Reply::error(200, &body.to_string())
+        });
+        self.probes.push(probe);
+        props.unwrap_or_else(|| Reply::error(404, "{}"))
+    }
 }
 
 #[derive(Clone)]
@@ -212,6 +230,16 @@ impl TestServer {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
+    }
+
+    /// Report a context window of `n_ctx` tokens at `/props`, as llama.cpp's server does.
+    pub fn say_window(&self, n_ctx: u64) {
+        self.state.lock().unwrap().n_ctx = Some(n_ctx);
+    }
+
+    /// The questions pi asked about the server's context window.
+    pub fn probes(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().probes.clone()
     }
 
     /// How many body chunks have been written so far (a test can see a stream stop moving).
@@ -280,9 +308,13 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
             headers,
             body: json,
         };
-        let chosen = st.responder.as_ref().map(|r| r(&recorded));
-        st.requests.push(recorded);
-        chosen.or_else(|| st.replies.pop())
+        if is_window_probe(&recorded) {
+            Some(st.answer_probe(recorded))
+        } else {
+            let chosen = st.responder.as_ref().map(|r| r(&recorded));
+            st.requests.push(recorded);
+            chosen.or_else(|| st.replies.pop())
+        }
     };
     let reply = reply.unwrap_or_else(|| {
         Reply::error(
@@ -347,4 +379,16 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     sock.write_all(b"0\r\n\r\n").await?;
     sock.flush().await?;
     Ok(())
+}
+
+/// Whether `r` is pi asking a server how large a context it serves (llama.cpp's `/props`, a
+/// `/v1/models` list, LM Studio's `/api/v0/models/…`, Ollama's `/api/ps` and `/api/show`).
+fn is_window_probe(r: &Recorded) -> bool {
+    let p = r.path.as_str();
+    (r.method == "GET"
+        && (p == "/props"
+            || p == "/v1/models"
+            || p == "/api/ps"
+            || p.starts_with("/api/v0/models/")))
+        || (r.method == "POST" && p == "/api/show")
 }

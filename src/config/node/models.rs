@@ -222,6 +222,9 @@ impl Models {
                     compat: compat.clone(),
                 };
                 apply_fields(&mut model, m, &at)?;
+                if m.context_window.is_some_and(|c| c > 0) {
+                    catalog.mark_window_set(&model.provider, &model.id);
+                }
                 catalog.upsert_model(model);
             }
         }

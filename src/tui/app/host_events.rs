@@ -89,6 +89,16 @@ impl App {
                     l.add_local(models);
                 }
             }
+            HostEvent::ModelWindow {
+                provider,
+                id,
+                window,
+            } => {
+                // The footer's percentage counts against what the server really gives.
+                if self.model.provider == provider && self.model.id == id {
+                    self.model.context_window = window;
+                }
+            }
             HostEvent::Named(name) => {
                 self.place.session_name = Some(sanitize(&name));
                 self.notice(format!("Session named “{}”", sanitize(&name)));
