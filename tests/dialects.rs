@@ -508,3 +508,45 @@ async fn with_drain_configured_a_made_up_result_is_read_to_the_end_and_dropped()
     assert_eq!(first["usage"]["output"], 77, "read to the end: {first}");
     assert_eq!(first["stopReason"], "toolUse");
 }
+
+#[tokio::test]
+async fn a_native_reply_that_is_a_call_written_as_text_says_which_dialect_reads_it() {
+    // What Qwen2.5-Coder 0.5B answered on llama.cpp without a tools template: a bare JSON
+    // call as its whole reply. Nothing runs; pi says once which dialect reads that form.
+    let bare = r#"{ "name": "read", "arguments": { "path": "notes.txt" } }"#;
+    let example = "Calls look like this:\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"notes.txt\"}}\n```\nas an example.";
+    let server = server(
+        "tiny",
+        vec![
+            finished(text_pieces(&[bare])),
+            finished(text_pieces(&[example])),
+        ],
+    )
+    .await;
+    let h = home();
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "none", "what does notes.txt say?"],
+    )
+    .await;
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("wrote its tool call as text") && err.contains("--dialect hermes"),
+        "{err}"
+    );
+    assert_eq!(chats(&server).len(), 1, "nothing ran, so no second request");
+    // An example inside an explanation is prose: nothing is said.
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "none", "show me a call"],
+    )
+    .await;
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("as text"), "{err}");
+}

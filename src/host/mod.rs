@@ -331,7 +331,7 @@ pub fn spawn(parts: HostParts) -> Client {
         .mcp
         .as_ref()
         .and_then(crate::mcp::McpManager::take_notices);
-    for mut notices in mcp_notices.into_iter().chain(parts.notices) {
+    if let Some(mut notices) = mcp_notices {
         let out = out.clone();
         tokio::spawn(async move {
             while let Some(text) = notices.recv().await {
@@ -382,7 +382,10 @@ pub fn spawn(parts: HostParts) -> Client {
     });
     Client {
         commands: Commands::new(tx),
-        events: FrontEvents::new(events, host_events, gone),
+        events: match parts.notices {
+            Some(n) => FrontEvents::new(events, host_events, gone).with_notices(n),
+            None => FrontEvents::new(events, host_events, gone),
+        },
     }
 }
 

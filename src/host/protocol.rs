@@ -302,6 +302,10 @@ pub struct FrontEvents {
     held: VecDeque<FrontEvent>,
     /// Cancelled when the host task has ended (or panicked), to stop waiting for an answer.
     gone: CancellationToken,
+    /// Notices the provider sends while it streams (a dialect switched to, a call written as
+    /// text): read before the run's events, so one sent before a reply ended is shown before
+    /// the run's end.
+    notices: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 impl FrontEvents {
@@ -316,6 +320,20 @@ impl FrontEvents {
             ready: VecDeque::new(),
             held: VecDeque::new(),
             gone,
+            notices: None,
+        }
+    }
+
+    /// Also hand out the provider's notices, ahead of the run's events.
+    pub(super) fn with_notices(mut self, notices: mpsc::UnboundedReceiver<String>) -> Self {
+        self.notices = Some(notices);
+        self
+    }
+
+    fn notice(text: String) -> FrontEvent {
+        FrontEvent::Host {
+            reply_to: None,
+            event: HostEvent::Notice(text),
         }
     }
 
@@ -340,8 +358,16 @@ impl FrontEvents {
         if let Some(e) = self.ready.pop_front() {
             return Some(e);
         }
+        let notices = &mut self.notices;
+        let notice = async {
+            match notices {
+                Some(n) => n.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
+            Some(text) = notice => Some(Self::notice(text)),
             Some(e) = self.run.recv() => Some(FrontEvent::Run(e)),
             Some(h) = self.host.recv() => {
                 self.host_event(h);
@@ -355,6 +381,9 @@ impl FrontEvents {
     pub fn try_recv(&mut self) -> Option<FrontEvent> {
         if let Some(e) = self.held.pop_front().or_else(|| self.ready.pop_front()) {
             return Some(e);
+        }
+        if let Some(text) = self.notices.as_mut().and_then(|n| n.try_recv().ok()) {
+            return Some(Self::notice(text));
         }
         if let Ok(e) = self.run.try_recv() {
             return Some(FrontEvent::Run(e));

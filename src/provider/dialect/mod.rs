@@ -21,6 +21,7 @@ pub(crate) mod gemma;
 pub(crate) mod glm;
 pub(crate) mod harmony;
 pub(crate) mod hermes;
+pub(crate) mod in_band;
 pub(crate) mod invoke;
 pub(crate) mod kimi;
 pub(crate) mod minimax;

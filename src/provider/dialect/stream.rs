@@ -86,6 +86,8 @@ struct Shared {
     /// Models that refused native tools in this process, and the dialect they use since.
     learned: Mutex<HashMap<String, Arc<dyn Dialect>>>,
     notices: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    /// Models already told they write their calls as text (said once per model).
+    told_in_band: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The loop's provider: the real one, with a dialect where one is asked for or learned.
@@ -111,6 +113,7 @@ impl DialectProvider {
                 settings,
                 learned: Mutex::new(HashMap::new()),
                 notices: Mutex::new(None),
+                told_in_band: Mutex::default(),
             }),
         }
     }
@@ -211,6 +214,45 @@ pub(crate) fn refuses_tools(error: &AssistantMessage) -> bool {
     about_tools && refusal
 }
 
+impl Shared {
+    /// Native tools were offered: if the reply comes back as a tool call written as text
+    /// (nothing runs), say once for this model which dialect reads that form.
+    fn watch_in_band(
+        self: &Arc<Self>,
+        request: &ProviderRequest,
+        stream: EventStream,
+    ) -> EventStream {
+        if request.context.tools.is_empty() {
+            return stream;
+        }
+        let shared = self.clone();
+        let tools = request.context.tools.clone();
+        let model = request.model.clone();
+        stream
+            .inspect(move |event| {
+                let Ok(StreamEvent::Done { message, .. }) = event else {
+                    return;
+                };
+                if message.has_tool_calls() {
+                    return;
+                }
+                let Some(dialect) = super::in_band::shape_of(&message.text(), &tools) else {
+                    return;
+                };
+                if !crate::sync::lock(&shared.told_in_band).insert(model_key(&model)) {
+                    return;
+                }
+                shared.notice(format!(
+                    "{} wrote its tool call as text, so nothing ran. That is the {dialect} \
+                     dialect's form: run with --dialect {dialect}, or set dialect = \"{dialect}\" \
+                     for this model in config.toml",
+                    model.id
+                ));
+            })
+            .boxed()
+    }
+}
+
 impl Provider for DialectProvider {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> EventStream {
         let shared = self.shared.clone();
@@ -246,11 +288,15 @@ impl Provider for DialectProvider {
                             None => break,
                         }
                     }
-                    futures::stream::iter(head).chain(first).boxed()
+                    let native = futures::stream::iter(head).chain(first).boxed();
+                    shared.watch_in_band(&request, native)
                 };
                 futures::stream::once(fut).flatten().boxed()
             }
-            Choice::Native { .. } => shared.inner.stream(request, cancel),
+            Choice::Native { .. } => {
+                let native = shared.inner.stream(request.clone(), cancel);
+                shared.watch_in_band(&request, native)
+            }
         }
     }
 }
