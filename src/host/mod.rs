@@ -269,8 +269,8 @@ struct Host {
     remember_in: Option<PathBuf>,
     /// Models local servers offered last (`SetModel` can name them).
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
-    /// Windows servers have reported, by base URL and model id (asked once per session).
-    windows: Arc<std::sync::Mutex<std::collections::HashMap<(String, String), u64>>>,
+    /// Windows servers have reported, by provider and model id (asked once per session).
+    windows: std::collections::HashMap<(String, String), u64>,
     /// Where a window found off the command loop comes back to it: (provider, id, window).
     window_found: mpsc::UnboundedSender<(String, String, u64)>,
     out: Outbox,
@@ -349,7 +349,7 @@ pub fn spawn(parts: HostParts) -> Client {
         )
     });
     let (window_found, windows_found) = mpsc::unbounded_channel();
-    let host = Host {
+    let mut host = Host {
         approval: parts.approval,
         agent: parts.agent,
         recorder,
@@ -771,7 +771,7 @@ impl Host {
     /// Ask the model's server how large a context it gives the model, off the command loop,
     /// when neither the catalogue nor the configuration knows (a local or self-hosted
     /// OpenAI-compatible server). A window already heard of this session is used at once.
-    fn learn_window(&self) {
+    fn learn_window(&mut self) {
         let m = &self.model;
         let unknown = m.api == crate::provider::catalog::Api::OpenAiCompletions
             && m.context_window == crate::provider::catalog::DEFAULT_CONTEXT_WINDOW
@@ -780,18 +780,15 @@ impl Host {
         if !unknown {
             return;
         }
-        let key = (m.base_url.clone(), m.id.clone());
-        let found = self.window_found.clone();
         let (provider, id) = (m.provider.clone(), m.id.clone());
-        if let Some(w) = crate::sync::lock(&self.windows).get(&key).copied() {
-            let _ = found.send((provider, id, w));
+        if let Some(&w) = self.windows.get(&(provider.clone(), id.clone())) {
+            self.use_window(provider, id, w);
             return;
         }
-        let windows = self.windows.clone();
-        let headers = m.headers.clone();
+        let found = self.window_found.clone();
+        let (base_url, headers) = (m.base_url.clone(), m.headers.clone());
         tokio::spawn(async move {
-            if let Some(w) = crate::provider::window::discover(&key.0, &key.1, &headers).await {
-                crate::sync::lock(&windows).insert(key, w);
+            if let Some(w) = crate::provider::window::discover(&base_url, &id, &headers).await {
                 let _ = found.send((provider, id, w));
             }
         });
@@ -800,6 +797,7 @@ impl Host {
     /// A server said how large `provider/id`'s window is: count against it if that model is
     /// still the one in use.
     fn use_window(&mut self, provider: String, id: String, window: u64) {
+        self.windows.insert((provider.clone(), id.clone()), window);
         if self.model.provider != provider || self.model.id != id {
             return;
         }

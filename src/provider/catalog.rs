@@ -190,7 +190,8 @@ pub(crate) const DEFAULT_MAX_TOKENS: u64 = 16_384;
 pub struct Catalog {
     providers: Vec<ProviderInfo>,
     models: Vec<ModelInfo>,
-    /// Models whose window the configuration names (never asked of their server).
+    /// Models whose window the built-in catalogue or the configuration names (never asked of
+    /// their server).
     windows_set: std::collections::HashSet<(String, String)>,
 }
 
@@ -407,6 +408,7 @@ impl Catalog {
                 continue;
             };
             for b in data.models_of(group) {
+                c.mark_window_set(&p.id, &b.id);
                 c.models.push(ModelInfo {
                     id: b.id.clone(),
                     name: b.name.clone(),
@@ -457,19 +459,19 @@ impl Catalog {
         }
     }
 
-    /// Add or replace a model (by provider and id).
     /// Note that the configuration names `provider/id`'s window.
     pub(crate) fn mark_window_set(&mut self, provider: &str, id: &str) {
         self.windows_set
             .insert((provider.to_string(), id.to_string()));
     }
 
-    /// Whether the configuration names `provider/id`'s window.
+    /// Whether the built-in catalogue or the configuration names `provider/id`'s window.
     pub fn window_set(&self, provider: &str, id: &str) -> bool {
         self.windows_set
             .contains(&(provider.to_string(), id.to_string()))
     }
 
+    /// Add or replace a model (by provider and id).
     pub(crate) fn upsert_model(&mut self, model: ModelInfo) {
         match self
             .models
@@ -592,6 +594,19 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn built_in_windows_are_known_and_unlisted_models_are_not() {
+        // A known window is never asked of the server, even one equal to the default guess.
+        let c = Catalog::builtin(&no_env);
+        assert!(c.models.iter().all(|m| c.window_set(&m.provider, &m.id)));
+        assert!(
+            c.models
+                .iter()
+                .any(|m| m.context_window == DEFAULT_CONTEXT_WINDOW)
+        );
+        assert!(!c.window_set("ollama", "qwen2.5-coder:7b"));
     }
 
     #[test]

@@ -111,11 +111,8 @@ fn classify_error(message: &AssistantMessage) -> u32 {
 /// Whether a failed reply says the request was too long for the model (the wordings are
 /// in [`super::overflow`]).
 pub fn is_context_overflow(message: &AssistantMessage) -> bool {
-    message
-        .error_message
-        .as_deref()
-        .is_some_and(|t| super::overflow::says_overflow(message.error_status, t))
-        || message.error_status == Some(413)
+    let text = message.error_message.as_deref().unwrap_or_default();
+    super::overflow::says_overflow(message.error_status, text)
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::rewriter::{Rewriter, rewrite_stream};
 use super::{Dialect, by_name, encode_request, is_local_url};
-use crate::agent::protocol::stream::{EventStream, Model, Provider, ProviderRequest, StreamEvent};
+use crate::agent::protocol::stream::{
+    EventStream, Model, Provider, ProviderRequest, StreamEvent, ToolSpec,
+};
 use crate::agent::protocol::types::AssistantMessage;
 use crate::provider::catalog::Catalog;
 
@@ -219,15 +221,14 @@ impl Shared {
     /// (nothing runs), say once for this model which dialect reads that form.
     fn watch_in_band(
         self: &Arc<Self>,
-        request: &ProviderRequest,
+        tools: Vec<ToolSpec>,
+        model: Model,
         stream: EventStream,
     ) -> EventStream {
-        if request.context.tools.is_empty() {
+        if tools.is_empty() {
             return stream;
         }
         let shared = self.clone();
-        let tools = request.context.tools.clone();
-        let model = request.model.clone();
         stream
             .inspect(move |event| {
                 let Ok(StreamEvent::Done { message, .. }) = event else {
@@ -289,13 +290,14 @@ impl Provider for DialectProvider {
                         }
                     }
                     let native = futures::stream::iter(head).chain(first).boxed();
-                    shared.watch_in_band(&request, native)
+                    shared.watch_in_band(request.context.tools, request.model, native)
                 };
                 futures::stream::once(fut).flatten().boxed()
             }
             Choice::Native { .. } => {
-                let native = shared.inner.stream(request.clone(), cancel);
-                shared.watch_in_band(&request, native)
+                let (tools, model) = (request.context.tools.clone(), request.model.clone());
+                let native = shared.inner.stream(request, cancel);
+                shared.watch_in_band(tools, model, native)
             }
         }
     }
