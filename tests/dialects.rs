@@ -550,3 +550,92 @@ async fn a_native_reply_that_is_a_call_written_as_text_says_which_dialect_reads_
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("as text"), "{err}");
 }
+
+#[tokio::test]
+async fn a_server_whose_template_takes_no_tools_gets_the_familys_dialect_from_the_start() {
+    // Ollama says the model has no "tools" capability, and its template is ChatML (Qwen):
+    // pi asks in hermes at once, with no refused request first.
+    let server = server(
+        "qwen2.5-coder:0.5b",
+        vec![hermes_read_reply(), text_reply("It says 42.")],
+    )
+    .await;
+    server.say_probe(
+        "/api/show",
+        json!({
+            "template": "{{ range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}",
+            "capabilities": ["completion"],
+        }),
+    );
+    let h = home();
+    let out = pi(&server, &h, &[], &["-p", "what does notes.txt say?"]).await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("chat template takes no tools") && err.contains("hermes"),
+        "{err}"
+    );
+    let reqs = chats(&server);
+    assert_eq!(reqs.len(), 2);
+    for r in &reqs {
+        assert!(r.get("tools").is_none(), "{r}");
+    }
+    assert!(
+        messages(&reqs[0])[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<tool_call>")
+    );
+    // A template that takes tools changes nothing.
+    let server2 = server_with_tools_template().await;
+    let out = pi(&server2, &home(), &[], &["-p", "hi"]).await;
+    ok(&out);
+    assert!(chats(&server2)[0].get("tools").is_some());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("template"));
+}
+
+async fn server_with_tools_template() -> TestServer {
+    let s = server("qwen2.5-coder:7b", vec![text_reply("Hello.")]).await;
+    s.say_probe(
+        "/api/show",
+        json!({"template": "<|im_start|>{{ .Tools }}", "capabilities": ["completion", "tools"]}),
+    );
+    s
+}
+
+#[tokio::test]
+async fn with_auto_a_call_written_as_text_switches_the_dialect_and_is_asked_again() {
+    let bare = r#"{ "name": "read", "arguments": { "path": "notes.txt" } }"#;
+    let server = server(
+        "tiny",
+        vec![
+            finished(text_pieces(&[bare])),
+            hermes_read_reply(),
+            text_reply("It says 42."),
+        ],
+    )
+    .await;
+    let h = home();
+    let out = pi(
+        &server,
+        &h,
+        &[],
+        &["-p", "--dialect", "auto", "what does notes.txt say?"],
+    )
+    .await;
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("switching it to the hermes dialect"), "{err}");
+    let reqs = chats(&server);
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[0].get("tools").is_some(), "native first");
+    assert!(reqs[1].get("tools").is_none() && reqs[2].get("tools").is_none());
+    // The text call was replaced by the call asked again: the session holds one read.
+    let msgs = session_messages(&h);
+    let assistant: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "assistant").collect();
+    assert_eq!(assistant.len(), 2, "{msgs:?}");
+    assert!(!session_text(&h).contains(r#"\"name\": \"read\", \"arguments\""#));
+    assert!(msgs.iter().any(|m| m["role"] == "toolResult"));
+}

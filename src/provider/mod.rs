@@ -21,6 +21,7 @@ pub(crate) mod openai_completions;
 pub mod openai_responses;
 pub(crate) mod origin;
 pub(crate) mod sse;
+pub(crate) mod tool_template;
 pub mod window;
 pub mod wire;
 

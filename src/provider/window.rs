@@ -21,12 +21,12 @@ use serde_json::{Value, json};
 const ASK: Duration = Duration::from_millis(1500);
 
 /// The server's root: `base_url` without a trailing `/v1` (or `/v1/`).
-fn root(base_url: &str) -> &str {
+pub(crate) fn root(base_url: &str) -> &str {
     let b = base_url.trim_end_matches('/');
     b.strip_suffix("/v1").unwrap_or(b)
 }
 
-async fn ask(req: reqwest::RequestBuilder) -> Option<Value> {
+pub(crate) async fn ask(req: reqwest::RequestBuilder) -> Option<Value> {
     let resp = tokio::time::timeout(ASK, req.send()).await.ok()?.ok()?;
     if !resp.status().is_success() {
         return None;
@@ -108,17 +108,23 @@ pub(crate) fn from_ollama_show(show: &Value) -> Option<u64> {
     })
 }
 
+/// A client for short questions to the server at `base_url` (no certificates loaded for
+/// plain HTTP, which is what local servers speak).
+pub(crate) fn client_for(base_url: &str) -> Option<reqwest::Client> {
+    let mut builder = reqwest::Client::builder().connect_timeout(ASK);
+    if !base_url.to_ascii_lowercase().starts_with("https://") {
+        builder = builder.tls_certs_only(Vec::new());
+    }
+    builder.build().ok()
+}
+
 /// The window the server at `base_url` serves `model` with, if it says.
 pub(crate) async fn discover(
     base_url: &str,
     model: &str,
     headers: &[(String, String)],
 ) -> Option<u64> {
-    let mut builder = reqwest::Client::builder().connect_timeout(ASK);
-    if !base_url.to_ascii_lowercase().starts_with("https://") {
-        builder = builder.tls_certs_only(Vec::new());
-    }
-    let client = builder.build().ok()?;
+    let client = client_for(base_url)?;
     let root = root(base_url);
     let get = |path: &str| {
         let mut r = client.get(format!("{root}{path}"));

@@ -170,6 +170,8 @@ struct State {
     probes: Vec<Recorded>,
     /// The window `/props` reports (`None`: "not found", as most servers say).
     n_ctx: Option<u64>,
+    /// Whole answers to window and template questions, by path (`/props`, `/api/show`, …).
+    probe_answers: std::collections::HashMap<String, Value>,
     /// When the client closed a stalled connection, relative to when the stall began.
     close_delays: Vec<Duration>,
     /// Connections that reached a stall (everything before it was sent).
@@ -183,12 +185,16 @@ impl State {
     /// model requests and the scripts, answered as llama.cpp's `/props` when the test set a
     /// window, else "not found".
     fn answer_probe(&mut self, probe: Recorded) -> Reply {
-        let props = self.n_ctx.filter(|_| probe.path == "/props").map(|n| {
-            let body = serde_json::json!({"default_generation_settings": {"n_ctx": n}});
-            Reply::error(200, &body.to_string())
-        });
+        let mut body = self.probe_answers.get(&probe.path).cloned();
+        if let Some(n) = self.n_ctx.filter(|_| probe.path == "/props") {
+            let props = body.get_or_insert_with(|| serde_json::json!({}));
+            props["default_generation_settings"] = serde_json::json!({"n_ctx": n});
+        }
         self.probes.push(probe);
-        props.unwrap_or_else(|| Reply::error(404, "{}"))
+        match body {
+            Some(b) => Reply::error(200, &b.to_string()),
+            None => Reply::error(404, "{}"),
+        }
     }
 }
 
@@ -235,6 +241,15 @@ impl TestServer {
     /// Report a context window of `n_ctx` tokens at `/props`, as llama.cpp's server does.
     pub fn say_window(&self, n_ctx: u64) {
         self.state.lock().unwrap().n_ctx = Some(n_ctx);
+    }
+
+    /// Answer pi's question at `path` (`/props`, `/api/show`, …) with `body`.
+    pub fn say_probe(&self, path: &str, body: Value) {
+        self.state
+            .lock()
+            .unwrap()
+            .probe_answers
+            .insert(path.to_string(), body);
     }
 
     /// The questions pi asked about the server's context window.

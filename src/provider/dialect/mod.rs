@@ -155,15 +155,17 @@ pub(crate) fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
 }
 
 /// Read a setting: `none`/`off` (also `false`, `0`, empty) switch dialects off, `1`/`true`
-/// mean `glm` (as the Node.js pi's `PI_DIALECT` does), anything else must name a dialect.
+/// mean `glm` (as the Node.js pi's `PI_DIALECT` does), `auto` switches by what the model does,
+/// anything else must name a dialect.
 pub(crate) fn parse_setting(value: &str) -> Result<Setting, String> {
     let v = value.trim().to_ascii_lowercase();
     match v.as_str() {
         "" | "none" | "off" | "false" | "0" | "native" => Ok(Setting::Off),
         "1" | "true" => Ok(Setting::On("glm".into())),
+        "auto" => Ok(Setting::Auto),
         other if by_name(other).is_some() => Ok(Setting::On(other.to_string())),
         other => Err(format!(
-            "unknown tool-calling dialect `{other}` (expected one of {}, or none)",
+            "unknown tool-calling dialect `{other}` (expected one of {}, auto, or none)",
             NAMES.join(", ")
         )),
     }

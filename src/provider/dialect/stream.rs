@@ -1,9 +1,10 @@
 //! [`DialectProvider`], the [`Provider`] the loop talks to: it wraps the real one and decides
 //! per model which dialect (if any) a request uses — asked for by flag, environment or
-//! config, or learned when a local server refuses native tools — and wraps the reply in the
-//! [`Rewriter`] so calls written as text come out as tool calls.
+//! config, or learned: a local server whose chat template takes no tools, a local server that
+//! refuses native tools, and (with `auto`) a model that writes its call as text — and wraps
+//! the reply in the [`Rewriter`] so calls written as text come out as tool calls.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -18,11 +19,15 @@ use crate::agent::protocol::stream::{
 use crate::agent::protocol::types::AssistantMessage;
 use crate::provider::catalog::Catalog;
 
-/// `none`/`off`, or a dialect by name.
+/// `none`/`off`, `auto`, or a dialect by name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Setting {
     Off,
     On(String),
+    /// Native tools until the model shows it writes calls as text (or its server takes no
+    /// tools): then the dialect of the form it wrote, for the rest of the session, with the
+    /// reply asked again.
+    Auto,
 }
 
 /// Where dialects are asked for: the flag, `PI_DIALECT`, each model's `dialect` and the
@@ -89,7 +94,9 @@ struct Shared {
     learned: Mutex<HashMap<String, Arc<dyn Dialect>>>,
     notices: Mutex<Option<mpsc::UnboundedSender<String>>>,
     /// Models already told they write their calls as text (said once per model).
-    told_in_band: Mutex<std::collections::HashSet<String>>,
+    told_in_band: Mutex<HashSet<String>>,
+    /// Models whose server was asked about its chat template.
+    asked_template: Mutex<HashSet<String>>,
 }
 
 /// The loop's provider: the real one, with a dialect where one is asked for or learned.
@@ -99,7 +106,12 @@ pub(crate) struct DialectProvider {
 
 enum Choice {
     Use(Arc<dyn Dialect>),
-    Native { auto: bool },
+    /// Native tools. `learn`: a local server's template and refusal may choose a dialect;
+    /// `switch`: a call written as text switches to its dialect and the reply is asked again.
+    Native {
+        learn: bool,
+        switch: bool,
+    },
 }
 
 impl DialectProvider {
@@ -116,6 +128,7 @@ impl DialectProvider {
                 learned: Mutex::new(HashMap::new()),
                 notices: Mutex::new(None),
                 told_in_band: Mutex::default(),
+                asked_template: Mutex::default(),
             }),
         }
     }
@@ -140,22 +153,51 @@ impl DialectProvider {
 
 impl Shared {
     fn choose(&self, model: &Model) -> Choice {
-        match self.settings.setting_for(model) {
-            Some(Setting::On(name)) => match by_name(name) {
-                Some(d) => Choice::Use(d),
-                None => Choice::Native { auto: false },
-            },
-            Some(Setting::Off) => Choice::Native { auto: false },
-            None => {
-                let learned = crate::sync::lock(&self.learned);
-                if let Some(d) = learned.get(&model_key(model)) {
-                    return Choice::Use(d.clone());
-                }
-                Choice::Native {
-                    auto: self.is_local(model),
-                }
-            }
+        let plain = Choice::Native {
+            learn: false,
+            switch: false,
+        };
+        let auto = match self.settings.setting_for(model) {
+            Some(Setting::On(name)) => return by_name(name).map_or(plain, Choice::Use),
+            Some(Setting::Off) => return plain,
+            Some(Setting::Auto) => true,
+            None => false,
+        };
+        if let Some(d) = crate::sync::lock(&self.learned).get(&model_key(model)) {
+            return Choice::Use(d.clone());
         }
+        Choice::Native {
+            learn: auto || self.is_local(model),
+            switch: auto,
+        }
+    }
+
+    /// From now on `model` calls tools in `dialect`.
+    fn learn(&self, model: &Model, dialect: Arc<dyn Dialect>) {
+        crate::sync::lock(&self.learned).insert(model_key(model), dialect);
+    }
+
+    /// Ask a local server once per model whether its chat template takes tools; when it
+    /// says not, the dialect of the model's family is used from then on.
+    async fn dialect_from_template(&self, model: &Model) -> Option<Arc<dyn Dialect>> {
+        let (info, _) = self.catalog.resolve(&model.provider, &model.id).ok()?;
+        if !is_local_url(&info.base_url)
+            || !crate::sync::lock(&self.asked_template).insert(model_key(model))
+        {
+            return None;
+        }
+        let template =
+            crate::provider::tool_template::ask_server(&info.base_url, &model.id, &info.headers)
+                .await
+                .filter(|t| !t.takes_tools)?;
+        let dialect = by_name(template.dialect)?;
+        self.learn(model, dialect.clone());
+        self.notice(format!(
+            "{}: the server's chat template takes no tools; calling them in the {} dialect \
+             (the form of the model's family)",
+            model.id, template.dialect
+        ));
+        Some(dialect)
     }
 
     fn is_local(&self, model: &Model) -> bool {
@@ -216,6 +258,17 @@ pub(crate) fn refuses_tools(error: &AssistantMessage) -> bool {
     about_tools && refusal
 }
 
+/// The state of a native reply watched for a call written as text, with `auto` on.
+enum Watch {
+    Native {
+        stream: EventStream,
+        request: ProviderRequest,
+        cancel: CancellationToken,
+    },
+    /// Asked again in the dialect the reply showed.
+    Again(EventStream),
+}
+
 impl Shared {
     /// Native tools were offered: if the reply comes back as a tool call written as text
     /// (nothing runs), say once for this model which dialect reads that form.
@@ -246,11 +299,105 @@ impl Shared {
                 shared.notice(format!(
                     "{} wrote its tool call as text, so nothing ran. That is the {dialect} \
                      dialect's form: run with --dialect {dialect}, or set dialect = \"{dialect}\" \
-                     for this model in config.toml",
+                     (or \"auto\") for this model in config.toml",
                     model.id
                 ));
             })
             .boxed()
+    }
+
+    /// With `auto`: when the reply comes back as a tool call written as text, switch the
+    /// model to the dialect of that form and ask again. The loop takes the new reply's
+    /// `Start` as a restart of the same message, so the text call is replaced, not kept.
+    fn switch_on_in_band(
+        self: &Arc<Self>,
+        stream: EventStream,
+        request: ProviderRequest,
+        cancel: CancellationToken,
+    ) -> EventStream {
+        let shared = self.clone();
+        let first = Watch::Native {
+            stream,
+            request,
+            cancel,
+        };
+        futures::stream::unfold(first, move |watch| {
+            let shared = shared.clone();
+            async move {
+                let (mut stream, request, cancel) = match watch {
+                    Watch::Again(mut s) => return Some((s.next().await?, Watch::Again(s))),
+                    Watch::Native {
+                        stream,
+                        request,
+                        cancel,
+                    } => (stream, request, cancel),
+                };
+                let item = stream.next().await?;
+                let form = match &item {
+                    Ok(StreamEvent::Done { message, .. })
+                        if !message.has_tool_calls() && !cancel.is_cancelled() =>
+                    {
+                        super::in_band::shape_of(&message.text(), &request.context.tools)
+                    }
+                    _ => None,
+                };
+                let Some(dialect) = form.and_then(by_name) else {
+                    let watch = Watch::Native {
+                        stream,
+                        request,
+                        cancel,
+                    };
+                    return Some((item, watch));
+                };
+                drop(stream);
+                shared.learn(&request.model, dialect.clone());
+                shared.notice(format!(
+                    "{} wrote its tool call as text; switching it to the {} dialect for this \
+                     session and asking again",
+                    request.model.id,
+                    dialect.name()
+                ));
+                let mut again = shared.dialect_stream(dialect, request, cancel);
+                Some((again.next().await?, Watch::Again(again)))
+            }
+        })
+        .boxed()
+    }
+
+    /// Native tools, for a model whose refusal of them may teach pi a dialect: a reply that
+    /// opens with an error about tools is asked again in `hermes`. `Err` holds that stream.
+    async fn native_unless_refused(
+        self: &Arc<Self>,
+        request: &ProviderRequest,
+        cancel: &CancellationToken,
+    ) -> Result<EventStream, EventStream> {
+        let mut first = self.inner.stream(request.clone(), cancel.clone());
+        let mut head = Vec::new();
+        loop {
+            match first.next().await {
+                Some(Ok(StreamEvent::Start { partial })) => {
+                    head.push(Ok(StreamEvent::Start { partial }))
+                }
+                Some(Ok(StreamEvent::Error { error, .. }))
+                    if !cancel.is_cancelled() && refuses_tools(&error) =>
+                {
+                    let hermes: Arc<dyn Dialect> = Arc::new(super::hermes::HERMES);
+                    self.learn(&request.model, hermes.clone());
+                    self.notice(format!(
+                        "{} refused native tools; using the hermes dialect",
+                        request.model.id
+                    ));
+                    drop(first);
+                    return Err(self.dialect_stream(hermes, request.clone(), cancel.clone()));
+                }
+                Some(other) => {
+                    head.push(other);
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(futures::stream::iter(head).chain(first).boxed())
     }
 }
 
@@ -259,37 +406,21 @@ impl Provider for DialectProvider {
         let shared = self.shared.clone();
         match shared.choose(&request.model) {
             Choice::Use(d) => shared.dialect_stream(d, request, cancel),
-            Choice::Native { auto: true } if !request.context.tools.is_empty() => {
-                let first = shared.inner.stream(request.clone(), cancel.clone());
+            Choice::Native {
+                learn: true,
+                switch,
+            } if !request.context.tools.is_empty() => {
                 let fut = async move {
-                    let mut first = first;
-                    let mut head = Vec::new();
-                    loop {
-                        match first.next().await {
-                            Some(Ok(StreamEvent::Start { partial })) => {
-                                head.push(Ok(StreamEvent::Start { partial }))
-                            }
-                            Some(Ok(StreamEvent::Error { error, .. }))
-                                if !cancel.is_cancelled() && refuses_tools(&error) =>
-                            {
-                                let hermes: Arc<dyn Dialect> = Arc::new(super::hermes::HERMES);
-                                crate::sync::lock(&shared.learned)
-                                    .insert(model_key(&request.model), hermes.clone());
-                                shared.notice(format!(
-                                    "{} refused native tools; using the hermes dialect",
-                                    request.model.id
-                                ));
-                                drop(first);
-                                return shared.dialect_stream(hermes, request, cancel);
-                            }
-                            Some(other) => {
-                                head.push(other);
-                                break;
-                            }
-                            None => break,
-                        }
+                    if let Some(d) = shared.dialect_from_template(&request.model).await {
+                        return shared.dialect_stream(d, request, cancel);
                     }
-                    let native = futures::stream::iter(head).chain(first).boxed();
+                    let native = match shared.native_unless_refused(&request, &cancel).await {
+                        Ok(native) => native,
+                        Err(dialect) => return dialect,
+                    };
+                    if switch {
+                        return shared.switch_on_in_band(native, request, cancel);
+                    }
                     shared.watch_in_band(request.context.tools, request.model, native)
                 };
                 futures::stream::once(fut).flatten().boxed()

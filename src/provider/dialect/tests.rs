@@ -1302,3 +1302,189 @@ fn no_text_makes_a_dialect_panic_or_lose_a_call_end() {
         }
     }
 }
+
+/// A provider that answers natively offered tools with `native` text, and a request in a
+/// dialect (no tools offered) with `in_dialect` text.
+struct TwoWays {
+    native: &'static str,
+    in_dialect: &'static str,
+    requests: std::sync::Mutex<Vec<ProviderRequest>>,
+}
+
+impl crate::agent::protocol::stream::Provider for TwoWays {
+    fn stream(
+        &self,
+        request: ProviderRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::agent::protocol::stream::EventStream {
+        use crate::agent::protocol::stream::StreamEvent;
+        use futures::StreamExt;
+        let text = if request.context.tools.is_empty() {
+            self.in_dialect
+        } else {
+            self.native
+        };
+        self.requests.lock().unwrap().push(request);
+        let mut done = AssistantMessage::empty("openai-completions", "ollama", "m");
+        done.content.push(ContentBlock::text(text));
+        let events = vec![
+            StreamEvent::Start {
+                partial: Box::new(AssistantMessage::empty("openai-completions", "ollama", "m")),
+            },
+            StreamEvent::TextStart { content_index: 0 },
+            StreamEvent::TextDelta {
+                content_index: 0,
+                delta: text.into(),
+            },
+            StreamEvent::TextEnd {
+                content_index: 0,
+                content: text.into(),
+                signature: None,
+            },
+            StreamEvent::Done {
+                reason: StopReason::Stop,
+                message: Box::new(done),
+            },
+        ];
+        futures::stream::iter(events.into_iter().map(Ok)).boxed()
+    }
+}
+
+fn native_request() -> ProviderRequest {
+    ProviderRequest {
+        model: model(),
+        context: LlmContext {
+            system_prompt: vec![],
+            messages: Arc::new(history()),
+            tools: tools(),
+        },
+        options: StreamOptions::default(),
+    }
+}
+
+#[tokio::test]
+async fn auto_switches_a_model_that_writes_calls_as_text_and_asks_again() {
+    use crate::agent::protocol::stream::{Provider, StreamEvent};
+    use futures::StreamExt;
+    let inner = Arc::new(TwoWays {
+        native: r#"{"name": "read", "arguments": {"path": "a.txt"}}"#,
+        in_dialect: "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}</tool_call>",
+        requests: Default::default(),
+    });
+    let provider = DialectProvider::new(
+        inner.clone(),
+        Arc::new(crate::provider::catalog::Catalog::default()),
+        DialectSettings {
+            global: Some(Setting::Auto),
+            ..Default::default()
+        },
+    );
+    let mut notices = provider.notices();
+    assert_eq!(provider.dialect_for(&model()), None, "native until shown");
+    let events: Vec<StreamEvent> = provider
+        .stream(native_request(), tokio_util::sync::CancellationToken::new())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    // The text call streamed, then the same message started again and ended with a call.
+    let starts = events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::Start { .. }))
+        .count();
+    assert_eq!(starts, 2, "{events:?}");
+    let dones: Vec<&AssistantMessage> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Done { message, .. } => Some(&**message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dones.len(), 1, "the text call's end is not passed on");
+    assert_eq!(
+        calls(dones[0]),
+        vec![("read".to_string(), json!({"path": "a.txt"}))]
+    );
+    {
+        let sent = inner.requests.lock().unwrap();
+        assert_eq!(sent.len(), 2);
+        assert!(!sent[0].context.tools.is_empty(), "asked natively first");
+        assert!(sent[1].context.tools.is_empty(), "then in the dialect");
+    }
+    assert_eq!(
+        provider.dialect_for(&model()),
+        Some("hermes"),
+        "for the session"
+    );
+    let notice = notices.try_recv().unwrap();
+    assert!(
+        notice.contains("switching it to the hermes dialect"),
+        "{notice}"
+    );
+    // The next request goes straight to the dialect.
+    let _: Vec<_> = provider
+        .stream(native_request(), tokio_util::sync::CancellationToken::new())
+        .collect()
+        .await;
+    let sent = inner.requests.lock().unwrap();
+    assert_eq!(sent.len(), 3);
+    assert!(sent[2].context.tools.is_empty());
+}
+
+#[tokio::test]
+async fn auto_leaves_prose_and_other_settings_leave_text_calls_alone() {
+    use crate::agent::protocol::stream::{Provider, StreamEvent};
+    use futures::StreamExt;
+    let call = r#"{"name": "read", "arguments": {"path": "a.txt"}}"#;
+    for (setting, native, switched) in [
+        // Prose that mentions a call is an answer, even with auto.
+        (
+            Some(Setting::Auto),
+            "Example:\n```json\n{\"name\": \"read\", \"arguments\": {}}\n```\nThat is all.",
+            false,
+        ),
+        // Without auto, a text call is only reported.
+        (None, call, false),
+        (Some(Setting::Off), call, false),
+        (Some(Setting::Auto), call, true),
+    ] {
+        let inner = Arc::new(TwoWays {
+            native,
+            in_dialect: "done",
+            requests: Default::default(),
+        });
+        let provider = DialectProvider::new(
+            inner.clone(),
+            Arc::new(crate::provider::catalog::Catalog::default()),
+            DialectSettings {
+                global: setting.clone(),
+                ..Default::default()
+            },
+        );
+        let events: Vec<StreamEvent> = provider
+            .stream(native_request(), tokio_util::sync::CancellationToken::new())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let asked = inner.requests.lock().unwrap().len();
+        assert_eq!(asked, if switched { 2 } else { 1 }, "{setting:?} {native}");
+        let StreamEvent::Done { message, .. } = events.last().unwrap() else {
+            panic!("{events:?}")
+        };
+        let expected = if switched { "done" } else { native };
+        assert_eq!(message.text(), expected, "{setting:?}");
+    }
+}
+
+#[test]
+fn auto_is_a_setting() {
+    assert_eq!(parse_setting("auto"), Ok(Setting::Auto));
+    assert_eq!(parse_setting(" AUTO "), Ok(Setting::Auto));
+    let s = DialectSettings::from_sources(
+        None,
+        None,
+        None,
+        &[("llamacpp".into(), "local".into(), "auto".into())],
+    )
+    .unwrap();
+    assert_eq!(s.per_model["llamacpp/local"], Setting::Auto);
+}
