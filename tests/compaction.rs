@@ -326,8 +326,9 @@ async fn forty_turns_at_8k(told_by_server: bool) {
     let out = run_ok(&h, &["--mode", "json", "read every part file"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("All forty read."), "{stdout}");
-    // The server is asked only when the config names no window.
-    let asked = server.probes().iter().any(|p| p.path == "/props");
+    // The server is asked its window only when the config names none (`/api/ps` is asked
+    // for the window alone; `/props` also tells whether the chat template takes tools).
+    let asked = server.probes().iter().any(|p| p.path == "/api/ps");
     assert_eq!(asked, told_by_server);
     let compactions = stdout
         .lines()

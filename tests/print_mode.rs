@@ -351,6 +351,15 @@ async fn context_files_and_appended_text_reach_the_system_prompt() {
     assert!(system.contains("Always answer in French."));
     assert!(system.contains("Be extra careful.\n\nPrefer small diffs."));
     assert!(system.contains("Current working directory: "));
+    // Each tool is named by its first sentence: its whole description, rules and all, goes
+    // with its definition, and nothing in the first request is sent twice.
+    assert!(
+        system.contains("\n- read: Read a file from disk.\n"),
+        "{system}"
+    );
+    let tools = server.requests()[1].body["tools"].to_string();
+    let rule = "when more remains, a note at the end gives the `offset`";
+    assert!(tools.contains(rule) && !system.contains(rule));
     // `-nc`, the Node pi's short form of --no-context-files.
     let out = pi(&server, &h)
         .args(["-p", "-nc", "hi"])

@@ -1512,7 +1512,7 @@ fn default_descriptions_name_the_default_limits() {
     };
     assert!(desc("read").contains("at most 2000 lines or 50 KB per call; when more remains"));
     assert!(desc("bash").contains("keeps the last 2000 lines or 50 KB of output; when"));
-    assert!(desc("grep").contains("(default 100); long lines are cut at 500 characters."));
+    assert!(desc("grep").contains("(default 100), long lines cut at 500 characters."));
     assert!(desc("find").contains("at most `limit` (default 1000)."));
     assert!(desc("ls").ends_with("Returns at most `limit` entries (default 500)."));
 }

@@ -153,8 +153,9 @@ pub struct Cli {
     pub approval: Option<String>,
 
     /// Tool calling in the model's text rather than native tools: hermes, qwen3, xml, glm,
-    /// deepseek, harmony, kimi, anthropic, gemini, gemma, minimax, or none. Over `PI_DIALECT`
-    /// and config's `dialect`.
+    /// deepseek, harmony, kimi, anthropic, gemini, gemma, minimax; `auto` (native until the
+    /// model writes a call as text, then that form's dialect), or none. Over `PI_DIALECT` and
+    /// config's `dialect`.
     #[arg(long, value_name = "NAME")]
     pub dialect: Option<String>,
 

@@ -74,9 +74,30 @@ pub(crate) struct PromptParts {
     pub cwd: String,
 }
 
-/// The first line of a tool description, for the tool list.
+/// The longest a tool's line in the system prompt's list may be.
+const TOOL_LINE_MAX: usize = 160;
+
+/// The first sentence of a tool description, for the system prompt's tool list: the whole
+/// description (with its rules) goes to the model with the tool's definition, so the prompt
+/// only names what each tool is for, and no token of the first request is spent twice.
 pub(crate) fn tool_line(description: &str) -> String {
-    description.lines().next().unwrap_or("").trim().to_string()
+    let first = description.lines().next().unwrap_or("").trim();
+    let mut end = first.len();
+    for (i, _) in first.match_indices(". ") {
+        let before = &first[..i];
+        // "e.g." and "i.e." end no sentence.
+        if !(before.ends_with("e.g") || before.ends_with("i.e")) {
+            end = i + 1;
+            break;
+        }
+    }
+    let sentence = &first[..end];
+    if sentence.chars().count() <= TOOL_LINE_MAX {
+        return sentence.to_string();
+    }
+    let cut: String = sentence.chars().take(TOOL_LINE_MAX).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
+    format!("{cut}…")
 }
 
 fn guidelines(tools: &[(String, String)]) -> String {
@@ -226,6 +247,23 @@ mod tests {
             replaced.contains("# Project Context"),
             "context still appended"
         );
+    }
+
+    #[test]
+    fn a_tool_is_listed_by_its_first_sentence() {
+        assert_eq!(
+            tool_line("Read a file from disk. Text comes back as it is, e.g. with tabs."),
+            "Read a file from disk."
+        );
+        assert_eq!(
+            tool_line("Search, e.g. for names. Results are sorted."),
+            "Search, e.g. for names."
+        );
+        assert_eq!(tool_line("List a folder"), "List a folder");
+        assert_eq!(tool_line("Two lines.\nSecond."), "Two lines.");
+        let long = "word ".repeat(60);
+        let line = tool_line(&long);
+        assert!(line.ends_with('…') && line.chars().count() <= TOOL_LINE_MAX + 1);
     }
 
     #[test]

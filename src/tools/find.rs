@@ -28,12 +28,11 @@ use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOut
 
 fn description(limits: &ToolLimits) -> String {
     format!(
-        "Find files and folders whose names match a glob, e.g. `*.rs`, `Cargo.toml`, or \
-         `src/**/*.test.ts` (a pattern with `/` is matched against the path below the search \
-         folder). A pattern in lower case ignores case. Searches the working directory or \
-         `path`, including hidden files, leaving out what .gitignore excludes. Returns paths \
-         relative to the working directory, one per line, folders ending in `/`, at most \
-         `limit` (default {}).",
+        "Find files and folders whose names match a glob. A pattern with `/` is matched \
+         against the path below the search folder; one in lower case ignores case. Searches \
+         the working directory or `path`, including hidden files, leaving out what .gitignore \
+         excludes. Returns paths relative to the working directory, one per line, folders \
+         ending in `/`, at most `limit` (default {}).",
         limits.find_limit
     )
 }

@@ -36,12 +36,11 @@ use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOut
 
 fn description(limits: &ToolLimits) -> String {
     format!(
-        "Search file contents for a regular expression (or, with `literal: true`, for exact \
-         text). Searches the working directory or `path` (a folder or a file), including hidden \
-         files, skipping binary files and whatever .gitignore excludes. `glob` limits the files \
-         searched (e.g. `*.rs`, `src/**/*.ts`). Prints `path:line: text` for each matching line \
-         and `path-line- text` for `context` lines. Returns at most `limit` matches (default \
-         {}); long lines are cut at {} characters.",
+        "Search file contents for a regular expression (or exact text). Searches the working \
+         directory or `path` (a folder or a file), including hidden files, skipping binary \
+         files and what .gitignore excludes. Prints `path:line: text` for each matching line \
+         and `path-line- text` for `context` lines; at most `limit` matches (default {}), long \
+         lines cut at {} characters.",
         limits.grep_limit, limits.grep_max_line_chars
     )
 }

@@ -181,7 +181,9 @@ impl Shared {
     /// says not, the dialect of the model's family is used from then on.
     async fn dialect_from_template(&self, model: &Model) -> Option<Arc<dyn Dialect>> {
         let (info, _) = self.catalog.resolve(&model.provider, &model.id).ok()?;
-        if !is_local_url(&info.base_url)
+        // Local servers speak Chat Completions; other formats have no template to ask about.
+        if info.api != crate::provider::catalog::Api::OpenAiCompletions
+            || !is_local_url(&info.base_url)
             || !crate::sync::lock(&self.asked_template).insert(model_key(model))
         {
             return None;
