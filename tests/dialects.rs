@@ -534,7 +534,7 @@ async fn a_native_reply_that_is_a_call_written_as_text_says_which_dialect_reads_
     ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("wrote its tool call as text") && err.contains("--dialect hermes"),
+        err.contains("wrote its tool call as text") && err.contains("--dialect json"),
         "{err}"
     );
     assert_eq!(chats(&server).len(), 1, "nothing ran, so no second request");
@@ -606,12 +606,16 @@ async fn server_with_tools_template() -> TestServer {
 
 #[tokio::test]
 async fn with_auto_a_call_written_as_text_switches_the_dialect_and_is_asked_again() {
+    // What Qwen2.5-Coder 1.5B wrote on llama.cpp: its calls in a fenced block, natively and
+    // when asked again; under `json` the second one runs.
     let bare = r#"{ "name": "read", "arguments": { "path": "notes.txt" } }"#;
+    let fenced =
+        "```json\n{\n  \"name\": \"read\",\n  \"arguments\": {\"path\": \"notes.txt\"}\n}\n```";
     let server = server(
         "tiny",
         vec![
             finished(text_pieces(&[bare])),
-            hermes_read_reply(),
+            finished(text_pieces(&[&fenced[..5], &fenced[5..20], &fenced[20..]])),
             text_reply("It says 42."),
         ],
     )
@@ -627,11 +631,14 @@ async fn with_auto_a_call_written_as_text_switches_the_dialect_and_is_asked_agai
     ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "It says 42.\n");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("switching it to the hermes dialect"), "{err}");
+    assert!(err.contains("switching it to the json dialect"), "{err}");
     let reqs = chats(&server);
     assert_eq!(reqs.len(), 3);
     assert!(reqs[0].get("tools").is_some(), "native first");
     assert!(reqs[1].get("tools").is_none() && reqs[2].get("tools").is_none());
+    let second = messages(&reqs[2]);
+    let result = second.last().unwrap()["content"].as_str().unwrap();
+    assert!(result.starts_with("Result of read:") && result.contains("the answer is 42"));
     // The text call was replaced by the call asked again: the session holds one read.
     let msgs = session_messages(&h);
     let assistant: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "assistant").collect();

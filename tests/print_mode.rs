@@ -1091,3 +1091,23 @@ async fn a_full_tmpfs_is_reported_where_the_machine_allows_mounting_one() {
     let out = wrapped.output().await.unwrap();
     assert_answered_but_not_saved(&out, &answer, "No space left on device");
 }
+
+#[tokio::test]
+async fn a_local_server_that_closes_kept_connections_costs_no_retry() {
+    // llama.cpp's server answers without `connection: close` and may close the connection
+    // afterwards: a request sent on that connection fails before anything is sent back. pi
+    // opens a new connection for each request to a plain-HTTP server.
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        call_reply("c1", "nothing", "{}"),
+        text_reply("Done."),
+    ])
+    .await;
+    server.keep_alive_then_hang_up();
+    let h = home();
+    let out = run_ok(&server, &h, &["-p", "go"]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Done.\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("retrying"), "{err}");
+    assert_eq!(server.reused_connections(), 0);
+}

@@ -1048,6 +1048,17 @@ async fn bash_bad_arguments_and_missing_working_directory() {
     err(&s, "empty");
     let s = call("bash", d.path(), json!({"command": "true", "timeout": -1})).await;
     err(&s, "positive");
+    // 0 and null mean no timeout (small models send them for "none").
+    for none in [json!(0), json!(null)] {
+        let s = call(
+            "bash",
+            d.path(),
+            json!({"command": "echo ran", "timeout": none}),
+        )
+        .await;
+        ok(&s);
+        assert!(s.text.contains("ran"), "{none}: {}", s.text);
+    }
     let gone = d.path().join("gone");
     let s = call("bash", &gone, json!({"command": "true"})).await;
     err(&s, "does not exist");

@@ -153,7 +153,7 @@ pub struct Cli {
     pub approval: Option<String>,
 
     /// Tool calling in the model's text rather than native tools: hermes, qwen3, xml, glm,
-    /// deepseek, harmony, kimi, anthropic, gemini, gemma, minimax; `auto` (native until the
+    /// deepseek, harmony, kimi, anthropic, gemini, gemma, minimax, json; `auto` (native until the
     /// model writes a call as text, then that form's dialect), or none. Over `PI_DIALECT` and
     /// config's `dialect`.
     #[arg(long, value_name = "NAME")]

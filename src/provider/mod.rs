@@ -119,7 +119,10 @@ impl Providers {
 
     /// The HTTP client for `url`. Plain-HTTP endpoints (Ollama, llama.cpp, vLLM on this
     /// machine) get a client without root certificates, so talking to them never pays for
-    /// reading and parsing the system's certificate store.
+    /// reading and parsing the system's certificate store, and without kept connections:
+    /// llama.cpp's server closes a connection after answering without saying so, and a
+    /// request sent on it would fail (and be retried after a pause); a new local connection
+    /// costs next to nothing.
     fn client(&self, url: &str) -> Result<reqwest::Client, RequestError> {
         let plain = url
             .get(..7)
@@ -134,7 +137,7 @@ impl Providers {
                 .connect_timeout(Duration::from_secs(30))
                 .tcp_nodelay(true);
             if plain {
-                builder = builder.tls_certs_only(Vec::new());
+                builder = builder.tls_certs_only(Vec::new()).pool_max_idle_per_host(0);
             }
             builder
                 .build()

@@ -124,7 +124,12 @@ impl AgentTool for BashTool {
         if command.trim().is_empty() {
             return Err(ToolError::new("bash: the command is empty."));
         }
-        let timeout = args.opt_positive("timeout")?;
+        // `0` and `null` mean "no timeout", as the Node.js pi reads them (small models send
+        // them for an optional number); anything else must be a positive number of seconds.
+        let timeout = match args.get("timeout") {
+            Some(v) if v.is_null() || v.as_f64() == Some(0.0) => None,
+            _ => args.opt_positive("timeout")?,
+        };
         run_command(&self.ctx, command, timeout, &call).await
     }
 }

@@ -170,6 +170,11 @@ struct State {
     probes: Vec<Recorded>,
     /// The window `/props` reports (`None`: "not found", as most servers say).
     n_ctx: Option<u64>,
+    /// Answer without `connection: close`, as llama.cpp's server does, and then hang up on a
+    /// client that sends another request on the same connection.
+    keep_alive: bool,
+    /// Requests that came on a connection already used (and were hung up on).
+    reused: usize,
     /// Whole answers to window and template questions, by path (`/props`, `/api/show`, …).
     probe_answers: std::collections::HashMap<String, Value>,
     /// When the client closed a stalled connection, relative to when the stall began.
@@ -243,6 +248,16 @@ impl TestServer {
         self.state.lock().unwrap().n_ctx = Some(n_ctx);
     }
 
+    /// Keep connections open after each answer, then hang up on a request sent on one.
+    pub fn keep_alive_then_hang_up(&self) {
+        self.state.lock().unwrap().keep_alive = true;
+    }
+
+    /// Requests sent on a connection that had already been answered.
+    pub fn reused_connections(&self) -> usize {
+        self.state.lock().unwrap().reused
+    }
+
     /// Answer pi's question at `path` (`/props`, `/api/show`, …) with `body`.
     pub fn say_probe(&self, path: &str, body: Value) {
         self.state
@@ -290,17 +305,7 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
             break pos + 4;
         }
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
+    let (method, path, headers) = parse_head(&String::from_utf8_lossy(&buf[..head_end]));
     let len: usize = headers
         .iter()
         .find(|(k, _)| k == "content-length")
@@ -353,7 +358,12 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     if framed {
         out.push_str("transfer-encoding: chunked\r\n");
     }
-    out.push_str("connection: close\r\n\r\n");
+    let keep_alive = state.lock().unwrap().keep_alive;
+    out.push_str(if keep_alive {
+        "\r\n"
+    } else {
+        "connection: close\r\n\r\n"
+    });
     sock.write_all(out.as_bytes()).await?;
     for chunk in reply.chunks {
         match chunk {
@@ -393,7 +403,35 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     }
     sock.write_all(b"0\r\n\r\n").await?;
     sock.flush().await?;
+    if keep_alive {
+        hang_up_on_reuse(&mut sock, &state).await;
+    }
     Ok(())
+}
+
+/// The method, path and (lower-cased) headers of a request head.
+fn parse_head(head: &str) -> (String, String, Vec<(String, String)>) {
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let headers = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (method, path, headers)
+}
+
+/// A client that sends another request on this connection gets it closed under it.
+async fn hang_up_on_reuse(sock: &mut TcpStream, state: &Mutex<State>) {
+    let mut one = [0u8; 1];
+    if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut one)).await
+        && n > 0
+    {
+        state.lock().unwrap().reused += 1;
+    }
 }
 
 /// Whether `r` is pi asking a server how large a context it serves (llama.cpp's `/props`, a

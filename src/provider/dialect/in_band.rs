@@ -13,11 +13,9 @@ use crate::agent::protocol::stream::ToolSpec;
 pub(crate) fn shape_of(text: &str, tools: &[ToolSpec]) -> Option<&'static str> {
     let declared = |name: &str| tools.iter().any(|t| t.name == name);
     let t = text.trim();
-    // The whole reply is a JSON call, bare or as the only thing in one fenced block.
-    if let Some(v) = whole_json(t)
-        && names_declared_call(&v, &declared)
-    {
-        return Some("hermes");
+    // The whole reply is JSON calls, bare or as the only thing in one fenced block.
+    if super::json::calls_in(t, tools).is_some() {
+        return Some("json");
     }
     // The reply ends with `<tool_call>{…}</tool_call>` on lines of its own.
     if let Some(body) = t
@@ -47,25 +45,6 @@ pub(crate) fn shape_of(text: &str, tools: &[ToolSpec]) -> Option<&'static str> {
         return Some("qwen3");
     }
     None
-}
-
-/// `t` as one JSON object: bare, or the only content of a fenced block that is all of `t`.
-fn whole_json(t: &str) -> Option<Value> {
-    let inner = match t.strip_prefix("```") {
-        Some(rest) => {
-            let (_, body) = rest.split_once('\n')?;
-            let body = body.trim_end().strip_suffix("```")?;
-            if body.contains("```") {
-                return None;
-            }
-            body.trim()
-        }
-        None => t,
-    };
-    if !inner.starts_with('{') {
-        return None;
-    }
-    serde_json::from_str(inner).ok()
 }
 
 /// `{"name": <declared tool>, "arguments"|"parameters": {…}}`.
@@ -102,9 +81,9 @@ mod tests {
         // Seen from Qwen2.5-Coder 0.5B on llama.cpp without a tools template.
         let bare =
             r#"{ "name": "read", "arguments": { "path": "/tmp/try/a.txt", "offset": 2000 } }"#;
-        assert_eq!(shape_of(bare, &t), Some("hermes"));
+        assert_eq!(shape_of(bare, &t), Some("json"));
         let fenced = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```";
-        assert_eq!(shape_of(fenced, &t), Some("hermes"));
+        assert_eq!(shape_of(fenced, &t), Some("json"));
         let tagged = "I'll look.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>";
         assert_eq!(shape_of(tagged, &t), Some("hermes"));
         let qwen = "<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>";

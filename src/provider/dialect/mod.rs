@@ -23,6 +23,7 @@ pub(crate) mod harmony;
 pub(crate) mod hermes;
 pub(crate) mod in_band;
 pub(crate) mod invoke;
+pub(crate) mod json;
 pub(crate) mod kimi;
 pub(crate) mod minimax;
 pub(crate) mod python;
@@ -86,6 +87,12 @@ pub(crate) trait Dialect: Send + Sync {
     /// Tags that mean the model has begun to write a tool result itself.
     fn result_markers(&self) -> &'static [&'static str];
 
+    /// Whether a call is the whole reply rather than tags within it (`json`): such a reply is
+    /// read at its end, not by the tag scanner.
+    fn whole_reply(&self) -> bool {
+        false
+    }
+
     /// Control tokens that are removed from the text wherever they appear.
     fn dropped(&self) -> &'static [&'static str] {
         &[]
@@ -134,6 +141,7 @@ pub(crate) const NAMES: &[&str] = &[
     "gemini",
     "gemma",
     "minimax",
+    "json",
 ];
 
 /// A dialect by name (case-insensitive; `qwen` and `qwen2.5` mean hermes).
@@ -150,6 +158,7 @@ pub(crate) fn by_name(name: &str) -> Option<Arc<dyn Dialect>> {
         "gemini" => Some(Arc::new(gemini::Gemini)),
         "gemma" | "gemma4" => Some(Arc::new(gemma::Gemma)),
         "minimax" | "minimax-m2" => Some(Arc::new(minimax::MiniMax)),
+        "json" => Some(Arc::new(json::Json)),
         _ => None,
     }
 }
@@ -199,8 +208,9 @@ pub(crate) fn catalog_prompt(dialect: &dyn Dialect, tools: &[ToolSpec]) -> Strin
     s.push_str("\n# How to call a tool\n\n");
     s.push_str(dialect.instructions().trim());
     s.push_str(
-        "\n\nYou may make several calls in one reply. After your calls, stop and wait: never \
-         write a tool's result yourself.",
+        "\n\nWrite a call as plain text, never inside a code block: a call in a code block is \
+         only shown, not run. You may make several calls in one reply. After your calls, stop \
+         and wait: never write a tool's result yourself.",
     );
     s
 }

@@ -24,7 +24,7 @@ use crate::agent::protocol::types::{
 pub(crate) const UNNAMED_CALL: &str = "invalid_tool_call";
 
 /// A call id no other call of this process has.
-fn call_id() -> String {
+pub(crate) fn call_id() -> String {
     static N: AtomicU64 = AtomicU64::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
     format!("call_{:x}{n}", now_ms())

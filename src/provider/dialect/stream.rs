@@ -97,7 +97,12 @@ struct Shared {
     told_in_band: Mutex<HashSet<String>>,
     /// Models whose server was asked about its chat template.
     asked_template: Mutex<HashSet<String>>,
+    /// How many times `auto` switched each model.
+    switches: Mutex<HashMap<String, u32>>,
 }
+
+/// How many times `auto` switches one model's dialect in a session.
+const MAX_SWITCHES: u32 = 2;
 
 /// The loop's provider: the real one, with a dialect where one is asked for or learned.
 pub(crate) struct DialectProvider {
@@ -105,13 +110,11 @@ pub(crate) struct DialectProvider {
 }
 
 enum Choice {
-    Use(Arc<dyn Dialect>),
+    /// This dialect; `switch` (under `auto`): a reply in another dialect's form switches again.
+    Use(Arc<dyn Dialect>, bool),
     /// Native tools. `learn`: a local server's template and refusal may choose a dialect;
     /// `switch`: a call written as text switches to its dialect and the reply is asked again.
-    Native {
-        learn: bool,
-        switch: bool,
-    },
+    Native { learn: bool, switch: bool },
 }
 
 impl DialectProvider {
@@ -129,6 +132,7 @@ impl DialectProvider {
                 notices: Mutex::new(None),
                 told_in_band: Mutex::default(),
                 asked_template: Mutex::default(),
+                switches: Mutex::default(),
             }),
         }
     }
@@ -145,7 +149,7 @@ impl DialectProvider {
     #[cfg(test)]
     pub(crate) fn dialect_for(&self, model: &Model) -> Option<&'static str> {
         match self.shared.choose(model) {
-            Choice::Use(d) => Some(d.name()),
+            Choice::Use(d, _) => Some(d.name()),
             Choice::Native { .. } => None,
         }
     }
@@ -158,18 +162,28 @@ impl Shared {
             switch: false,
         };
         let auto = match self.settings.setting_for(model) {
-            Some(Setting::On(name)) => return by_name(name).map_or(plain, Choice::Use),
+            Some(Setting::On(name)) => {
+                return by_name(name).map_or(plain, |d| Choice::Use(d, false));
+            }
             Some(Setting::Off) => return plain,
             Some(Setting::Auto) => true,
             None => false,
         };
         if let Some(d) = crate::sync::lock(&self.learned).get(&model_key(model)) {
-            return Choice::Use(d.clone());
+            return Choice::Use(d.clone(), auto);
         }
         Choice::Native {
             learn: auto || self.is_local(model),
             switch: auto,
         }
+    }
+
+    /// Whether `auto` may switch `model` once more (and count it).
+    fn may_switch(&self, model: &Model) -> bool {
+        let mut switches = crate::sync::lock(&self.switches);
+        let n = switches.entry(model_key(model)).or_insert(0);
+        *n += 1;
+        *n <= MAX_SWITCHES
     }
 
     /// From now on `model` calls tools in `dialect`.
@@ -229,6 +243,9 @@ impl Shared {
             // Nothing to call: the text is left as it is.
             return inner;
         }
+        if dialect.whole_reply() {
+            return super::json::whole_reply_stream(tools, inner);
+        }
         let rewriter =
             Rewriter::new(dialect, tools, &request.model).draining(self.settings.drain_fabricated);
         rewrite_stream(rewriter, inner, child)
@@ -260,9 +277,10 @@ pub(crate) fn refuses_tools(error: &AssistantMessage) -> bool {
     about_tools && refusal
 }
 
-/// The state of a native reply watched for a call written as text, with `auto` on.
+/// The state of a reply watched for a call written as text, with `auto` on.
 enum Watch {
-    Native {
+    /// The reply as first asked for.
+    First {
         stream: EventStream,
         request: ProviderRequest,
         cancel: CancellationToken,
@@ -311,14 +329,20 @@ impl Shared {
     /// With `auto`: when the reply comes back as a tool call written as text, switch the
     /// model to the dialect of that form and ask again. The loop takes the new reply's
     /// `Start` as a restart of the same message, so the text call is replaced, not kept.
+    /// `current` is the dialect the reply was asked in (`None`: native tools); a model is
+    /// switched at most [`MAX_SWITCHES`] times, so one that wanders between forms settles.
     fn switch_on_in_band(
         self: &Arc<Self>,
         stream: EventStream,
+        current: Option<&'static str>,
         request: ProviderRequest,
         cancel: CancellationToken,
     ) -> EventStream {
+        if request.context.tools.is_empty() {
+            return stream;
+        }
         let shared = self.clone();
-        let first = Watch::Native {
+        let first = Watch::First {
             stream,
             request,
             cancel,
@@ -328,7 +352,7 @@ impl Shared {
             async move {
                 let (mut stream, request, cancel) = match watch {
                     Watch::Again(mut s) => return Some((s.next().await?, Watch::Again(s))),
-                    Watch::Native {
+                    Watch::First {
                         stream,
                         request,
                         cancel,
@@ -343,8 +367,10 @@ impl Shared {
                     }
                     _ => None,
                 };
+                let form =
+                    form.filter(|f| Some(*f) != current && shared.may_switch(&request.model));
                 let Some(dialect) = form.and_then(by_name) else {
-                    let watch = Watch::Native {
+                    let watch = Watch::First {
                         stream,
                         request,
                         cancel,
@@ -407,7 +433,11 @@ impl Provider for DialectProvider {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> EventStream {
         let shared = self.shared.clone();
         match shared.choose(&request.model) {
-            Choice::Use(d) => shared.dialect_stream(d, request, cancel),
+            Choice::Use(d, false) => shared.dialect_stream(d, request, cancel),
+            Choice::Use(d, true) => {
+                let reply = shared.dialect_stream(d.clone(), request.clone(), cancel.clone());
+                shared.switch_on_in_band(reply, Some(d.name()), request, cancel)
+            }
             Choice::Native {
                 learn: true,
                 switch,
@@ -421,7 +451,7 @@ impl Provider for DialectProvider {
                         Err(dialect) => return dialect,
                     };
                     if switch {
-                        return shared.switch_on_in_band(native, request, cancel);
+                        return shared.switch_on_in_band(native, None, request, cancel);
                     }
                     shared.watch_in_band(request.context.tools, request.model, native)
                 };

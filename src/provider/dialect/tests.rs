@@ -33,8 +33,13 @@ fn tools() -> Vec<ToolSpec> {
     ]
 }
 
+/// Every dialect read by the tag scanner (`json` is read whole; see its own tests).
 fn all() -> Vec<Arc<dyn Dialect>> {
-    NAMES.iter().map(|n| by_name(n).unwrap()).collect()
+    NAMES
+        .iter()
+        .map(|n| by_name(n).unwrap())
+        .filter(|d| !d.whole_reply())
+        .collect()
 }
 
 fn model() -> Model {
@@ -1368,7 +1373,7 @@ async fn auto_switches_a_model_that_writes_calls_as_text_and_asks_again() {
     use futures::StreamExt;
     let inner = Arc::new(TwoWays {
         native: r#"{"name": "read", "arguments": {"path": "a.txt"}}"#,
-        in_dialect: "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}</tool_call>",
+        in_dialect: "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
         requests: Default::default(),
     });
     let provider = DialectProvider::new(
@@ -1412,12 +1417,12 @@ async fn auto_switches_a_model_that_writes_calls_as_text_and_asks_again() {
     }
     assert_eq!(
         provider.dialect_for(&model()),
-        Some("hermes"),
+        Some("json"),
         "for the session"
     );
     let notice = notices.try_recv().unwrap();
     assert!(
-        notice.contains("switching it to the hermes dialect"),
+        notice.contains("switching it to the json dialect"),
         "{notice}"
     );
     // The next request goes straight to the dialect.
@@ -1428,6 +1433,45 @@ async fn auto_switches_a_model_that_writes_calls_as_text_and_asks_again() {
     let sent = inner.requests.lock().unwrap();
     assert_eq!(sent.len(), 3);
     assert!(sent[2].context.tools.is_empty());
+}
+
+#[tokio::test]
+async fn auto_moves_on_when_the_dialect_it_chose_gets_another_form_back() {
+    use crate::agent::protocol::stream::Provider;
+    use futures::StreamExt;
+    // Natively the model ends with a <tool_call> block (hermes); asked in hermes, it answers
+    // with a fenced JSON call (json): the next request switches again, and json reads it.
+    let inner = Arc::new(TwoWays {
+        native: "Reading.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>",
+        in_dialect: "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n```",
+        requests: Default::default(),
+    });
+    let provider = DialectProvider::new(
+        inner.clone(),
+        Arc::new(crate::provider::catalog::Catalog::default()),
+        DialectSettings {
+            global: Some(Setting::Auto),
+            ..Default::default()
+        },
+    );
+    let ask = || async {
+        let events: Vec<_> = provider
+            .stream(native_request(), tokio_util::sync::CancellationToken::new())
+            .collect()
+            .await;
+        match events.last() {
+            Some(Ok(crate::agent::protocol::stream::StreamEvent::Done { message, .. })) => {
+                calls(message).len()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(ask().await, 0, "hermes does not read a fenced block");
+    assert_eq!(provider.dialect_for(&model()), Some("hermes"));
+    assert_eq!(ask().await, 1, "switched to json and asked again");
+    assert_eq!(provider.dialect_for(&model()), Some("json"));
+    assert_eq!(ask().await, 1);
+    assert_eq!(inner.requests.lock().unwrap().len(), 5);
 }
 
 #[tokio::test]
