@@ -938,3 +938,46 @@ async fn a_steer_with_an_image_while_idle_starts_a_run_with_both() {
     assert_eq!(user["content"][1]["mimeType"], "image/png", "{r}");
     assert_eq!(r["data"]["messages"][1]["content"][0]["text"], "I see it");
 }
+
+/// The model's window in `get_state`, asked until it is `want` (at most 10 s).
+async fn window_becomes(c: &mut Client, want: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut n = 0;
+    loop {
+        n += 1;
+        let id = format!("w{n}");
+        c.send(json!({"id": id, "type": "get_state"})).await;
+        let got = c.response(&id).await["data"]["model"]["contextWindow"].clone();
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "window still {got}, not {want}; seen {:?}",
+            c.seen.iter().rev().take(3).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn ollama_is_asked_its_window_again_once_the_model_is_loaded() {
+    // Before the model is loaded Ollama tells only what it could take (its architecture's
+    // length); once loaded, `/api/ps` says what it really runs it with.
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("one")]).await;
+    server.say_probe(
+        "/api/show",
+        json!({"model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960}}),
+    );
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    window_becomes(&mut c, 40960).await;
+    server.say_probe(
+        "/api/ps",
+        json!({"models": [{"name": "qwen3:8b", "model": "qwen3:8b", "context_length": 4096}]}),
+    );
+    c.send(json!({"id": "1", "type": "prompt", "message": "hi"}))
+        .await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    window_becomes(&mut c, 4096).await;
+}

@@ -271,9 +271,21 @@ struct Host {
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
     /// Windows servers have reported, by provider and model id (asked once per session).
     windows: std::collections::HashMap<(String, String), u64>,
-    /// Where a window found off the command loop comes back to it: (provider, id, window).
-    window_found: mpsc::UnboundedSender<(String, String, u64)>,
+    /// Where a window found off the command loop comes back to it.
+    window_found: mpsc::UnboundedSender<WindowFound>,
+    /// Models whose server gave only the window the model could take: asked again after the
+    /// next run, when the server has it loaded and says what it runs it with.
+    ask_window_again: std::collections::HashSet<(String, String)>,
     out: Outbox,
+}
+
+/// A window a model's server reported, on its way back to the host's loop.
+struct WindowFound {
+    provider: String,
+    id: String,
+    window: u64,
+    /// What the server runs the model with (else what the model could take).
+    running: bool,
 }
 
 /// Where the host's events go, each naming the operation it answers.
@@ -369,6 +381,7 @@ pub fn spawn(parts: HostParts) -> Client {
         local_models: Default::default(),
         windows: Default::default(),
         window_found,
+        ask_window_again: Default::default(),
         out,
     };
     let gone = tokio_util::sync::CancellationToken::new();
@@ -438,7 +451,7 @@ impl Host {
         mut self,
         mut commands: mpsc::UnboundedReceiver<Op>,
         mut ends: mpsc::UnboundedReceiver<RunEvent>,
-        mut windows: mpsc::UnboundedReceiver<(String, String, u64)>,
+        mut windows: mpsc::UnboundedReceiver<WindowFound>,
     ) {
         let mut deferred: std::collections::VecDeque<Op> = Default::default();
         loop {
@@ -450,12 +463,13 @@ impl Host {
                     biased;
                     Some(end) = ends.recv() => {
                         if let Some(well) = ended_well(&end.event) {
+                            self.ask_window_once_loaded();
                             self.run_queued(well).await;
                         }
                         continue;
                     }
-                    Some((provider, id, window)) = windows.recv() => {
-                        self.use_window(provider, id, window);
+                    Some(found) = windows.recv() => {
+                        self.use_window(found);
                         continue;
                     }
                     op = commands.recv() => match op {
@@ -781,23 +795,59 @@ impl Host {
             return;
         }
         let (provider, id) = (m.provider.clone(), m.id.clone());
-        if let Some(&w) = self.windows.get(&(provider.clone(), id.clone())) {
-            self.use_window(provider, id, w);
+        if let Some(&window) = self.windows.get(&(provider.clone(), id.clone())) {
+            self.use_window(WindowFound {
+                provider,
+                id,
+                window,
+                running: true,
+            });
             return;
         }
+        self.ask_window(provider, id);
+    }
+
+    /// Ask `provider/id`'s server for its window off the command loop.
+    fn ask_window(&self, provider: String, id: String) {
         let found = self.window_found.clone();
-        let (base_url, headers) = (m.base_url.clone(), m.headers.clone());
+        let (base_url, headers) = (self.model.base_url.clone(), self.model.headers.clone());
         tokio::spawn(async move {
-            if let Some(w) = crate::provider::window::discover(&base_url, &id, &headers).await {
-                let _ = found.send((provider, id, w));
+            if let Some(f) = crate::provider::window::discover(&base_url, &id, &headers).await {
+                let _ = found.send(WindowFound {
+                    provider,
+                    id,
+                    window: f.window,
+                    running: f.running,
+                });
             }
         });
     }
 
+    /// A run ended: a model whose server said only what it could take is loaded now, so its
+    /// server can say what it runs it with (Ollama serves a model with its own default window,
+    /// often far below the model's, and says so once the model is loaded).
+    fn ask_window_once_loaded(&mut self) {
+        let key = (self.model.provider.clone(), self.model.id.clone());
+        if self.ask_window_again.remove(&key) {
+            self.ask_window(key.0, key.1);
+        }
+    }
+
     /// A server said how large `provider/id`'s window is: count against it if that model is
     /// still the one in use.
-    fn use_window(&mut self, provider: String, id: String, window: u64) {
-        self.windows.insert((provider.clone(), id.clone()), window);
+    fn use_window(&mut self, found: WindowFound) {
+        let WindowFound {
+            provider,
+            id,
+            window,
+            running,
+        } = found;
+        let key = (provider.clone(), id.clone());
+        if running {
+            self.windows.insert(key, window);
+        } else {
+            self.ask_window_again.insert(key);
+        }
         if self.model.provider != provider || self.model.id != id {
             return;
         }

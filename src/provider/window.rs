@@ -11,6 +11,10 @@
 //! - Ollama: `/api/ps` → the loaded model's `context_length` (what it runs with), else
 //!   `/api/show` → `num_ctx` among its parameters, else `model_info.<arch>.context_length`.
 //!
+//! Each answer says whether it is what the server runs the model with or only what the model
+//! could take (Ollama's architecture length before the model is loaded, LM Studio's maximum);
+//! the host asks again after a run for the latter.
+//!
 //! Nothing here blocks: a probe has a short timeout and the caller runs it off its loop.
 
 use std::time::Duration;
@@ -70,9 +74,10 @@ pub(crate) fn from_model_list(list: &Value, model: &str) -> Option<u64> {
 }
 
 /// LM Studio's `/api/v0/models/{id}`.
-pub(crate) fn from_lmstudio(model: &Value) -> Option<u64> {
+pub(crate) fn from_lmstudio(model: &Value) -> Option<Found> {
     positive(model.get("loaded_context_length"))
-        .or_else(|| positive(model.get("max_context_length")))
+        .map(Found::running)
+        .or_else(|| positive(model.get("max_context_length")).map(Found::could))
 }
 
 /// Ollama's `/api/ps` (running models) for `model`.
@@ -88,9 +93,15 @@ pub(crate) fn from_ollama_ps(ps: &Value, model: &str) -> Option<u64> {
 
 /// Ollama's `/api/show`: a `num_ctx` the model's parameters set, else the architecture's
 /// context length.
-pub(crate) fn from_ollama_show(show: &Value) -> Option<u64> {
-    let set = show
-        .get("parameters")
+pub(crate) fn from_ollama_show(show: &Value) -> Option<Found> {
+    ollama_num_ctx(show)
+        .map(Found::running)
+        .or_else(|| ollama_trained(show).map(Found::could))
+}
+
+/// A `num_ctx` among the model's parameters (its Modelfile): what Ollama runs it with.
+fn ollama_num_ctx(show: &Value) -> Option<u64> {
+    show.get("parameters")
         .and_then(Value::as_str)
         .and_then(|p| {
             p.lines().find_map(|l| {
@@ -98,14 +109,16 @@ pub(crate) fn from_ollama_show(show: &Value) -> Option<u64> {
                 (words.next() == Some("num_ctx")).then(|| words.next()?.parse().ok())?
             })
         })
-        .filter(|n: &u64| *n > 0);
-    set.or_else(|| {
-        show.get("model_info")?
-            .as_object()?
-            .iter()
-            .find(|(k, _)| k.ends_with(".context_length"))
-            .and_then(|(_, v)| positive(Some(v)))
-    })
+        .filter(|n: &u64| *n > 0)
+}
+
+/// The architecture's context length: what the model was trained for.
+fn ollama_trained(show: &Value) -> Option<u64> {
+    show.get("model_info")?
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.ends_with(".context_length"))
+        .and_then(|(_, v)| positive(Some(v)))
 }
 
 /// A client for short questions to the server at `base_url` (no certificates loaded for
@@ -118,12 +131,39 @@ pub(crate) fn client_for(base_url: &str) -> Option<reqwest::Client> {
     builder.build().ok()
 }
 
+/// A window a server reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub window: u64,
+    /// Whether it is what the server runs the model with. `false`: what the model could take
+    /// (LM Studio's `max_context_length`, Ollama's architecture length for a model not loaded
+    /// yet, which Ollama serves with its own, often smaller, default): worth asking again
+    /// once the model has answered and is loaded.
+    pub running: bool,
+}
+
+impl Found {
+    fn running(window: u64) -> Self {
+        Found {
+            window,
+            running: true,
+        }
+    }
+
+    fn could(window: u64) -> Self {
+        Found {
+            window,
+            running: false,
+        }
+    }
+}
+
 /// The window the server at `base_url` serves `model` with, if it says.
 pub(crate) async fn discover(
     base_url: &str,
     model: &str,
     headers: &[(String, String)],
-) -> Option<u64> {
+) -> Option<Found> {
     let client = client_for(base_url)?;
     let root = root(base_url);
     let get = |path: &str| {
@@ -149,8 +189,13 @@ pub(crate) async fn discover(
         .as_ref()
         .and_then(from_llamacpp_props)
         .or_else(|| list.as_ref().and_then(|l| from_model_list(l, model)))
+        .map(Found::running)
         .or_else(|| lmstudio.as_ref().and_then(from_lmstudio))
-        .or_else(|| ps.as_ref().and_then(|p| from_ollama_ps(p, model)))
+        .or_else(|| {
+            ps.as_ref()
+                .and_then(|p| from_ollama_ps(p, model))
+                .map(Found::running)
+        })
         .or_else(|| show.as_ref().and_then(from_ollama_show))
 }
 
@@ -186,7 +231,11 @@ mod tests {
             r#"{"id":"qwen2.5-coder-7b-instruct","object":"model","type":"llm","publisher":"lmstudio-community","arch":"qwen2","state":"loaded","max_context_length":32768,"loaded_context_length":8192}"#,
         )
         .unwrap();
-        assert_eq!(from_lmstudio(&lms), Some(8192));
+        assert_eq!(from_lmstudio(&lms), Some(Found::running(8192)));
+        let not_loaded: Value =
+            serde_json::from_str(r#"{"id":"m","state":"not-loaded","max_context_length":32768}"#)
+                .unwrap();
+        assert_eq!(from_lmstudio(&not_loaded), Some(Found::could(32768)));
         // Ollama: the running model, a Modelfile's num_ctx, the architecture's length.
         let ps: Value = serde_json::from_str(
             r#"{"models":[{"name":"qwen2.5-coder:7b","model":"qwen2.5-coder:7b","size":6654289920,"context_length":4096}]}"#,
@@ -198,12 +247,13 @@ mod tests {
             r#"{"parameters":"stop \"<|im_end|>\"\nnum_ctx 16384","model_info":{"general.architecture":"qwen2","qwen2.context_length":32768}}"#,
         )
         .unwrap();
-        assert_eq!(from_ollama_show(&show), Some(16384));
+        assert_eq!(from_ollama_show(&show), Some(Found::running(16384)));
         let show: Value = serde_json::from_str(
             r#"{"model_info":{"general.architecture":"qwen2","qwen2.context_length":32768}}"#,
         )
         .unwrap();
-        assert_eq!(from_ollama_show(&show), Some(32768));
+        // Only what the model could take: Ollama serves it with its own default until told.
+        assert_eq!(from_ollama_show(&show), Some(Found::could(32768)));
         assert_eq!(root("http://127.0.0.1:8080/v1/"), "http://127.0.0.1:8080");
     }
 }

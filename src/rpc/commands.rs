@@ -555,34 +555,7 @@ impl Session {
                     }))),
                 },
             )),
-            HostEvent::Stats(st) => {
-                let u = &st.usage;
-                let mut data = json!({
-                    "sessionFile": st.path.as_ref().map(|p| p.display().to_string()),
-                    "sessionId": st.session_id,
-                    "userMessages": st.user_messages,
-                    "assistantMessages": st.assistant_messages,
-                    "toolCalls": st.tool_calls,
-                    "toolResults": st.tool_results,
-                    "totalMessages": st.user_messages + st.assistant_messages + st.tool_results,
-                    "tokens": {
-                        "input": u.input,
-                        "output": u.output,
-                        "cacheRead": u.cache_read,
-                        "cacheWrite": u.cache_write,
-                        "total": u.input + u.output + u.cache_read + u.cache_write,
-                    },
-                    "cost": u.cost,
-                });
-                if st.context_window > 0 {
-                    data["contextUsage"] = json!({
-                        "tokens": u.context,
-                        "contextWindow": st.context_window,
-                        "percent": u.context as f64 * 100.0 / st.context_window as f64,
-                    });
-                }
-                Some(("get_session_stats", Ok(Some(data))))
-            }
+            HostEvent::Stats(st) => Some(("get_session_stats", Ok(Some(stats_json(&st))))),
             HostEvent::Exported(path) => Some((
                 "export_html",
                 Ok(Some(json!({"path": path.display().to_string()}))),
@@ -627,6 +600,18 @@ impl Session {
                 at.and_then(|at| self.waiting.get(at))
                     .map(|w| (w.command, Err::<Option<Value>, String>(why)))
             }
+            // The server said the model's real window: `get_state` and the stats count
+            // against it from now on.
+            HostEvent::ModelWindow {
+                provider,
+                id,
+                window,
+            } => {
+                if self.model.provider == provider && self.model.id == id {
+                    self.model.context_window = window;
+                }
+                None
+            }
             // Something to know that answers no command (a choice that could not be
             // remembered): said on stderr, as warnings are.
             HostEvent::Notice(text) => {
@@ -656,4 +641,34 @@ impl Session {
                     .position(|w| command.is_empty() || w.command == command)
             })
     }
+}
+
+/// `get_session_stats`' data.
+fn stats_json(st: &crate::host::SessionStats) -> Value {
+    let u = &st.usage;
+    let mut data = json!({
+        "sessionFile": st.path.as_ref().map(|p| p.display().to_string()),
+        "sessionId": st.session_id,
+        "userMessages": st.user_messages,
+        "assistantMessages": st.assistant_messages,
+        "toolCalls": st.tool_calls,
+        "toolResults": st.tool_results,
+        "totalMessages": st.user_messages + st.assistant_messages + st.tool_results,
+        "tokens": {
+            "input": u.input,
+            "output": u.output,
+            "cacheRead": u.cache_read,
+            "cacheWrite": u.cache_write,
+            "total": u.input + u.output + u.cache_read + u.cache_write,
+        },
+        "cost": u.cost,
+    });
+    if st.context_window > 0 {
+        data["contextUsage"] = json!({
+            "tokens": u.context,
+            "contextWindow": st.context_window,
+            "percent": u.context as f64 * 100.0 / st.context_window as f64,
+        });
+    }
+    data
 }
