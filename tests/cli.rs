@@ -28,14 +28,22 @@ fn version_prints_the_crate_version() {
 
 #[test]
 fn the_node_pi_two_letter_flags_are_spelled_out_but_not_after_a_double_dash() {
-    let args = pi::cli::expand_short_flags(["pi", "-nt", "-nc", "--", "-nt"].map(Into::into));
+    let args =
+        pi::cli::expand_short_flags(["pi", "-nt", "-nc", "-np", "--", "-nt"].map(Into::into));
     let args: Vec<String> = args
         .into_iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     assert_eq!(
         args,
-        ["pi", "--no-tools", "--no-context-files", "--", "-nt"]
+        [
+            "pi",
+            "--no-tools",
+            "--no-context-files",
+            "--no-prompt-templates",
+            "--",
+            "-nt"
+        ]
     );
 }
 

@@ -138,6 +138,7 @@ impl Rig {
             approval,
             asks_person,
             remember_in: Some(dir.path().join("agent").join("settings.json")),
+            templates: Default::default(),
         });
         Rig {
             client,

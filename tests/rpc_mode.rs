@@ -981,3 +981,27 @@ async fn ollama_is_asked_its_window_again_once_the_model_is_loaded() {
     c.until("agent_end", |v| v["type"] == "agent_end").await;
     window_becomes(&mut c, 4096).await;
 }
+
+#[tokio::test]
+async fn an_rpc_prompt_naming_a_template_is_sent_expanded() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("Hi")]).await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent/prompts")).unwrap();
+    std::fs::write(h.join("agent/prompts/greet.md"), "Say hello to $1 in $2.").unwrap();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "prompt", "message": "/greet Ada French"}))
+        .await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    let chat = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/chat/completions"))
+        .unwrap();
+    let last = chat.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"], "Say hello to Ada in French.");
+}

@@ -115,6 +115,14 @@ pub struct Cli {
     #[arg(long = "no-context-files")]
     pub no_context_files: bool,
 
+    /// A prompt template file or folder to load (repeatable); `/name` expands it.
+    #[arg(long = "prompt-template", value_name = "PATH")]
+    pub prompt_template: Vec<PathBuf>,
+
+    /// Load no prompt templates but those of `--prompt-template` (also `-np`).
+    #[arg(long = "no-prompt-templates")]
+    pub no_prompt_templates: bool,
+
     /// Where the model's tools may write: `off` (default), `workspace-write` (this folder and
     /// the temp folder) or `read-only`. Commands run under Landlock on Linux.
     #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
@@ -213,6 +221,8 @@ impl Cli {
         o.tools = self.tools.clone();
         o.no_tools = self.no_tools;
         o.no_context_files = self.no_context_files;
+        o.prompt_templates = self.prompt_template.clone();
+        o.no_prompt_templates = self.no_prompt_templates;
         o.sandbox = self.sandbox;
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
         o.verbose = self.verbose;
@@ -245,7 +255,8 @@ fn quiet_contained_panics() {
 
 /// Run the program; returns the process exit code.
 /// The arguments with the Node pi's two-letter short flags spelled out (`-nt` → `--no-tools`,
-/// `-nc` → `--no-context-files`), which clap cannot declare; nothing after `--` is touched.
+/// `-nc` → `--no-context-files`, `-np` → `--no-prompt-templates`), which clap cannot declare;
+/// nothing after `--` is touched.
 pub fn expand_short_flags(
     args: impl IntoIterator<Item = std::ffi::OsString>,
 ) -> Vec<std::ffi::OsString> {
@@ -261,6 +272,10 @@ pub fn expand_short_flags(
                 }
                 Some("-nc") => {
                     out.push("--no-context-files".into());
+                    continue;
+                }
+                Some("-np") => {
+                    out.push("--no-prompt-templates".into());
                     continue;
                 }
                 _ => {}

@@ -9,6 +9,7 @@ pub(crate) mod error;
 pub(crate) mod instructions;
 pub(crate) mod interactive;
 pub(crate) mod node;
+pub mod prompt_templates;
 pub(crate) mod theme;
 pub(crate) mod trust;
 
@@ -208,6 +209,8 @@ pub struct Config {
     pub notify: Option<interactive::NotifyMode>,
     /// Model patterns Ctrl+P cycles through (as `--models`).
     pub enabled_models: Option<Vec<String>>,
+    /// More prompt-template files or folders (settings.json's `prompts`).
+    pub prompts: Option<Vec<String>>,
     /// `approval = "ask"`, or `[approval]` with `mode`, `allow` and `deny`.
     pub approval: Option<ApprovalSetting>,
     /// The in-band tool-calling dialect for every model without its own (`none`: native).
@@ -325,6 +328,7 @@ const TOP_KEYS: &[&str] = &[
     "tui",
     "notify",
     "enabled_models",
+    "prompts",
     "theme",
     "colors",
     "approval",

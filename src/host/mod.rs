@@ -205,6 +205,8 @@ pub struct HostParts {
     /// The global `settings.json`, where a model or thinking level chosen is remembered for
     /// the next start (`None`: not remembered).
     pub remember_in: Option<PathBuf>,
+    /// Prompt templates: a prompt `/name args` naming one is sent expanded.
+    pub templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
 }
 
 impl Closed {
@@ -267,6 +269,7 @@ struct Host {
     /// The retry count set aside while retries are turned off.
     configured_retries: Option<u32>,
     remember_in: Option<PathBuf>,
+    templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
     /// Models local servers offered last (`SetModel` can name them).
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
     /// Windows servers have reported, by provider and model id (asked once per session).
@@ -378,6 +381,7 @@ pub fn spawn(parts: HostParts) -> Client {
         mcp: parts.mcp,
         configured_retries: None,
         remember_in: parts.remember_in,
+        templates: parts.templates,
         local_models: Default::default(),
         windows: Default::default(),
         window_found,
@@ -684,6 +688,8 @@ impl Host {
             when_busy,
         } = prompt;
         let steering = when_busy == WhenBusy::Steer;
+        // `/name args` naming a prompt template goes as the template's text.
+        let text = crate::config::prompt_templates::expand(&self.templates, &text).unwrap_or(text);
         let wants_files = !files.is_empty() || (mentions && attach::mentions::any(&text));
         let message = if wants_files {
             self.with_files(text, files, mentions, steering).await

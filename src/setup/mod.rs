@@ -76,6 +76,10 @@ pub struct Options {
     pub tools: Option<String>,
     pub no_tools: bool,
     pub no_context_files: bool,
+    /// `--prompt-template` files or folders.
+    pub prompt_templates: Vec<PathBuf>,
+    /// `--no-prompt-templates`: only those of `--prompt-template`.
+    pub no_prompt_templates: bool,
     /// `--sandbox`: over `sandbox` in config.
     pub sandbox: Option<SandboxMode>,
     /// The front end shows replies and tool output as they stream (`message_update`,
@@ -118,6 +122,8 @@ impl Options {
             tools: None,
             no_tools: false,
             no_context_files: false,
+            prompt_templates: Vec::new(),
+            no_prompt_templates: false,
             sandbox: None,
             live_updates: true,
             read_only: false,
@@ -174,6 +180,8 @@ pub struct StartInfo {
     pub sandbox: Option<String>,
     /// Things to show the person (config warnings, session damage, model notes).
     pub warnings: Vec<String>,
+    /// The prompt templates `/name` expands (offered by the editor's completion).
+    pub templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
     pub cwd: PathBuf,
 }
 
@@ -532,6 +540,45 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
     config.intent_tracing.unwrap_or(false) && env(NO_INTENT_ENV).is_none_or(|v| v.trim() != "1")
 }
 
+/// The prompt templates of the flags, the project, the user, settings' `prompts` and Claude's
+/// command folders; a file that cannot be read is a warning.
+fn prompt_templates(
+    options: &Options,
+    config: &Config,
+    agent_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Arc<Vec<crate::config::prompt_templates::PromptTemplate>> {
+    use crate::config::prompt_templates::{Places, discover};
+    let resolve = |p: &str| {
+        let p = crate::paths::expand_home(p);
+        if p.is_relative() {
+            options.cwd.join(p)
+        } else {
+            p
+        }
+    };
+    let places = Places {
+        agent_dir: agent_dir.map(Path::to_path_buf),
+        home: crate::paths::home(),
+        cwd: options.cwd.clone(),
+        flags: options
+            .prompt_templates
+            .iter()
+            .map(|p| resolve(&p.to_string_lossy()))
+            .collect(),
+        settings: config
+            .prompts
+            .iter()
+            .flatten()
+            .map(|p| resolve(p))
+            .collect(),
+        no_discovery: options.no_prompt_templates,
+    };
+    let (found, problems) = discover(&places);
+    warnings.extend(problems);
+    Arc::new(found)
+}
+
 /// Build everything and start the host.
 #[allow(
     clippy::too_many_lines,
@@ -756,6 +803,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     }
     let saving = recorder.is_some();
     let session_file = recorder.as_ref().map(|r| r.path().to_path_buf());
+    let templates = prompt_templates(&options, &config, agent_dir.as_deref(), &mut warnings);
     let client = host::spawn(HostParts {
         agent,
         recorder,
@@ -779,6 +827,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         asks_person: options.asks_person,
         notices: Some(dialect_notices),
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
+        templates: templates.clone(),
     });
     Ok(Started {
         client,
@@ -800,6 +849,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             messages,
             sandbox: sandbox_line,
             warnings,
+            templates,
             cwd: options.cwd,
         },
     })

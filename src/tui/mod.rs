@@ -189,6 +189,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.scoped_models = info.scoped_models;
     app.providers_without_key = info.providers_without_key.into_iter().collect();
     app.key_providers = info.key_providers;
+    app.commands.add_templates(&info.templates);
     app.set_cwd(info.cwd.clone());
     app.composer.attachments = tui.files.clone();
     app.place = place();

@@ -13,6 +13,8 @@ pub struct Command {
     pub name: Cow<'static, str>,
     pub args: Cow<'static, str>,
     pub help: Cow<'static, str>,
+    /// A prompt template: the line is sent as a prompt, which the host expands.
+    pub expands: bool,
 }
 
 const fn builtin(name: &'static str, args: &'static str, help: &'static str) -> Command {
@@ -20,6 +22,7 @@ const fn builtin(name: &'static str, args: &'static str, help: &'static str) -> 
         name: Cow::Borrowed(name),
         args: Cow::Borrowed(args),
         help: Cow::Borrowed(help),
+        expands: false,
     }
 }
 
@@ -95,6 +98,26 @@ impl CommandTable {
         }
         self.commands.push(command);
         true
+    }
+
+    /// Add the prompt templates (a name a built-in command has is left to it).
+    pub(crate) fn add_templates(
+        &mut self,
+        templates: &[crate::config::prompt_templates::PromptTemplate],
+    ) {
+        for t in templates {
+            self.add(Command {
+                name: t.name.clone().into(),
+                args: t.argument_hint.clone().unwrap_or_default().into(),
+                help: format!("{} ({})", t.description, t.source.label()).into(),
+                expands: true,
+            });
+        }
+    }
+
+    /// Whether `text` is `/name …` for a prompt template.
+    fn find_expanding(&self, text: &str) -> bool {
+        parse(text).is_some_and(|(name, _)| self.find(name).is_some_and(|c| c.expands))
     }
 
     pub fn all(&self) -> &[Command] {
@@ -173,6 +196,7 @@ impl CommandTable {
             return Line::Literal(rest);
         }
         match parse(text) {
+            Some((_, _)) if self.find_expanding(text) => Line::Prompt,
             Some((name, args)) if self.find(name).is_some() => Line::Known(name, args),
             Some((name, _)) => Line::Unknown(name),
             None => Line::Prompt,
@@ -249,12 +273,33 @@ mod tests {
     }
 
     #[test]
+    fn templates_are_completed_and_sent_as_prompts_but_never_shadow_a_command() {
+        use crate::config::prompt_templates::{Source, parse as template};
+        let mut table = CommandTable::default();
+        let review = {
+            let text = "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1";
+            template(text, "review".into(), Source::Project, "r.md".into())
+        };
+        let model = template("x", "model".into(), Source::User, "m.md".into());
+        table.add_templates(&[review, model]);
+        let found = table.completions("/rev");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].args, "<file>");
+        assert_eq!(found[0].help, "Review a file (project)");
+        assert_eq!(table.classify("/review a.rs"), Line::Prompt);
+        // The built-in /model stays a command.
+        assert_eq!(table.classify("/model"), Line::Known("model", ""));
+        assert!(!table.find("model").unwrap().expands);
+    }
+
+    #[test]
     fn added_commands_are_found_completed_and_not_doubled() {
         let mut table = CommandTable::default();
         let review = Command {
             name: "review".to_string().into(),
             args: "".into(),
-            help: "a prompt template".to_string().into(),
+            help: "a skill".to_string().into(),
+            expands: false,
         };
         assert!(table.add(review.clone()));
         assert!(!table.add(review));

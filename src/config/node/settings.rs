@@ -189,6 +189,13 @@ fn to_table(root: &Map<String, Value>, label: &str, warnings: &mut Vec<String>) 
     if let Some(b) = r.boolean("quietStartup") {
         put(&mut t, "quiet_startup", b.into());
     }
+    if let Some(list) = r.strings("prompts") {
+        put(
+            &mut t,
+            "prompts",
+            toml::Value::Array(list.into_iter().map(toml::Value::from).collect()),
+        );
+    }
     if let Some(list) = r.strings("enabledModels") {
         put(
             &mut t,

@@ -42,6 +42,32 @@ fn an_unknown_command_is_answered_with_the_nearest_and_not_sent() {
 }
 
 #[test]
+fn a_prompt_template_is_offered_and_sent_for_the_host_to_expand() {
+    use crate::config::prompt_templates::{Source, parse};
+    let (mut app, port) = app();
+    let review = parse(
+        "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1",
+        "review".into(),
+        Source::Project,
+        "review.md".into(),
+    );
+    app.commands.add_templates(&[review]);
+    type_text(&mut app, "/rev");
+    let offered: Vec<String> = app
+        .commands
+        .completions(&app.composer.editor.text())
+        .iter()
+        .map(|c| format!("/{} {} {}", c.name, c.args, c.help))
+        .collect();
+    assert_eq!(offered, ["/review <file> Review a file (project)"]);
+    type_text(&mut app, "iew src/main.rs");
+    app.handle_key(key(KeyCode::Enter));
+    let sent: Vec<_> = port.log().prompts.iter().map(|(t, _)| t.clone()).collect();
+    assert_eq!(sent, ["/review src/main.rs"]);
+    assert!(notices(&app).is_empty(), "{:?}", notices(&app));
+}
+
+#[test]
 fn a_double_slash_sends_the_rest_as_a_literal_prompt() {
     let (mut app, port) = app();
     type_text(&mut app, "//clear means what?");

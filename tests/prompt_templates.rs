@@ -1,0 +1,131 @@
+//! Prompt templates through the real binary: the Node.js pi's folders and Claude Code's
+//! command folders, arguments, name clashes, `--prompt-template` and `-np`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use support::server::{TestServer, tags, text_reply};
+
+fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A home (`home/agent` the agent folder, `home/project` the working one) with templates.
+fn home() -> std::path::PathBuf {
+    let h = support::binary_home("templates");
+    write(
+        &h.join("agent/prompts/review.md"),
+        "---\ndescription: Review a file\nargument-hint: \"<file> [focus]\"\n---\nReview $1, looking for ${@:2}.\n",
+    );
+    write(&h.join("agent/prompts/fix.md"), "User fix: $@");
+    write(&h.join("project/.pi/prompts/fix.md"), "Project fix: $@");
+    write(
+        &h.join("project/.claude/commands/git/commit.md"),
+        "---\ndescription: Write a commit message\n---\nWrite a commit message for $ARGUMENTS.",
+    );
+    // A template may not take a built-in command's name.
+    write(&h.join("agent/prompts/model.md"), "never used");
+    h
+}
+
+/// The text of the last user message of the `n`th chat request.
+fn sent(server: &TestServer, n: usize) -> String {
+    let reqs: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    let msgs = reqs[n].body["messages"].as_array().unwrap().clone();
+    msgs.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn run(server: &TestServer, h: &std::path::Path, args: &[&str]) {
+    let out = support::run_pi(h, &[("OLLAMA_HOST", server.url.as_str())], args).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn slash_names_expand_in_print_mode_with_their_arguments() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("a"),
+        tags("qwen3:8b"),
+        text_reply("b"),
+        tags("qwen3:8b"),
+        text_reply("c"),
+        tags("qwen3:8b"),
+        text_reply("d"),
+    ])
+    .await;
+    let h = home();
+    run(
+        &server,
+        &h,
+        &["-p", r#"/review src/main.rs "error handling" tests"#],
+    )
+    .await;
+    assert_eq!(
+        sent(&server, 0),
+        "Review src/main.rs, looking for error handling tests."
+    );
+    // The project's template wins over the user's of the same name.
+    run(&server, &h, &["-p", "/fix the parser"]).await;
+    assert_eq!(sent(&server, 1), "Project fix: the parser");
+    // Claude Code's commands, a subfolder as a namespace.
+    run(&server, &h, &["-p", "/git:commit the parser fix"]).await;
+    assert_eq!(
+        sent(&server, 2),
+        "Write a commit message for the parser fix."
+    );
+    // -np: only --prompt-template files; anything else goes as typed.
+    let extra = h.join("extra.md");
+    write(&extra, "Extra: $1");
+    run(
+        &server,
+        &h,
+        &[
+            "-np",
+            "--prompt-template",
+            extra.to_str().unwrap(),
+            "-p",
+            "/extra one",
+        ],
+    )
+    .await;
+    assert_eq!(sent(&server, 3), "Extra: one");
+}
+
+#[tokio::test]
+async fn without_templates_a_slash_line_goes_as_typed() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("a")]).await;
+    let h = home();
+    run(&server, &h, &["-np", "-p", "/review x"]).await;
+    assert_eq!(sent(&server, 0), "/review x");
+}
+
+#[tokio::test]
+async fn settings_prompts_add_files_and_folders() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("a")]).await;
+    let h = home();
+    write(
+        &h.join("shared/prompts/standup.md"),
+        "Summarise yesterday: $@",
+    );
+    write(
+        &h.join("agent/settings.json"),
+        &format!(
+            r#"{{"prompts": ["{}"]}}"#,
+            h.join("shared/prompts").display()
+        ),
+    );
+    run(&server, &h, &["-p", "/standup fast"]).await;
+    assert_eq!(sent(&server, 0), "Summarise yesterday: fast");
+}
