@@ -207,20 +207,34 @@ fn draw_completions(buf: &mut Buffer, app: &App, main: Rect) -> Option<Rect> {
     let n = completions.len().min(main.height as usize) as u16;
     let popup = Rect::new(main.x, main.y + main.height - n, main.width, n);
     let sel = app.composer.completion_selected.min(completions.len() - 1);
-    let lines: Vec<Line<'static>> = completions
+    // Columns: the name, the arguments it takes (a template's hint), what it does.
+    let shown = &completions[..n as usize];
+    let name_w = shown
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    let args_w = shown
+        .iter()
+        .map(|c| c.args.chars().count())
+        .max()
+        .unwrap_or(0);
+    let lines: Vec<Line<'static>> = shown
         .iter()
         .enumerate()
-        .take(n as usize)
         .map(|(i, c)| {
             let style = if i == sel {
                 fg(|t| t.accent).add_modifier(Modifier::BOLD)
             } else {
                 Style::default()
             };
-            Line::from(vec![
-                Span::styled(format!(" /{:<10}", c.name), style),
-                Span::styled(format!(" {}", c.help), fg(|t| t.dim)),
-            ])
+            let mut spans = vec![Span::styled(format!(" /{:<name_w$}", c.name), style)];
+            if args_w > 0 {
+                spans.push(Span::raw(format!(" {:<args_w$}", c.args)));
+            }
+            spans.push(Span::styled(format!(" {}", c.help), fg(|t| t.dim)));
+            Line::from(spans)
         })
         .collect();
     Clear.render(popup, buf);
