@@ -28,8 +28,9 @@ fn version_prints_the_crate_version() {
 
 #[test]
 fn the_node_pi_two_letter_flags_are_spelled_out_but_not_after_a_double_dash() {
-    let args =
-        pi::cli::expand_short_flags(["pi", "-nt", "-nc", "-np", "--", "-nt"].map(Into::into));
+    let args = pi::cli::expand_short_flags(
+        ["pi", "-nt", "-nc", "-np", "-nbt", "-ne", "--", "-nt"].map(Into::into),
+    );
     let args: Vec<String> = args
         .into_iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -41,6 +42,8 @@ fn the_node_pi_two_letter_flags_are_spelled_out_but_not_after_a_double_dash() {
             "--no-tools",
             "--no-context-files",
             "--no-prompt-templates",
+            "--no-builtin-tools",
+            "--no-extensions",
             "--",
             "-nt"
         ]

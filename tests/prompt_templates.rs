@@ -129,3 +129,34 @@ async fn settings_prompts_add_files_and_folders() {
     run(&server, &h, &["-p", "/standup fast"]).await;
     assert_eq!(sent(&server, 0), "Summarise yesterday: fast");
 }
+
+#[tokio::test]
+async fn the_node_pis_extension_and_tool_flags_are_accepted() {
+    let server = TestServer::start(vec![
+        tags("qwen3:8b"),
+        text_reply("a"),
+        tags("qwen3:8b"),
+        text_reply("b"),
+    ])
+    .await;
+    let h = home();
+    // -e names an extension that cannot run here: said once, and the run goes on.
+    let out = support::run_pi(
+        &h,
+        &[("OLLAMA_HOST", server.url.as_str())],
+        &["-e", "./my-ext.ts", "-ne", "-p", "hi"],
+    )
+    .await;
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not loaded: ./my-ext.ts"), "{err}");
+    // -nbt: no built-in tools offered.
+    run(&server, &h, &["-nbt", "-p", "hi"]).await;
+    let chats: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert!(chats[0].body.get("tools").is_some());
+    assert!(chats[1].body.get("tools").is_none(), "{}", chats[1].body);
+}

@@ -119,6 +119,19 @@ pub struct Cli {
     #[arg(long = "prompt-template", value_name = "PATH")]
     pub prompt_template: Vec<PathBuf>,
 
+    /// No built-in tools; MCP tools are still offered (also `-nbt`).
+    #[arg(long = "no-builtin-tools", conflicts_with = "tools")]
+    pub no_builtin_tools: bool,
+
+    /// A Node.js pi extension: accepted, but TypeScript extensions cannot run here (a notice
+    /// says so; also `-e`).
+    #[arg(short = 'e', long = "extension", value_name = "PATH")]
+    pub extension: Vec<String>,
+
+    /// Load no extensions (there are none to load here; also `-ne`).
+    #[arg(long = "no-extensions")]
+    pub no_extensions: bool,
+
     /// Load no prompt templates but those of `--prompt-template` (also `-np`).
     #[arg(long = "no-prompt-templates")]
     pub no_prompt_templates: bool,
@@ -223,6 +236,8 @@ impl Cli {
         o.no_context_files = self.no_context_files;
         o.prompt_templates = self.prompt_template.clone();
         o.no_prompt_templates = self.no_prompt_templates;
+        o.no_builtin_tools = self.no_builtin_tools;
+        o.extensions = self.extension.clone();
         o.sandbox = self.sandbox;
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
         o.verbose = self.verbose;
@@ -255,7 +270,8 @@ fn quiet_contained_panics() {
 
 /// Run the program; returns the process exit code.
 /// The arguments with the Node pi's two-letter short flags spelled out (`-nt` → `--no-tools`,
-/// `-nc` → `--no-context-files`, `-np` → `--no-prompt-templates`), which clap cannot declare;
+/// `-nc` → `--no-context-files`, `-np` → `--no-prompt-templates`, `-nbt`, `-ne`), which clap
+/// cannot declare;
 /// nothing after `--` is touched.
 pub fn expand_short_flags(
     args: impl IntoIterator<Item = std::ffi::OsString>,
@@ -276,6 +292,14 @@ pub fn expand_short_flags(
                 }
                 Some("-np") => {
                     out.push("--no-prompt-templates".into());
+                    continue;
+                }
+                Some("-nbt") => {
+                    out.push("--no-builtin-tools".into());
+                    continue;
+                }
+                Some("-ne") => {
+                    out.push("--no-extensions".into());
                     continue;
                 }
                 _ => {}

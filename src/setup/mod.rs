@@ -80,6 +80,10 @@ pub struct Options {
     pub prompt_templates: Vec<PathBuf>,
     /// `--no-prompt-templates`: only those of `--prompt-template`.
     pub no_prompt_templates: bool,
+    /// `--no-builtin-tools`: no built-in tools, MCP tools still offered.
+    pub no_builtin_tools: bool,
+    /// `--extension` paths: named in a notice, never loaded.
+    pub extensions: Vec<String>,
     /// `--sandbox`: over `sandbox` in config.
     pub sandbox: Option<SandboxMode>,
     /// The front end shows replies and tool output as they stream (`message_update`,
@@ -124,6 +128,8 @@ impl Options {
             no_context_files: false,
             prompt_templates: Vec::new(),
             no_prompt_templates: false,
+            no_builtin_tools: false,
+            extensions: Vec::new(),
             sandbox: None,
             live_updates: true,
             read_only: false,
@@ -477,7 +483,7 @@ fn active_tools(
     sandbox: Sandbox,
     protected: Vec<PathBuf>,
 ) -> Result<Vec<Arc<dyn AgentTool>>, String> {
-    let names: Vec<String> = if options.no_tools {
+    let names: Vec<String> = if options.no_tools || options.no_builtin_tools {
         Vec::new()
     } else {
         match &options.tools {
@@ -804,6 +810,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let saving = recorder.is_some();
     let session_file = recorder.as_ref().map(|r| r.path().to_path_buf());
     let templates = prompt_templates(&options, &config, agent_dir.as_deref(), &mut warnings);
+    if !options.extensions.is_empty() {
+        warnings.push(format!(
+            "--extension: {}",
+            crate::config::node::settings::extensions_notice(&options.extensions)
+        ));
+    }
     let client = host::spawn(HostParts {
         agent,
         recorder,

@@ -147,6 +147,16 @@ impl Reader<'_> {
     }
 }
 
+/// What to say of TypeScript extensions and packages named by a flag or a setting: they
+/// cannot run here, and what does their jobs instead.
+pub(crate) fn extensions_notice(names: &[String]) -> String {
+    format!(
+        "TypeScript extensions and packages cannot run in this pi; not loaded: {}. MCP servers \
+         and prompt templates do many of those jobs here (see the README)",
+        names.join(", ")
+    )
+}
+
 /// The settings pi uses, under config.toml's names.
 fn to_table(root: &Map<String, Value>, label: &str, warnings: &mut Vec<String>) -> toml::Table {
     let mut r = Reader {
@@ -158,6 +168,17 @@ fn to_table(root: &Map<String, Value>, label: &str, warnings: &mut Vec<String>) 
     let put = |t: &mut toml::Table, k: &str, v: toml::Value| {
         t.insert(k.to_string(), v);
     };
+    let extensions: Vec<String> = ["extensions", "packages"]
+        .iter()
+        .filter_map(|k| r.get(k))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    if !extensions.is_empty() {
+        let notice = extensions_notice(&extensions);
+        r.warnings.push(format!("{label}: {notice}"));
+    }
     let provider = r.string("defaultProvider");
     let model = r.string("defaultModel");
     let model = match (provider, model) {
@@ -265,7 +286,13 @@ mod tests {
             r#"{"compaction":{"reserveTokens":8192},"steeringMode":"all","hideThinkingBlock":true}"#,
         );
         let s = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
-        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        // Packages are not silently dropped: one notice names what is not loaded.
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].contains("not loaded: pi-skills"),
+            "{:?}",
+            s.warnings
+        );
         assert_eq!(s.files.len(), 2);
         let c: crate::config::Config = toml::Value::Table(s.table).try_into().unwrap();
         assert_eq!(c.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
