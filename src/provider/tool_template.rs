@@ -74,18 +74,12 @@ pub(crate) async fn ask_server(
     model: &str,
     headers: &[(String, String)],
 ) -> Option<Template> {
-    use super::window::{ask, client_for, root};
+    use super::window::{ask, client_for, root, with_headers};
     let client = client_for(base_url)?;
     let root = root(base_url);
-    let with_headers = |mut r: reqwest::RequestBuilder| {
-        for (k, v) in headers {
-            r = r.header(k, v);
-        }
-        r
-    };
-    let props = with_headers(client.get(format!("{root}/props")));
-    let show =
-        with_headers(client.post(format!("{root}/api/show"))).json(&json!({ "model": model }));
+    let props = with_headers(client.get(format!("{root}/props")), headers);
+    let show = with_headers(client.post(format!("{root}/api/show")), headers)
+        .json(&json!({ "model": model }));
     let (props, show) = tokio::join!(ask(props), ask(show));
     props
         .as_ref()

@@ -131,6 +131,18 @@ pub(crate) fn client_for(base_url: &str) -> Option<reqwest::Client> {
     builder.build().ok()
 }
 
+/// `req` with the model's configured headers (a proxy in front of a local server may want
+/// them).
+pub(crate) fn with_headers(
+    mut req: reqwest::RequestBuilder,
+    headers: &[(String, String)],
+) -> reqwest::RequestBuilder {
+    for (k, v) in headers {
+        req = req.header(k, v);
+    }
+    req
+}
+
 /// A window a server reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Found {
@@ -166,15 +178,8 @@ pub(crate) async fn discover(
 ) -> Option<Found> {
     let client = client_for(base_url)?;
     let root = root(base_url);
-    let get = |path: &str| {
-        let mut r = client.get(format!("{root}{path}"));
-        for (k, v) in headers {
-            r = r.header(k, v);
-        }
-        r
-    };
-    let show = client
-        .post(format!("{root}/api/show"))
+    let get = |path: &str| with_headers(client.get(format!("{root}{path}")), headers);
+    let show = with_headers(client.post(format!("{root}/api/show")), headers)
         .json(&json!({ "model": model }));
     let lmstudio_path = format!("/api/v0/models/{model}");
     let (props, list, lmstudio, ps, show) = tokio::join!(
