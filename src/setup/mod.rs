@@ -555,14 +555,7 @@ fn prompt_templates(
     warnings: &mut Vec<String>,
 ) -> Arc<Vec<crate::config::prompt_templates::PromptTemplate>> {
     use crate::config::prompt_templates::{Places, discover};
-    let resolve = |p: &str| {
-        let p = crate::paths::expand_home(p);
-        if p.is_relative() {
-            options.cwd.join(p)
-        } else {
-            p
-        }
-    };
+    let resolve = |p: &str| crate::attach::resolve(&options.cwd, p);
     let places = Places {
         agent_dir: agent_dir.map(Path::to_path_buf),
         home: crate::paths::home(),
