@@ -810,13 +810,15 @@ impl Host {
             });
             return;
         }
-        self.ask_window(provider, id);
+        self.ask_window();
     }
 
-    /// Ask `provider/id`'s server for its window off the command loop.
-    fn ask_window(&self, provider: String, id: String) {
+    /// Ask the model's server for its window off the command loop.
+    fn ask_window(&self) {
         let found = self.window_found.clone();
-        let (base_url, headers) = (self.model.base_url.clone(), self.model.headers.clone());
+        let m = &self.model;
+        let (provider, id) = (m.provider.clone(), m.id.clone());
+        let (base_url, headers) = (m.base_url.clone(), m.headers.clone());
         tokio::spawn(async move {
             if let Some(f) = crate::provider::window::discover(&base_url, &id, &headers).await {
                 let _ = found.send(WindowFound {
@@ -835,7 +837,7 @@ impl Host {
     fn ask_window_once_loaded(&mut self) {
         let key = (self.model.provider.clone(), self.model.id.clone());
         if self.ask_window_again.remove(&key) {
-            self.ask_window(key.0, key.1);
+            self.ask_window();
         }
     }
 
