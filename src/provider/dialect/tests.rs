@@ -1355,6 +1355,18 @@ impl crate::agent::protocol::stream::Provider for TwoWays {
     }
 }
 
+/// A dialect provider over `inner` with `global` as the only setting and no catalogue.
+fn over(inner: Arc<TwoWays>, global: Option<Setting>) -> DialectProvider {
+    DialectProvider::new(
+        inner,
+        Arc::new(crate::provider::catalog::Catalog::default()),
+        DialectSettings {
+            global,
+            ..Default::default()
+        },
+    )
+}
+
 fn native_request() -> ProviderRequest {
     ProviderRequest {
         model: model(),
@@ -1376,14 +1388,7 @@ async fn auto_switches_a_model_that_writes_calls_as_text_and_asks_again() {
         in_dialect: "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
         requests: Default::default(),
     });
-    let provider = DialectProvider::new(
-        inner.clone(),
-        Arc::new(crate::provider::catalog::Catalog::default()),
-        DialectSettings {
-            global: Some(Setting::Auto),
-            ..Default::default()
-        },
-    );
+    let provider = over(inner.clone(), Some(Setting::Auto));
     let mut notices = provider.notices();
     assert_eq!(provider.dialect_for(&model()), None, "native until shown");
     let events: Vec<StreamEvent> = provider
@@ -1446,14 +1451,7 @@ async fn auto_moves_on_when_the_dialect_it_chose_gets_another_form_back() {
         in_dialect: "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n```",
         requests: Default::default(),
     });
-    let provider = DialectProvider::new(
-        inner.clone(),
-        Arc::new(crate::provider::catalog::Catalog::default()),
-        DialectSettings {
-            global: Some(Setting::Auto),
-            ..Default::default()
-        },
-    );
+    let provider = over(inner.clone(), Some(Setting::Auto));
     let ask = || async {
         let events: Vec<_> = provider
             .stream(native_request(), tokio_util::sync::CancellationToken::new())
@@ -1496,14 +1494,7 @@ async fn auto_leaves_prose_and_other_settings_leave_text_calls_alone() {
             in_dialect: "done",
             requests: Default::default(),
         });
-        let provider = DialectProvider::new(
-            inner.clone(),
-            Arc::new(crate::provider::catalog::Catalog::default()),
-            DialectSettings {
-                global: setting.clone(),
-                ..Default::default()
-            },
-        );
+        let provider = over(inner.clone(), setting.clone());
         let events: Vec<StreamEvent> = provider
             .stream(native_request(), tokio_util::sync::CancellationToken::new())
             .map(Result::unwrap)
