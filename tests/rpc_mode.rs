@@ -1005,3 +1005,29 @@ async fn an_rpc_prompt_naming_a_template_is_sent_expanded() {
         .clone();
     assert_eq!(last["content"], "Say hello to Ada in French.");
 }
+
+#[tokio::test]
+async fn a_window_the_server_reported_survives_opening_another_session() {
+    // The model's window came from the server; opening a saved session that used the same
+    // model must not fall back to the catalogue's guess (the footer, compaction and
+    // `get_state` all count against it).
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("one")]).await;
+    server.say_window(8192);
+    let h = home();
+    let mut c = Client::start(&server, &h);
+    window_becomes(&mut c, 8192).await;
+    c.send(json!({"id": "1", "type": "prompt", "message": "hi"}))
+        .await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    c.send(json!({"id": "2", "type": "get_state"})).await;
+    let first = c.response("2").await["data"]["sessionFile"].clone();
+    c.send(json!({"id": "3", "type": "new_session"})).await;
+    c.response("3").await;
+    c.send(json!({"id": "4", "type": "switch_session", "sessionPath": first}))
+        .await;
+    assert_eq!(c.response("4").await["success"], true);
+    c.send(json!({"id": "5", "type": "get_state"})).await;
+    let state = c.response("5").await;
+    assert_eq!(state["data"]["sessionFile"], first);
+    assert_eq!(state["data"]["model"]["contextWindow"], 8192, "{state}");
+}

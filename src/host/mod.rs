@@ -1091,6 +1091,9 @@ impl Host {
                 let model = info.to_model();
                 self.agent.update_settings(|s| s.model = model);
                 self.model = info;
+                // The catalogue's entry carries no window a server reported: use the one
+                // heard of this session (before the front end is told), or ask.
+                self.learn_window();
             }
             Err(e) => warnings.push(format!(
                 "the session used {provider}/{model_id}, which this setup cannot reach ({e}); \
