@@ -139,6 +139,7 @@ impl Rig {
             asks_person,
             remember_in: Some(dir.path().join("agent").join("settings.json")),
             templates: Default::default(),
+            skills: Default::default(),
         });
         Rig {
             client,

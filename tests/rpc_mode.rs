@@ -1007,6 +1007,42 @@ async fn an_rpc_prompt_naming_a_template_is_sent_expanded() {
 }
 
 #[tokio::test]
+async fn get_commands_lists_the_templates_and_skills_a_prompt_can_name() {
+    let server = TestServer::start(vec![tags("qwen3:8b")]).await;
+    let h = home();
+    std::fs::create_dir_all(h.join("agent/prompts")).unwrap();
+    std::fs::write(
+        h.join("agent/prompts/greet.md"),
+        "---\ndescription: Greet someone\n---\nSay hello to $1.",
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.join("project/.pi/skills/pdf")).unwrap();
+    std::fs::write(
+        h.join("project/.pi/skills/pdf/SKILL.md"),
+        "---\nname: pdf\ndescription: Work with PDF files\n---\nSteps.",
+    )
+    .unwrap();
+    let mut c = Client::start(&server, &h);
+    c.send(json!({"id": "1", "type": "get_commands"})).await;
+    let r = c.response("1").await;
+    let commands = r["data"]["commands"].as_array().unwrap();
+    assert_eq!(commands.len(), 2, "{r}");
+    assert_eq!(commands[0]["name"], "greet");
+    assert_eq!(commands[0]["description"], "Greet someone");
+    assert_eq!(commands[0]["source"], "prompt");
+    assert_eq!(commands[0]["location"], "user");
+    assert_eq!(commands[1]["name"], "skill:pdf");
+    assert_eq!(commands[1]["source"], "skill");
+    assert_eq!(commands[1]["location"], "project");
+    assert!(
+        commands[1]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("pdf/SKILL.md")
+    );
+}
+
+#[tokio::test]
 async fn a_window_the_server_reported_survives_opening_another_session() {
     // The model's window came from the server; opening a saved session that used the same
     // model must not fall back to the catalogue's guess (the footer, compaction and

@@ -119,6 +119,14 @@ pub struct Cli {
     #[arg(long = "prompt-template", value_name = "PATH")]
     pub prompt_template: Vec<PathBuf>,
 
+    /// A skill file or folder to load (repeatable; loaded even with `--no-skills`).
+    #[arg(long = "skill", value_name = "PATH")]
+    pub skill: Vec<PathBuf>,
+
+    /// Look for no skills but those of `--skill` (also `-ns`).
+    #[arg(long = "no-skills")]
+    pub no_skills: bool,
+
     /// No built-in tools; MCP tools are still offered (also `-nbt`).
     #[arg(long = "no-builtin-tools", conflicts_with = "tools")]
     pub no_builtin_tools: bool,
@@ -237,6 +245,8 @@ impl Cli {
         o.prompt_templates = self.prompt_template.clone();
         o.no_prompt_templates = self.no_prompt_templates;
         o.no_builtin_tools = self.no_builtin_tools;
+        o.skills = self.skill.clone();
+        o.no_skills = self.no_skills;
         o.extensions = self.extension.clone();
         o.sandbox = self.sandbox;
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);
@@ -270,7 +280,7 @@ fn quiet_contained_panics() {
 
 /// Run the program; returns the process exit code.
 /// The arguments with the Node pi's two-letter short flags spelled out (`-nt` → `--no-tools`,
-/// `-nc` → `--no-context-files`, `-np` → `--no-prompt-templates`, `-nbt`, `-ne`), which clap
+/// `-nc` → `--no-context-files`, `-np` → `--no-prompt-templates`, `-ns`, `-nbt`, `-ne`), which clap
 /// cannot declare;
 /// nothing after `--` is touched.
 pub fn expand_short_flags(
@@ -296,6 +306,10 @@ pub fn expand_short_flags(
                 }
                 Some("-nbt") => {
                     out.push("--no-builtin-tools".into());
+                    continue;
+                }
+                Some("-ns") => {
+                    out.push("--no-skills".into());
                     continue;
                 }
                 Some("-ne") => {

@@ -69,6 +69,8 @@ pub(crate) struct PromptParts {
     /// `(name, one-line description)` of each active tool.
     pub tools: Vec<(String, String)>,
     pub context_files: Vec<ContextFile>,
+    /// The skills the model may choose (`skills::prompt_section`), or empty.
+    pub skills: String,
     /// `YYYY-MM-DD`.
     pub date: String,
     pub cwd: String,
@@ -151,6 +153,10 @@ pub(crate) fn build(parts: &PromptParts) -> String {
                 f.text.trim_end()
             ));
         }
+    }
+    if !parts.skills.is_empty() {
+        prompt.push_str("\n\n");
+        prompt.push_str(&parts.skills);
     }
     prompt.push_str(&format!(
         "\n\nCurrent date: {}\nCurrent working directory: {}",

@@ -6,10 +6,12 @@
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
 pub(crate) mod error;
+pub(crate) mod front_matter;
 pub(crate) mod instructions;
 pub(crate) mod interactive;
 pub(crate) mod node;
 pub mod prompt_templates;
+pub mod skills;
 pub(crate) mod theme;
 pub(crate) mod trust;
 
@@ -211,6 +213,10 @@ pub struct Config {
     pub enabled_models: Option<Vec<String>>,
     /// More prompt-template files or folders (settings.json's `prompts`).
     pub prompts: Option<Vec<String>>,
+    /// More skill files or folders (settings.json's `skills`).
+    pub skills: Option<Vec<String>>,
+    /// Offer each skill as `/skill:name` (default true; settings.json's `enableSkillCommands`).
+    pub enable_skill_commands: Option<bool>,
     /// `approval = "ask"`, or `[approval]` with `mode`, `allow` and `deny`.
     pub approval: Option<ApprovalSetting>,
     /// The in-band tool-calling dialect for every model without its own (`none`: native).
@@ -329,6 +335,8 @@ const TOP_KEYS: &[&str] = &[
     "notify",
     "enabled_models",
     "prompts",
+    "skills",
+    "enable_skill_commands",
     "theme",
     "colors",
     "approval",

@@ -36,6 +36,15 @@ impl Source {
             Source::ClaudeUser => "user, Claude command",
         }
     }
+
+    /// The Node pi's three locations: `user`, `project` or `path`.
+    pub(crate) fn location(self) -> &'static str {
+        match self {
+            Source::Project | Source::ClaudeProject => "project",
+            Source::User | Source::ClaudeUser => "user",
+            Source::Flag | Source::Settings => "path",
+        }
+    }
 }
 
 /// One template.
@@ -169,13 +178,8 @@ fn read_one(
 
 /// A template from its file's text.
 pub(crate) fn parse(text: &str, name: String, source: Source, path: PathBuf) -> PromptTemplate {
-    let (front, body) = split_front_matter(text);
-    let field = |key: &str| {
-        front.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == key).then(|| unquote(v.trim()).to_string())
-        })
-    };
+    let (front, body) = super::front_matter::split(text);
+    let field = |key: &str| super::front_matter::field(front, key);
     let body = body.trim().to_string();
     let description = field("description")
         .filter(|d| !d.is_empty())
@@ -194,34 +198,6 @@ pub(crate) fn parse(text: &str, name: String, source: Source, path: PathBuf) -> 
         source,
         path,
     }
-}
-
-/// (front matter, body): the front matter is between a first line `---` and the next.
-fn split_front_matter(text: &str) -> (&str, &str) {
-    let t = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = t
-        .strip_prefix("---\n")
-        .or_else(|| t.strip_prefix("---\r\n"))
-    else {
-        return ("", t);
-    };
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return (&rest[..offset], &rest[offset + line.len()..]);
-        }
-        offset += line.len();
-    }
-    ("", t)
-}
-
-fn unquote(v: &str) -> &str {
-    for q in ['"', '\''] {
-        if let Some(inner) = v.strip_prefix(q).and_then(|s| s.strip_suffix(q)) {
-            return inner;
-        }
-    }
-    v
 }
 
 /// `text` with its `/name args` expanded, when it names one of `templates`.

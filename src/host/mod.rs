@@ -207,6 +207,9 @@ pub struct HostParts {
     pub remember_in: Option<PathBuf>,
     /// Prompt templates: a prompt `/name args` naming one is sent expanded.
     pub templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
+    /// Skills: a prompt `/skill:name args` is sent as the skill's file and the arguments
+    /// (empty when skill commands are off).
+    pub skills: Arc<Vec<crate::config::skills::Skill>>,
 }
 
 impl Closed {
@@ -270,6 +273,7 @@ struct Host {
     configured_retries: Option<u32>,
     remember_in: Option<PathBuf>,
     templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
+    skills: Arc<Vec<crate::config::skills::Skill>>,
     /// Models local servers offered last (`SetModel` can name them).
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
     /// Windows servers have reported, by provider and model id (asked once per session).
@@ -382,6 +386,7 @@ pub fn spawn(parts: HostParts) -> Client {
         configured_retries: None,
         remember_in: parts.remember_in,
         templates: parts.templates,
+        skills: parts.skills,
         local_models: Default::default(),
         windows: Default::default(),
         window_found,
@@ -688,8 +693,18 @@ impl Host {
             when_busy,
         } = prompt;
         let steering = when_busy == WhenBusy::Steer;
-        // `/name args` naming a prompt template goes as the template's text.
-        let text = crate::config::prompt_templates::expand(&self.templates, &text).unwrap_or(text);
+        // `/skill:name args` goes as the skill's file; `/name args` naming a prompt template
+        // as the template's text.
+        let text = match crate::config::skills::expand(&self.skills, &text) {
+            Some(Ok(expanded)) => expanded,
+            Some(Err(why)) => {
+                let refused = Err(AgentError::Refused(why));
+                self.out
+                    .answer(id, Answer::Agent(AgentAnswer::Prompt(refused)));
+                return;
+            }
+            None => crate::config::prompt_templates::expand(&self.templates, &text).unwrap_or(text),
+        };
         let wants_files = !files.is_empty() || (mentions && attach::mentions::any(&text));
         let message = if wants_files {
             self.with_files(text, files, mentions, steering).await

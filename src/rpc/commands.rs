@@ -63,6 +63,32 @@ pub struct Session {
     waiting: VecDeque<Waiting>,
     /// `compact` commands answered when their run's `compaction_end` arrives.
     compactions: Vec<Compacting>,
+    /// What `get_commands` lists: the prompt templates and skills a prompt can name.
+    listed_commands: Vec<Value>,
+}
+
+/// `get_commands`' entries: each prompt template, then each skill as `skill:name` (when skill
+/// commands are on), with where it came from.
+fn listed_commands(info: &StartInfo) -> Vec<Value> {
+    let templates = info.templates.iter().map(|t| {
+        json!({
+            "name": t.name,
+            "description": t.description,
+            "source": "prompt",
+            "location": t.source.location(),
+            "path": t.path,
+        })
+    });
+    let skills = info.skills.iter().filter(|_| info.skill_commands).map(|s| {
+        json!({
+            "name": format!("skill:{}", s.name),
+            "description": s.description,
+            "source": "skill",
+            "location": s.source.location(),
+            "path": s.path,
+        })
+    });
+    templates.chain(skills).collect()
 }
 
 /// The Node.js pi's `Model` object.
@@ -98,7 +124,9 @@ type Done = Option<(&'static str, Result<Option<Value>, String>)>;
 
 impl Session {
     pub fn new(info: StartInfo, commands: Commands) -> Self {
+        let listed_commands = listed_commands(&info);
         Session {
+            listed_commands,
             commands,
             models: info.models,
             catalog: info.catalog,
@@ -482,8 +510,9 @@ impl Session {
                 done("cycle_model", Ok(Some(data)))
             }
             RpcCommand::GetCommands => {
-                // No extension commands, prompt templates or skills in this pi.
-                done("get_commands", Ok(Some(json!({"commands": []}))))
+                // No extension commands in this pi: its prompt templates and skills.
+                let commands = self.listed_commands.clone();
+                done("get_commands", Ok(Some(json!({ "commands": commands }))))
             }
             RpcCommand::GetSessionStats => self.wait(OpBody::Stats, id, "get_session_stats"),
             RpcCommand::ExportHtml { output_path } => {

@@ -80,6 +80,10 @@ pub struct Options {
     pub prompt_templates: Vec<PathBuf>,
     /// `--no-prompt-templates`: only those of `--prompt-template`.
     pub no_prompt_templates: bool,
+    /// `--skill` files or folders (loaded even with `--no-skills`).
+    pub skills: Vec<PathBuf>,
+    /// `--no-skills`: only those of `--skill`.
+    pub no_skills: bool,
     /// `--no-builtin-tools`: no built-in tools, MCP tools still offered.
     pub no_builtin_tools: bool,
     /// `--extension` paths: named in a notice, never loaded.
@@ -128,6 +132,8 @@ impl Options {
             no_context_files: false,
             prompt_templates: Vec::new(),
             no_prompt_templates: false,
+            skills: Vec::new(),
+            no_skills: false,
             no_builtin_tools: false,
             extensions: Vec::new(),
             sandbox: None,
@@ -188,6 +194,10 @@ pub struct StartInfo {
     pub warnings: Vec<String>,
     /// The prompt templates `/name` expands (offered by the editor's completion).
     pub templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
+    /// The skills found; `/skill:name` sends one (unless `enable_skill_commands` is off).
+    pub skills: Arc<Vec<crate::config::skills::Skill>>,
+    /// Whether skills are also `/skill:name` commands.
+    pub skill_commands: bool,
     pub cwd: PathBuf,
 }
 
@@ -402,7 +412,11 @@ pub fn text_or_file(value: &str) -> String {
 }
 
 /// The system prompt: template or replacement, appended text, context files, date, folder.
-fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String> {
+fn system_prompt(
+    options: &Options,
+    tools: &[Arc<dyn AgentTool>],
+    skills: &[crate::config::skills::Skill],
+) -> Vec<String> {
     let agent_dir = options.agent_dir();
     let cwd = &options.cwd;
     let replacement = options
@@ -427,7 +441,7 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
     } else {
         instructions::discover(agent_dir.as_deref(), cwd)
     };
-    let tools = tools
+    let tools: Vec<(String, String)> = tools
         .iter()
         .map(|t| {
             (
@@ -436,11 +450,18 @@ fn system_prompt(options: &Options, tools: &[Arc<dyn AgentTool>]) -> Vec<String>
             )
         })
         .collect();
+    // The model opens a skill's file itself: without read it could not.
+    let skills_section = if tools.iter().any(|(name, _)| name == "read") {
+        crate::config::skills::prompt_section(skills)
+    } else {
+        String::new()
+    };
     vec![instructions::build(&instructions::PromptParts {
         replacement,
         append,
         tools,
         context_files,
+        skills: skills_section,
         date: instructions::today(),
         cwd: cwd.display().to_string(),
     })]
@@ -572,6 +593,33 @@ fn prompt_templates(
             .map(|p| resolve(p))
             .collect(),
         no_discovery: options.no_prompt_templates,
+    };
+    let (found, problems) = discover(&places);
+    warnings.extend(problems);
+    Arc::new(found)
+}
+
+/// The skills of `--skill`, the project, the user, settings' `skills` and Claude's skill
+/// folders; each problem met is a warning.
+fn skills(
+    options: &Options,
+    config: &Config,
+    agent_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Arc<Vec<crate::config::skills::Skill>> {
+    use crate::config::skills::{Places, discover};
+    let resolve = |p: &str| crate::attach::resolve(&options.cwd, p);
+    let places = Places {
+        agent_dir: agent_dir.map(Path::to_path_buf),
+        home: crate::paths::home(),
+        cwd: options.cwd.clone(),
+        flags: options
+            .skills
+            .iter()
+            .map(|p| resolve(&p.to_string_lossy()))
+            .collect(),
+        settings: config.skills.iter().flatten().map(|p| resolve(p)).collect(),
+        no_discovery: options.no_skills,
     };
     let (found, problems) = discover(&places);
     warnings.extend(problems);
@@ -733,7 +781,9 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         agent_dir.clone(),
         &mut warnings,
     )?;
-    let system_prompt = system_prompt(&options, &tools);
+    let skills = skills(&options, &config, agent_dir.as_deref(), &mut warnings);
+    let skill_commands = config.enable_skill_commands != Some(false);
+    let system_prompt = system_prompt(&options, &tools, &skills);
     let providers = Arc::new(providers);
     let mut dialect_settings = DialectSettings::from_sources(
         options.dialect.as_deref(),
@@ -833,6 +883,11 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         notices: Some(dialect_notices),
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
         templates: templates.clone(),
+        skills: if skill_commands {
+            skills.clone()
+        } else {
+            Arc::default()
+        },
     });
     Ok(Started {
         client,
@@ -855,6 +910,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             sandbox: sandbox_line,
             warnings,
             templates,
+            skills,
+            skill_commands,
             cwd: options.cwd,
         },
     })

@@ -190,6 +190,9 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.providers_without_key = info.providers_without_key.into_iter().collect();
     app.key_providers = info.key_providers;
     app.commands.add_templates(&info.templates);
+    if info.skill_commands {
+        app.commands.add_skills(&info.skills);
+    }
     app.set_cwd(info.cwd.clone());
     app.composer.attachments = tui.files.clone();
     app.place = place();

@@ -115,7 +115,19 @@ impl CommandTable {
         }
     }
 
-    /// Whether `text` is `/name …` for a prompt template.
+    /// Add each skill as `/skill:name`, its arguments appended to its instructions.
+    pub(crate) fn add_skills(&mut self, skills: &[crate::config::skills::Skill]) {
+        for s in skills {
+            self.add(Command {
+                name: format!("skill:{}", s.name).into(),
+                args: "[request]".into(),
+                help: format!("{} ({})", s.description, s.source.label()).into(),
+                expands: true,
+            });
+        }
+    }
+
+    /// Whether `text` is `/name …` for a prompt template or a skill.
     fn find_expanding(&self, text: &str) -> bool {
         parse(text).is_some_and(|(name, _)| self.find(name).is_some_and(|c| c.expands))
     }
@@ -307,5 +319,24 @@ mod tests {
         let names: Vec<_> = table.completions("/re").iter().map(|c| &*c.name).collect();
         assert_eq!(names, ["resume", "review"]);
         assert!(!table.add(builtin("help", "", "again")));
+    }
+
+    #[test]
+    fn skills_are_commands_named_skill_colon() {
+        use crate::config::skills::{Skill, Source};
+        let mut table = CommandTable::default();
+        table.add_skills(&[Skill {
+            name: "pdf".into(),
+            description: "Work with PDFs".into(),
+            path: "s/pdf/SKILL.md".into(),
+            base_dir: "s/pdf".into(),
+            source: Source::ClaudeUser,
+            model_invocable: true,
+        }]);
+        let found = table.completions("/skill:");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name, "skill:pdf");
+        assert_eq!(found[0].help, "Work with PDFs (user, Claude skill)");
+        assert_eq!(table.classify("/skill:pdf forms.pdf"), Line::Prompt);
     }
 }

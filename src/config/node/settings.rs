@@ -152,7 +152,7 @@ impl Reader<'_> {
 pub(crate) fn extensions_notice(names: &[String]) -> String {
     format!(
         "TypeScript extensions and packages cannot run in this pi; not loaded: {}. MCP servers \
-         and prompt templates do many of those jobs here (see the README)",
+         prompt templates, skills and hooks do many of those jobs here (see the README)",
         names.join(", ")
     )
 }
@@ -216,6 +216,16 @@ fn to_table(root: &Map<String, Value>, label: &str, warnings: &mut Vec<String>) 
             "prompts",
             toml::Value::Array(list.into_iter().map(toml::Value::from).collect()),
         );
+    }
+    if let Some(list) = r.strings("skills") {
+        put(
+            &mut t,
+            "skills",
+            toml::Value::Array(list.into_iter().map(toml::Value::from).collect()),
+        );
+    }
+    if let Some(b) = r.boolean("enableSkillCommands") {
+        put(&mut t, "enable_skill_commands", b.into());
     }
     if let Some(list) = r.strings("enabledModels") {
         put(
