@@ -18,6 +18,7 @@ pub mod attach;
 pub mod cli;
 pub mod config;
 pub mod end_signals;
+pub mod hooks;
 pub mod host;
 pub mod mcp;
 pub mod paths;

@@ -140,6 +140,7 @@ impl Rig {
             remember_in: Some(dir.path().join("agent").join("settings.json")),
             templates: Default::default(),
             skills: Default::default(),
+            hooks: None,
         });
         Rig {
             client,

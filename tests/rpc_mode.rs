@@ -526,6 +526,56 @@ async fn approval_ask_refuses_in_rpc_mode_where_nobody_can_answer() {
 }
 
 #[tokio::test]
+async fn compact_runs_the_pre_compact_hooks_first_and_session_start_after() {
+    let server = TestServer::responding(std::sync::Arc::new(|r| {
+        if r.path == "/api/tags" {
+            tags("qwen3:8b")
+        } else {
+            text_reply("a reply long enough to be worth condensing later on")
+        }
+    }))
+    .await;
+    let h = home();
+    let seen = h.join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    std::fs::write(
+        h.join("agent/config.toml"),
+        format!(
+            "[compaction]\nkeep_recent_tokens = 1\n\n\
+             [[hooks.PreCompact]]\nmatcher = \"manual\"\n\
+             hooks = [{{ type = \"command\", command = \"cat > {0}/pre.json\" }}]\n\n\
+             [[hooks.SessionStart]]\nmatcher = \"compact\"\n\
+             hooks = [{{ type = \"command\", command = \"echo after-compaction; touch {0}/start\" }}]\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    let mut c = Client::start(&server, &h);
+    for (id, text) in [("p1", "first question"), ("p2", "second question")] {
+        c.send(json!({"id": id, "type": "prompt", "message": text}))
+            .await;
+        c.response(id).await;
+        c.until("agent_end", |v| v["type"] == "agent_end").await;
+    }
+    c.send(json!({"id": "c1", "type": "compact", "customInstructions": "the plan"}))
+        .await;
+    assert_eq!(c.response("c1").await["success"], true);
+    let pre: Value =
+        serde_json::from_str(&std::fs::read_to_string(seen.join("pre.json")).unwrap()).unwrap();
+    assert_eq!(pre["hook_event_name"], "PreCompact");
+    assert_eq!(pre["trigger"], "manual");
+    assert_eq!(pre["custom_instructions"], "the plan");
+    // SessionStart (compact) ran, and its words go with the next prompt.
+    c.send(json!({"id": "p3", "type": "prompt", "message": "third"}))
+        .await;
+    c.until("agent_end", |v| v["type"] == "agent_end").await;
+    assert!(seen.join("start").exists());
+    let last = server.requests().last().unwrap().body.clone();
+    let sent = last["messages"].as_array().unwrap().last().unwrap()["content"].to_string();
+    assert!(sent.contains("after-compaction"), "{sent}");
+}
+
+#[tokio::test]
 async fn compact_answers_with_what_it_did_and_fails_when_nothing_was_compacted() {
     let server = TestServer::responding(std::sync::Arc::new(|r| {
         if r.path == "/api/tags" {

@@ -82,7 +82,10 @@ async fn a_project_cannot_send_the_key_to_another_host_without_trust() {
     assert_eq!(sent.header("x-leak"), None);
     // One warning, naming the folder, what was left out and how to trust it.
     assert_eq!(err.matches("pi: warning:").count(), 1, "{err}");
-    assert!(err.contains("project/.pi asks for settings"), "{err}");
+    assert!(
+        err.contains("project: its project settings (.pi, .claude) ask for"),
+        "{err}"
+    );
     assert!(
         err.contains(&format!(
             "send `lab` requests (with its key, if it has one) to {}/v1",

@@ -118,6 +118,20 @@ impl Gate {
         args: &Value,
         signal: &AbortSignal,
     ) -> BeforeToolCall {
+        self.decide_hinted(tool, args, signal, None).await
+    }
+
+    /// The decision for one call with a hook's word on it: `Allow` skips asking the person
+    /// (deny rules, read-only mode and the files that decide trust still refuse or ask), `Ask`
+    /// asks even where the mode would not.
+    pub(crate) async fn decide_hinted(
+        &self,
+        tool: &str,
+        args: &Value,
+        signal: &AbortSignal,
+        hint: Option<crate::hooks::Permission>,
+    ) -> BeforeToolCall {
+        use crate::hooks::Permission;
         let verdict = self.rules.check(tool, args, self.ctx.cwd());
         if let Verdict::Denied(rule) = &verdict {
             return BeforeToolCall::Block(Some(format!(
@@ -135,10 +149,14 @@ impl Gate {
                 }
             };
         }
+        if self.mode() != ApprovalMode::ReadOnly && hint == Some(Permission::Ask) {
+            return self.ask(tool, args, signal, None).await;
+        }
         if verdict == Verdict::Allowed || !may_change(tool) {
             return BeforeToolCall::Proceed;
         }
         match self.mode() {
+            ApprovalMode::Ask if hint == Some(Permission::Allow) => BeforeToolCall::Proceed,
             ApprovalMode::Auto => BeforeToolCall::Proceed,
             ApprovalMode::ReadOnly => read_only_refusal(tool),
             ApprovalMode::Ask if self.remembers(tool, args) => BeforeToolCall::Proceed,

@@ -213,6 +213,10 @@ pub struct Config {
     pub enabled_models: Option<Vec<String>>,
     /// More prompt-template files or folders (settings.json's `prompts`).
     pub prompts: Option<Vec<String>>,
+    /// Hooks, by the file that set them (Claude Code's shape: event → matcher groups); a
+    /// project's only once the folder is trusted.
+    #[serde(default)]
+    pub hooks: std::collections::BTreeMap<String, serde_json::Value>,
     /// More skill files or folders (settings.json's `skills`).
     pub skills: Option<Vec<String>>,
     /// Offer each skill as `/skill:name` (default true; settings.json's `enableSkillCommands`).
@@ -337,6 +341,7 @@ const TOP_KEYS: &[&str] = &[
     "prompts",
     "skills",
     "enable_skill_commands",
+    "hooks",
     "theme",
     "colors",
     "approval",
@@ -518,6 +523,22 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, ConfigError>
     loaded.held.folder = cwd.to_path_buf();
     loaded.held.table = settings.project_held;
     let project_file = files.last().cloned();
+    let mut own_hooks = toml::Table::new();
+    let mut project_hooks = toml::Table::new();
+    for (file, project, value) in settings.hooks {
+        let target = if project {
+            &mut project_hooks
+        } else {
+            &mut own_hooks
+        };
+        add_hooks(target, &file, &value, &mut loaded.warnings);
+    }
+    claude_hooks(
+        cwd,
+        &mut own_hooks,
+        &mut project_hooks,
+        &mut loaded.warnings,
+    );
     for file in files {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
@@ -534,6 +555,14 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, ConfigError>
         {
             loaded.project_approval = a.try_into().ok();
         }
+        if let Some(h) = table.remove("hooks") {
+            let target = if Some(&file) == project_file.as_ref() {
+                &mut project_hooks
+            } else {
+                &mut own_hooks
+            };
+            target.insert(file.display().to_string(), h);
+        }
         if Some(&file) == project_file.as_ref() {
             let held = trust::split(&mut table, &merged);
             merge(&mut loaded.held.table, held);
@@ -544,11 +573,98 @@ pub fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Loaded, ConfigError>
         merge(&mut merged, table);
         loaded.files.push(file);
     }
+    if !own_hooks.is_empty() {
+        merged.insert("hooks".into(), own_hooks.into());
+    }
+    if !project_hooks.is_empty() {
+        loaded
+            .held
+            .table
+            .insert("hooks".into(), project_hooks.into());
+    }
     loaded.table = merged.clone();
     loaded.config = toml::Value::Table(merged)
         .try_into()
         .map_err(|e: toml::de::Error| invalid(&e))?;
     Ok(loaded)
+}
+
+/// Add one file's `hooks` (JSON) to `target`, keyed by the file.
+fn add_hooks(
+    target: &mut toml::Table,
+    file: &Path,
+    value: &serde_json::Value,
+    warnings: &mut Vec<String>,
+) {
+    match toml::Value::try_from(without_nulls(value)) {
+        Ok(v) => {
+            target.insert(file.display().to_string(), v);
+        }
+        Err(e) => warnings.push(format!(
+            "{}: its hooks cannot be read ({e}); ignored",
+            file.display()
+        )),
+    }
+}
+
+fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .filter(|v| !v.is_null())
+                .map(without_nulls)
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Claude Code's settings files' hooks: the person's `~/.claude/settings.json`, and the
+/// project's `.claude/settings.json` and `.claude/settings.local.json`. A file that is not
+/// JSON is a warning here (it is Claude Code's, not pi's).
+fn claude_hooks(
+    cwd: &Path,
+    own: &mut toml::Table,
+    project: &mut toml::Table,
+    warnings: &mut Vec<String>,
+) {
+    let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    let home = crate::paths::home();
+    if let Some(h) = &home {
+        files.push((h.join(".claude/settings.json"), false));
+    }
+    // In the home folder itself, `.claude/settings.json` is the person's own file.
+    if home.as_deref() != Some(cwd) {
+        files.push((cwd.join(".claude/settings.json"), true));
+    }
+    files.push((cwd.join(".claude/settings.local.json"), true));
+    for (file, is_project) in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(_) => continue,
+        };
+        let value: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                warnings.push(format!(
+                    "{}: not JSON ({e}); its hooks are not loaded",
+                    file.display()
+                ));
+                continue;
+            }
+        };
+        if let Some(h) = value.get("hooks") {
+            let target = if is_project { &mut *project } else { &mut *own };
+            add_hooks(target, &file, h, warnings);
+        }
+    }
 }
 
 impl Config {

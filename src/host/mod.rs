@@ -210,6 +210,9 @@ pub struct HostParts {
     /// Skills: a prompt `/skill:name args` is sent as the skill's file and the arguments
     /// (empty when skill commands are off).
     pub skills: Arc<Vec<crate::config::skills::Skill>>,
+    /// The person's hooks (`None`: none configured); the host runs the session's, prompt's
+    /// and run end's events, the loop the tool events.
+    pub hooks: Option<Arc<crate::hooks::Hooks>>,
 }
 
 impl Closed {
@@ -228,6 +231,19 @@ impl Closed {
 }
 
 /// `message` with `images` after its text (RPC's inline images).
+/// A prompt with what hooks added for the model (`SessionStart` and `UserPromptSubmit`
+/// context) after it.
+fn with_hook_context(text: String, context: &[String]) -> String {
+    if context.is_empty() {
+        return text;
+    }
+    let mut out = text;
+    out.push_str("\n\n<hook-context>\n");
+    out.push_str(&context.join("\n\n"));
+    out.push_str("\n</hook-context>");
+    out
+}
+
 fn with_images(message: AgentMessage, images: Vec<ImageContent>) -> AgentMessage {
     use crate::agent::protocol::types::{ContentBlock, Message, UserContent};
     if images.is_empty() {
@@ -274,6 +290,9 @@ struct Host {
     remember_in: Option<PathBuf>,
     templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
     skills: Arc<Vec<crate::config::skills::Skill>>,
+    hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// Context `SessionStart` hooks gave, sent with the next prompt.
+    session_context: Vec<String>,
     /// Models local servers offered last (`SetModel` can name them).
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
     /// Windows servers have reported, by provider and model id (asked once per session).
@@ -342,7 +361,26 @@ pub fn spawn(parts: HostParts) -> Client {
         .map(|r| record(&parts.agent, &out, &parts.secrets, r));
     if parts.asks_person {
         let to_front = out.clone();
+        let hooks = parts
+            .hooks
+            .clone()
+            .filter(|h| h.has(crate::hooks::Event::Notification));
         parts.approval.set_asker(Arc::new(move |request| {
+            if let Some(h) = hooks.clone() {
+                let message = format!("pi needs your permission to use {}", request.tool);
+                tokio::spawn(async move {
+                    let fields = serde_json::json!({
+                        "message": message,
+                        "notification_type": "permission_prompt",
+                    });
+                    h.inform(
+                        crate::hooks::Event::Notification,
+                        "permission_prompt",
+                        fields,
+                    )
+                    .await;
+                });
+            }
             to_front.tell(HostEvent::Approval(Box::new(request)));
         }));
     }
@@ -360,11 +398,14 @@ pub fn spawn(parts: HostParts) -> Client {
             }
         });
     }
-    // Only the ends of runs (a `/compact` ends with its `compaction_end`).
+    // Only the ends of runs (a `/compact` ends with its `compaction_end`), and the start of a
+    // compaction (the `PreCompact` hooks of one the loop starts itself).
     let ends = parts.agent.subscribe_filtered(|e| {
         matches!(
             e,
-            AgentEvent::AgentEnd { .. } | AgentEvent::CompactionEnd { .. }
+            AgentEvent::AgentEnd { .. }
+                | AgentEvent::CompactionEnd { .. }
+                | AgentEvent::CompactionStart { .. }
         )
     });
     let (window_found, windows_found) = mpsc::unbounded_channel();
@@ -387,6 +428,8 @@ pub fn spawn(parts: HostParts) -> Client {
         remember_in: parts.remember_in,
         templates: parts.templates,
         skills: parts.skills,
+        hooks: parts.hooks.clone(),
+        session_context: Vec::new(),
         local_models: Default::default(),
         windows: Default::default(),
         window_found,
@@ -400,6 +443,12 @@ pub fn spawn(parts: HostParts) -> Client {
         // stops waiting.
         let _ended = ended;
         host.learn_window();
+        host.session_started(if host.agent.messages().is_empty() {
+            "startup"
+        } else {
+            "resume"
+        })
+        .await;
         host.run(commands, ends, windows_found).await;
     });
     Client {
@@ -471,6 +520,7 @@ impl Host {
                 None => tokio::select! {
                     biased;
                     Some(end) = ends.recv() => {
+                        self.compaction_hooks(&end.event).await;
                         if let Some(well) = ended_well(&end.event) {
                             self.ask_window_once_loaded();
                             self.run_queued(well).await;
@@ -531,6 +581,80 @@ impl Host {
         self.out.tell(event);
     }
 
+    /// Tell the hooks which session they serve, then run the `SessionStart` hooks; what they
+    /// say goes with the next prompt.
+    async fn session_started(&mut self, source: &str) {
+        let Some(h) = self.hooks.clone() else {
+            return;
+        };
+        h.set_session(
+            &self.session_id,
+            self.recorder.as_ref().map(|r| r.path().to_path_buf()),
+        );
+        h.set_permission_mode(self.approval.mode());
+        if h.has(crate::hooks::Event::SessionStart) {
+            let context = h.session_start(source).await;
+            self.session_context.extend(context);
+        }
+    }
+
+    /// `/compact`: the `PreCompact` hooks first, then the compaction.
+    async fn compact(&self, id: OpId, focus: Option<String>) {
+        if let Some(h) = self
+            .hooks
+            .as_ref()
+            .filter(|h| h.has(crate::hooks::Event::PreCompact))
+        {
+            let fields = serde_json::json!({
+                "trigger": "manual",
+                "custom_instructions": focus.clone().unwrap_or_default(),
+            });
+            h.inform(crate::hooks::Event::PreCompact, "manual", fields)
+                .await;
+        }
+        self.agent_op(id, AgentOp::Compact { focus }).await;
+    }
+
+    /// The `SessionEnd` hooks, for `reason`.
+    async fn session_ended(&self, reason: &str) {
+        if let Some(h) = self
+            .hooks
+            .as_ref()
+            .filter(|h| h.has(crate::hooks::Event::SessionEnd))
+        {
+            let fields = serde_json::json!({ "reason": reason });
+            h.inform(crate::hooks::Event::SessionEnd, reason, fields)
+                .await;
+        }
+    }
+
+    /// `PreCompact` hooks for a compaction the loop started itself (a `/compact` ran them
+    /// before it began), and `SessionStart` hooks (`compact`) once one is done.
+    async fn compaction_hooks(&mut self, event: &AgentEvent) {
+        use crate::agent::protocol::events::CompactionReason;
+        let Some(h) = self.hooks.clone() else {
+            return;
+        };
+        match event {
+            AgentEvent::CompactionStart { reason, .. }
+                if *reason != CompactionReason::Manual
+                    && h.has(crate::hooks::Event::PreCompact) =>
+            {
+                let fields = serde_json::json!({"trigger": "auto", "custom_instructions": ""});
+                tokio::spawn(async move {
+                    h.inform(crate::hooks::Event::PreCompact, "auto", fields)
+                        .await;
+                });
+            }
+            AgentEvent::CompactionEnd {
+                aborted: false,
+                error_message: None,
+                ..
+            } => self.session_started("compact").await,
+            _ => {}
+        }
+    }
+
     /// Before a prompt goes to a model: what the session has queued must be on disk (a new
     /// session's file is made now). `Err` says why not; nothing was saved or sent then.
     async fn ready_for_prompt(&self) -> Result<(), String> {
@@ -564,7 +688,7 @@ impl Host {
                     Answer::Agent(AgentAnswer::Prompt(Err(AgentError::Refused(why)))),
                 ),
             },
-            OpBody::Compact { focus } => self.agent_op(id, AgentOp::Compact { focus }).await,
+            OpBody::Compact { focus } => self.compact(id, focus).await,
             OpBody::Abort { reason } => self.agent_op(id, AgentOp::Abort { reason }).await,
             OpBody::AbortRetry => self.agent_op(id, AgentOp::AbortRetry).await,
             OpBody::SetPaused { paused } => self.agent_op(id, AgentOp::SetPaused { paused }).await,
@@ -705,6 +829,27 @@ impl Host {
             }
             None => crate::config::prompt_templates::expand(&self.templates, &text).unwrap_or(text),
         };
+        let mut context = std::mem::take(&mut self.session_context);
+        if let Some(h) = self
+            .hooks
+            .clone()
+            .filter(|h| h.has(crate::hooks::Event::UserPromptSubmit))
+        {
+            let signal = crate::agent::protocol::abort::AbortSignal::new();
+            let verdict = h.user_prompt_submit(&text, &signal).await;
+            if let Some(why) = verdict.block {
+                // Kept for the prompt that does go.
+                self.session_context = context;
+                let refused = Err(AgentError::Refused(format!(
+                    "A UserPromptSubmit hook stopped this prompt: {why}"
+                )));
+                self.out
+                    .answer(id, Answer::Agent(AgentAnswer::Prompt(refused)));
+                return;
+            }
+            context.extend(verdict.context);
+        }
+        let text = with_hook_context(text, &context);
         let wants_files = !files.is_empty() || (mentions && attach::mentions::any(&text));
         let message = if wants_files {
             self.with_files(text, files, mentions, steering).await
@@ -965,6 +1110,7 @@ impl Host {
 
     async fn close(&mut self) -> Closed {
         self.settle().await;
+        self.session_ended("prompt_input_exit").await;
         if let Some(m) = &self.mcp {
             m.stop().await;
         }
@@ -990,6 +1136,7 @@ impl Host {
         // its run going until bash's own SIGKILL, and the new conversation must start after it.
         self.agent.abort(None);
         self.agent.wait_idle().await;
+        self.session_ended("clear").await;
         self.agent.reset();
         let after_run = self.agent.last_run();
         if let Some(old) = self.recorder.take() {
@@ -1012,6 +1159,8 @@ impl Host {
             path: self.recorder.as_ref().map(|r| r.path().to_path_buf()),
             after_run,
         });
+        self.session_context.clear();
+        self.session_started("clear").await;
     }
 
     fn list(&self, scope: ListScope) {
@@ -1193,6 +1342,8 @@ impl Host {
             draft,
             from,
         })));
+        self.session_context.clear();
+        self.session_started("resume").await;
     }
 
     fn export(&self, path: Option<PathBuf>) {

@@ -674,6 +674,15 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     warnings.extend(sandbox.startup_warning());
     let sandbox_line = sandbox.describe();
     let mcp_env = tool_env.clone();
+    let (hooks, hook_warnings) = crate::hooks::Hooks::from_config(
+        &config.hooks,
+        crate::hooks::RunContext {
+            cwd: options.cwd.clone(),
+            env: tool_env.clone(),
+        },
+    );
+    warnings.extend(hook_warnings);
+    let hooks = (!hooks.is_empty()).then(|| Arc::new(hooks));
     let tools = guard_all(
         active_tools(&options, &config, tool_env, sandbox, protected)?,
         &secrets,
@@ -793,7 +802,21 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     )?;
     dialect_settings.drain_fabricated = config.abort_on_fabricated_tool_result == Some(false);
     let dialects = DialectProvider::new(providers.clone(), catalog.clone(), dialect_settings);
-    let dialect_notices = dialects.notices();
+    // One stream of notices for the front end: the dialects' and the hooks'.
+    let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel();
+    let mut dialect_notices = dialects.notices();
+    let forward = notice_tx.clone();
+    tokio::spawn(async move {
+        while let Some(n) = dialect_notices.recv().await {
+            if forward.send(n).is_err() {
+                break;
+            }
+        }
+    });
+    if let Some(h) = &hooks {
+        h.set_notices(notice_tx);
+        h.set_permission_mode(gate.mode());
+    }
     let base_tools = tools.clone();
     let mut settings =
         AgentSettings::new(Arc::new(dialects), selection.model.to_model()).with_tools(tools);
@@ -810,7 +833,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     settings.intent_tracing = intent_tracing(&config, &options.env);
     // Every provider caches by prefix: keep what was sent byte-identical turn to turn.
     settings.append_only = true;
-    settings.hooks = Arc::new(crate::approval::gate::GateHooks(gate.clone()));
+    settings.hooks = match &hooks {
+        Some(h) => Arc::new(crate::hooks::gate::HookedGate::new(gate.clone(), h.clone())),
+        None => Arc::new(crate::approval::gate::GateHooks(gate.clone())),
+    };
     let agent = Agent::new(settings);
     let mcp = start_mcp(
         &options,
@@ -880,7 +906,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         }),
         approval: gate.clone(),
         asks_person: options.asks_person,
-        notices: Some(dialect_notices),
+        notices: Some(notices),
+        hooks,
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
         templates: templates.clone(),
         skills: if skill_commands {

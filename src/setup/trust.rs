@@ -34,7 +34,7 @@ pub fn decide(
         _ => "this folder is not trusted",
     };
     let mut text = format!(
-        "{}/.pi asks for settings that act on your behalf, ignored because {reason}:",
+        "{}: its project settings (.pi, .claude) ask for things that act on your behalf, ignored because {reason}:",
         held.folder.display()
     );
     for line in held.describe() {

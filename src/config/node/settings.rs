@@ -17,6 +17,8 @@ pub(crate) struct Settings {
     /// The project file's settings that act for someone else (its `sessionDir`, as
     /// `session_dir`), kept out of `table` until the folder is trusted (`config::trust`).
     pub project_held: toml::Table,
+    /// Each file's `hooks` (Claude Code's shape), with whether it is the project's file.
+    pub hooks: Vec<(PathBuf, bool, Value)>,
 }
 
 /// Read and merge the settings files.
@@ -35,6 +37,9 @@ pub(crate) fn load(agent_dir: Option<&Path>, cwd: &Path) -> Result<Settings, Con
         };
         match value {
             Value::Object(mut o) => {
+                if let Some(h) = o.remove("hooks") {
+                    out.hooks.push((file.clone(), file == project_file, h));
+                }
                 if file == project_file
                     && let Some(dir) = o.remove("sessionDir")
                     && let Some(dir) = dir.as_str().filter(|d| !d.trim().is_empty())

@@ -77,6 +77,11 @@ impl Held {
                     .into(),
             );
         }
+        if let Some(toml::Value::Table(files)) = t.get("hooks") {
+            for (file, events) in files {
+                describe_hooks(file, events, &mut out);
+            }
+        }
         if let Some(list) = t
             .get("tools")
             .and_then(|v| v.get("env"))
@@ -97,6 +102,31 @@ fn inline(v: &toml::Value) -> String {
         toml::Value::String(s) => s.clone(),
         toml::Value::Array(a) => a.iter().map(inline).collect::<Vec<_>>().join(", "),
         other => other.to_string(),
+    }
+}
+
+/// One line per hook command a project file sets: the command, when it runs, the file.
+fn describe_hooks(file: &str, events: &toml::Value, out: &mut Vec<String>) {
+    let Some(events) = events.as_table() else {
+        return;
+    };
+    for (event, groups) in events {
+        for group in groups.as_array().into_iter().flatten() {
+            let matcher = group
+                .get("matcher")
+                .and_then(toml::Value::as_str)
+                .filter(|m| !m.is_empty() && *m != "*")
+                .map(|m| format!(" for {m}"))
+                .unwrap_or_default();
+            let hooks = group.get("hooks").and_then(toml::Value::as_array);
+            for h in hooks.into_iter().flatten() {
+                if let Some(cmd) = h.get("command").and_then(toml::Value::as_str) {
+                    out.push(format!(
+                        "hook on {event}{matcher} runs: {cmd} (from {file})"
+                    ));
+                }
+            }
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub enum TrustChoice {
 /// The question's text.
 pub fn question(p: &Pending) -> String {
     let mut text = format!(
-        "pi: {} has .pi settings that would act on your behalf{}:\n",
+        "pi: {} has project settings (.pi, .claude) that would act on your behalf{}:\n",
         visible(&p.held.folder.display().to_string()),
         if p.changed {
             " (they changed since you last answered)"
