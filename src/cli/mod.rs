@@ -119,6 +119,14 @@ pub struct Cli {
     #[arg(long = "prompt-template", value_name = "PATH")]
     pub prompt_template: Vec<PathBuf>,
 
+    /// A theme file or folder to load, or a theme's name (repeatable); the last one is used.
+    #[arg(long = "theme", value_name = "PATH|NAME")]
+    pub theme: Vec<String>,
+
+    /// Look for no theme files but those of `--theme`.
+    #[arg(long = "no-themes")]
+    pub no_themes: bool,
+
     /// A skill file or folder to load (repeatable; loaded even with `--no-skills`).
     #[arg(long = "skill", value_name = "PATH")]
     pub skill: Vec<PathBuf>,
@@ -246,6 +254,8 @@ impl Cli {
         o.no_prompt_templates = self.no_prompt_templates;
         o.no_builtin_tools = self.no_builtin_tools;
         o.skills = self.skill.clone();
+        o.themes = self.theme.clone();
+        o.no_themes = self.no_themes;
         o.no_skills = self.no_skills;
         o.extensions = self.extension.clone();
         o.sandbox = self.sandbox;

@@ -13,6 +13,7 @@ pub(crate) mod node;
 pub mod prompt_templates;
 pub mod skills;
 pub(crate) mod theme;
+pub mod theme_files;
 pub(crate) mod trust;
 
 use std::collections::BTreeMap;
@@ -188,8 +189,10 @@ pub struct Config {
     pub steering_mode: Option<String>,
     /// How queued follow-up messages are delivered: "one-at-a-time" or "all".
     pub follow_up_mode: Option<String>,
-    /// The TUI's palette: "dark" (default) or "light".
-    pub theme: Option<theme::ThemeName>,
+    /// The TUI's palette: "dark" (default), "light", or the name of a theme file.
+    pub theme: Option<String>,
+    /// More theme files or folders (settings.json's `themes`).
+    pub themes: Option<Vec<String>>,
     /// Colour overrides by token name (see [`theme::TOKENS`]).
     pub colors: BTreeMap<String, theme::ColorValue>,
     /// Where sessions are saved (below `--session-dir` and `PI_CODING_AGENT_SESSION_DIR`).
@@ -343,6 +346,7 @@ const TOP_KEYS: &[&str] = &[
     "enable_skill_commands",
     "hooks",
     "theme",
+    "themes",
     "colors",
     "approval",
     "dialect",
@@ -1030,7 +1034,7 @@ mod tests {
 
     #[test]
     fn theme_and_colour_overrides_parse() {
-        use theme::{ColorValue, Named, ThemeName};
+        use theme::{ColorValue, Named};
         let d = temp();
         write(
             &d,
@@ -1043,7 +1047,7 @@ mod tests {
             "[colors]\ndim = \"245\"\naccnet = \"red\"\n",
         );
         let l = load(Some(&d.join("agent")), &d.join("proj")).unwrap();
-        assert_eq!(l.config.theme, Some(ThemeName::Light));
+        assert_eq!(l.config.theme.as_deref(), Some("light"));
         let c = &l.config.colors;
         assert_eq!(c["accent"], ColorValue::Rgb(0x10, 0x20, 0x30));
         assert_eq!(c["error"], ColorValue::Indexed(196));
@@ -1057,14 +1061,14 @@ mod tests {
     #[test]
     fn bad_themes_and_colours_name_line_and_column() {
         let d = temp();
-        write(
-            &d,
-            "agent/config.toml",
-            "model = \"a/b\"\ntheme = \"solarized\"\n",
-        );
+        // Any name: a theme file may give it (the UI says so when none does).
+        write(&d, "agent/config.toml", "theme = \"solarized\"\n");
+        let l = load(Some(&d.join("agent")), &d).unwrap();
+        assert_eq!(l.config.theme.as_deref(), Some("solarized"));
+        let d = temp();
+        write(&d, "agent/config.toml", "model = \"a/b\"\ntheme = 7\n");
         let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
         assert!(e.contains("config.toml:2:9"), "{e}");
-        assert!(e.contains("solarized") && e.contains("light"), "{e}");
         let d = temp();
         write(&d, "agent/config.toml", "[colors]\n\ncode = \"blurple\"\n");
         let e = load(Some(&d.join("agent")), &d).unwrap_err().to_string();
@@ -1150,7 +1154,7 @@ mod example_tests {
             cfg.max_repeated_tool_turns,
             Some(crate::agent::protocol::command::DEFAULT_MAX_REPEATED_TOOL_TURNS)
         );
-        assert_eq!(cfg.theme, Some(theme::ThemeName::Dark));
+        assert_eq!(cfg.theme.as_deref(), Some("dark"));
         // The documented interactive settings are the defaults.
         assert_eq!(cfg.notify, Some(interactive::NotifyMode::default()));
         assert_eq!(cfg.tui.fullscreen, Some(false));

@@ -734,6 +734,9 @@ impl Host {
                 self.approval.answer(request, decision);
             }
             OpBody::SetApproval { mode } => self.approval.set_mode(mode),
+            OpBody::RememberTheme { name } => {
+                self.remember(crate::config::node::remember::Choice::Theme(name));
+            }
             OpBody::SetAutoCompaction { enabled } => self.agent.update_settings(|s| {
                 if let Some(c) = s.compaction.as_mut() {
                     c.enabled = enabled;

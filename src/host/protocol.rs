@@ -223,6 +223,10 @@ pub enum OpBody {
         decision: Decision,
     },
     /// Approve tool calls this way from now on.
+    /// The person chose a theme in the UI: remembered for the next start.
+    RememberTheme {
+        name: String,
+    },
     SetApproval {
         mode: ApprovalMode,
     },

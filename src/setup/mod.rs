@@ -80,6 +80,11 @@ pub struct Options {
     pub prompt_templates: Vec<PathBuf>,
     /// `--no-prompt-templates`: only those of `--prompt-template`.
     pub no_prompt_templates: bool,
+    /// `--theme` values: theme files or folders to load, or a theme's name; the last one is the
+    /// theme this run uses.
+    pub themes: Vec<String>,
+    /// `--no-themes`: only the `--theme` files.
+    pub no_themes: bool,
     /// `--skill` files or folders (loaded even with `--no-skills`).
     pub skills: Vec<PathBuf>,
     /// `--no-skills`: only those of `--skill`.
@@ -134,6 +139,8 @@ impl Options {
             no_prompt_templates: false,
             skills: Vec::new(),
             no_skills: false,
+            themes: Vec::new(),
+            no_themes: false,
             no_builtin_tools: false,
             extensions: Vec::new(),
             sandbox: None,
@@ -198,6 +205,10 @@ pub struct StartInfo {
     pub skills: Arc<Vec<crate::config::skills::Skill>>,
     /// Whether skills are also `/skill:name` commands.
     pub skill_commands: bool,
+    /// The theme files found (`/theme` offers them with `dark` and `light`).
+    pub themes: Vec<crate::config::theme_files::ThemeFile>,
+    /// The theme to start with: the last `--theme`, else config's `theme` (`None`: dark).
+    pub theme: Option<String>,
     pub cwd: PathBuf,
 }
 
@@ -626,6 +637,47 @@ fn skills(
     Arc::new(found)
 }
 
+/// The theme files of `--theme`, the project, the user and settings' `themes`, and the theme
+/// to start with (the last `--theme`, a file's or a name, else config's `theme`).
+fn themes(
+    options: &Options,
+    config: &Config,
+    agent_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> (Vec<crate::config::theme_files::ThemeFile>, Option<String>) {
+    use crate::config::theme_files::{Places, discover};
+    let resolve = |p: &str| crate::attach::resolve(&options.cwd, p);
+    // A value naming something on disk (or a .json file) is a file to load; else a name.
+    let is_path = |v: &str| v.ends_with(".json") || v.contains('/') || resolve(v).exists();
+    let places = Places {
+        agent_dir: agent_dir.map(Path::to_path_buf),
+        cwd: options.cwd.clone(),
+        flags: options
+            .themes
+            .iter()
+            .filter(|v| is_path(v))
+            .map(|v| resolve(v))
+            .collect(),
+        settings: config.themes.iter().flatten().map(|p| resolve(p)).collect(),
+        no_discovery: options.no_themes,
+    };
+    let (found, problems) = discover(&places);
+    warnings.extend(problems);
+    let chosen = match options.themes.last() {
+        Some(v) if is_path(v) => {
+            let path = resolve(v);
+            found
+                .iter()
+                .find(|t| t.path == path)
+                .map(|t| t.name.clone())
+                .or_else(|| config.theme.clone())
+        }
+        Some(name) => Some(name.clone()),
+        None => config.theme.clone(),
+    };
+    (found, chosen)
+}
+
 /// Build everything and start the host.
 #[allow(
     clippy::too_many_lines,
@@ -879,6 +931,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let saving = recorder.is_some();
     let session_file = recorder.as_ref().map(|r| r.path().to_path_buf());
     let templates = prompt_templates(&options, &config, agent_dir.as_deref(), &mut warnings);
+    let (themes, theme) = themes(&options, &config, agent_dir.as_deref(), &mut warnings);
     if !options.extensions.is_empty() {
         warnings.push(format!(
             "--extension: {}",
@@ -939,6 +992,8 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             templates,
             skills,
             skill_commands,
+            themes,
+            theme,
             cwd: options.cwd,
         },
     })

@@ -176,14 +176,27 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
         }
         Err(None) => return 1,
     };
-    let info = started.info;
+    let mut info = started.info;
     let mut client = started.client;
-    theme::set(theme::from_config(&info.config));
+    let mut themes = popup::theme::Themes {
+        files: std::mem::take(&mut info.themes),
+        current: String::new(),
+        overrides: info.config.colors.clone(),
+    };
+    let start_theme = info.theme.as_deref().unwrap_or("dark");
+    if !themes.apply(start_theme) {
+        info.warnings.push(format!(
+            "theme `{start_theme}` is not one pi knows (it knows {}); using dark",
+            themes.names().join(", ")
+        ));
+        themes.apply("dark");
+    }
     let mut app = App::new(
         port::Port::new(client.commands.clone()),
         info.model,
         info.thinking,
     );
+    app.themes = themes;
     app.models = info.models;
     app.catalog = Some(info.catalog.clone());
     app.scoped_models = info.scoped_models;

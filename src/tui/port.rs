@@ -85,6 +85,13 @@ impl Port {
         self.send(OpBody::SetPaused { paused });
     }
 
+    /// Keep the theme chosen for the next start.
+    pub fn remember_theme(&self, name: &str) {
+        self.send(OpBody::RememberTheme {
+            name: name.to_string(),
+        });
+    }
+
     pub fn set_approval(&self, mode: crate::approval::ApprovalMode) {
         self.send(OpBody::SetApproval { mode });
     }

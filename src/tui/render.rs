@@ -187,6 +187,7 @@ fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
         Popup::Sessions(s) => s.draw(buf, main),
         Popup::Tree(t) => t.draw(buf, main),
         Popup::Login(l) => l.draw(buf, main),
+        Popup::Theme(t) => t.draw(buf, main, &app.themes),
     });
     let stacked: Vec<Rect> = stacked.collect();
     let approval = app.approval.draw(buf, main);

@@ -37,6 +37,11 @@ const BUILTIN: &[Command] = &[
     ),
     builtin("new", "", "start a new conversation"),
     builtin(
+        "theme",
+        "[name]",
+        "choose the colours (dark, light, or a theme file)",
+    ),
+    builtin(
         "compact",
         "[focus]",
         "condense the conversation now (the text given says what to keep in focus)",

@@ -124,6 +124,61 @@ impl Theme {
         t
     }
 
+    /// A Node.js pi theme file's palette: its tokens on pi's (the built-in palette its user
+    /// message background suits supplies what the file lacks), then `overrides`.
+    pub fn from_file(
+        file: &crate::config::theme_files::ThemeFile,
+        overrides: &BTreeMap<String, ColorValue>,
+    ) -> Theme {
+        let get = |token: &str| file.colors.get(token).copied().map(color);
+        let light = matches!(
+            file.colors.get("userMessageBg"),
+            Some(ColorValue::Rgb(r, g, b))
+                if 0.299 * f64::from(*r) + 0.587 * f64::from(*g) + 0.114 * f64::from(*b) > 140.0
+        );
+        let mut t = if light { Theme::LIGHT } else { Theme::DARK };
+        let pairs: [(&str, &mut Color); 14] = [
+            ("accent", &mut t.accent),
+            ("muted", &mut t.dim),
+            ("error", &mut t.error),
+            ("warning", &mut t.warning),
+            ("success", &mut t.success),
+            ("userMessageBg", &mut t.user_bg),
+            ("userMessageText", &mut t.user_fg),
+            ("mdCode", &mut t.code),
+            ("mdLink", &mut t.link),
+            ("mdHeading", &mut t.heading_1),
+            ("mdHeading", &mut t.heading_2),
+            ("mdHeading", &mut t.heading_3),
+            ("toolDiffAdded", &mut t.diff_added),
+            ("toolDiffRemoved", &mut t.diff_removed),
+        ];
+        for (token, slot) in pairs {
+            if let Some(c) = get(token) {
+                *slot = c;
+            }
+        }
+        let levels = [
+            "thinkingOff",
+            "thinkingMinimal",
+            "thinkingLow",
+            "thinkingMedium",
+            "thinkingHigh",
+            "thinkingXhigh",
+        ];
+        for (slot, token) in t.thinking.iter_mut().zip(levels) {
+            if let Some(c) = get(token) {
+                *slot = c;
+            }
+        }
+        for (token, c) in overrides {
+            if let Some(slot) = t.slot(token) {
+                *slot = color(*c);
+            }
+        }
+        t
+    }
+
     fn slot(&mut self, token: &str) -> Option<&mut Color> {
         Some(match token {
             "accent" => &mut self.accent,
@@ -178,9 +233,31 @@ pub fn color(value: ColorValue) -> Color {
     }
 }
 
-/// The theme the configuration asks for: its palette with the `[colors]` overrides.
+/// The theme the configuration asks for (a built-in one; see [`named`] for theme files):
+/// its palette with the `[colors]` overrides.
 pub fn from_config(config: &crate::config::Config) -> Theme {
-    Theme::build(config.theme.unwrap_or_default(), &config.colors)
+    let name = match config.theme.as_deref() {
+        Some("light") => ThemeName::Light,
+        _ => ThemeName::Dark,
+    };
+    Theme::build(name, &config.colors)
+}
+
+/// The theme called `name`: `dark`, `light` or a theme file's, with the `[colors]`
+/// overrides; `None` when no theme has that name.
+pub fn named(
+    name: &str,
+    files: &[crate::config::theme_files::ThemeFile],
+    overrides: &BTreeMap<String, ColorValue>,
+) -> Option<Theme> {
+    match name {
+        "dark" => Some(Theme::build(ThemeName::Dark, overrides)),
+        "light" => Some(Theme::build(ThemeName::Light, overrides)),
+        other => files
+            .iter()
+            .find(|f| f.name == other)
+            .map(|f| Theme::from_file(f, overrides)),
+    }
 }
 
 static GLOBAL: RwLock<Theme> = RwLock::new(Theme::DARK);

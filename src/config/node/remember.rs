@@ -1,5 +1,6 @@
-//! Remembering the model and thinking level last chosen, where the Node.js pi keeps them: the
-//! global `settings.json`'s `defaultProvider`, `defaultModel` and `defaultThinkingLevel`.
+//! Remembering the model, thinking level and theme last chosen, where the Node.js pi keeps
+//! them: the global `settings.json`'s `defaultProvider`, `defaultModel`,
+//! `defaultThinkingLevel` and `theme`.
 //!
 //! The file is read, the keys set, and written back whole with every other key as it was (in
 //! its order), through a temporary file renamed over it, so a crash never leaves half a file.
@@ -18,6 +19,8 @@ pub(crate) enum Choice {
     Model { provider: String, id: String },
     /// A thinking level picked (`defaultThinkingLevel`: off, minimal, low, medium, high, xhigh).
     Thinking(String),
+    /// A theme picked (`theme`: dark, light, or a theme file's name).
+    Theme(String),
 }
 
 /// Write `choice` into the settings file at `path` (created, with its folder, when missing).
@@ -49,6 +52,9 @@ pub(crate) fn remember(path: &Path, choice: &Choice) -> Result<(), String> {
         }
         Choice::Thinking(level) => {
             settings.insert("defaultThinkingLevel".into(), level.as_str().into());
+        }
+        Choice::Theme(name) => {
+            settings.insert("theme".into(), name.as_str().into());
         }
     }
     let mut text = serde_json::to_string_pretty(&Value::Object(settings))

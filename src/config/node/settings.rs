@@ -239,12 +239,16 @@ fn to_table(root: &Map<String, Value>, label: &str, warnings: &mut Vec<String>) 
             toml::Value::Array(list.into_iter().map(toml::Value::from).collect()),
         );
     }
-    match r.string("theme").as_deref() {
-        Some(name @ ("dark" | "light")) => put(&mut t, "theme", name.into()),
-        Some(other) => r.warnings.push(format!(
-            "{label}: theme `{other}` is not one this pi has (dark, light); using the default"
-        )),
-        None => {}
+    // Any name: a theme file may give it (an unknown one is said when the UI starts).
+    if let Some(name) = r.string("theme") {
+        put(&mut t, "theme", name.into());
+    }
+    if let Some(list) = r.strings("themes") {
+        put(
+            &mut t,
+            "themes",
+            toml::Value::Array(list.into_iter().map(toml::Value::from).collect()),
+        );
     }
     let mut retry = toml::Table::new();
     let enabled = r.boolean("retry.enabled");
@@ -334,13 +338,13 @@ mod tests {
             &d,
             "settings.json",
             r#"{"defaultModel":7,"retry":{"enabled":false,"maxRetries":9},"quietStartup":"yes",
-               "theme":"solarized","defaultProvider":"openai"}"#,
+               "theme":7,"defaultProvider":"openai"}"#,
         );
         let s = load(Some(&d), &d.join("nowhere")).unwrap();
         assert_eq!(s.warnings.len(), 3, "{:?}", s.warnings);
         assert!(s.warnings.iter().any(|w| w.contains("`defaultModel`")));
         assert!(s.warnings.iter().any(|w| w.contains("`quietStartup`")));
-        assert!(s.warnings.iter().any(|w| w.contains("solarized")));
+        assert!(s.warnings.iter().any(|w| w.contains("`theme`")));
         let c: crate::config::Config = toml::Value::Table(s.table).try_into().unwrap();
         assert_eq!(c.retry.max_retries, Some(0));
         assert_eq!(

@@ -177,6 +177,7 @@ impl App {
             }
             "model" => self.open_picker(args),
             "login" => self.open_login(),
+            "theme" => self.theme_command(args),
             "resume" => self.open_sessions(),
             "thinking" => {
                 if args.is_empty() {

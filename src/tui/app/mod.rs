@@ -112,6 +112,8 @@ pub struct App {
     pub approval: crate::tui::popup::approval::ApprovalPrompt,
     /// How tool calls that can change things are approved (Alt+A cycles it).
     pub approval_mode: ApprovalMode,
+    /// The themes `/theme` offers, and the one in use.
+    pub themes: crate::tui::popup::theme::Themes,
     /// When the person paused the agent (Ctrl+S), while it stays paused.
     pub paused_since: Option<Instant>,
     pub place: Place,
@@ -183,6 +185,7 @@ impl App {
             popups: popup::Stack::default(),
             approval: Default::default(),
             approval_mode: ApprovalMode::default(),
+            themes: Default::default(),
             paused_since: None,
             place: Place::default(),
             totals: UsageTotals::default(),

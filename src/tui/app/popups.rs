@@ -40,7 +40,50 @@ impl App {
                 let outcome = v.key(key);
                 self.login_done(outcome);
             }
+            Some(Popup::Theme(p)) => {
+                let outcome = p.key(key, &self.themes);
+                self.theme_done(outcome);
+            }
         }
+    }
+
+    /// `/theme`: a name switches to it; no name opens the picker.
+    pub(super) fn theme_command(&mut self, args: &str) {
+        let name = args.trim();
+        if name.is_empty() {
+            let picker = crate::tui::popup::theme::ThemePicker::open(&self.themes);
+            self.popups.push(Popup::Theme(picker));
+            return;
+        }
+        self.theme_done(crate::tui::popup::theme::Outcome::Chosen(name.to_string()));
+    }
+
+    /// What the theme picker (or `/theme name`) decided.
+    fn theme_done(&mut self, outcome: crate::tui::popup::theme::Outcome) {
+        use crate::tui::popup::theme::Outcome;
+        match outcome {
+            Outcome::Nothing => {}
+            Outcome::Preview(name) => {
+                self.themes.apply(&name);
+            }
+            Outcome::Cancel(name) => {
+                self.popups.close_theme();
+                self.themes.apply(&name);
+            }
+            Outcome::Chosen(name) => {
+                self.popups.close_theme();
+                if self.themes.apply(&name) {
+                    self.port.remember_theme(&name);
+                    self.notice(format!("Theme: {name}"));
+                } else {
+                    self.transcript.push(Cell::Error(format!(
+                        "No theme is called `{name}`; there are: {}",
+                        self.themes.names().join(", ")
+                    )));
+                }
+            }
+        }
+        self.dirty = true;
     }
 
     /// What the model picker chooses from.

@@ -1,7 +1,7 @@
 //! Popups: each in its own file, owning its state, its keys and its drawing, and answering a
 //! key with an outcome the app carries out (the app alone talks to the host).
 //!
-//! The modal ones (model picker, session picker, tree, login) live on one [`Stack`]: keys go to
+//! The modal ones (model picker, session picker, tree, login, themes) live on one [`Stack`]: keys go to
 //! the top one, and they are drawn bottom to top. The approval prompt is a queue of the host's
 //! requests that sits above the stack while it holds one; the `@` file picker belongs to the
 //! composer (it follows the word being typed, and keys it does not take go on to the editor).
@@ -12,12 +12,14 @@ pub mod file_picker;
 pub mod login;
 pub mod model;
 pub mod sessions;
+pub mod theme;
 pub mod tree;
 pub mod trust;
 
 use login::LoginView;
 use model::ModelPicker;
 use sessions::SessionPicker;
+use theme::ThemePicker;
 use tree::TreeView;
 
 /// One modal popup.
@@ -27,6 +29,7 @@ pub enum Popup {
     Sessions(SessionPicker),
     Tree(TreeView),
     Login(LoginView),
+    Theme(ThemePicker),
 }
 
 impl Popup {
@@ -96,4 +99,5 @@ impl Stack {
     );
     find!(tree, tree_mut, close_tree, Tree, TreeView);
     find!(login, login_mut, close_login, Login, LoginView);
+    find!(theme, theme_mut, close_theme, Theme, ThemePicker);
 }
