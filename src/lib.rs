@@ -28,6 +28,7 @@ pub mod rpc;
 pub mod secrets;
 pub mod session;
 pub mod setup;
+pub mod subagent;
 pub mod sync;
 pub mod tools;
 pub mod tui;

@@ -141,6 +141,7 @@ impl Rig {
             templates: Default::default(),
             skills: Default::default(),
             hooks: None,
+            session_slot: None,
         });
         Rig {
             client,

@@ -213,6 +213,8 @@ pub struct HostParts {
     /// The person's hooks (`None`: none configured); the host runs the session's, prompt's
     /// and run end's events, the loop the tool events.
     pub hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// Where subagents find the session file this host writes now.
+    pub session_slot: Option<Arc<crate::subagent::SessionSlot>>,
 }
 
 impl Closed {
@@ -291,6 +293,7 @@ struct Host {
     templates: Arc<Vec<crate::config::prompt_templates::PromptTemplate>>,
     skills: Arc<Vec<crate::config::skills::Skill>>,
     hooks: Option<Arc<crate::hooks::Hooks>>,
+    session_slot: Option<Arc<crate::subagent::SessionSlot>>,
     /// Context `SessionStart` hooks gave, sent with the next prompt.
     session_context: Vec<String>,
     /// Models local servers offered last (`SetModel` can name them).
@@ -429,6 +432,7 @@ pub fn spawn(parts: HostParts) -> Client {
         templates: parts.templates,
         skills: parts.skills,
         hooks: parts.hooks.clone(),
+        session_slot: parts.session_slot,
         session_context: Vec::new(),
         local_models: Default::default(),
         windows: Default::default(),
@@ -584,6 +588,9 @@ impl Host {
     /// Tell the hooks which session they serve, then run the `SessionStart` hooks; what they
     /// say goes with the next prompt.
     async fn session_started(&mut self, source: &str) {
+        if let Some(slot) = &self.session_slot {
+            slot.set(self.recorder.as_ref().map(|r| r.path().to_path_buf()));
+        }
         let Some(h) = self.hooks.clone() else {
             return;
         };

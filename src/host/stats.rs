@@ -49,7 +49,12 @@ pub fn collect(
                 s.tool_calls += a.tool_calls().count();
                 s.usage.add(&a.usage);
             }
-            Some(Message::ToolResult(_)) => s.tool_results += 1,
+            Some(Message::ToolResult(r)) => {
+                s.tool_results += 1;
+                if let Some(u) = r.details.as_ref().and_then(crate::subagent::usage_of) {
+                    s.usage.add_spent(&u);
+                }
+            }
             _ => {}
         }
     }

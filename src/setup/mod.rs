@@ -519,7 +519,10 @@ fn active_tools(
         Vec::new()
     } else {
         match &options.tools {
-            Some(list) => crate::tools::parse_tool_list(list).map_err(|e| e.to_string())?,
+            // `task` is the subagent tool, built apart (`task_tool`).
+            Some(list) => {
+                crate::tools::parse_tool_list(&without_task(list)).map_err(|e| e.to_string())?
+            }
             None => crate::tools::DEFAULT_TOOLS
                 .iter()
                 .map(ToString::to_string)
@@ -533,6 +536,54 @@ fn active_tools(
         .with_sandbox(sandbox)
         .with_protected(protected);
     crate::tools::build_with(&refs, Arc::new(ctx)).map_err(|e| e.to_string())
+}
+
+/// A `--tools` list without `task` (the subagent tool is not one of the built-in set).
+fn without_task(list: &str) -> String {
+    list.split(',')
+        .filter(|n| n.trim() != "task")
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Whether `--tools` names the task tool.
+fn names_task(options: &Options) -> bool {
+    options
+        .tools
+        .as_deref()
+        .is_some_and(|l| l.split(',').any(|n| n.trim() == "task"))
+}
+
+/// The subagent tool, when it is wanted: named in `--tools`, or (without `--tools`) whenever
+/// agent definitions exist beside the built-in one. `--no-tools` and `-nbt` leave it out.
+fn task_tool(
+    options: &Options,
+    agent_dir: Option<&Path>,
+    parts: impl FnOnce(
+        Arc<Vec<crate::subagent::definitions::Definition>>,
+    ) -> crate::subagent::tool::TaskParts,
+    warnings: &mut Vec<String>,
+) -> Option<Arc<crate::subagent::tool::TaskTool>> {
+    use crate::subagent::definitions::{Places, discover};
+    if options.no_tools || options.no_builtin_tools {
+        return None;
+    }
+    let (definitions, problems) = discover(&Places {
+        agent_dir: agent_dir.map(Path::to_path_buf),
+        home: crate::paths::home(),
+        cwd: options.cwd.clone(),
+    });
+    let wanted = match &options.tools {
+        Some(_) => names_task(options),
+        None => definitions.len() > 1,
+    };
+    if !wanted {
+        return None;
+    }
+    warnings.extend(problems);
+    Some(Arc::new(crate::subagent::tool::TaskTool::new(parts(
+        Arc::new(definitions),
+    ))))
 }
 
 /// Start the MCP servers in the background (none with `--no-tools`). As each becomes ready
@@ -735,7 +786,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     );
     warnings.extend(hook_warnings);
     let hooks = (!hooks.is_empty()).then(|| Arc::new(hooks));
-    let tools = guard_all(
+    let mut tools = guard_all(
         active_tools(&options, &config, tool_env, sandbox, protected)?,
         &secrets,
     );
@@ -823,6 +874,23 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         .map(|p| (p.id.clone(), p.key_env.clone()))
         .collect();
     let catalog = Arc::new(catalog);
+    let session_slot = Arc::new(crate::subagent::SessionSlot::default());
+    let task = task_tool(
+        &options,
+        agent_dir.as_deref(),
+        |definitions| crate::subagent::tool::TaskParts {
+            definitions,
+            catalog: catalog.clone(),
+            session: session_slot.clone(),
+            hooks: hooks.clone(),
+            secrets: secrets.clone(),
+            cwd: options.cwd.clone(),
+        },
+        &mut warnings,
+    );
+    if let Some(t) = &task {
+        tools.push(t.clone());
+    }
     let mut providers = Providers::new(
         catalog.clone(),
         options.api_key.clone(),
@@ -890,6 +958,9 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         None => Arc::new(crate::approval::gate::GateHooks(gate.clone())),
     };
     let agent = Agent::new(settings);
+    if let Some(t) = &task {
+        t.attach(&agent);
+    }
     let mcp = start_mcp(
         &options,
         &agent,
@@ -961,6 +1032,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         asks_person: options.asks_person,
         notices: Some(notices),
         hooks,
+        session_slot: Some(session_slot),
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
         templates: templates.clone(),
         skills: if skill_commands {

@@ -428,6 +428,11 @@ pub fn tool_header(name: &str, args: &Value) -> String {
             s("pattern").unwrap_or_default(),
             if path.is_empty() { ".".into() } else { path }
         ),
+        "task" => format!(
+            "subagent {}: {}",
+            s("subagent_type").unwrap_or_else(|| "general-purpose".into()),
+            s("description").unwrap_or_default()
+        ),
         _ => {
             let mut a = sanitize(&args.to_string());
             if a.chars().count() > 80 {
@@ -544,6 +549,13 @@ mod tests {
             "read src/a.rs:10-40"
         );
         assert_eq!(tool_header("edit", &json!({"path": "x.rs"})), "edit x.rs");
+        assert_eq!(
+            tool_header(
+                "task",
+                &json!({"description": "find the loader", "prompt": "…", "subagent_type": "explorer"})
+            ),
+            "subagent explorer: find the loader"
+        );
         assert_eq!(
             tool_header("grep", &json!({"pattern": "fn main", "path": "src"})),
             "grep /fn main/ in src"

@@ -292,6 +292,16 @@ impl UsageTotals {
             self.context = context;
         }
     }
+
+    /// Tokens and cost spent outside this conversation's context (a subagent's): counted,
+    /// but the context size stays as it is.
+    pub fn add_spent(&mut self, u: &Usage) {
+        self.input += u.input;
+        self.output += u.output;
+        self.cache_read += u.cache_read;
+        self.cache_write += u.cache_write;
+        self.cost += u.cost.total;
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

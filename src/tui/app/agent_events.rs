@@ -87,6 +87,7 @@ impl App {
             }
             AgentEvent::MessageEnd { message } => {
                 self.count_after(&message);
+                self.add_subagent_usage(&message);
                 if let Some(Message::Assistant(a)) = message.as_llm() {
                     let idx = match self.streaming.take() {
                         Some(i) => i,
@@ -247,6 +248,15 @@ impl App {
             && let Some(Cell::Assistant(a)) = self.transcript.get_mut(idx)
         {
             a.streaming = false;
+        }
+    }
+
+    /// A subagent's tokens and cost, from its `task` result, count toward the footer.
+    pub(super) fn add_subagent_usage(&mut self, message: &AgentMessage) {
+        if let Some(Message::ToolResult(r)) = message.as_llm()
+            && let Some(u) = r.details.as_ref().and_then(crate::subagent::usage_of)
+        {
+            self.totals.add_spent(&u);
         }
     }
 

@@ -133,6 +133,7 @@ impl App {
         let mut calls: HashMap<String, usize> = HashMap::new();
         for m in messages {
             self.count_after(m);
+            self.add_subagent_usage(m);
             match m.as_llm() {
                 Some(Message::User(u)) => {
                     if let Some(summary) = cells::Summary::of(u) {

@@ -209,6 +209,18 @@ pub struct Agent {
     inner: Arc<Inner>,
 }
 
+/// A handle on an [`Agent`] that does not keep it alive: for what the agent itself holds (a
+/// tool that reads its settings) without a reference cycle.
+#[derive(Clone)]
+pub struct WeakAgent(std::sync::Weak<Inner>);
+
+impl WeakAgent {
+    /// The agent, while it exists.
+    pub fn upgrade(&self) -> Option<Agent> {
+        self.0.upgrade().map(|inner| Agent { inner })
+    }
+}
+
 impl Agent {
     pub fn new(settings: AgentSettings) -> Self {
         let (idle, _) = watch::channel(0);
@@ -235,6 +247,11 @@ impl Agent {
                 append_only: Arc::new(Mutex::new(AppendOnlyContext::new())),
             }),
         }
+    }
+
+    /// A handle that does not keep this agent alive.
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent(Arc::downgrade(&self.inner))
     }
 
     /// A copy of the current state.
