@@ -160,3 +160,81 @@ async fn the_node_pis_extension_and_tool_flags_are_accepted() {
     assert!(chats[0].body.get("tools").is_some());
     assert!(chats[1].body.get("tools").is_none(), "{}", chats[1].body);
 }
+
+/// `/api/tags` listing two models.
+fn two_models() -> support::server::Reply {
+    let mut r = tags("qwen3:8b");
+    r.chunks = vec![support::server::Chunk::Bytes(
+        serde_json::json!({"models": [{"name": "qwen3:8b"}, {"name": "llama3.2:3b"}]})
+            .to_string()
+            .into_bytes(),
+    )];
+    r
+}
+
+#[tokio::test]
+async fn a_claude_commands_allowed_tools_and_model_apply_to_its_run_only() {
+    use support::server::call_reply;
+    let touch = |f: &str| {
+        call_reply(
+            "c1",
+            "bash",
+            &serde_json::json!({ "command": format!("touch {f}") }).to_string(),
+        )
+    };
+    let chats_seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = chats_seen.clone();
+    let server =
+        TestServer::responding(std::sync::Arc::new(move |r: &support::server::Recorded| {
+            if r.path == "/api/tags" {
+                return two_models();
+            }
+            match seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => touch("by-command.txt"),
+                2 => touch("by-prompt.txt"),
+                _ => text_reply("done"),
+            }
+        }))
+        .await;
+    let h = home();
+    write(
+        &h.join("project/.claude/commands/make.md"),
+        "---\nallowed-tools: Bash(touch:*), WebFetch\nmodel: llama3.2:3b\ndescription: Make a file\n---\nMake the file.",
+    );
+    let ask = ["--approval", "ask", "--model", "ollama/qwen3:8b"];
+    let out = support::run_pi(
+        &h,
+        &[("OLLAMA_HOST", server.url.as_str())],
+        &[&ask[..], &["-p", "/make"]].concat(),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("WebFetch"), "{err}");
+    assert!(h.join("project/by-command.txt").exists(), "{err}");
+    let chats: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert_eq!(chats[0].body["model"], "llama3.2:3b", "{err}");
+    // A plain prompt: the person's own settings again.
+    let out = support::run_pi(
+        &h,
+        &[("OLLAMA_HOST", server.url.as_str())],
+        &[&ask[..], &["-p", "make another"]].concat(),
+    )
+    .await;
+    assert!(out.status.success());
+    assert!(!h.join("project/by-prompt.txt").exists());
+    let chats: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert_eq!(chats[2].body["model"], "qwen3:8b");
+}

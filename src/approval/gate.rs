@@ -50,6 +50,8 @@ pub struct Gate {
     /// ([`protected`]).
     agent_dir: Option<PathBuf>,
     rules: Rules,
+    /// More `allow` rules for the current run only (a custom command's `allowed-tools`).
+    run_allow: Mutex<Option<Rules>>,
     ctx: Arc<ToolContext>,
     remembered: Mutex<Remembered>,
     asker: OnceLock<Asker>,
@@ -63,6 +65,7 @@ impl Gate {
             mode: Mutex::new(mode),
             agent_dir: None,
             rules,
+            run_allow: Mutex::new(None),
             ctx,
             remembered: Mutex::new(Remembered::default()),
             asker: OnceLock::new(),
@@ -96,6 +99,16 @@ impl Gate {
 
     pub fn mode(&self) -> ApprovalMode {
         *lock(&self.mode)
+    }
+
+    /// Allow what `rules` allow until [`Gate::end_run_allowances`] (deny rules, read-only
+    /// mode and the files that decide trust still refuse or ask).
+    pub(crate) fn allow_for_run(&self, rules: Rules) {
+        *lock(&self.run_allow) = Some(rules);
+    }
+
+    pub(crate) fn end_run_allowances(&self) {
+        *lock(&self.run_allow) = None;
     }
 
     pub(crate) fn set_mode(&self, mode: ApprovalMode) {
@@ -152,7 +165,13 @@ impl Gate {
         if self.mode() != ApprovalMode::ReadOnly && hint == Some(Permission::Ask) {
             return self.ask(tool, args, signal, None).await;
         }
+        let run_allows = lock(&self.run_allow)
+            .as_ref()
+            .is_some_and(|r| r.check(tool, args, self.ctx.cwd()) == Verdict::Allowed);
         if verdict == Verdict::Allowed || !may_change(tool) {
+            return BeforeToolCall::Proceed;
+        }
+        if run_allows && self.mode() != ApprovalMode::ReadOnly {
             return BeforeToolCall::Proceed;
         }
         match self.mode() {

@@ -84,6 +84,59 @@ pub(crate) enum Verdict {
     Unmatched,
 }
 
+/// One of Claude Code's permission rules (a custom command's `allowed-tools`) as pi's:
+/// `Bash(git add:*)` is `bash:git add*`, `Edit(src/**)` is `edit:src/**`, `Read` is `read`,
+/// an MCP tool keeps its name. `None` for a tool pi does not have.
+pub(crate) fn from_claude(rule: &str) -> Option<String> {
+    let rule = rule.trim();
+    let (tool, pattern) = match rule.split_once('(') {
+        Some((t, rest)) => (t.trim(), Some(rest.strip_suffix(')')?.trim())),
+        None => (rule, None),
+    };
+    let ours = match tool {
+        "Bash" => "bash",
+        "Read" => "read",
+        "Edit" | "MultiEdit" => "edit",
+        "Write" => "write",
+        "Grep" => "grep",
+        "Glob" => "find",
+        "LS" => "ls",
+        "Task" => "task",
+        t if t.starts_with("mcp__") => t,
+        t if crate::tools::ALL_TOOLS.contains(&t) => t,
+        _ => return None,
+    };
+    Some(match pattern.filter(|p| !p.is_empty()) {
+        // Claude's `prefix:*` is a prefix match.
+        Some(p) => format!(
+            "{ours}:{}",
+            p.strip_suffix(":*")
+                .map_or(p.to_string(), |p| format!("{p}*"))
+        ),
+        None => ours.to_string(),
+    })
+}
+
+#[cfg(test)]
+#[test]
+fn claude_rules_map_to_pis() {
+    assert_eq!(
+        from_claude("Bash(git add:*)").as_deref(),
+        Some("bash:git add*")
+    );
+    assert_eq!(
+        from_claude("Bash(npm test)").as_deref(),
+        Some("bash:npm test")
+    );
+    assert_eq!(from_claude("Edit(src/**)").as_deref(), Some("edit:src/**"));
+    assert_eq!(from_claude("Glob").as_deref(), Some("find"));
+    assert_eq!(
+        from_claude("mcp__github__search").as_deref(),
+        Some("mcp__github__search")
+    );
+    assert_eq!(from_claude("WebFetch"), None);
+}
+
 impl Rules {
     /// Parse both lists; a rule that does not parse is left out with a warning.
     pub(crate) fn new(allow: &[String], deny: &[String]) -> (Rules, Vec<String>) {

@@ -57,6 +57,11 @@ pub struct PromptTemplate {
     pub body: String,
     pub source: Source,
     pub path: PathBuf,
+    /// Claude Code's `model`: the model the prompt's run uses (then the current one again).
+    pub model: Option<String>,
+    /// Claude Code's `allowed-tools`: permission rules (`Bash(git add:*)`) that need no
+    /// approval during the prompt's run.
+    pub allowed_tools: Vec<String>,
 }
 
 /// Where to look.
@@ -197,15 +202,57 @@ pub(crate) fn parse(text: &str, name: String, source: Source, path: PathBuf) -> 
         body,
         source,
         path,
+        model: field("model").filter(|m| !m.is_empty() && m != "inherit"),
+        allowed_tools: field("allowed-tools")
+            .map(|t| split_rules(&t))
+            .unwrap_or_default(),
     }
 }
 
+/// Permission rules separated by commas (or spaces) outside parentheses:
+/// `Bash(git add:*), Bash(git status:*) Read` is three.
+fn split_rules(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.trim_start_matches('[').trim_end_matches(']').chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (c == ',' || c.is_whitespace()) {
+            let rule = super::front_matter::unquote(current.trim()).to_string();
+            if !rule.is_empty() {
+                out.push(rule);
+            }
+            current.clear();
+        } else {
+            current.push(c);
+        }
+    }
+    let rule = super::front_matter::unquote(current.trim()).to_string();
+    if !rule.is_empty() {
+        out.push(rule);
+    }
+    out
+}
+
 /// `text` with its `/name args` expanded, when it names one of `templates`.
+#[cfg(test)]
 pub(crate) fn expand(templates: &[PromptTemplate], text: &str) -> Option<String> {
+    expand_with(templates, text).map(|(text, _)| text)
+}
+
+/// [`expand`], with the template used (for its `model` and `allowed-tools`).
+pub(crate) fn expand_with<'a>(
+    templates: &'a [PromptTemplate],
+    text: &str,
+) -> Option<(String, &'a PromptTemplate)> {
     let rest = text.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
     let t = templates.iter().find(|t| t.name == name)?;
-    Some(substitute(&t.body, &split_args(args)))
+    Some((substitute(&t.body, &split_args(args)), t))
 }
 
 /// Shell-like words: whitespace separates, single or double quotes group (and are removed),
@@ -353,6 +400,21 @@ mod tests {
         // A front matter never closed is body.
         let t = parse("---\nnot closed", "x".into(), Source::User, "x.md".into());
         assert_eq!(t.body, "---\nnot closed");
+    }
+
+    #[test]
+    fn claude_commands_model_and_allowed_tools() {
+        let t = parse(
+            "---\nallowed-tools: Bash(git add:*), Bash(git status:*), Read\nmodel: haiku\ndescription: Commit\n---\nCommit.",
+            "commit".into(),
+            Source::ClaudeProject,
+            "c.md".into(),
+        );
+        assert_eq!(
+            t.allowed_tools,
+            ["Bash(git add:*)", "Bash(git status:*)", "Read"]
+        );
+        assert_eq!(t.model.as_deref(), Some("haiku"));
     }
 
     #[test]

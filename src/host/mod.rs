@@ -294,6 +294,10 @@ struct Host {
     skills: Arc<Vec<crate::config::skills::Skill>>,
     hooks: Option<Arc<crate::hooks::Hooks>>,
     session_slot: Option<Arc<crate::subagent::SessionSlot>>,
+    /// A custom command's `model` is in use for this run: the model to go back to after it.
+    model_after_run: Option<ModelInfo>,
+    /// A custom command's `allowed-tools` apply to this run.
+    run_allowances: bool,
     /// Context `SessionStart` hooks gave, sent with the next prompt.
     session_context: Vec<String>,
     /// Models local servers offered last (`SetModel` can name them).
@@ -433,6 +437,8 @@ pub fn spawn(parts: HostParts) -> Client {
         skills: parts.skills,
         hooks: parts.hooks.clone(),
         session_slot: parts.session_slot,
+        model_after_run: None,
+        run_allowances: false,
         session_context: Vec::new(),
         local_models: Default::default(),
         windows: Default::default(),
@@ -525,6 +531,9 @@ impl Host {
                     biased;
                     Some(end) = ends.recv() => {
                         self.compaction_hooks(&end.event).await;
+                        if matches!(end.event, AgentEvent::AgentEnd { .. }) {
+                            self.end_command_run();
+                        }
                         if let Some(well) = ended_well(&end.event) {
                             self.ask_window_once_loaded();
                             self.run_queued(well).await;
@@ -602,6 +611,86 @@ impl Host {
         if h.has(crate::hooks::Event::SessionStart) {
             let context = h.session_start(source).await;
             self.session_context.extend(context);
+        }
+    }
+
+    /// A custom command's `allowed-tools` and `model` for the run its prompt starts: the rules
+    /// pi can map allow those calls without asking; the model (found as `--model` finds one,
+    /// the current provider's first) answers this prompt only.
+    fn start_command_run(&mut self, model: Option<String>, allowed: &[String], name: &str) {
+        if !allowed.is_empty() {
+            let (mapped, unmapped): (Vec<_>, Vec<_>) = allowed
+                .iter()
+                .map(|r| (r, crate::approval::rules::from_claude(r)))
+                .partition(|(_, m)| m.is_some());
+            let rules: Vec<String> = mapped.into_iter().filter_map(|(_, m)| m).collect();
+            if !unmapped.is_empty() {
+                let names: Vec<&str> = unmapped.iter().map(|(r, _)| r.as_str()).collect();
+                self.tell(HostEvent::Notice(format!(
+                    "/{name}: allowed-tools {} name tools pi does not have; ignored",
+                    names.join(", ")
+                )));
+            }
+            let (rules, problems) = crate::approval::rules::Rules::new(&rules, &[]);
+            for p in problems {
+                self.tell(HostEvent::Notice(format!("/{name}: {p}")));
+            }
+            self.approval.allow_for_run(rules);
+            self.run_allowances = true;
+        }
+        let Some(wanted) = model else {
+            return;
+        };
+        if self.agent.is_streaming() {
+            return;
+        }
+        // Local servers' models too (what `SetModel` can name).
+        let all: Vec<ModelInfo> = crate::sync::lock(&self.local_models)
+            .iter()
+            .chain(self.catalog.models())
+            .cloned()
+            .collect();
+        let same: Vec<ModelInfo> = all
+            .iter()
+            .filter(|m| m.provider == self.model.provider)
+            .cloned()
+            .collect();
+        // Else an id the current provider's server may know (as `--model provider/id`).
+        let found = crate::setup::patterns::best_match(&wanted, &same, &|_| true)
+            .or_else(|_| crate::setup::patterns::best_match(&wanted, &all, &|_| true))
+            .or_else(|e| {
+                if wanted.contains(char::is_whitespace) {
+                    return Err(e);
+                }
+                self.catalog
+                    .resolve(&self.model.provider, &wanted)
+                    .map(|(m, _)| m)
+            });
+        match found {
+            Ok(m) if m.id != self.model.id || m.provider != self.model.provider => {
+                self.tell(HostEvent::Notice(format!(
+                    "/{name} runs on {}/{} (its model); then back to {}",
+                    m.provider, m.id, self.model.id
+                )));
+                let to = m.to_model();
+                self.agent.update_settings(|s| s.model = to);
+                self.model_after_run = Some(self.model.clone());
+            }
+            Ok(_) => {}
+            Err(e) => self.tell(HostEvent::Notice(format!(
+                "/{name}: its model `{wanted}` is not used: {e}"
+            ))),
+        }
+    }
+
+    /// A custom command's run is over: its allowances end and the model goes back.
+    fn end_command_run(&mut self) {
+        if std::mem::take(&mut self.run_allowances) {
+            self.approval.end_run_allowances();
+        }
+        if let Some(m) = self.model_after_run.take() {
+            let back = m.to_model();
+            self.agent.update_settings(|s| s.model = back);
         }
     }
 
@@ -829,6 +918,7 @@ impl Host {
         let steering = when_busy == WhenBusy::Steer;
         // `/skill:name args` goes as the skill's file; `/name args` naming a prompt template
         // as the template's text.
+        let mut command = None;
         let text = match crate::config::skills::expand(&self.skills, &text) {
             Some(Ok(expanded)) => expanded,
             Some(Err(why)) => {
@@ -837,7 +927,13 @@ impl Host {
                     .answer(id, Answer::Agent(AgentAnswer::Prompt(refused)));
                 return;
             }
-            None => crate::config::prompt_templates::expand(&self.templates, &text).unwrap_or(text),
+            None => match crate::config::prompt_templates::expand_with(&self.templates, &text) {
+                Some((expanded, t)) => {
+                    command = Some((t.model.clone(), t.allowed_tools.clone(), t.name.clone()));
+                    expanded
+                }
+                None => text,
+            },
         };
         let mut context = std::mem::take(&mut self.session_context);
         if let Some(h) = self
@@ -860,6 +956,12 @@ impl Host {
             context.extend(verdict.context);
         }
         let text = with_hook_context(text, &context);
+        if !self.agent.is_streaming() {
+            self.end_command_run();
+        }
+        if let Some((model, allowed, name)) = command {
+            self.start_command_run(model, &allowed, &name);
+        }
         let wants_files = !files.is_empty() || (mentions && attach::mentions::any(&text));
         let message = if wants_files {
             self.with_files(text, files, mentions, steering).await
