@@ -345,3 +345,61 @@ async fn json_mode_tags_subagent_progress_and_approvals_apply_inside() {
         child_last.body
     );
 }
+
+#[tokio::test]
+async fn a_subagent_stop_hook_sends_the_subagent_back_once() {
+    let server = TestServer::responding(Arc::new(|r: &Recorded| {
+        if r.path == "/api/tags" {
+            return tags("qwen3:8b");
+        }
+        let child = system(r).contains("subagent of a coding agent");
+        let last = r.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m["content"].to_string())
+            .unwrap_or_default();
+        match (child, has_tool_result(r)) {
+            (true, _) if last.contains("SubagentStop hook") => text_reply("Checked the tests too."),
+            (true, _) => text_reply("Looked."),
+            (false, true) => text_reply("ok"),
+            (false, false) => Reply::sse(vec![
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "task",
+                        "arguments": json!({"description": "look", "prompt": "Look around"}).to_string()}}]}),
+                    None,
+                ),
+                chunk(json!({}), Some("tool_calls")),
+            ]),
+        }
+    }))
+    .await;
+    let h = support::binary_home("subagent-stop");
+    write(
+        &h.join(".claude/settings.json"),
+        &json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command":
+            "grep -q '\"stop_hook_active\":true' && exit 0; echo 'check the tests as well' >&2; exit 2"}]}]}})
+        .to_string(),
+    );
+    let out = support::run_pi(
+        &h,
+        &[("OLLAMA_HOST", server.url.as_str())],
+        &["--tools", "read,task", "-p", "go"],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parent_last = chats(&server)
+        .into_iter()
+        .rfind(|r| !system(r).contains("subagent of") && has_tool_result(r))
+        .unwrap();
+    let result = parent_last.body.to_string();
+    assert!(result.contains("Checked the tests too."), "{result}");
+    let child_reqs = chats(&server)
+        .into_iter()
+        .filter(|r| system(r).contains("subagent of a coding agent"))
+        .count();
+    assert_eq!(child_reqs, 2);
+}
