@@ -320,8 +320,10 @@ pub fn message_digest(message: &Message) -> u64 {
 pub struct AppendOnlyContext {
     prefix: StablePrefix,
     log: AppendOnlyLog,
-    /// Digest of each synced message, parallel to the synced part of the log.
-    digests: Vec<u64>,
+    /// Each synced transcript message, parallel to the synced part of the log: a position
+    /// still holding the same `Arc` is unchanged without a look; another one is compared by
+    /// digest (so a message rebuilt with the same content still counts as sent).
+    synced: Vec<Arc<Message>>,
     /// How many transcript messages the last sync covered.
     last_sync_count: usize,
     /// The model the log was sent to (`provider/api/id`), once one was noted.
@@ -360,28 +362,31 @@ impl AppendOnlyContext {
     /// Unchanged positions keep the message values that were sent before.
     pub fn sync_messages<M: Into<Arc<Message>>>(&mut self, messages: Vec<M>) {
         let messages: Vec<Arc<Message>> = messages.into_iter().map(Into::into).collect();
-        let digests: Vec<u64> = messages.iter().map(|m| message_digest(m)).collect();
         if messages.len() < self.last_sync_count {
             self.clear_log();
         } else if self.last_sync_count > 0 {
             let limit = self
                 .last_sync_count
                 .min(messages.len())
-                .min(self.digests.len());
+                .min(self.synced.len());
+            let same = |k: usize| {
+                let (new, old) = (&messages[k], &self.synced[k]);
+                Arc::ptr_eq(new, old) || message_digest(new) == message_digest(old)
+            };
             let stable = (0..limit)
-                .find(|&k| digests[k] != self.digests[k])
+                .find(|&k| !same(k))
                 .unwrap_or(limit)
                 .min(self.log.len());
             if stable < self.last_sync_count {
                 self.log.truncate(stable);
-                self.digests.truncate(stable);
+                self.synced.truncate(stable);
                 self.last_sync_count = stable;
             }
         }
         let start = self.last_sync_count;
         let total = messages.len();
+        self.synced.extend(messages.iter().skip(start).cloned());
         self.log.extend(messages.into_iter().skip(start));
-        self.digests.extend_from_slice(&digests[start..]);
         self.last_sync_count = total;
     }
 
@@ -470,7 +475,7 @@ impl AppendOnlyContext {
 
     fn clear_log(&mut self) {
         self.log.clear();
-        self.digests.clear();
+        self.synced.clear();
         self.last_sync_count = 0;
     }
 }
