@@ -231,6 +231,17 @@ impl Subject {
         if let Some(p) = args.get("path").and_then(Value::as_str) {
             return Subject::Path(relative_path(p, cwd));
         }
+        // A fetched page: its address without the scheme (`web_fetch:docs.rs/*`).
+        if tool == "web_fetch"
+            && let Some(u) = args.get("url").and_then(Value::as_str)
+        {
+            let bare = u
+                .trim()
+                .strip_prefix("https://")
+                .or_else(|| u.trim().strip_prefix("http://"))
+                .unwrap_or(u.trim());
+            return Subject::Other(bare.to_string());
+        }
         Subject::Other(args.to_string())
     }
 

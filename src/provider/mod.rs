@@ -22,6 +22,7 @@ pub mod openai_responses;
 pub(crate) mod origin;
 pub(crate) mod sse;
 pub(crate) mod tool_template;
+pub mod web;
 pub mod window;
 pub mod wire;
 

@@ -519,9 +519,9 @@ fn active_tools(
         Vec::new()
     } else {
         match &options.tools {
-            // `task` is the subagent tool, built apart (`task_tool`).
+            // `task` (subagents) and `web_fetch` are built apart (`task_tool`, `web_tool`).
             Some(list) => {
-                crate::tools::parse_tool_list(&without_task(list)).map_err(|e| e.to_string())?
+                crate::tools::parse_tool_list(&without_composed(list)).map_err(|e| e.to_string())?
             }
             None => crate::tools::DEFAULT_TOOLS
                 .iter()
@@ -538,12 +538,29 @@ fn active_tools(
     crate::tools::build_with(&refs, Arc::new(ctx)).map_err(|e| e.to_string())
 }
 
-/// A `--tools` list without `task` (the subagent tool is not one of the built-in set).
-fn without_task(list: &str) -> String {
+/// A `--tools` list without the tools the composition root builds itself (`task`,
+/// `web_fetch`): the rest are the built-in set's.
+fn without_composed(list: &str) -> String {
     list.split(',')
-        .filter(|n| n.trim() != "task")
+        .filter(|n| !matches!(n.trim(), "task" | "web_fetch"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The web_fetch tool, when `--tools` names it.
+fn web_tool(options: &Options, config: &Config) -> Result<Option<Arc<dyn AgentTool>>, String> {
+    let named = options
+        .tools
+        .as_deref()
+        .is_some_and(|l| l.split(',').any(|n| n.trim() == "web_fetch"));
+    if !named || options.no_tools || options.no_builtin_tools {
+        return Ok(None);
+    }
+    let fetcher = crate::provider::web::HttpFetcher::new()?;
+    Ok(Some(Arc::new(crate::tools::web_fetch::WebFetchTool::new(
+        Arc::new(fetcher),
+        config.tools.limits(),
+    ))))
 }
 
 /// Whether `--tools` names the task tool.
@@ -786,10 +803,9 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     );
     warnings.extend(hook_warnings);
     let hooks = (!hooks.is_empty()).then(|| Arc::new(hooks));
-    let mut tools = guard_all(
-        active_tools(&options, &config, tool_env, sandbox, protected)?,
-        &secrets,
-    );
+    let mut built = active_tools(&options, &config, tool_env, sandbox, protected)?;
+    built.extend(web_tool(&options, &config)?);
+    let mut tools = guard_all(built, &secrets);
     let paths = session_paths(&options, &config);
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());

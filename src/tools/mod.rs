@@ -47,6 +47,7 @@ pub(crate) mod read;
 pub mod sandbox;
 pub mod truncate;
 pub(crate) mod walk;
+pub mod web_fetch;
 pub(crate) mod write;
 
 pub use context::ToolContext;

@@ -254,7 +254,10 @@ impl App {
     /// A subagent's tokens and cost, from its `task` result, count toward the footer.
     pub(super) fn add_subagent_usage(&mut self, message: &AgentMessage) {
         if let Some(Message::ToolResult(r)) = message.as_llm()
-            && let Some(u) = r.details.as_ref().and_then(crate::host::view::subagent_usage)
+            && let Some(u) = r
+                .details
+                .as_ref()
+                .and_then(crate::host::view::subagent_usage)
         {
             self.totals.add_spent(&u);
         }
