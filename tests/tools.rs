@@ -177,7 +177,7 @@ fn registry_builds_default_and_optional_tools() {
         .map(|t| t.name().to_string())
         .collect();
     assert_eq!(names, ["read", "bash", "edit", "write"]);
-    assert_eq!(tools::build(tools::ALL_TOOLS, d.path()).unwrap().len(), 7);
+    assert_eq!(tools::build(tools::ALL_TOOLS, d.path()).unwrap().len(), 8);
     let e = tools::build(&["read", "web"], d.path())
         .err()
         .unwrap()
@@ -201,6 +201,8 @@ fn schemas_compile_and_declarations_match_the_rules() {
             "read" | "grep" | "find" | "ls" => (Concurrency::Shared, true),
             "write" | "edit" => (Concurrency::Exclusive, false),
             "bash" => (Concurrency::Exclusive, false),
+            // One list: two calls in a batch must not race to set it.
+            "todo" => (Concurrency::Exclusive, false),
             other => panic!("unexpected tool {other}"),
         };
         assert_eq!((conc, intr), expected, "{}", t.name());

@@ -76,9 +76,10 @@ pub(crate) const LOOKING_TOOLS: &[&str] = &["read", "grep", "find", "ls"];
 
 /// Whether a call of `tool` may change something (every tool but the looking ones, MCP tools
 /// included: pi cannot know what a server's tool does). The subagent tool (`task`) changes
-/// nothing itself: each call its subagent makes goes through the same gate.
+/// nothing itself: each call its subagent makes goes through the same gate; `todo` only keeps
+/// the model's task list.
 pub(crate) fn may_change(tool: &str) -> bool {
-    !(LOOKING_TOOLS.contains(&tool) || tool == "task")
+    !(LOOKING_TOOLS.contains(&tool) || tool == "task" || tool == "todo")
 }
 
 /// A call waiting for the person's answer.

@@ -102,9 +102,9 @@ pub struct Cli {
     #[arg(long = "session-dir", value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
 
-    /// Tools to offer the model, comma-separated (read, bash, edit, write, grep, find, ls, and
-    /// task for subagents). Default: read, bash, edit, write (and task when agent definitions
-    /// exist).
+    /// Tools to offer the model, comma-separated (read, bash, edit, write, grep, find, ls, todo,
+    /// web_fetch, and task for subagents). Default: read, bash, edit, write (and task when agent
+    /// definitions exist).
     #[arg(short = 't', long, value_name = "LIST")]
     pub tools: Option<String>,
 

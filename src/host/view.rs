@@ -10,5 +10,6 @@ pub use crate::session::error::another_pi;
 pub use crate::session::tree_rows::{TreeFilter, TreeKind, TreeRow, filter_rows};
 pub use crate::session::{ListScope, SessionInfo, UnreadableNewest, unique_prefixes};
 pub use crate::subagent::usage_of as subagent_usage;
+pub use crate::tools::todo::{Item as TodoItem, Status as TodoStatus, list_of as todo_list};
 /// The folder walk the tools use (ignore files honoured), for the `@` file picker.
 pub use crate::tools::walk::parallel as walk_folder;

@@ -45,6 +45,7 @@ pub(crate) mod preview;
 pub(crate) mod process;
 pub(crate) mod read;
 pub mod sandbox;
+pub mod todo;
 pub mod truncate;
 pub(crate) mod walk;
 pub mod web_fetch;
@@ -58,7 +59,9 @@ pub use truncate::ToolLimits;
 pub const DEFAULT_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
 
 /// Every tool name [`build`] knows.
-pub const ALL_TOOLS: &[&str] = &["read", "bash", "edit", "write", "grep", "find", "ls"];
+pub const ALL_TOOLS: &[&str] = &[
+    "read", "bash", "edit", "write", "grep", "find", "ls", "todo",
+];
 
 /// The tools named in `names`, in that order (duplicates dropped), working in `cwd`.
 pub fn build(
@@ -99,6 +102,7 @@ pub fn build_with(
             "grep" => Arc::new(grep::GrepTool::new(ctx)),
             "find" => Arc::new(find::FindTool::new(ctx)),
             "ls" => Arc::new(ls::LsTool::new(ctx)),
+            "todo" => Arc::new(todo::TodoTool::new()),
             other => return Err(ToolSetupError::UnknownTool(other.to_string())),
         };
         tools.push(tool);
@@ -130,7 +134,7 @@ mod tests {
         let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
         assert_eq!(names, DEFAULT_TOOLS);
         let tools = build(ALL_TOOLS, "/tmp").unwrap();
-        assert_eq!(tools.len(), 7);
+        assert_eq!(tools.len(), 8);
         assert!(build(&[], "/tmp").unwrap().is_empty());
         assert_eq!(build(&["ls", "ls", " read "], "/tmp").unwrap().len(), 2);
     }

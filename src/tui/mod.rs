@@ -64,6 +64,7 @@ pub mod shown_command;
 pub mod slash;
 pub mod terminal;
 pub mod theme;
+pub mod todos;
 pub mod transcript;
 pub mod units;
 pub mod wrap;

@@ -36,7 +36,11 @@ impl Bottom {
     /// of them (3 to 12 rows), then scrolls.
     fn new(app: &App, width: usize, height: u16) -> Bottom {
         Bottom {
-            queued: app.composer.queued_lines(&app.keys, width),
+            queued: {
+                let mut rows = app.todos.lines(width);
+                rows.extend(app.composer.queued_lines(&app.keys, width));
+                rows
+            },
             chips: app.composer.chips_line(width),
             editor_rows: app
                 .composer

@@ -42,6 +42,11 @@ const BUILTIN: &[Command] = &[
         "choose the colours (dark, light, or a theme file)",
     ),
     builtin(
+        "todos",
+        "",
+        "show or fold the model's task list above the editor",
+    ),
+    builtin(
         "compact",
         "[focus]",
         "condense the conversation now (the text given says what to keep in focus)",

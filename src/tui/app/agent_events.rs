@@ -143,6 +143,9 @@ impl App {
                 is_error,
                 ..
             } => {
+                if let Some(items) = crate::host::view::todo_list(&result.details) {
+                    self.todos.items = items;
+                }
                 if let Some(idx) = self.tools.remove(&tool_call_id)
                     && let Some(Cell::Tool(t)) = self.transcript.get_mut(idx)
                 {

@@ -178,6 +178,13 @@ impl App {
             "model" => self.open_picker(args),
             "login" => self.open_login(),
             "theme" => self.theme_command(args),
+            "todos" => {
+                if self.todos.items.is_empty() {
+                    self.notice("No task list yet: the model keeps one with the todo tool");
+                } else {
+                    self.todos.collapsed = !self.todos.collapsed;
+                }
+            }
             "resume" => self.open_sessions(),
             "thinking" => {
                 if args.is_empty() {

@@ -114,6 +114,8 @@ pub struct App {
     pub approval_mode: ApprovalMode,
     /// The themes `/theme` offers, and the one in use.
     pub themes: crate::tui::popup::theme::Themes,
+    /// The model's task list (`todo` tool), shown above the editor.
+    pub todos: crate::tui::todos::Todos,
     /// When the person paused the agent (Ctrl+S), while it stays paused.
     pub paused_since: Option<Instant>,
     pub place: Place,
@@ -186,6 +188,7 @@ impl App {
             approval: Default::default(),
             approval_mode: ApprovalMode::default(),
             themes: Default::default(),
+            todos: Default::default(),
             paused_since: None,
             place: Place::default(),
             totals: UsageTotals::default(),

@@ -134,6 +134,11 @@ impl App {
         for m in messages {
             self.count_after(m);
             self.add_subagent_usage(m);
+            if let Some(Message::ToolResult(r)) = m.as_llm()
+                && let Some(items) = r.details.as_ref().and_then(crate::host::view::todo_list)
+            {
+                self.todos.items = items;
+            }
             match m.as_llm() {
                 Some(Message::User(u)) => {
                     if let Some(summary) = cells::Summary::of(u) {
