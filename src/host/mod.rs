@@ -233,6 +233,9 @@ impl Closed {
 }
 
 /// `message` with `images` after its text (RPC's inline images).
+/// Where the context hooks add to a prompt begins.
+const HOOK_CONTEXT: &str = "\n\n<hook-context>\n";
+
 /// A prompt with what hooks added for the model (`SessionStart` and `UserPromptSubmit`
 /// context) after it.
 fn with_hook_context(text: String, context: &[String]) -> String {
@@ -240,10 +243,18 @@ fn with_hook_context(text: String, context: &[String]) -> String {
         return text;
     }
     let mut out = text;
-    out.push_str("\n\n<hook-context>\n");
+    out.push_str(HOOK_CONTEXT);
     out.push_str(&context.join("\n\n"));
     out.push_str("\n</hook-context>");
     out
+}
+
+/// A prompt's text as the person wrote it, without the context hooks added for the model.
+pub fn without_hook_context(text: &str) -> &str {
+    match text.find(HOOK_CONTEXT) {
+        Some(at) if text.trim_end().ends_with("</hook-context>") => &text[..at],
+        _ => text,
+    }
 }
 
 fn with_images(message: AgentMessage, images: Vec<ImageContent>) -> AgentMessage {
@@ -1490,5 +1501,24 @@ impl Host {
             };
             out.tell(event);
         });
+    }
+}
+
+#[cfg(test)]
+mod hook_context_tests {
+    use super::*;
+
+    #[test]
+    fn the_person_sees_their_prompt_without_what_hooks_added() {
+        let sent = with_hook_context("fix the bug".into(), &["Branch: main".into()]);
+        assert_eq!(
+            sent,
+            "fix the bug\n\n<hook-context>\nBranch: main\n</hook-context>"
+        );
+        assert_eq!(without_hook_context(&sent), "fix the bug");
+        assert_eq!(with_hook_context("x".into(), &[]), "x");
+        // Text that merely mentions the marker is left alone.
+        let typed = "explain\n\n<hook-context>\nhow it works";
+        assert_eq!(without_hook_context(typed), typed);
     }
 }

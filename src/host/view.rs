@@ -4,6 +4,7 @@
 //! [`HostEvent`](super::HostEvent)s, and the few ways of putting them into words that go with
 //! them.
 
+pub use super::without_hook_context;
 pub use crate::mcp::manager::{ServerState, ServerStatus, ToolEntry, describe as describe_servers};
 pub use crate::session::branch_context::{BRANCH_PREAMBLE, COMPACTION_PREAMBLE};
 pub use crate::session::error::another_pi;

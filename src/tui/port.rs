@@ -193,7 +193,9 @@ impl Port {
 /// (`[file: src/main.rs]`) instead of their contents.
 pub fn shown_text(m: &AgentMessage) -> String {
     match m.as_llm() {
-        Some(Message::User(u)) => attach::shown_text(&u.content),
+        Some(Message::User(u)) => {
+            crate::host::view::without_hook_context(&attach::shown_text(&u.content)).to_string()
+        }
         _ => message_text(m),
     }
 }
@@ -201,7 +203,10 @@ pub fn shown_text(m: &AgentMessage) -> String {
 /// What was typed of a user message, without its attached files (for the editor).
 pub fn typed_text(m: &AgentMessage) -> String {
     match m.as_llm() {
-        Some(Message::User(u)) => attach::message::typed_text(&u.content),
+        Some(Message::User(u)) => {
+            crate::host::view::without_hook_context(&attach::message::typed_text(&u.content))
+                .to_string()
+        }
         _ => message_text(m),
     }
 }
