@@ -8,7 +8,7 @@ use super::ALL_TOOLS;
 /// Why the tools for a session were refused.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum ToolSetupError {
-    #[error("Unknown tool \"{0}\". Available tools: {list}.", list = ALL_TOOLS.join(", "))]
+    #[error("Unknown tool \"{0}\". Available tools: {list}, web_fetch, task.", list = ALL_TOOLS.join(", "))]
     UnknownTool(String),
     /// A `tools.env` include or exclude pattern that is not a glob.
     #[error("tools.env: bad pattern `{pattern}`: {reason}")]
