@@ -93,18 +93,10 @@ pub(crate) fn from_claude(rule: &str) -> Option<String> {
         Some((t, rest)) => (t.trim(), Some(rest.strip_suffix(')')?.trim())),
         None => (rule, None),
     };
-    let ours = match tool {
-        "Bash" => "bash",
-        "Read" => "read",
-        "Edit" | "MultiEdit" => "edit",
-        "Write" => "write",
-        "Grep" => "grep",
-        "Glob" => "find",
-        "LS" => "ls",
-        "Task" => "task",
-        t if t.starts_with("mcp__") => t,
-        t if crate::tools::ALL_TOOLS.contains(&t) => t,
-        _ => return None,
+    let ours = match crate::tools::claude_names::pi_name(tool) {
+        Some(t) => t,
+        None if tool.starts_with("mcp__") || crate::tools::ALL_TOOLS.contains(&tool) => tool,
+        None => return None,
     };
     Some(match pattern.filter(|p| !p.is_empty()) {
         // Claude's `prefix:*` is a prefix match.

@@ -30,7 +30,9 @@ use crate::sync::lock;
 pub use run::RunContext;
 use run::{Ended, Ran};
 pub use settings::Event;
-use settings::{Group, HookCommand, claude_tool_name};
+use settings::{Group, HookCommand};
+
+use crate::tools::claude_names::claude_name as claude_tool_name;
 
 /// What every hook's input says of the session.
 #[derive(Clone, Debug, Default)]

@@ -220,22 +220,6 @@ fn group(event: Event, value: &Value, source: &str) -> Result<(Group, Vec<String
     ))
 }
 
-/// Claude Code's name for one of pi's tools (`bash` is `Bash`, `find` is `Glob`); MCP tools
-/// keep theirs (`mcp__server__tool` in both).
-pub fn claude_tool_name(tool: &str) -> &str {
-    match tool {
-        "bash" => "Bash",
-        "edit" => "Edit",
-        "write" => "Write",
-        "read" => "Read",
-        "grep" => "Grep",
-        "find" => "Glob",
-        "ls" => "LS",
-        "task" => "Task",
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

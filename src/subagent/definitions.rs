@@ -58,18 +58,7 @@ pub fn general_purpose() -> Definition {
 
 /// pi's name for a tool named in a definition's `tools` (Claude Code's names are taken too).
 fn tool_name(raw: &str) -> String {
-    match raw {
-        "Read" => "read",
-        "Bash" => "bash",
-        "Edit" | "MultiEdit" => "edit",
-        "Write" => "write",
-        "Grep" => "grep",
-        "Glob" => "find",
-        "LS" => "ls",
-        "Task" | "Agent" => "task",
-        other => return other.to_string(),
-    }
-    .to_string()
+    crate::tools::claude_names::pi_name(raw).map_or_else(|| raw.to_string(), str::to_string)
 }
 
 /// Where to look.

@@ -28,6 +28,7 @@ use crate::agent::protocol::tool::AgentTool;
 
 pub(crate) mod args;
 pub(crate) mod bash;
+pub mod claude_names;
 pub mod context;
 pub(crate) mod diff;
 pub(crate) mod edit;
