@@ -6,6 +6,7 @@
 //! unnoticed, and a newer file should still load). `config.example.toml` documents every key.
 
 pub(crate) mod error;
+pub(crate) mod found;
 pub(crate) mod front_matter;
 pub(crate) mod instructions;
 pub(crate) mod interactive;

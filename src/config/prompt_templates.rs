@@ -14,38 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// Where a template came from (shown by `/help`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    Flag,
-    Project,
-    User,
-    Settings,
-    ClaudeProject,
-    ClaudeUser,
-}
-
-impl Source {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Source::Flag => "--prompt-template",
-            Source::Project => "project",
-            Source::User => "user",
-            Source::Settings => "settings",
-            Source::ClaudeProject => "project, Claude command",
-            Source::ClaudeUser => "user, Claude command",
-        }
-    }
-
-    /// The Node pi's three locations: `user`, `project` or `path`.
-    pub(crate) fn location(self) -> &'static str {
-        match self {
-            Source::Project | Source::ClaudeProject => "project",
-            Source::User | Source::ClaudeUser => "user",
-            Source::Flag | Source::Settings => "path",
-        }
-    }
-}
+pub(crate) use super::found::Places;
+pub use super::found::Source;
 
 /// One template.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,20 +34,11 @@ pub struct PromptTemplate {
     pub allowed_tools: Vec<String>,
 }
 
-/// Where to look.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Places {
-    /// `~/.pi/agent`.
-    pub agent_dir: Option<PathBuf>,
-    /// The home folder (for `~/.claude/commands`).
-    pub home: Option<PathBuf>,
-    pub cwd: PathBuf,
-    /// `--prompt-template` paths (files or folders).
-    pub flags: Vec<PathBuf>,
-    /// settings' / config's `prompts` (files or folders).
-    pub settings: Vec<PathBuf>,
-    /// `--no-prompt-templates`: only the `--prompt-template` ones.
-    pub no_discovery: bool,
+impl PromptTemplate {
+    /// Where it came from, in words (`/help`).
+    pub(crate) fn source_label(&self) -> String {
+        self.source.label("--prompt-template", "command")
+    }
 }
 
 /// Every template found, and a warning for each file that could not be read.

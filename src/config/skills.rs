@@ -23,38 +23,8 @@ const DESCRIPTION_MAX: usize = 1024;
 /// How deep a skill folder is searched for `SKILL.md` files.
 const DEPTH_MAX: usize = 6;
 
-/// Where a skill came from (shown by `/help`; `location` in RPC's `get_commands`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    Flag,
-    Project,
-    User,
-    Settings,
-    ClaudeProject,
-    ClaudeUser,
-}
-
-impl Source {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Source::Flag => "--skill",
-            Source::Project => "project",
-            Source::User => "user",
-            Source::Settings => "settings",
-            Source::ClaudeProject => "project, Claude skill",
-            Source::ClaudeUser => "user, Claude skill",
-        }
-    }
-
-    /// The Node pi's three locations: `user`, `project` or `path`.
-    pub(crate) fn location(self) -> &'static str {
-        match self {
-            Source::Project | Source::ClaudeProject => "project",
-            Source::User | Source::ClaudeUser => "user",
-            Source::Flag | Source::Settings => "path",
-        }
-    }
-}
+pub(crate) use super::found::Places;
+pub use super::found::Source;
 
 /// One skill.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,20 +41,11 @@ pub struct Skill {
     pub model_invocable: bool,
 }
 
-/// Where to look.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Places {
-    /// `~/.pi/agent`.
-    pub agent_dir: Option<PathBuf>,
-    /// The home folder (`~/.agents/skills`, `~/.claude/skills`).
-    pub home: Option<PathBuf>,
-    pub cwd: PathBuf,
-    /// `--skill` paths (files or folders).
-    pub flags: Vec<PathBuf>,
-    /// settings' / config's `skills` (files or folders).
-    pub settings: Vec<PathBuf>,
-    /// `--no-skills`: only the `--skill` ones.
-    pub no_discovery: bool,
+impl Skill {
+    /// Where it came from, in words (`/help`).
+    pub(crate) fn source_label(&self) -> String {
+        self.source.label("--skill", "skill")
+    }
 }
 
 /// Every skill found, and a warning for each problem met (never an error).

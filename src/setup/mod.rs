@@ -646,6 +646,29 @@ fn intent_tracing(config: &Config, env: &EnvLookup) -> bool {
     config.intent_tracing.unwrap_or(false) && env(NO_INTENT_ENV).is_none_or(|v| v.trim() != "1")
 }
 
+/// Where to look for prompt templates or skills: `flags` and `settings` (their paths taken
+/// from the working folder, `~` allowed) and, unless `no_discovery`, the usual folders.
+fn places(
+    options: &Options,
+    agent_dir: Option<&Path>,
+    flags: &[PathBuf],
+    settings: Option<&Vec<String>>,
+    no_discovery: bool,
+) -> crate::config::found::Places {
+    let resolve = |p: &str| crate::attach::resolve(&options.cwd, p);
+    crate::config::found::Places {
+        agent_dir: agent_dir.map(Path::to_path_buf),
+        home: crate::paths::home(),
+        cwd: options.cwd.clone(),
+        flags: flags
+            .iter()
+            .map(|p| resolve(&p.to_string_lossy()))
+            .collect(),
+        settings: settings.into_iter().flatten().map(|p| resolve(p)).collect(),
+        no_discovery,
+    }
+}
+
 /// The prompt templates of the flags, the project, the user, settings' `prompts` and Claude's
 /// command folders; a file that cannot be read is a warning.
 fn prompt_templates(
@@ -654,26 +677,13 @@ fn prompt_templates(
     agent_dir: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Arc<Vec<crate::config::prompt_templates::PromptTemplate>> {
-    use crate::config::prompt_templates::{Places, discover};
-    let resolve = |p: &str| crate::attach::resolve(&options.cwd, p);
-    let places = Places {
-        agent_dir: agent_dir.map(Path::to_path_buf),
-        home: crate::paths::home(),
-        cwd: options.cwd.clone(),
-        flags: options
-            .prompt_templates
-            .iter()
-            .map(|p| resolve(&p.to_string_lossy()))
-            .collect(),
-        settings: config
-            .prompts
-            .iter()
-            .flatten()
-            .map(|p| resolve(p))
-            .collect(),
-        no_discovery: options.no_prompt_templates,
-    };
-    let (found, problems) = discover(&places);
+    let (found, problems) = crate::config::prompt_templates::discover(&places(
+        options,
+        agent_dir,
+        &options.prompt_templates,
+        config.prompts.as_ref(),
+        options.no_prompt_templates,
+    ));
     warnings.extend(problems);
     Arc::new(found)
 }
@@ -686,21 +696,13 @@ fn skills(
     agent_dir: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Arc<Vec<crate::config::skills::Skill>> {
-    use crate::config::skills::{Places, discover};
-    let resolve = |p: &str| crate::attach::resolve(&options.cwd, p);
-    let places = Places {
-        agent_dir: agent_dir.map(Path::to_path_buf),
-        home: crate::paths::home(),
-        cwd: options.cwd.clone(),
-        flags: options
-            .skills
-            .iter()
-            .map(|p| resolve(&p.to_string_lossy()))
-            .collect(),
-        settings: config.skills.iter().flatten().map(|p| resolve(p)).collect(),
-        no_discovery: options.no_skills,
-    };
-    let (found, problems) = discover(&places);
+    let (found, problems) = crate::config::skills::discover(&places(
+        options,
+        agent_dir,
+        &options.skills,
+        config.skills.as_ref(),
+        options.no_skills,
+    ));
     warnings.extend(problems);
     Arc::new(found)
 }

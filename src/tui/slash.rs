@@ -119,7 +119,7 @@ impl CommandTable {
             self.add(Command {
                 name: t.name.clone().into(),
                 args: t.argument_hint.clone().unwrap_or_default().into(),
-                help: format!("{} ({})", t.description, t.source.label()).into(),
+                help: format!("{} ({})", t.description, t.source_label()).into(),
                 expands: true,
             });
         }
@@ -131,7 +131,7 @@ impl CommandTable {
             self.add(Command {
                 name: format!("skill:{}", s.name).into(),
                 args: "[request]".into(),
-                help: format!("{} ({})", s.description, s.source.label()).into(),
+                help: format!("{} ({})", s.description, s.source_label()).into(),
                 expands: true,
             });
         }
