@@ -145,29 +145,6 @@ impl Hooks {
         self.groups.iter().any(|g| g.event == event)
     }
 
-    /// Every command, for `/hooks`-style listings: event, matcher text, command, file.
-    pub fn listing(&self) -> Vec<(Event, String, String, String)> {
-        self.groups
-            .iter()
-            .flat_map(|g| {
-                let m = match &g.matcher {
-                    settings::Matcher::All => "*".to_string(),
-                    settings::Matcher::Names(n) => n.join("|"),
-                    settings::Matcher::Pattern(p) => {
-                        let s = p.as_str();
-                        s.strip_prefix("^(?:")
-                            .and_then(|s| s.strip_suffix(")$"))
-                            .unwrap_or(s)
-                            .to_string()
-                    }
-                };
-                g.commands
-                    .iter()
-                    .map(move |c| (g.event, m.clone(), c.command.clone(), c.source.clone()))
-            })
-            .collect()
-    }
-
     /// The session the hooks' input names (a new, resumed or forked one).
     pub fn set_session(&self, id: &str, transcript: Option<PathBuf>) {
         let mut s = lock(&self.session);
@@ -617,13 +594,10 @@ fn pi_input(tool: &str, original: &Value, updated: &Value, cwd: &std::path::Path
 
 /// A finished call's result as `PostToolUse` hooks read it.
 pub fn tool_response(output: &crate::agent::protocol::tool::ToolOutput, is_error: bool) -> Value {
-    let text: Vec<String> = output
+    let text: Vec<&str> = output
         .content
         .iter()
-        .filter_map(|c| match c {
-            crate::agent::protocol::types::ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
+        .filter_map(crate::agent::protocol::types::ContentBlock::as_text)
         .collect();
     json!({
         "output": text.join("\n"),

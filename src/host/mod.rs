@@ -661,14 +661,8 @@ impl Host {
             .chain(self.catalog.models())
             .cloned()
             .collect();
-        let same: Vec<ModelInfo> = all
-            .iter()
-            .filter(|m| m.provider == self.model.provider)
-            .cloned()
-            .collect();
         // Else an id the current provider's server may know (as `--model provider/id`).
-        let found = crate::setup::patterns::best_match(&wanted, &same, &|_| true)
-            .or_else(|_| crate::setup::patterns::best_match(&wanted, &all, &|_| true))
+        let found = crate::setup::patterns::best_match_near(&wanted, &all, &self.model.provider)
             .or_else(|e| {
                 if wanted.contains(char::is_whitespace) {
                     return Err(e);

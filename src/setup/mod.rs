@@ -547,13 +547,17 @@ fn without_composed(list: &str) -> String {
         .join(",")
 }
 
-/// The web_fetch tool, when `--tools` names it.
-fn web_tool(options: &Options, config: &Config) -> Result<Option<Arc<dyn AgentTool>>, String> {
-    let named = options
+/// Whether `--tools` names `tool`.
+fn names_tool(options: &Options, tool: &str) -> bool {
+    options
         .tools
         .as_deref()
-        .is_some_and(|l| l.split(',').any(|n| n.trim() == "web_fetch"));
-    if !named || options.no_tools || options.no_builtin_tools {
+        .is_some_and(|l| l.split(',').any(|n| n.trim() == tool))
+}
+
+/// The web_fetch tool, when `--tools` names it.
+fn web_tool(options: &Options, config: &Config) -> Result<Option<Arc<dyn AgentTool>>, String> {
+    if !names_tool(options, "web_fetch") || options.no_tools || options.no_builtin_tools {
         return Ok(None);
     }
     let fetcher = crate::provider::web::HttpFetcher::new()?;
@@ -561,14 +565,6 @@ fn web_tool(options: &Options, config: &Config) -> Result<Option<Arc<dyn AgentTo
         Arc::new(fetcher),
         config.tools.limits(),
     ))))
-}
-
-/// Whether `--tools` names the task tool.
-fn names_task(options: &Options) -> bool {
-    options
-        .tools
-        .as_deref()
-        .is_some_and(|l| l.split(',').any(|n| n.trim() == "task"))
 }
 
 /// The subagent tool, when it is wanted: named in `--tools`, or (without `--tools`) whenever
@@ -591,7 +587,7 @@ fn task_tool(
         cwd: options.cwd.clone(),
     });
     let wanted = match &options.tools {
-        Some(_) => names_task(options),
+        Some(_) => names_tool(options, "task"),
         None => definitions.len() > 1,
     };
     if !wanted {

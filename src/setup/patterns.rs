@@ -125,6 +125,21 @@ pub fn best_match(
     Ok(best.clone())
 }
 
+/// [`best_match`] among `provider`'s models first (`sonnet` finds that provider's Sonnet),
+/// then among all of `models`; every provider counts as usable.
+pub fn best_match_near(
+    pattern: &str,
+    models: &[ModelInfo],
+    provider: &str,
+) -> Result<ModelInfo, String> {
+    let same: Vec<ModelInfo> = models
+        .iter()
+        .filter(|m| m.provider == provider)
+        .cloned()
+        .collect();
+    best_match(pattern, &same, &|_| true).or_else(|_| best_match(pattern, models, &|_| true))
+}
+
 /// The model a person cycles to (Ctrl+P, Shift+Ctrl+P, RPC `cycle_model`) from `current`: the
 /// next (or previous) of the scope when there is one, else of the models whose provider has a
 /// key, with the level its pattern names. `None` when there is no other model to go to.

@@ -27,7 +27,7 @@ use crate::agent::protocol::tool::{
     AgentTool, IntentMode, ToolError, ToolInvocation, ToolOutput, ToolSet,
 };
 use crate::agent::protocol::types::{
-    AgentMessage, AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, UserMessage,
+    AgentMessage, AssistantMessage, Message, StopReason, ToolCall, Usage, UserMessage,
 };
 use crate::provider::catalog::Catalog;
 
@@ -123,17 +123,11 @@ impl TaskTool {
         {
             return (m.to_model(), None);
         }
-        let same_provider: Vec<_> = self
-            .catalog
-            .models()
-            .iter()
-            .filter(|m| m.provider == parent.provider)
-            .cloned()
-            .collect();
-        let found =
-            crate::setup::patterns::best_match(wanted, &same_provider, &|_| true).or_else(|_| {
-                crate::setup::patterns::best_match(wanted, self.catalog.models(), &|_| true)
-            });
+        let found = crate::setup::patterns::best_match_near(
+            wanted,
+            self.catalog.models(),
+            &parent.provider,
+        );
         match found {
             Ok(m) => (m.to_model(), None),
             Err(_) => (
@@ -285,19 +279,6 @@ fn add_usage(total: &mut Usage, u: &Usage) {
     total.cost.cache_read += u.cost.cache_read;
     total.cost.cache_write += u.cost.cache_write;
     total.cost.total += u.cost.total;
-}
-
-fn text_of(m: &AssistantMessage) -> String {
-    m.content
-        .iter()
-        .filter_map(|c| match c {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("")
-        .trim()
-        .to_string()
 }
 
 /// A short label for a call the child starts: `read src/main.rs`, `bash cargo test`.
@@ -582,7 +563,9 @@ fn result(
     if let Some(note) = model_note {
         footer.push_str(&format!("\n[{note}]"));
     }
-    let said = answer.map(text_of).unwrap_or_default();
+    let said = answer
+        .map(|a| a.text().trim().to_string())
+        .unwrap_or_default();
     match failed {
         Some(why) => {
             let mut text = format!("The {} subagent did not finish: {why}.", def.name);

@@ -112,16 +112,21 @@ impl Theme {
     /// The named palette with `overrides` (token → colour) applied; unknown tokens are skipped
     /// (config loading has already warned about them).
     pub fn build(name: ThemeName, overrides: &BTreeMap<String, ColorValue>) -> Theme {
-        let mut t = match name {
+        match name {
             ThemeName::Dark => Theme::DARK,
             ThemeName::Light => Theme::LIGHT,
-        };
+        }
+        .overridden(overrides)
+    }
+
+    /// This palette with `overrides` (token → colour) applied; unknown tokens are skipped.
+    fn overridden(mut self, overrides: &BTreeMap<String, ColorValue>) -> Theme {
         for (token, c) in overrides {
-            if let Some(slot) = t.slot(token) {
+            if let Some(slot) = self.slot(token) {
                 *slot = color(*c);
             }
         }
-        t
+        self
     }
 
     /// A Node.js pi theme file's palette: its tokens on pi's (the built-in palette its user
@@ -171,12 +176,7 @@ impl Theme {
                 *slot = c;
             }
         }
-        for (token, c) in overrides {
-            if let Some(slot) = t.slot(token) {
-                *slot = color(*c);
-            }
-        }
-        t
+        t.overridden(overrides)
     }
 
     fn slot(&mut self, token: &str) -> Option<&mut Color> {
