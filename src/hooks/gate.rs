@@ -96,14 +96,14 @@ impl LoopHooks for HookedGate {
             .remove(&info.tool_call.id)
             .unwrap_or_default();
         if self.hooks.has(Event::PostToolUse) {
-            let response = super::tool_response(info.result, info.is_error);
+            let (result, is_error) = (info.result, info.is_error);
             let v = self
                 .hooks
                 .post_tool_use(
                     &info.tool_call.name,
                     &info.tool_call.id,
                     info.args,
-                    response,
+                    || super::tool_response(result, is_error),
                     signal,
                 )
                 .await;

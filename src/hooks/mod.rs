@@ -202,19 +202,20 @@ impl Hooks {
         serde_json::to_vec(&Value::Object(o)).unwrap_or_default()
     }
 
-    /// Run the commands of `event` for `names` at once, each with the same input.
+    /// Run the commands of `event` for `names` at once, each with the same input; `fields`
+    /// is built only when some command runs.
     async fn fire(
         &self,
         event: Event,
         names: &[&str],
-        fields: Value,
+        fields: impl FnOnce() -> Value,
         signal: &AbortSignal,
     ) -> Vec<(HookCommand, Ran)> {
         let commands = self.commands_for(event, names);
         if commands.is_empty() {
             return Vec::new();
         }
-        let input = self.input(event, fields);
+        let input = self.input(event, fields());
         let runs = commands
             .iter()
             .map(|c| run::run(c, &input, &self.ctx, signal));
@@ -222,7 +223,7 @@ impl Hooks {
         commands.into_iter().cloned().zip(done).collect()
     }
 
-    /// What one run said, reporting a failure to the person unless `quiet`.
+    /// What one run said; a `systemMessage` goes to the person at once.
     fn said(&self, event: Event, hook: &HookCommand, ran: Ran) -> Said {
         let failed = |why: String| {
             Said::Failed(format!(
@@ -276,11 +277,13 @@ impl Hooks {
         signal: &AbortSignal,
     ) -> PreToolVerdict {
         let claude = claude_tool_name(tool);
-        let fields = json!({
-            "tool_name": claude,
-            "tool_input": claude_input(tool, args, &self.ctx.cwd),
-            "tool_use_id": call_id,
-        });
+        let fields = || {
+            json!({
+                "tool_name": claude,
+                "tool_input": claude_input(tool, args, &self.ctx.cwd),
+                "tool_use_id": call_id,
+            })
+        };
         let mut v = PreToolVerdict::default();
         let mut blocks = Vec::new();
         for (hook, ran) in self
@@ -348,22 +351,25 @@ impl Hooks {
         v
     }
 
-    /// Run the `PostToolUse` hooks for a finished call.
+    /// Run the `PostToolUse` hooks for a finished call (`response`: what the tool returned,
+    /// as [`tool_response`] gives it, built only when a hook runs).
     pub async fn post_tool_use(
         &self,
         tool: &str,
         call_id: &str,
         args: &Value,
-        response: Value,
+        response: impl FnOnce() -> Value,
         signal: &AbortSignal,
     ) -> PostToolVerdict {
         let claude = claude_tool_name(tool);
-        let fields = json!({
-            "tool_name": claude,
-            "tool_input": claude_input(tool, args, &self.ctx.cwd),
-            "tool_response": response,
-            "tool_use_id": call_id,
-        });
+        let fields = || {
+            json!({
+                "tool_name": claude,
+                "tool_input": claude_input(tool, args, &self.ctx.cwd),
+                "tool_response": response(),
+                "tool_use_id": call_id,
+            })
+        };
         let mut v = PostToolVerdict::default();
         for (hook, ran) in self
             .fire(Event::PostToolUse, &[claude, tool], fields, signal)
@@ -396,7 +402,7 @@ impl Hooks {
     /// Run the `UserPromptSubmit` hooks for a prompt about to be sent.
     pub async fn user_prompt_submit(&self, prompt: &str, signal: &AbortSignal) -> PromptVerdict {
         let mut v = PromptVerdict::default();
-        let fields = json!({ "prompt": prompt });
+        let fields = || json!({ "prompt": prompt });
         for (hook, ran) in self
             .fire(Event::UserPromptSubmit, &[], fields, signal)
             .await
@@ -438,7 +444,7 @@ impl Hooks {
     /// Run the `Stop` hooks (or `SubagentStop`) as a run ends; `Some(reason)` when one says
     /// the agent must go on, with what to do.
     pub async fn stop(&self, event: Event, active: bool, signal: &AbortSignal) -> Option<String> {
-        let fields = json!({ "stop_hook_active": active });
+        let fields = || json!({ "stop_hook_active": active });
         let mut go_on = Vec::new();
         for (hook, ran) in self.fire(event, &[], fields, signal).await {
             match self.said(event, &hook, ran) {
@@ -463,7 +469,7 @@ impl Hooks {
     pub async fn session_start(&self, source: &str) -> Vec<String> {
         let signal = AbortSignal::new();
         let mut context = Vec::new();
-        let fields = json!({ "source": source });
+        let fields = || json!({ "source": source });
         for (hook, ran) in self
             .fire(Event::SessionStart, &[source], fields, &signal)
             .await
@@ -493,7 +499,7 @@ impl Hooks {
     pub async fn inform(&self, event: Event, subject: &str, fields: Value) {
         let signal = AbortSignal::new();
         let names: &[&str] = if subject.is_empty() { &[] } else { &[subject] };
-        for (hook, ran) in self.fire(event, names, fields, &signal).await {
+        for (hook, ran) in self.fire(event, names, || fields, &signal).await {
             match self.said(event, &hook, ran) {
                 Said::Failed(msg) => self.notice(msg),
                 Said::Block(e) if !e.is_empty() => self.notice(e),

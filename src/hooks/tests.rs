@@ -143,7 +143,7 @@ async fn post_tool_use_feedback_and_prompt_and_stop_hooks() {
         "echo 'lint: 2 warnings' >&2; exit 2",
     ));
     let v = h
-        .post_tool_use("write", "c", &json!({"path": "a"}), json!({}), &s)
+        .post_tool_use("write", "c", &json!({"path": "a"}), || json!({}), &s)
         .await;
     assert_eq!(v.feedback, ["lint: 2 warnings"]);
 
