@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod approval;
 pub mod attach;
+pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod end_signals;

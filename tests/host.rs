@@ -142,6 +142,7 @@ impl Rig {
             skills: Default::default(),
             hooks: None,
             session_slot: None,
+            checkpoints: None,
         });
         Rig {
             client,

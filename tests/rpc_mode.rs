@@ -9,76 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::server::{Chunk, Reply, TestServer, call_reply, chunk, tags, text_reply};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::Command;
 
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    seen: Vec<Value>,
-}
-
-impl Client {
-    fn start(server: &TestServer, home: &std::path::Path) -> Client {
-        Self::start_with(server, home, &[], Stdio::null())
-    }
-
-    /// With more arguments, and stderr going where `stderr` says.
-    fn start_with(
-        server: &TestServer,
-        home: &std::path::Path,
-        args: &[&str],
-        stderr: Stdio,
-    ) -> Client {
-        let mut child = support::rpc_pi(home, &server.url)
-            .args(args)
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Client {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    async fn send_raw(&mut self, text: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(text.as_bytes()).await.unwrap();
-        stdin.flush().await.unwrap();
-    }
-
-    async fn send(&mut self, cmd: Value) {
-        self.send_raw(&format!("{cmd}\n")).await;
-    }
-
-    /// Read lines until one satisfies `want` (at most 10 s); every line read is kept.
-    async fn until(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = tokio::time::timeout(left, self.lines.next_line())
-                .await
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}; seen {:?}", self.seen))
-                .unwrap()
-                .unwrap_or_else(|| panic!("stdout closed waiting for {what}"));
-            let v: Value = serde_json::from_str(&line).expect("every line is JSON");
-            self.seen.push(v.clone());
-            if want(&v) {
-                return v;
-            }
-        }
-    }
-
-    async fn response(&mut self, id: &str) -> Value {
-        self.until(id, |v| v["type"] == "response" && v["id"] == id)
-            .await
-    }
-}
+use support::rpc::Client;
 
 fn home() -> std::path::PathBuf {
     support::binary_home("rpc")

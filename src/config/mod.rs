@@ -58,6 +58,35 @@ impl CompactionConfig {
     }
 }
 
+/// `[checkpoints]`: recording what the agent changes in the working folder, for `/rewind`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CheckpointsConfig {
+    /// Record checkpoints (default true).
+    pub enabled: Option<bool>,
+    /// Files larger than this many KiB are not saved (their changes cannot be undone).
+    pub max_file_kb: Option<u64>,
+    /// The saved contents of a working folder's sessions take at most this many MiB.
+    pub max_total_mb: Option<u64>,
+    /// A working folder with more files than this is not scanned around `bash`.
+    pub max_files: Option<usize>,
+}
+
+impl CheckpointsConfig {
+    pub(crate) fn limits(&self) -> crate::checkpoint::Limits {
+        let d = crate::checkpoint::Limits::default();
+        crate::checkpoint::Limits {
+            max_file_bytes: self
+                .max_file_kb
+                .map_or(d.max_file_bytes, |k| k.saturating_mul(1024)),
+            max_store_bytes: self
+                .max_total_mb
+                .map_or(d.max_store_bytes, |m| m.saturating_mul(1 << 20)),
+            max_files: self.max_files.unwrap_or(d.max_files),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CostConfig {
@@ -237,6 +266,7 @@ pub struct Config {
     pub max_repeated_tool_turns: Option<u32>,
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
+    pub checkpoints: CheckpointsConfig,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
     pub rpc: RpcConfig,
@@ -354,6 +384,7 @@ const TOP_KEYS: &[&str] = &[
     "abort_on_fabricated_tool_result",
     "retry",
     "compaction",
+    "checkpoints",
     "tools",
     "rpc",
     "providers",
@@ -377,6 +408,7 @@ pub(crate) fn queue_mode(
 const APPROVAL_KEYS: &[&str] = &["mode", "allow", "deny"];
 const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_ms", "max_delay_ms"];
 const COMPACTION_KEYS: &[&str] = &["enabled", "reserve_tokens", "keep_recent_tokens"];
+const CHECKPOINTS_KEYS: &[&str] = &["enabled", "max_file_kb", "max_total_mb", "max_files"];
 const TOOLS_ENV_KEYS: &[&str] = &["exclude", "include"];
 const RPC_KEYS: &[&str] = &["max_line_bytes"];
 const TOOLS_KEYS: &[&str] = &[
@@ -430,6 +462,9 @@ fn check_keys(table: &toml::Table, file: &Path, out: &mut Vec<String>) {
     }
     if let Some(toml::Value::Table(c)) = table.get("compaction") {
         unknown_keys(c, COMPACTION_KEYS, "compaction.", file, out);
+    }
+    if let Some(toml::Value::Table(c)) = table.get("checkpoints") {
+        unknown_keys(c, CHECKPOINTS_KEYS, "checkpoints.", file, out);
     }
     if let Some(toml::Value::Table(c)) = table.get("colors") {
         unknown_keys(c, theme::TOKENS, "colors.", file, out);

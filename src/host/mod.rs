@@ -20,6 +20,7 @@ pub mod export;
 pub mod login;
 pub mod navigation;
 pub mod protocol;
+pub mod rewind;
 pub mod shell;
 pub mod stats;
 pub mod view;
@@ -102,6 +103,10 @@ pub enum HostEvent {
     SessionWriteFailed(String),
     /// The MCP servers (empty: none configured).
     McpStatus(Vec<crate::mcp::ServerStatus>),
+    /// What a move would do to the files (answers [`OpBody::RewindPlan`]).
+    RewindPlan(Box<rewind::RewindPlan>),
+    /// What a restore of files did (answers [`OpBody::RestoreFiles`]).
+    FilesRestored(Box<rewind::FilesRestored>),
     /// The id of the first entry the latest recorded compaction keeps (`None` when nothing
     /// is recorded, or it could not be named).
     CompactionRecorded(Option<String>),
@@ -215,6 +220,8 @@ pub struct HostParts {
     pub hooks: Option<Arc<crate::hooks::Hooks>>,
     /// Where subagents find the session file this host writes now.
     pub session_slot: Option<Arc<crate::subagent::SessionSlot>>,
+    /// What the agent's changes to files are recorded with (`None`: checkpoints are off).
+    pub checkpoints: Option<Arc<crate::checkpoint::Tracker>>,
 }
 
 impl Closed {
@@ -305,6 +312,7 @@ struct Host {
     skills: Arc<Vec<crate::config::skills::Skill>>,
     hooks: Option<Arc<crate::hooks::Hooks>>,
     session_slot: Option<Arc<crate::subagent::SessionSlot>>,
+    checkpoints: Option<Arc<crate::checkpoint::Tracker>>,
     /// A custom command's `model` is in use for this run: the model to go back to after it.
     model_after_run: Option<ModelInfo>,
     /// A custom command's `allowed-tools` apply to this run.
@@ -448,6 +456,7 @@ pub fn spawn(parts: HostParts) -> Client {
         skills: parts.skills,
         hooks: parts.hooks.clone(),
         session_slot: parts.session_slot,
+        checkpoints: parts.checkpoints,
         model_after_run: None,
         run_allowances: false,
         session_context: Vec::new(),
@@ -827,6 +836,9 @@ impl Host {
             OpBody::NavigateSummarized { target, .. } => self.navigate(target).await,
             OpBody::Shell { .. } | OpBody::AbortShell | OpBody::Shutdown => {}
             OpBody::Label { target, label } => self.label(target, label).await,
+            body @ (OpBody::RewindPlan { .. }
+            | OpBody::RestoreFiles { .. }
+            | OpBody::Rewind { .. }) => self.handle_rewind(body).await,
             OpBody::Fork { target } => self.fork_at(target).await,
             OpBody::Clone => self.clone_branch().await,
             OpBody::Login { provider, key } => self.login(provider, key).await,
@@ -1352,7 +1364,24 @@ impl Host {
             ));
             return;
         }
-        let deleted = tokio::task::spawn_blocking(move || session::manage::delete(&path)).await;
+        let agent_dir = self
+            .paths
+            .as_ref()
+            .and_then(|p| p.root.as_ref())
+            .and_then(|r| r.parent())
+            .map(std::path::Path::to_path_buf);
+        let deleted = tokio::task::spawn_blocking(move || {
+            let kept = crate::checkpoint::cleanup::hashes_in(&path);
+            session::manage::delete(&path)?;
+            let sessions = path.parent();
+            if let (Some(sessions), Some(agent)) = (sessions, agent_dir)
+                && let Some(folder) = crate::checkpoint::folder_for(sessions, &agent)
+            {
+                crate::checkpoint::cleanup::forget(sessions, &folder, kept);
+            }
+            Ok::<(), session::SessionError>(())
+        })
+        .await;
         match deleted {
             Ok(Ok(())) => {}
             Ok(Err(e)) => self.tell(HostEvent::Failed(format!("cannot delete: {e}"))),

@@ -30,7 +30,7 @@ pub struct SessionTree {
 }
 
 /// Where the conversation goes on when `entry` is chosen: before a prompt, else at the entry.
-fn target_leaf(entry: &SessionEntry) -> Option<String> {
+pub(super) fn target_leaf(entry: &SessionEntry) -> Option<String> {
     if editable_text(entry).is_some() {
         entry.parent_id.clone()
     } else {
@@ -81,7 +81,7 @@ impl Host {
 
     /// The session file, its entry `target` and the recorder's leaf; `None` once the front end
     /// is told why not (`what` names the action: "cannot fork: ...").
-    async fn session_entry(
+    pub(super) async fn session_entry(
         &self,
         target: &str,
         what: &str,
@@ -106,7 +106,7 @@ impl Host {
         }
     }
 
-    fn refuse_while_busy(&self, what: &str) -> bool {
+    pub(super) fn refuse_while_busy(&self, what: &str) -> bool {
         if self.agent.is_streaming() {
             self.tell(HostEvent::Failed(format!(
                 "Cannot {what} while the agent is working; press Esc first"
@@ -275,7 +275,12 @@ impl Host {
 
     /// Move the conversation to `entry` (see [`Host::navigate`]), writing `summary` there
     /// first when given (the conversation then goes on after it).
-    fn move_to(&mut self, session: &Session, entry: &SessionEntry, summary: Option<BranchSummary>) {
+    pub(super) fn move_to(
+        &mut self,
+        session: &Session,
+        entry: &SessionEntry,
+        summary: Option<BranchSummary>,
+    ) {
         let draft = editable_text(entry);
         let leaf = target_leaf(entry);
         let mut context = session.context_at(leaf.as_deref());

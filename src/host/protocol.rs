@@ -188,6 +188,31 @@ pub enum OpBody {
         #[serde(default)]
         focus: Option<String>,
     },
+    /// What moving to `target` (as `Navigate` would) does to the files the agent changed;
+    /// answered with [`HostEvent::RewindPlan`].
+    RewindPlan {
+        target: String,
+    },
+    /// Put the files the agent changed back as they were at `target` (as `Navigate` would
+    /// place it); `force` also overwrites files changed since by someone else; `record` writes
+    /// the restore as an entry (for a restore that leaves the conversation where it is).
+    /// Answered with [`HostEvent::FilesRestored`].
+    RestoreFiles {
+        target: String,
+        #[serde(default)]
+        force: bool,
+        #[serde(default)]
+        record: bool,
+    },
+    /// Go back to `target`: the files, the conversation or both (`mode`), as one operation;
+    /// answered with [`HostEvent::FilesRestored`] after the move.
+    Rewind {
+        target: String,
+        #[serde(default)]
+        mode: super::rewind::RewindMode,
+        #[serde(default)]
+        force: bool,
+    },
     /// Set (`Some`) or clear (`None`) an entry's label; answered with a fresh tree.
     Label {
         target: String,

@@ -531,6 +531,23 @@ impl Session {
             }
             RpcCommand::Clone => self.wait(OpBody::Clone, id, "clone"),
             RpcCommand::GetForkMessages => self.wait(OpBody::ForkPoints, id, "get_fork_messages"),
+            RpcCommand::Rewind {
+                entry_id,
+                mode,
+                force,
+                dry_run,
+            } => {
+                let body = if dry_run {
+                    OpBody::RewindPlan { target: entry_id }
+                } else {
+                    OpBody::Rewind {
+                        target: entry_id,
+                        mode,
+                        force,
+                    }
+                };
+                self.wait(body, id, "rewind")
+            }
             // Refused by `wire::parse`.
             RpcCommand::ExtensionUiResponse | RpcCommand::Unknown => None,
         }
@@ -614,6 +631,28 @@ impl Session {
                     .map(|(id, text)| json!({"entryId": id, "text": text}))
                     .collect();
                 Some(("get_fork_messages", Ok(Some(json!({"messages": messages})))))
+            }
+            HostEvent::RewindPlan(p) => Some((
+                "rewind",
+                Ok(Some(json!({ "entryId": p.target, "files": p.plan.files }))),
+            )),
+            HostEvent::FilesRestored(r) => {
+                let paths = |v: &[std::path::PathBuf]| -> Vec<String> {
+                    v.iter().map(|p| p.display().to_string()).collect()
+                };
+                let failed: Vec<Value> = r
+                    .failed
+                    .iter()
+                    .map(|(p, why)| json!({"path": p.display().to_string(), "error": why}))
+                    .collect();
+                Some((
+                    "rewind",
+                    Ok(Some(json!({
+                        "restored": paths(&r.restored),
+                        "kept": paths(&r.kept),
+                        "failed": failed,
+                    }))),
+                ))
             }
             HostEvent::CompactionRecorded(first_kept) => {
                 let at = self.waiting_for(reply_to, "compact");

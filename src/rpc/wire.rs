@@ -100,6 +100,18 @@ pub enum RpcCommand {
     },
     Clone,
     GetForkMessages,
+    /// pi's own: go back before an entry, putting back the files the agent changed since
+    /// (`mode`: both, conversation, code); `dryRun` only says what would change.
+    Rewind {
+        #[serde(rename = "entryId")]
+        entry_id: String,
+        #[serde(default)]
+        mode: crate::host::rewind::RewindMode,
+        #[serde(default)]
+        force: bool,
+        #[serde(default, rename = "dryRun")]
+        dry_run: bool,
+    },
     SetSessionName {
         name: String,
     },

@@ -395,6 +395,53 @@ fn open_failed(e: SessionError) -> StartError {
     }
 }
 
+/// The checkpoint tracker (`None`: nothing is saved, the session is read-only, or
+/// `checkpoints.enabled = false`), already saving the folder's files in the background, and
+/// where its notices arrive.
+fn checkpoints(
+    options: &Options,
+    config: &Config,
+    paths: Option<&SessionPaths>,
+) -> (
+    Option<Arc<crate::checkpoint::Tracker>>,
+    Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+) {
+    let Some(paths) = paths else {
+        return (None, None);
+    };
+    if options.read_only || config.checkpoints.enabled == Some(false) {
+        return (None, None);
+    }
+    let Some(folder) = options
+        .agent_dir()
+        .and_then(|agent| crate::checkpoint::folder_for(&paths.dir, &agent))
+    else {
+        return (None, None);
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let tracker = Arc::new(
+        crate::checkpoint::Tracker::new(
+            &options.cwd,
+            &folder,
+            config.checkpoints.limits(),
+            Box::new(move |n| {
+                let _ = tx.send(n);
+            }),
+        )
+        .skipping(
+            [
+                Some(paths.dir.clone()),
+                options.agent_dir(),
+                Some(folder.clone()),
+            ]
+            .into_iter()
+            .flatten(),
+        ),
+    );
+    tracker.warm();
+    (Some(tracker), Some(rx))
+}
+
 /// Where this folder's sessions live (`None` when nothing is saved).
 pub fn session_paths(options: &Options, config: &Config) -> Option<SessionPaths> {
     if options.session == SessionChoice::NotSaved {
@@ -808,6 +855,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     if paths.is_none() && options.session != SessionChoice::NotSaved {
         warnings.push("no home folder, so this session is not saved".into());
     }
+    let (checkpoints, checkpoint_notices) = checkpoints(&options, &config, paths.as_ref());
+    if let Some(t) = &checkpoints {
+        tools = crate::checkpoint::tool::wrap_all(tools, t);
+    }
     let opened = match &paths {
         Some(paths) => {
             let from = match &options.session {
@@ -903,7 +954,11 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         &mut warnings,
     );
     if let Some(t) = &task {
-        tools.push(t.clone());
+        let t: Arc<dyn AgentTool> = t.clone();
+        tools.extend(match &checkpoints {
+            Some(c) => crate::checkpoint::tool::wrap_all(vec![t], c),
+            None => vec![t],
+        });
     }
     let mut providers = Providers::new(
         catalog.clone(),
@@ -947,6 +1002,16 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             }
         }
     });
+    if let Some(mut from_checkpoints) = checkpoint_notices {
+        let forward = notice_tx.clone();
+        tokio::spawn(async move {
+            while let Some(n) = from_checkpoints.recv().await {
+                if forward.send(n).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     if let Some(h) = &hooks {
         h.set_notices(notice_tx);
         h.set_permission_mode(gate.mode());
@@ -1047,6 +1112,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         notices: Some(notices),
         hooks,
         session_slot: Some(session_slot),
+        checkpoints,
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
         templates: templates.clone(),
         skills: if skill_commands {

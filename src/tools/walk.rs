@@ -22,6 +22,21 @@ pub(crate) fn threads() -> usize {
         .min(12)
 }
 
+/// A walk of `root` with the shared rules (hidden files in, ignore files honoured, symlinks
+/// not followed); the caller adds its filter (`.git` is not left out here).
+pub(crate) fn builder(root: &Path) -> WalkBuilder {
+    let mut b = WalkBuilder::new(root);
+    b.hidden(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(false);
+    b
+}
+
 /// A parallel walk of `root` with the shared rules and an optional file-name override.
 pub fn parallel(root: &Path, overrides: Option<Override>) -> WalkParallel {
     parallel_skipping(root, overrides, None)
@@ -33,22 +48,13 @@ pub(crate) fn parallel_skipping(
     overrides: Option<Override>,
     skip: Option<Arc<ProtectedFiles>>,
 ) -> WalkParallel {
-    let mut b = WalkBuilder::new(root);
-    b.hidden(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        .parents(true)
-        .require_git(false)
-        .follow_links(false)
-        .threads(threads())
-        .filter_entry(move |e| {
-            e.file_name() != ".git"
-                && !skip
-                    .as_ref()
-                    .is_some_and(|s| s.skips(e.path(), e.metadata().ok().as_ref()))
-        });
+    let mut b = builder(root);
+    b.threads(threads()).filter_entry(move |e| {
+        e.file_name() != ".git"
+            && !skip
+                .as_ref()
+                .is_some_and(|s| s.skips(e.path(), e.metadata().ok().as_ref()))
+    });
     if let Some(o) = overrides {
         b.overrides(o);
     }

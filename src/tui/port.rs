@@ -176,6 +176,20 @@ impl Port {
         self.send(OpBody::NavigateSummarized { target, focus });
     }
 
+    /// Ask what a move to `target` would do to the files.
+    pub fn rewind_plan(&self, target: String) {
+        self.send(OpBody::RewindPlan { target });
+    }
+
+    /// Put the files back as they were at `target`.
+    pub fn restore_files(&self, target: String, force: bool, record: bool) {
+        self.send(OpBody::RestoreFiles {
+            target,
+            force,
+            record,
+        });
+    }
+
     pub fn label(&self, target: String, label: Option<String>) {
         self.send(OpBody::Label { target, label });
     }

@@ -192,6 +192,7 @@ fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
         Popup::Tree(t) => t.draw(buf, main),
         Popup::Login(l) => l.draw(buf, main),
         Popup::Theme(t) => t.draw(buf, main, &app.themes),
+        Popup::Rewind(r) => r.draw(buf, main, &app.cwd),
     });
     let stacked: Vec<Rect> = stacked.collect();
     let approval = app.approval.draw(buf, main);

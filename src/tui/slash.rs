@@ -54,6 +54,11 @@ const BUILTIN: &[Command] = &[
     builtin("resume", "", "open a saved session"),
     builtin("tree", "", "move to any point of the session"),
     builtin("fork", "", "a new session from one of your earlier prompts"),
+    builtin(
+        "rewind",
+        "",
+        "go back before an earlier prompt, putting back the files the agent changed",
+    ),
     builtin("clone", "", "copy this branch into a new session"),
     builtin("name", "<name>", "name this session"),
     builtin("session", "", "messages, tokens and cost so far"),
@@ -84,6 +89,7 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("models", "model"),
     ("sessions", "resume"),
     ("keys", "help"),
+    ("undo", "rewind"),
 ];
 
 /// What can be typed after `/`.
@@ -327,7 +333,7 @@ mod tests {
         assert!(!table.add(review));
         assert_eq!(table.classify("/review now"), Line::Known("review", "now"));
         let names: Vec<_> = table.completions("/re").iter().map(|c| &*c.name).collect();
-        assert_eq!(names, ["resume", "review"]);
+        assert_eq!(names, ["resume", "rewind", "review"]);
         assert!(!table.add(builtin("help", "", "again")));
     }
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pty;
+pub mod rpc;
 pub mod server;
 pub mod stream;
 
@@ -443,10 +444,9 @@ pub fn only_session_file(agent: &std::path::Path) -> std::path::PathBuf {
         .unwrap();
     std::fs::read_dir(dir.path())
         .unwrap()
-        .next()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .unwrap()
-        .unwrap()
-        .path()
 }
 
 /// Processes whose command line holds `marker` and that are not zombies.

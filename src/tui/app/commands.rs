@@ -218,6 +218,7 @@ impl App {
             }
             "tree" => self.open_tree(TreePurpose::Navigate),
             "fork" => self.open_tree(TreePurpose::Fork),
+            "rewind" => self.open_tree(TreePurpose::Rewind),
             "clone" => {
                 if self.refuse_when_not_saving() || self.refuse_when_busy("clone the session") {
                     return;

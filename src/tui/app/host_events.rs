@@ -128,10 +128,9 @@ impl App {
                 (None, None) => {}
             },
             HostEvent::ShellDone(r) => self.shell_done(*r),
-            HostEvent::Navigated(nav) => {
-                self.end_summarizing();
-                self.navigated(*nav)
-            }
+            HostEvent::RewindPlan(p) => self.rewind_planned(*p),
+            HostEvent::Navigated(nav) => self.navigated(*nav),
+            HostEvent::FilesRestored(r) => self.files_restored(*r),
             HostEvent::Notice(text) => self.notice(sanitize(&text)),
             HostEvent::McpStatus(servers) => {
                 let text = crate::host::view::describe_servers(&servers);
@@ -140,17 +139,24 @@ impl App {
             }
             // Only RPC mode asks for it.
             HostEvent::CompactionRecorded(_) => {}
-            HostEvent::Failed(why) => {
-                self.end_summarizing();
-                self.awaiting_sessions = false;
-                self.awaiting_tree = None;
-                self.transcript.push(Cell::Error(sanitize(&why)));
-                self.transcript.follow();
-            }
+            HostEvent::Failed(why) => self.failed(&why),
         }
     }
 
     /// Forget what the screen shows of the conversation.
+    /// An operation failed: nothing waits for its answer any more.
+    fn failed(&mut self, why: &str) {
+        self.end_summarizing();
+        self.awaiting_sessions = false;
+        self.awaiting_tree = None;
+        self.pending_move = None;
+        self.transcript.push(Cell::Error(sanitize(why)));
+        self.transcript.follow();
+        if let Some(Some(r)) = self.restore_then_move.take() {
+            self.say_restored(r);
+        }
+    }
+
     pub(super) fn clear_conversation(&mut self) {
         self.transcript.clear();
         self.header_cell = None;

@@ -135,6 +135,10 @@ pub struct App {
     shell_owns_status: bool,
     /// `/tree` or `/fork` asked for the tree, which has not arrived yet.
     awaiting_tree: Option<TreePurpose>,
+    /// A move in the tree waiting for the host to say what it does to the files.
+    pending_move: Option<(String, LeaveWith)>,
+    /// Files were put back for a move still to come: what was done, said once it is shown.
+    restore_then_move: Option<Option<crate::host::rewind::FilesRestored>>,
     /// When Esc was last pressed with nothing to stop (twice quickly opens the tree).
     last_idle_esc: Option<Instant>,
     /// The text of the last finished answer (for `/copy`).
@@ -199,6 +203,8 @@ impl App {
             shell_cells: Default::default(),
             shell_owns_status: false,
             awaiting_tree: None,
+            pending_move: None,
+            restore_then_move: None,
             last_idle_esc: None,
             last_answer: None,
             last_stop: None,

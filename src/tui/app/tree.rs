@@ -33,6 +33,7 @@ impl App {
         let what = match purpose {
             TreePurpose::Navigate => "move in the tree",
             TreePurpose::Fork => "fork",
+            TreePurpose::Rewind => "rewind",
         };
         if self.refuse_when_busy(what) {
             return;
@@ -58,6 +59,104 @@ impl App {
                 if self.refuse_when_busy("move in the tree") {
                     return;
                 }
+                // First see whether the move would change files the agent wrote.
+                self.port.rewind_plan(target.clone());
+                self.pending_move = Some((target, leave));
+            }
+        }
+    }
+
+    /// The host said what a move would do to the files: ask when it changes any, else move.
+    pub(super) fn rewind_planned(&mut self, plan: crate::host::rewind::RewindPlan) {
+        let Some((target, leave)) = self.pending_move.take() else {
+            return;
+        };
+        if target != plan.target {
+            return;
+        }
+        if plan.plan.is_empty() {
+            self.move_in_tree(target, leave);
+        } else {
+            self.popups
+                .push(Popup::Rewind(crate::tui::popup::rewind::RewindView::new(
+                    target,
+                    leave,
+                    plan.plan.files,
+                )));
+        }
+    }
+
+    /// What the rewind question decided.
+    pub(super) fn rewind_done(
+        &mut self,
+        outcome: crate::tui::popup::rewind::Outcome,
+        target: String,
+        leave: LeaveWith,
+    ) {
+        use crate::tui::popup::rewind::{Outcome, RewindMode};
+        match outcome {
+            Outcome::Nothing => {}
+            Outcome::Cancel => self.popups.close_rewind(),
+            Outcome::Chosen { mode, force } => {
+                self.popups.close_rewind();
+                if self.refuse_when_busy("rewind") {
+                    return;
+                }
+                match mode {
+                    RewindMode::Both => {
+                        self.port.restore_files(target.clone(), force, false);
+                        self.restore_then_move = Some(None);
+                        self.move_in_tree(target, leave);
+                    }
+                    RewindMode::Conversation => self.move_in_tree(target, leave),
+                    RewindMode::Code => self.port.restore_files(target, force, true),
+                }
+            }
+        }
+    }
+
+    /// What a restore did, said in a notice (after the move that follows it, if one does).
+    pub(super) fn files_restored(&mut self, r: crate::host::rewind::FilesRestored) {
+        if let Some(slot @ None) = self.restore_then_move.as_mut() {
+            *slot = Some(r);
+            return;
+        }
+        self.say_restored(r);
+    }
+
+    pub(super) fn say_restored(&mut self, r: crate::host::rewind::FilesRestored) {
+        let cwd = self.cwd.clone();
+        let shown = move |p: &std::path::Path| {
+            sanitize(&p.strip_prefix(&cwd).unwrap_or(p).display().to_string())
+        };
+        let n = r.restored.len();
+        let mut text = format!("Files put back: {n}");
+        if !r.kept.is_empty() {
+            let kept: Vec<String> = r.kept.iter().map(|p| shown(p)).collect();
+            text.push_str(&format!(
+                "; kept as they are (changed since the agent did): {}",
+                kept.join(", ")
+            ));
+        }
+        self.notice(text);
+        for (p, why) in &r.failed {
+            self.transcript.push(Cell::Error(format!(
+                "Could not put back {}: {}",
+                shown(p),
+                sanitize(why)
+            )));
+        }
+        if n > 0 {
+            self.notice(
+                "To undo this, go back in /tree to where you were, with code and conversation",
+            );
+        }
+    }
+
+    /// Move the conversation to `target`, summarising what is left behind as chosen.
+    fn move_in_tree(&mut self, target: String, leave: LeaveWith) {
+        {
+            {
                 match leave {
                     LeaveWith::NoSummary => self.port.navigate(target),
                     LeaveWith::Summary | LeaveWith::FocusedSummary(_) => {
@@ -86,6 +185,7 @@ impl App {
 
     /// The host moved the conversation to another point of the session.
     pub(super) fn navigated(&mut self, nav: crate::host::Navigated) {
+        self.end_summarizing();
         self.clear_conversation();
         self.model = nav.model;
         self.thinking = nav.thinking;
@@ -99,6 +199,9 @@ impl App {
                 self.notice("Moved before this prompt: edit it and send to start a new branch");
             }
             None => self.notice("Moved: the conversation goes on from here"),
+        }
+        if let Some(Some(r)) = self.restore_then_move.take() {
+            self.say_restored(r);
         }
     }
 

@@ -1,7 +1,7 @@
 //! Popups: each in its own file, owning its state, its keys and its drawing, and answering a
 //! key with an outcome the app carries out (the app alone talks to the host).
 //!
-//! The modal ones (model picker, session picker, tree, login, themes) live on one [`Stack`]: keys go to
+//! The modal ones (model picker, session picker, tree, rewind, login, themes) live on one [`Stack`]: keys go to
 //! the top one, and they are drawn bottom to top. The approval prompt is a queue of the host's
 //! requests that sits above the stack while it holds one; the `@` file picker belongs to the
 //! composer (it follows the word being typed, and keys it does not take go on to the editor).
@@ -11,6 +11,7 @@ pub mod approval;
 pub mod file_picker;
 pub mod login;
 pub mod model;
+pub mod rewind;
 pub mod sessions;
 pub mod theme;
 pub mod tree;
@@ -18,6 +19,7 @@ pub mod trust;
 
 use login::LoginView;
 use model::ModelPicker;
+use rewind::RewindView;
 use sessions::SessionPicker;
 use theme::ThemePicker;
 use tree::TreeView;
@@ -30,6 +32,7 @@ pub enum Popup {
     Tree(TreeView),
     Login(LoginView),
     Theme(ThemePicker),
+    Rewind(RewindView),
 }
 
 impl Popup {
@@ -100,4 +103,5 @@ impl Stack {
     find!(tree, tree_mut, close_tree, Tree, TreeView);
     find!(login, login_mut, close_login, Login, LoginView);
     find!(theme, theme_mut, close_theme, Theme, ThemePicker);
+    find!(rewind, rewind_mut, close_rewind, Rewind, RewindView);
 }

@@ -26,6 +26,8 @@ pub enum TreePurpose {
     Navigate,
     /// Start a new session before one of the prompts (`/fork`).
     Fork,
+    /// Go back before one of the prompts, files included (`/rewind`).
+    Rewind,
 }
 
 /// What to do with the branch left behind by a move.
@@ -90,7 +92,7 @@ impl TreeView {
     pub fn new(purpose: TreePurpose, tree: SessionTree) -> Self {
         let filter = match purpose {
             TreePurpose::Navigate => TreeFilter::Default,
-            TreePurpose::Fork => TreeFilter::UserOnly,
+            TreePurpose::Fork | TreePurpose::Rewind => TreeFilter::UserOnly,
         };
         let mut view = TreeView {
             purpose,
@@ -127,7 +129,7 @@ impl TreeView {
     /// position (the leaf, or the last entry of its branch that is visible).
     fn refilter(&mut self, keep: Option<&str>) {
         self.visible = filter_rows(&self.rows, self.filter, &self.query);
-        if self.purpose == TreePurpose::Fork {
+        if matches!(self.purpose, TreePurpose::Fork | TreePurpose::Rewind) {
             self.visible
                 .retain(|&i| self.rows[i].kind == TreeKind::User);
         }
@@ -279,6 +281,12 @@ impl TreeView {
                     let target = row.id.clone();
                     match self.purpose {
                         TreePurpose::Fork => return TreeAction::Choose(target),
+                        TreePurpose::Rewind => {
+                            return TreeAction::Move {
+                                target,
+                                leave: LeaveWith::NoSummary,
+                            };
+                        }
                         // Staying where the conversation is leaves nothing behind.
                         TreePurpose::Navigate if row.is_leaf => {
                             return TreeAction::Move {
@@ -357,6 +365,10 @@ impl TreeView {
             TreePurpose::Fork => (
                 " Fork before: ",
                 " ↑↓ choose a prompt · Enter fork into a new session · Esc cancel ",
+            ),
+            TreePurpose::Rewind => (
+                " Rewind to before: ",
+                " ↑↓ choose a prompt · Enter see what changes · Esc cancel ",
             ),
         };
         let mut header = vec![

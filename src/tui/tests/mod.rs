@@ -69,6 +69,8 @@ struct Log {
     shells: Vec<(String, bool)>,
     compacts: Vec<Option<String>>,
     navigated: Vec<String>,
+    rewind_plans: Vec<String>,
+    restores: Vec<(String, bool, bool)>,
     summarized: Vec<(String, Option<String>)>,
     labels: Vec<(String, Option<String>)>,
     forks: Vec<String>,
@@ -125,6 +127,12 @@ impl Sent {
                 OpBody::Approve { request, decision } => log.approvals.push((request, decision)),
                 OpBody::SetApproval { mode } => log.approval_modes.push(mode),
                 OpBody::Navigate { target } => log.navigated.push(target),
+                OpBody::RewindPlan { target } => log.rewind_plans.push(target),
+                OpBody::RestoreFiles {
+                    target,
+                    force,
+                    record,
+                } => log.restores.push((target, force, record)),
                 OpBody::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))
                 }

@@ -40,6 +40,13 @@ fn branched_session() -> crate::session::Session {
     crate::session::Session::read(std::io::Cursor::new(lines.join("\n")), None).unwrap()
 }
 
+fn no_file_changes(target: &str) -> HostEvent {
+    HostEvent::RewindPlan(Box::new(crate::host::rewind::RewindPlan {
+        target: target.into(),
+        plan: crate::checkpoint::rewind::Plan::default(),
+    }))
+}
+
 fn tree_of(session: &crate::session::Session) -> crate::host::SessionTree {
     let leaf = session.leaf_id().map(str::to_string);
     crate::host::SessionTree {
@@ -65,6 +72,10 @@ fn the_tree_view_shows_branches_labels_and_the_current_position() {
     assert!(screen(&mut app, 80, 16, now).contains("Leave the current branch"));
     app.handle_key(key(KeyCode::Enter));
     assert!(app.popups.tree().is_none());
+    // First: what the move does to files. Nothing here, so it moves at once.
+    assert_eq!(sent.log().rewind_plans, ["u3"]);
+    assert!(sent.log().navigated.is_empty());
+    app.handle_host_event(no_file_changes("u3"));
     assert_eq!(sent.log().navigated, ["u3"]);
 
     // `f`: a summary focused on what is typed; the status shows the work until the answer.
@@ -76,6 +87,7 @@ fn the_tree_view_shows_branches_labels_and_the_current_position() {
     type_text(&mut app, "speed");
     assert!(screen(&mut app, 80, 16, now).contains("Focus: speed"));
     app.handle_key(key(KeyCode::Enter));
+    app.handle_host_event(no_file_changes("u1"));
     assert_eq!(
         sent.log().summarized,
         [("u1".to_string(), Some("speed".to_string()))]
@@ -267,4 +279,83 @@ fn a_branch_whose_first_entry_is_hidden_keeps_its_connector() {
         "{s}"
     );
     assert!(s.contains("└─ branch summary:"), "{s}");
+}
+
+fn two_files_changed(target: &str) -> HostEvent {
+    use crate::checkpoint::rewind::{Action, FileState, Plan, PlannedFile};
+    let file = |path: &str, action, state, diff: &str| PlannedFile {
+        path: path.into(),
+        action,
+        state,
+        diff: diff.into(),
+        wanted: None,
+    };
+    HostEvent::RewindPlan(Box::new(crate::host::rewind::RewindPlan {
+        target: target.into(),
+        plan: Plan {
+            files: vec![
+                file(
+                    "/w/src/parser.rs",
+                    Action::Restore,
+                    FileState::Ready,
+                    "--- a\n+++ b\n@@ -1 +1 @@\n-fast path\n+slow path\n",
+                ),
+                file("/w/notes.md", Action::Delete, FileState::ChangedSince, ""),
+            ],
+        },
+    }))
+}
+
+#[test]
+fn a_rewind_that_changes_files_shows_them_and_asks_how_far() {
+    let (mut app, sent) = app();
+    let now = Instant::now();
+    app.cwd = std::path::PathBuf::from("/w");
+    app.run_command("rewind", "");
+    app.handle_host_event(HostEvent::Tree(Box::new(tree_of(&branched_session()))));
+    assert!(screen(&mut app, 80, 16, now).contains("Rewind to before:"));
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(sent.log().rewind_plans, ["u3"]);
+    app.handle_host_event(two_files_changed("u3"));
+    insta::assert_snapshot!(screen(&mut app, 80, 16, now));
+
+    // `d` shows what the files become; `d` again goes back.
+    app.handle_key(key(KeyCode::Char('d')));
+    let s = screen(&mut app, 80, 16, now);
+    assert!(s.contains("-fast path") && s.contains("+slow path"), "{s}");
+    app.handle_key(key(KeyCode::Char('d')));
+    // `f` overwrites the file changed since; `3` is code only: no move.
+    app.handle_key(key(KeyCode::Char('f')));
+    assert!(screen(&mut app, 80, 16, now).contains("overwriting a change made since"));
+    app.handle_key(key(KeyCode::Char('3')));
+    assert_eq!(sent.log().restores, [("u3".to_string(), true, true)]);
+    assert!(sent.log().navigated.is_empty());
+
+    // Enter: code and conversation; what was put back is said after the move.
+    app.run_command("rewind", "");
+    app.handle_host_event(HostEvent::Tree(Box::new(tree_of(&branched_session()))));
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_host_event(two_files_changed("u3"));
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(sent.log().restores[1], ("u3".to_string(), false, false));
+    assert_eq!(sent.log().navigated, ["u3"]);
+    app.handle_host_event(HostEvent::FilesRestored(Box::new(
+        crate::host::rewind::FilesRestored {
+            restored: vec!["/w/src/parser.rs".into()],
+            kept: vec!["/w/notes.md".into()],
+            failed: Vec::new(),
+        },
+    )));
+    app.handle_host_event(HostEvent::Navigated(Box::new(crate::host::Navigated {
+        messages: Vec::new(),
+        draft: Some("try approach B instead".into()),
+        model: app.model.clone(),
+        thinking: app.thinking,
+        warnings: Vec::new(),
+    })));
+    let s = screen(&mut app, 80, 16, now);
+    assert!(
+        s.contains("Files put back: 1; kept as they are (changed since the agent did): notes.md"),
+        "{s}"
+    );
 }

@@ -1,0 +1,175 @@
+//! The tool wrapper that records checkpoints: around `bash` (and a subagent's `task`) a scan
+//! of the working folder before and after; around `write` and `edit` the one file they name.
+//! The change set goes into the result's details; a call that failed but changed files still
+//! reports them (as an error result with the same text).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::record;
+use super::tracker::Tracker;
+use crate::agent::protocol::tool::{
+    AgentTool, Concurrency, IntentMode, ToolError, ToolExample, ToolInvocation, ToolOutput,
+};
+use crate::tools::context::ToolContext;
+
+/// How a tool's changes are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Watch {
+    /// Anything under the working folder may change.
+    Scan,
+    /// Only the file its `path` argument names.
+    File,
+}
+
+fn watch_for(name: &str) -> Option<Watch> {
+    match name {
+        "bash" | "task" => Some(Watch::Scan),
+        "write" | "edit" => Some(Watch::File),
+        _ => None,
+    }
+}
+
+/// A tool whose changes to the working folder are recorded.
+struct Checkpointed {
+    inner: Arc<dyn AgentTool>,
+    tracker: Arc<Tracker>,
+    watch: Watch,
+    paths: Arc<ToolContext>,
+}
+
+/// Wrap the tools that change files; the others are returned as they are.
+pub fn wrap_all(tools: Vec<Arc<dyn AgentTool>>, tracker: &Arc<Tracker>) -> Vec<Arc<dyn AgentTool>> {
+    let paths = Arc::new(ToolContext::new(tracker.root().to_path_buf()));
+    tools
+        .into_iter()
+        .map(|t| wrap(t, tracker, &paths))
+        .collect()
+}
+
+fn wrap(
+    tool: Arc<dyn AgentTool>,
+    tracker: &Arc<Tracker>,
+    paths: &Arc<ToolContext>,
+) -> Arc<dyn AgentTool> {
+    match watch_for(tool.name()) {
+        Some(watch) => Arc::new(Checkpointed {
+            inner: tool,
+            tracker: tracker.clone(),
+            watch,
+            paths: paths.clone(),
+        }),
+        None => tool,
+    }
+}
+
+/// Run blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+#[async_trait]
+impl AgentTool for Checkpointed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn label(&self) -> &str {
+        self.inner.label()
+    }
+
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+
+    fn parameters(&self) -> &Value {
+        self.inner.parameters()
+    }
+
+    fn examples(&self) -> &[ToolExample] {
+        self.inner.examples()
+    }
+
+    fn concurrency(&self, args: &Value) -> Result<Concurrency, String> {
+        self.inner.concurrency(args)
+    }
+
+    fn interruptible(&self, args: &Value) -> Result<bool, String> {
+        self.inner.interruptible(args)
+    }
+
+    fn intent_mode(&self) -> IntentMode {
+        self.inner.intent_mode()
+    }
+
+    fn derive_intent(&self, args: &Value) -> Option<String> {
+        self.inner.derive_intent(args)
+    }
+
+    fn lenient_validation(&self) -> bool {
+        self.inner.lenient_validation()
+    }
+
+    fn custom_wire_name(&self) -> Option<&str> {
+        self.inner.custom_wire_name()
+    }
+
+    async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        match self.watch {
+            Watch::Scan => {
+                let tracker = self.tracker.clone();
+                let begin = blocking(move || tracker.begin()).await.flatten();
+                let result = self.inner.execute(call).await;
+                let Some(begin) = begin else {
+                    return result;
+                };
+                let tracker = self.tracker.clone();
+                let set = blocking(move || tracker.finish(begin))
+                    .await
+                    .unwrap_or_default();
+                with_set(result, &set)
+            }
+            Watch::File => {
+                let path = call
+                    .args
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .and_then(|raw| self.paths.resolve_existing(raw).ok());
+                let Some(path) = path else {
+                    return self.inner.execute(call).await;
+                };
+                let tracker = self.tracker.clone();
+                let begin = blocking(move || tracker.before_file(&path)).await.flatten();
+                let result = self.inner.execute(call).await;
+                let Some(begin) = begin else {
+                    return result;
+                };
+                let tracker = self.tracker.clone();
+                let change = blocking(move || tracker.after_file(begin)).await.flatten();
+                let set = record::ChangeSet {
+                    files: change.into_iter().collect(),
+                };
+                with_set(result, &set)
+            }
+        }
+    }
+}
+
+/// `result` with `set` in its details (an error that changed files becomes an error result
+/// carrying them).
+fn with_set(
+    result: Result<ToolOutput, ToolError>,
+    set: &record::ChangeSet,
+) -> Result<ToolOutput, ToolError> {
+    if set.is_empty() {
+        return result;
+    }
+    let mut out = match result {
+        Ok(out) => out,
+        Err(ToolError(message)) => ToolOutput::error(message),
+    };
+    record::attach(&mut out.details, set);
+    Ok(out)
+}
