@@ -143,6 +143,7 @@ impl Rig {
             hooks: None,
             session_slot: None,
             checkpoints: None,
+            plan: false,
         });
         Rig {
             client,

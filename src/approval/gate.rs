@@ -57,6 +57,9 @@ pub struct Gate {
     asker: OnceLock<Asker>,
     waiting: Mutex<HashMap<u64, oneshot::Sender<Decision>>>,
     next_id: AtomicU64,
+    /// Plan mode: calls that can change things are refused whatever the mode (allow rules
+    /// still let some through, as in read-only).
+    planning: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {
@@ -71,6 +74,7 @@ impl Gate {
             asker: OnceLock::new(),
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            planning: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -109,6 +113,16 @@ impl Gate {
 
     pub(crate) fn end_run_allowances(&self) {
         *lock(&self.run_allow) = None;
+    }
+
+    /// Enter (`true`) or leave plan mode.
+    pub(crate) fn set_planning(&self, on: bool) {
+        self.planning
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn planning(&self) -> bool {
+        self.planning.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn set_mode(&self, mode: ApprovalMode) {
@@ -150,6 +164,13 @@ impl Gate {
             return BeforeToolCall::Block(Some(format!(
                 "Not run: the approval rule `deny = \"{rule}\"` in pi's config refuses this \
                  {tool} call. Do something else, or ask the person."
+            )));
+        }
+        if self.planning() && may_change(tool) && verdict != Verdict::Allowed {
+            return BeforeToolCall::Block(Some(format!(
+                "Not run: pi is in plan mode, where only reading tools run ({tool} changes \
+                 files or runs commands). Finish the plan with read, grep, find and ls; the \
+                 person switches to acting when they accept it."
             )));
         }
         // Files that decide what pi trusts: asked about in every mode, allow rules and
@@ -368,6 +389,38 @@ mod tests {
         let s = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
         let (rules, _) = Rules::new(&s(allow), &s(deny));
         (dir, Arc::new(Gate::new(mode, rules, ctx)))
+    }
+
+    #[tokio::test]
+    async fn plan_mode_refuses_changes_in_any_mode_but_lets_reading_and_allowed_calls_run() {
+        let signal = AbortSignal::new();
+        let (_d, g) = gate(ApprovalMode::Auto, &["bash:git log*"], &[]);
+        g.set_planning(true);
+        let why = g
+            .decide("write", &json!({"path": "a", "content": "x"}), &signal)
+            .await;
+        assert!(blocked(&why).contains("plan mode"), "{why:?}");
+        assert!(
+            blocked(&g.decide("bash", &json!({"command": "make"}), &signal).await)
+                .contains("plan mode")
+        );
+        for (tool, args) in [
+            ("read", json!({"path": "a"})),
+            ("grep", json!({"pattern": "x"})),
+            ("task", json!({"prompt": "look"})),
+            ("bash", json!({"command": "git log -3"})),
+        ] {
+            assert_eq!(
+                g.decide(tool, &args, &signal).await,
+                BeforeToolCall::Proceed,
+                "{tool}"
+            );
+        }
+        g.set_planning(false);
+        assert_eq!(
+            g.decide("bash", &json!({"command": "make"}), &signal).await,
+            BeforeToolCall::Proceed
+        );
     }
 
     #[tokio::test]

@@ -136,6 +136,10 @@ pub struct Cli {
     #[arg(long = "no-skills")]
     pub no_skills: bool,
 
+    /// Start in plan mode: only reading tools run, and the model answers with a plan.
+    #[arg(long = "plan")]
+    pub plan: bool,
+
     /// No built-in tools; MCP tools are still offered (also `-nbt`).
     #[arg(long = "no-builtin-tools", conflicts_with = "tools")]
     pub no_builtin_tools: bool,
@@ -258,6 +262,7 @@ impl Cli {
         o.themes = self.theme.clone();
         o.no_themes = self.no_themes;
         o.no_skills = self.no_skills;
+        o.plan = self.plan;
         o.extensions = self.extension.clone();
         o.sandbox = self.sandbox;
         o.scoped_models = self.models.as_ref().map(|m| vec![m.clone()]);

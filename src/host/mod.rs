@@ -19,6 +19,7 @@
 pub mod export;
 pub mod login;
 pub mod navigation;
+pub mod plan;
 pub mod protocol;
 pub mod rewind;
 pub mod shell;
@@ -105,6 +106,8 @@ pub enum HostEvent {
     McpStatus(Vec<crate::mcp::ServerStatus>),
     /// What a move would do to the files (answers [`OpBody::RewindPlan`]).
     RewindPlan(Box<rewind::RewindPlan>),
+    /// Plan mode went on (`true`) or off.
+    PlanMode(bool),
     /// What a restore of files did (answers [`OpBody::RestoreFiles`]).
     FilesRestored(Box<rewind::FilesRestored>),
     /// The id of the first entry the latest recorded compaction keeps (`None` when nothing
@@ -222,6 +225,8 @@ pub struct HostParts {
     pub session_slot: Option<Arc<crate::subagent::SessionSlot>>,
     /// What the agent's changes to files are recorded with (`None`: checkpoints are off).
     pub checkpoints: Option<Arc<crate::checkpoint::Tracker>>,
+    /// Start in plan mode.
+    pub plan: bool,
 }
 
 impl Closed {
@@ -466,6 +471,9 @@ pub fn spawn(parts: HostParts) -> Client {
         ask_window_again: Default::default(),
         out,
     };
+    if parts.plan {
+        host.set_plan_mode(true);
+    }
     let gone = tokio_util::sync::CancellationToken::new();
     let ended = gone.clone().drop_guard();
     tokio::spawn(async move {
@@ -836,6 +844,7 @@ impl Host {
             OpBody::NavigateSummarized { target, .. } => self.navigate(target).await,
             OpBody::Shell { .. } | OpBody::AbortShell | OpBody::Shutdown => {}
             OpBody::Label { target, label } => self.label(target, label).await,
+            OpBody::SetPlanMode { on } => self.set_plan_mode(on),
             body @ (OpBody::RewindPlan { .. }
             | OpBody::RestoreFiles { .. }
             | OpBody::Rewind { .. }) => self.handle_rewind(body).await,

@@ -188,6 +188,11 @@ pub enum OpBody {
         #[serde(default)]
         focus: Option<String>,
     },
+    /// Plan mode on (`true`: only reading tools run, the model is asked for a plan) or off;
+    /// answered with [`HostEvent::PlanMode`].
+    SetPlanMode {
+        on: bool,
+    },
     /// What moving to `target` (as `Navigate` would) does to the files the agent changed;
     /// answered with [`HostEvent::RewindPlan`].
     RewindPlan {

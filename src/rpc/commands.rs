@@ -531,6 +531,10 @@ impl Session {
             }
             RpcCommand::Clone => self.wait(OpBody::Clone, id, "clone"),
             RpcCommand::GetForkMessages => self.wait(OpBody::ForkPoints, id, "get_fork_messages"),
+            RpcCommand::SetPlanMode { enabled } => {
+                self.commands.send(OpBody::SetPlanMode { on: enabled });
+                done("set_plan_mode", Ok(Some(json!({ "enabled": enabled }))))
+            }
             RpcCommand::Rewind {
                 entry_id,
                 mode,

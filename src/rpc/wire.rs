@@ -100,6 +100,10 @@ pub enum RpcCommand {
     },
     Clone,
     GetForkMessages,
+    /// pi's own: plan mode on or off (only reading tools run; the model answers with a plan).
+    SetPlanMode {
+        enabled: bool,
+    },
     /// pi's own: go back before an entry, putting back the files the agent changed since
     /// (`mode`: both, conversation, code); `dryRun` only says what would change.
     Rewind {

@@ -89,6 +89,8 @@ pub struct Options {
     pub skills: Vec<PathBuf>,
     /// `--no-skills`: only those of `--skill`.
     pub no_skills: bool,
+    /// `--plan`: start in plan mode.
+    pub plan: bool,
     /// `--no-builtin-tools`: no built-in tools, MCP tools still offered.
     pub no_builtin_tools: bool,
     /// `--extension` paths: named in a notice, never loaded.
@@ -139,6 +141,7 @@ impl Options {
             no_prompt_templates: false,
             skills: Vec::new(),
             no_skills: false,
+            plan: false,
             themes: Vec::new(),
             no_themes: false,
             no_builtin_tools: false,
@@ -190,6 +193,8 @@ pub struct StartInfo {
     pub session_file: Option<PathBuf>,
     /// How tool calls that can change things are approved at the start.
     pub approval: crate::approval::ApprovalMode,
+    /// Plan mode is on from the start (`--plan`).
+    pub plan: bool,
     /// Sessions are written (not `--no-session`, and a home folder exists).
     pub saving: bool,
     /// The conversation the session opened with (empty for a new one).
@@ -1113,6 +1118,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         hooks,
         session_slot: Some(session_slot),
         checkpoints,
+        plan: options.plan,
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
         templates: templates.clone(),
         skills: if skill_commands {
@@ -1137,6 +1143,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             session_name,
             session_file,
             approval: gate.mode(),
+            plan: options.plan,
             saving,
             messages,
             sandbox: sandbox_line,

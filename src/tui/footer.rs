@@ -36,6 +36,8 @@ pub struct Footer<'a> {
     pub model: Option<&'a ModelInfo>,
     pub thinking: ThinkingLevel,
     pub approval: ApprovalMode,
+    /// Plan mode is on.
+    pub planning: bool,
     pub paused_since: Option<Instant>,
 }
 
@@ -108,6 +110,7 @@ impl Footer<'_> {
         });
         let (mode, mode_style) = match paused {
             Some(p) => (format!("{p}{mode}"), fg(|t| t.warning)),
+            None if app.planning => (format!("plan mode · {mode}"), fg(|t| t.accent)),
             None => (mode.to_string(), mode_style),
         };
         let room = width.saturating_sub(text_width(&mode) + 1);

@@ -213,6 +213,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.place.session_name = info.session_name.as_deref().map(sanitize::sanitize);
     app.saving = info.saving;
     app.approval_mode = info.approval;
+    app.planning = info.plan;
     app.sandbox = info.sandbox.clone();
     app.show_thinking = !info.config.hide_thinking.unwrap_or(false);
     app.set_model_chosen(info.no_model.is_none());

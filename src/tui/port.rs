@@ -92,6 +92,10 @@ impl Port {
         });
     }
 
+    pub fn set_plan_mode(&self, on: bool) {
+        self.send(OpBody::SetPlanMode { on });
+    }
+
     pub fn set_approval(&self, mode: crate::approval::ApprovalMode) {
         self.send(OpBody::SetApproval { mode });
     }

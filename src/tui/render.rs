@@ -193,6 +193,7 @@ fn draw_popups(app: &App, main: Rect, buf: &mut Buffer) -> Option<Rect> {
         Popup::Login(l) => l.draw(buf, main),
         Popup::Theme(t) => t.draw(buf, main, &app.themes),
         Popup::Rewind(r) => r.draw(buf, main, &app.cwd),
+        Popup::Plan(p) => p.draw(buf, main),
     });
     let stacked: Vec<Rect> = stacked.collect();
     let approval = app.approval.draw(buf, main);

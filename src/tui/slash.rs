@@ -51,6 +51,11 @@ const BUILTIN: &[Command] = &[
         "[focus]",
         "condense the conversation now (the text given says what to keep in focus)",
     ),
+    builtin(
+        "plan",
+        "[on|off]",
+        "plan mode: only reading tools run, and the model answers with a plan to accept",
+    ),
     builtin("resume", "", "open a saved session"),
     builtin("tree", "", "move to any point of the session"),
     builtin("fork", "", "a new session from one of your earlier prompts"),

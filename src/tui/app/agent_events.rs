@@ -41,6 +41,9 @@ impl App {
                 );
                 let goes_on = ended_well
                     && (!self.composer.steering.is_empty() || !self.composer.follow_up.is_empty());
+                if ended_well && !goes_on {
+                    self.offer_plan();
+                }
                 if !goes_on {
                     self.effects.push(Effect::Notify(
                         match self.last_stop {

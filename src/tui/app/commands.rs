@@ -219,6 +219,7 @@ impl App {
             "tree" => self.open_tree(TreePurpose::Navigate),
             "fork" => self.open_tree(TreePurpose::Fork),
             "rewind" => self.open_tree(TreePurpose::Rewind),
+            "plan" => self.plan_command(args),
             "clone" => {
                 if self.refuse_when_not_saving() || self.refuse_when_busy("clone the session") {
                     return;

@@ -129,6 +129,7 @@ impl App {
             },
             HostEvent::ShellDone(r) => self.shell_done(*r),
             HostEvent::RewindPlan(p) => self.rewind_planned(*p),
+            HostEvent::PlanMode(on) => self.planning = on,
             HostEvent::Navigated(nav) => self.navigated(*nav),
             HostEvent::FilesRestored(r) => self.files_restored(*r),
             HostEvent::Notice(text) => self.notice(sanitize(&text)),

@@ -119,6 +119,7 @@ impl App {
             Action::ModelCycleBackward => self.cycle_model(false),
             Action::ThinkingCycle => self.cycle_thinking(),
             Action::ApprovalCycle => self.cycle_approval(),
+            Action::PlanToggle => self.plan_command(if self.planning { "off" } else { "on" }),
             Action::PauseToggle => self.toggle_pause(),
             Action::FollowUp => self.submit(Delivery::FollowUp),
             Action::Dequeue => {

@@ -21,6 +21,7 @@ mod agent_events;
 mod commands;
 mod host_events;
 mod keys;
+mod plan;
 mod popups;
 mod prompt;
 mod sessions;
@@ -112,6 +113,8 @@ pub struct App {
     pub approval: crate::tui::popup::approval::ApprovalPrompt,
     /// How tool calls that can change things are approved (Alt+A cycles it).
     pub approval_mode: ApprovalMode,
+    /// Plan mode is on.
+    pub planning: bool,
     /// The themes `/theme` offers, and the one in use.
     pub themes: crate::tui::popup::theme::Themes,
     /// The model's task list (`todo` tool), shown above the editor.
@@ -191,6 +194,7 @@ impl App {
             popups: popup::Stack::default(),
             approval: Default::default(),
             approval_mode: ApprovalMode::default(),
+            planning: false,
             themes: Default::default(),
             todos: Default::default(),
             paused_since: None,
@@ -302,6 +306,7 @@ impl App {
             model: self.model_ready().then_some(&self.model),
             thinking: self.thinking,
             approval: self.approval_mode,
+            planning: self.planning,
             paused_since: self.paused_since,
         }
     }

@@ -44,6 +44,11 @@ impl App {
                 let outcome = p.key(key, &self.themes);
                 self.theme_done(outcome);
             }
+            Some(Popup::Plan(p)) => {
+                let outcome = p.key(key);
+                let text = p.text.clone();
+                self.plan_done(outcome, text);
+            }
             Some(Popup::Rewind(v)) => {
                 let outcome = v.key(key);
                 let (target, leave) = (v.target.clone(), v.leave.clone());

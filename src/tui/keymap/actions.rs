@@ -103,6 +103,13 @@ pub const ACTIONS: &[Spec] = &[
         "cycle the approval mode (auto, ask, read-only)",
     ),
     spec(
+        Action::PlanToggle,
+        "app.plan.toggle",
+        "togglePlanMode",
+        &["alt+m"],
+        "plan mode on or off (only reading tools run; the model answers with a plan)",
+    ),
+    spec(
         Action::PauseToggle,
         "app.agent.pause",
         "pauseAgent",

@@ -36,6 +36,7 @@ pub enum Action {
     ModelCycleBackward,
     ThinkingCycle,
     ApprovalCycle,
+    PlanToggle,
     PauseToggle,
     ThinkingToggle,
     ToolsExpand,

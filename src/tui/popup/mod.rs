@@ -11,6 +11,7 @@ pub mod approval;
 pub mod file_picker;
 pub mod login;
 pub mod model;
+pub mod plan;
 pub mod rewind;
 pub mod sessions;
 pub mod theme;
@@ -33,6 +34,7 @@ pub enum Popup {
     Login(LoginView),
     Theme(ThemePicker),
     Rewind(RewindView),
+    Plan(plan::PlanChoice),
 }
 
 impl Popup {
@@ -104,4 +106,5 @@ impl Stack {
     find!(login, login_mut, close_login, Login, LoginView);
     find!(theme, theme_mut, close_theme, Theme, ThemePicker);
     find!(rewind, rewind_mut, close_rewind, Rewind, RewindView);
+    find!(plan, plan_mut, close_plan, Plan, plan::PlanChoice);
 }

@@ -51,6 +51,7 @@ fn snapshot_footer_with_and_without_a_model() {
             model,
             thinking: ThinkingLevel::High,
             approval,
+            planning: false,
             paused_since: paused,
         };
         let mut buf = Buffer::empty(Rect::new(0, 0, 70, 2));

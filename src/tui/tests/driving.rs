@@ -365,3 +365,58 @@ fn a_large_paste_collapses_and_is_sent_whole() {
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().prompts[0].0, big);
 }
+
+/// A plan mode run that ends with `text` as its answer.
+fn plan_answered(app: &mut App, text: &str) {
+    app.handle_agent_event(AgentEvent::AgentStart);
+    app.handle_agent_event(AgentEvent::MessageEnd {
+        message: AgentMessage::from(Message::Assistant(assistant(vec![ContentBlock::text(
+            text,
+        )]))),
+    });
+    app.handle_agent_event(AgentEvent::AgentEnd {
+        messages: vec![],
+        telemetry: None,
+        coverage: None,
+    });
+}
+
+#[test]
+fn a_plan_is_put_to_the_person_to_accept_edit_or_reject() {
+    let (mut app, port) = app();
+    let now = Instant::now();
+    app.run_command("plan", "");
+    assert!(app.planning);
+    plan_answered(&mut app, "1. Rename the module.\n2. Fix the imports.");
+    insta::assert_snapshot!(screen(&mut app, 80, 14, now));
+
+    // `r`: still planning, nothing sent.
+    app.handle_key(key(KeyCode::Char('r')));
+    assert!(app.planning && app.popups.plan().is_none());
+    assert!(port.log().prompts.is_empty());
+
+    // `e`: plan mode off, the plan in the editor to change and send.
+    plan_answered(&mut app, "1. Rename the module.");
+    app.handle_key(key(KeyCode::Char('e')));
+    assert!(!app.planning);
+    assert_eq!(
+        app.composer.editor.text(),
+        "Carry out this plan:\n\n1. Rename the module."
+    );
+    app.composer.editor.set_text("");
+
+    // Enter: plan mode off and the model told to act on it.
+    app.run_command("plan", "on");
+    plan_answered(&mut app, "1. Rename the module.");
+    app.handle_key(key(KeyCode::Enter));
+    assert!(!app.planning);
+    let log = port.log();
+    assert_eq!(log.plan_modes, [true, false, true, false]);
+    assert_eq!(log.prompts.len(), 1);
+    assert!(log.prompts[0].0.contains("Carry it out now"));
+    drop(log);
+
+    // Not in plan mode: no question after a run.
+    plan_answered(&mut app, "done");
+    assert!(app.popups.plan().is_none());
+}

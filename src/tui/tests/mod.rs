@@ -70,6 +70,7 @@ struct Log {
     compacts: Vec<Option<String>>,
     navigated: Vec<String>,
     rewind_plans: Vec<String>,
+    plan_modes: Vec<bool>,
     restores: Vec<(String, bool, bool)>,
     summarized: Vec<(String, Option<String>)>,
     labels: Vec<(String, Option<String>)>,
@@ -128,6 +129,7 @@ impl Sent {
                 OpBody::SetApproval { mode } => log.approval_modes.push(mode),
                 OpBody::Navigate { target } => log.navigated.push(target),
                 OpBody::RewindPlan { target } => log.rewind_plans.push(target),
+                OpBody::SetPlanMode { on } => log.plan_modes.push(on),
                 OpBody::RestoreFiles {
                     target,
                     force,
