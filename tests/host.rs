@@ -144,6 +144,7 @@ impl Rig {
             session_slot: None,
             checkpoints: None,
             plan: false,
+            web_search: false,
         });
         Rig {
             client,

@@ -1233,3 +1233,74 @@ async fn the_loop_runs_a_tool_and_sends_back_the_paired_result() {
         "the moving tail is cached"
     );
 }
+
+#[tokio::test]
+async fn web_search_is_offered_and_its_sources_end_the_answer() {
+    let reply = Reply::sse(vec![
+        start("msg_ws"),
+        block_start(
+            0,
+            json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
+        ),
+        json_part(0, r#"{"query": "rust "#),
+        json_part(0, r#"2024 edition"}"#),
+        block_stop(0),
+        block_start(
+            1,
+            json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                {"type": "web_search_result", "url": "https://doc.rust-lang.org/edition-guide/",
+                 "title": "The Rust Edition Guide", "encrypted_content": "x", "page_age": null},
+                {"type": "web_search_result", "url": "https://blog.rust-lang.org/",
+                 "title": "Rust Blog", "encrypted_content": "y", "page_age": null}
+            ]}),
+        ),
+        block_stop(1),
+        text_start(2),
+        text(2, "Rust 2024 shipped in 1.85."),
+        delta(
+            2,
+            json!({"type": "citations_delta", "citation": {"type": "web_search_result_location",
+                "url": "https://doc.rust-lang.org/edition-guide/", "title": "The Rust Edition Guide",
+                "encrypted_index": "z", "cited_text": "Rust 2024"}}),
+        ),
+        block_stop(2),
+        message_delta("end_turn", 30),
+        message_stop(),
+    ]);
+    let server = TestServer::start(vec![reply]).await;
+    let providers = http_providers(&server, "anthropic").with_web_search(true);
+    let events = support::collect(&providers, hello()).await;
+    let done = terminal(&events);
+    assert_eq!(done.stop_reason, StopReason::Stop);
+    assert_eq!(
+        done.tool_calls().count(),
+        0,
+        "the server's own call is not the loop's"
+    );
+    let text = done.text();
+    assert!(text.starts_with("Rust 2024 shipped in 1.85."), "{text}");
+    assert!(
+        text.contains("Searched the web for “rust 2024 edition”.")
+            && text.contains(
+                "Sources:\n1. [The Rust Edition Guide](https://doc.rust-lang.org/edition-guide/)"
+            )
+            && !text.contains("Rust Blog"),
+        "{text}"
+    );
+    let tools = server.requests()[0].body["tools"].clone();
+    assert_eq!(
+        tools.as_array().unwrap().last().unwrap()["type"],
+        "web_search_20250305",
+        "{tools}"
+    );
+
+    // Off (the default): not offered.
+    let server = TestServer::start(vec![text_reply(&["hi"], "end_turn")]).await;
+    let providers = http_providers(&server, "anthropic");
+    support::collect(&providers, hello()).await;
+    assert!(
+        !server.requests()[0].body["tools"]
+            .to_string()
+            .contains("web_search")
+    );
+}

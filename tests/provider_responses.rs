@@ -1253,3 +1253,60 @@ async fn a_harmony_leak_over_http_is_resampled_and_kept_out_of_history() {
         "the leaked attempt was shown as a discarded one"
     );
 }
+
+#[tokio::test]
+async fn web_search_is_offered_and_the_cited_pages_end_the_answer() {
+    let answer = "Rust 2024 shipped in 1.85.";
+    let reply = Sse::new()
+        .created("resp_ws")
+        .ev(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": {"id": "ws_1", "type": "web_search_call", "status": "in_progress"}}),
+        )
+        .ev(
+            "response.web_search_call.completed",
+            json!({"output_index": 0, "item_id": "ws_1"}),
+        )
+        .ev(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": {"id": "ws_1", "type": "web_search_call", "status": "completed",
+                   "action": {"type": "search", "query": "rust 2024 edition"}}}),
+        )
+        .ev(
+            "response.output_item.added",
+            json!({"output_index": 1, "item": {"id": "msg_ws", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}),
+        )
+        .ev(
+            "response.output_text.delta",
+            json!({"item_id": "msg_ws", "output_index": 1, "content_index": 0, "delta": answer}),
+        )
+        .ev(
+            "response.output_item.done",
+            json!({"output_index": 1, "item": {"id": "msg_ws", "type": "message", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": answer, "annotations": [
+                       {"type": "url_citation", "start_index": 0, "end_index": 9,
+                        "url": "https://doc.rust-lang.org/edition-guide/", "title": "The Rust Edition Guide"}]}]}}),
+        )
+        .completed("resp_ws", usage(10, 0, 5, 0))
+        .reply();
+    let server = TestServer::start(vec![reply]).await;
+    let providers = http_providers(&server, "openai").with_web_search(true);
+    let events = support::collect(&providers, request("gpt-5", vec![user("what is new?")])).await;
+    let done = match events.last() {
+        Some(StreamEvent::Done { message, .. }) => (**message).clone(),
+        other => panic!("no answer: {other:?}"),
+    };
+    let text = done.text();
+    assert!(text.starts_with(answer), "{text}");
+    assert!(
+        text.contains("Searched the web for “rust 2024 edition”.")
+            && text.contains(
+                "Sources:\n1. [The Rust Edition Guide](https://doc.rust-lang.org/edition-guide/)"
+            ),
+        "{text}"
+    );
+    assert_eq!(
+        server.requests()[0].body["tools"],
+        json!([{"type": "web_search"}])
+    );
+}

@@ -168,3 +168,24 @@ async fn read_only_refuses_it_unless_a_rule_allows_the_address() {
         tool_result(&server)
     );
 }
+
+#[tokio::test]
+async fn web_search_with_a_model_that_has_none_says_so() {
+    let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("hello")]).await;
+    let h = support::binary_home("web-search-none");
+    std::fs::write(h.join("agent/config.toml"), "web_search = true\n").unwrap();
+    let out = support::run_pi(&h, &[("OLLAMA_HOST", server.url.as_str())], &["-p", "hi"]).await;
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("web search is unavailable with ollama/qwen3:8b"),
+        "{err}"
+    );
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("web_search")),
+        "nothing about it reaches a server that has none"
+    );
+}

@@ -267,6 +267,8 @@ pub struct Config {
     pub retry: RetryConfig,
     pub compaction: CompactionConfig,
     pub checkpoints: CheckpointsConfig,
+    /// Offer the provider's own web search (Anthropic Messages, OpenAI Responses).
+    pub web_search: Option<bool>,
     /// Output limits of the tools.
     pub tools: ToolsConfig,
     pub rpc: RpcConfig,
@@ -385,6 +387,7 @@ const TOP_KEYS: &[&str] = &[
     "retry",
     "compaction",
     "checkpoints",
+    "web_search",
     "tools",
     "rpc",
     "providers",

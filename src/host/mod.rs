@@ -166,6 +166,15 @@ pub struct Closed {
     pub unsaved: Option<String>,
 }
 
+/// What is said when `web_search = true` meets a model whose API has no search of its own.
+pub fn web_search_unavailable(model: &ModelInfo) -> String {
+    format!(
+        "web search is unavailable with {}/{}: only Anthropic's Messages API and OpenAI's \
+         Responses API run a search themselves (web_search = true does nothing for this model)",
+        model.provider, model.id
+    )
+}
+
 /// Write a new file only its owner can read (exports hold the whole conversation).
 pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
@@ -227,6 +236,8 @@ pub struct HostParts {
     pub checkpoints: Option<Arc<crate::checkpoint::Tracker>>,
     /// Start in plan mode.
     pub plan: bool,
+    /// `web_search = true`: the provider's own search is offered where there is one.
+    pub web_search: bool,
 }
 
 impl Closed {
@@ -318,6 +329,7 @@ struct Host {
     hooks: Option<Arc<crate::hooks::Hooks>>,
     session_slot: Option<Arc<crate::subagent::SessionSlot>>,
     checkpoints: Option<Arc<crate::checkpoint::Tracker>>,
+    web_search: bool,
     /// A custom command's `model` is in use for this run: the model to go back to after it.
     model_after_run: Option<ModelInfo>,
     /// A custom command's `allowed-tools` apply to this run.
@@ -462,6 +474,7 @@ pub fn spawn(parts: HostParts) -> Client {
         hooks: parts.hooks.clone(),
         session_slot: parts.session_slot,
         checkpoints: parts.checkpoints,
+        web_search: parts.web_search,
         model_after_run: None,
         run_allowances: false,
         session_context: Vec::new(),
@@ -1081,6 +1094,9 @@ impl Host {
             r.with(move |r| {
                 r.set_model(&provider, &id);
             });
+        }
+        if self.web_search && !crate::provider::has_web_search(model.api) {
+            self.tell(HostEvent::Notice(web_search_unavailable(&model)));
         }
         self.model = model;
         self.learn_window();

@@ -126,6 +126,10 @@ fn request_body(model: &ModelInfo, request: &ProviderRequest) -> Value {
     }
 
     let mut tools: Vec<Value> = context.tools.iter().map(tool_definition).collect();
+    if model.compat.web_search {
+        tools.push(json!({"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 5}));
+    }
+    let has_tools = !tools.is_empty();
     if let Some(last) = tools.last_mut() {
         set_cache_control(last);
         breakpoints += 1;
@@ -435,12 +439,19 @@ fn tool_result_block(model: &ModelInfo, result: &ToolResultMessage) -> Value {
 // Response
 // ---------------------------------------------------------------------------------------------
 
+/// The server-side web search tool's type.
+const WEB_SEARCH_TOOL: &str = "web_search_20250305";
+
 #[derive(Default)]
 struct Decoder {
     /// From `message_delta`.
     stop: Option<(StopReason, Option<StopDetails>)>,
     /// `message_stop` arrived.
     complete: bool,
+    /// Blocks of the server's own tool calls (the search's query arrives in them), by key.
+    server_calls: std::collections::HashMap<String, String>,
+    /// What the server searched for and what it found and cited.
+    search: super::web_search::Found,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -515,6 +526,23 @@ impl Decoder {
                 }
             }
             "redacted_thinking" => out.redacted_thinking(str_at(block, "/data")),
+            "server_tool_use" => {
+                let input = match block.get("input") {
+                    Some(Value::Object(m)) if !m.is_empty() => Value::Object(m.clone()).to_string(),
+                    _ => String::new(),
+                };
+                self.server_calls.insert(key, input);
+            }
+            "web_search_tool_result" => {
+                for r in block
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    self.search.result(str_at(r, "/title"), str_at(r, "/url"));
+                }
+            }
             "tool_use" => {
                 out.tool_start(&key, str_at(block, "/id"), str_at(block, "/name"));
                 if let Some(Value::Object(input)) = block.get("input")
@@ -523,7 +551,6 @@ impl Decoder {
                     out.tool_arguments(&key, &Value::Object(input.clone()).to_string());
                 }
             }
-            // Server tools and their results are not requested, so not kept.
             _ => {}
         }
         Ok(())
@@ -536,8 +563,14 @@ impl Decoder {
             "text_delta" => out.text_delta(&key, str_at(delta, "/text")),
             "thinking_delta" => out.thinking_delta(&key, str_at(delta, "/thinking")),
             "signature_delta" => out.thinking_signature(&key, str_at(delta, "/signature")),
-            "input_json_delta" => out.tool_delta(&key, str_at(delta, "/partial_json")),
-            // citations_delta and anything newer.
+            "input_json_delta" => match self.server_calls.get_mut(&key) {
+                Some(input) => input.push_str(str_at(delta, "/partial_json")),
+                None => out.tool_delta(&key, str_at(delta, "/partial_json")),
+            },
+            "citations_delta" => {
+                let c = delta.get("citation").unwrap_or(&Value::Null);
+                self.search.cited(str_at(c, "/title"), str_at(c, "/url"));
+            }
             _ => {}
         }
         Ok(())
@@ -564,7 +597,20 @@ impl WireDecoder for Decoder {
             }
             "content_block_start" => self.block_start(&v, out)?,
             "content_block_delta" => self.block_delta(&v, out)?,
-            "content_block_stop" => out.close(&block_key(&v)?),
+            "content_block_stop" => {
+                let key = block_key(&v)?;
+                match self.server_calls.remove(&key) {
+                    Some(input) => {
+                        let query = serde_json::from_str::<Value>(&input).ok().and_then(|i| {
+                            i.get("query").and_then(Value::as_str).map(str::to_string)
+                        });
+                        if let Some(q) = query {
+                            self.search.searched(&q);
+                        }
+                    }
+                    None => out.close(&key),
+                }
+            }
             "message_delta" => {
                 if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop = Some(stop_reason(reason));
@@ -575,6 +621,7 @@ impl WireDecoder for Decoder {
             }
             "message_stop" => {
                 self.complete = true;
+                self.search.emit(out);
                 self.end(out);
             }
             "error" => {

@@ -102,6 +102,9 @@ pub struct Compat {
     pub max_tokens_field: String,
     /// Accepts `store: false` (Responses API).
     pub supports_store: bool,
+    /// Offer the provider's own web search tool (`web_search = true`; Anthropic Messages and
+    /// OpenAI Responses only). Set per request, never read from a catalogue.
+    pub web_search: bool,
 }
 
 impl Default for Compat {
@@ -112,6 +115,7 @@ impl Default for Compat {
             supports_usage_in_streaming: true,
             max_tokens_field: "max_tokens".into(),
             supports_store: true,
+            web_search: false,
         }
     }
 }
@@ -124,6 +128,7 @@ impl Compat {
             supports_usage_in_streaming: true,
             max_tokens_field: "max_completion_tokens".into(),
             supports_store: true,
+            web_search: false,
         }
     }
 }

@@ -23,6 +23,7 @@ pub(crate) mod origin;
 pub(crate) mod sse;
 pub(crate) mod tool_template;
 pub mod web;
+pub(crate) mod web_search;
 pub mod window;
 pub mod wire;
 
@@ -83,6 +84,8 @@ pub struct Providers {
     headers: Mutex<HashMap<String, Vec<(String, String)>>>,
     /// Learns every key and credential header resolved (for masking).
     secrets: crate::secrets::Secrets,
+    /// Offer the provider's own web search where the API has one (`web_search = true`).
+    web_search: bool,
 }
 
 impl Providers {
@@ -98,6 +101,7 @@ impl Providers {
             keys: Mutex::new(HashMap::new()),
             headers: Mutex::new(HashMap::new()),
             secrets: crate::secrets::Secrets::default(),
+            web_search: false,
         }
     }
 
@@ -105,6 +109,13 @@ impl Providers {
     /// only known once it has run), so it is masked wherever it might appear.
     pub(crate) fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
         self.secrets = secrets;
+        self
+    }
+
+    /// Offer the provider's own web search tool to models whose API has one.
+    #[must_use]
+    pub fn with_web_search(mut self, on: bool) -> Self {
+        self.web_search = on;
         self
     }
 
@@ -231,6 +242,7 @@ impl Providers {
             .map_err(RequestError::UnknownModel)?;
         let key = self.key_for(&model.provider)?;
         model.headers = self.headers_for(&model, key.as_deref())?;
+        model.compat.web_search = self.web_search && has_web_search(model.api);
         let keyless = self
             .catalog
             .provider(&model.provider)
@@ -275,6 +287,11 @@ impl Provider for Providers {
             }
         }
     }
+}
+
+/// Whether the API has a web search the provider runs itself.
+pub fn has_web_search(api: Api) -> bool {
+    matches!(api, Api::AnthropicMessages | Api::OpenAiResponses)
 }
 
 fn fallback_model(request: &ProviderRequest) -> ModelInfo {

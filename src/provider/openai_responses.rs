@@ -216,8 +216,11 @@ fn request_body(model: &ModelInfo, request: &ProviderRequest, wire_model: &str) 
     if model.reasoning {
         body.insert("include".into(), json!([ENCRYPTED_REASONING]));
     }
-    if !context.tools.is_empty() {
-        let tools: Vec<Value> = context.tools.iter().map(tool_spec).collect();
+    if !context.tools.is_empty() || model.compat.web_search {
+        let mut tools: Vec<Value> = context.tools.iter().map(tool_spec).collect();
+        if model.compat.web_search {
+            tools.push(json!({"type": "web_search"}));
+        }
         body.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = &options.tool_choice {
             body.insert("tool_choice".into(), tool_choice(choice));
@@ -493,6 +496,8 @@ struct Decoder {
     saw_tool_call: bool,
     /// Refusal text the model streamed instead of an answer.
     refusal: Option<String>,
+    /// What the server searched for and the pages it cited.
+    search: super::web_search::Found,
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -628,6 +633,20 @@ impl Decoder {
                 out.close(&key);
             }
             Some("message") => {
+                for a in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.get("annotations").and_then(Value::as_array))
+                    .flatten()
+                    .filter(|a| str_at(a, "type") == Some("url_citation"))
+                {
+                    self.search.cited(
+                        str_at(a, "title").unwrap_or(""),
+                        str_at(a, "url").unwrap_or(""),
+                    );
+                }
                 if !has_text {
                     // Nothing streamed: take the text from the finished item.
                     for part in item
@@ -670,6 +689,11 @@ impl Decoder {
                 }
                 out.close(&key);
             }
+            Some("web_search_call") => {
+                if let Some(q) = item.pointer("/action/query").and_then(Value::as_str) {
+                    self.search.searched(q);
+                }
+            }
             _ => {}
         }
     }
@@ -692,6 +716,7 @@ impl Decoder {
 
     /// `response.completed` / `response.incomplete` (and a final status in general).
     fn complete(&mut self, v: &Value, incomplete_event: bool, out: &mut MessageStream) {
+        self.search.emit(out);
         let response = v.get("response").unwrap_or(&Value::Null);
         if let Some(id) = str_at(response, "id") {
             out.set_response_id(id);

@@ -974,6 +974,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }
+    if config.web_search == Some(true) {
+        providers = providers.with_web_search(true);
+        if !crate::provider::has_web_search(selection.model.api) {
+            warnings.push(host::web_search_unavailable(&selection.model));
+        }
+    }
     if let Some(secs) = config.response_timeout_secs {
         providers = providers.with_response_timeout(Duration::from_secs(secs.max(1)));
     }
@@ -1119,6 +1125,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         session_slot: Some(session_slot),
         checkpoints,
         plan: options.plan,
+        web_search: config.web_search == Some(true),
         remember_in: agent_dir.as_ref().map(|d| d.join("settings.json")),
         templates: templates.clone(),
         skills: if skill_commands {
