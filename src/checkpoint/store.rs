@@ -30,6 +30,8 @@ pub struct BlobStore {
     /// Bytes held, once counted.
     held: Mutex<Option<u64>>,
     limit: u64,
+    /// A content was refused for room (until something is removed).
+    refused: std::sync::atomic::AtomicBool,
 }
 
 /// Why a content was not saved.
@@ -47,6 +49,7 @@ impl BlobStore {
             dir: dir.into(),
             held: Mutex::new(None),
             limit,
+            refused: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -99,6 +102,8 @@ impl BlobStore {
         let len = bytes.len() as u64;
         if now.saturating_add(len) > self.limit {
             *held = Some(now);
+            self.refused
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             return Err(PutError::Full);
         }
         let parent = path.parent().unwrap_or(&self.dir);
@@ -108,12 +113,24 @@ impl BlobStore {
         Ok(())
     }
 
+    /// Whether the store is known to hold its limit already (then nothing new is read for it).
+    pub fn is_full(&self) -> bool {
+        self.refused.load(std::sync::atomic::Ordering::Relaxed)
+            || self
+                .held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_some_and(|n| n >= self.limit)
+    }
+
     /// Remove the contents with these hashes (those missing are skipped).
     pub fn remove(&self, hashes: impl IntoIterator<Item = String>) {
         let mut held = self
             .held
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.refused
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         for h in hashes {
             if !is_hash(&h) {
                 continue;
@@ -193,7 +210,9 @@ mod tests {
             store.put(&hash_of(b"678901"), b"678901"),
             Err(PutError::Full)
         ));
+        assert!(store.is_full());
         store.remove([hash_of(b"12345")]);
+        assert!(!store.is_full());
         store.put(&hash_of(b"678901"), b"678901").unwrap();
     }
 }

@@ -38,8 +38,8 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_file_bytes: 4 << 20,
-            max_store_bytes: 2 << 30,
-            max_files: 250_000,
+            max_store_bytes: 512 << 20,
+            max_files: 100_000,
         }
     }
 }
@@ -207,7 +207,7 @@ impl Tracker {
 
     /// Read and save one file's content.
     fn capture(&self, path: &Path, meta: Meta) -> Known {
-        let hash = if meta.len > self.limits.max_file_bytes {
+        let hash = if meta.len > self.limits.max_file_bytes || self.store.is_full() {
             None
         } else {
             std::fs::read(path).ok().and_then(|bytes| {
