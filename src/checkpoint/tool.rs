@@ -1,5 +1,8 @@
 //! The tool wrapper that records checkpoints: around `bash` (and a subagent's `task`) a scan
 //! of the working folder before and after; around `write` and `edit` the one file they name.
+//! Every other tool only starts the tracker's first save of the folder ([`Tracker::warm`]), so
+//! a run that calls no tool (`pi -p "hello"`) never pays for it, and one that does has it done
+//! in the background by the time it first changes something.
 //! The change set goes into the result's details; a call that failed but changed files still
 //! reports them (as an error result with the same text).
 
@@ -22,13 +25,15 @@ enum Watch {
     Scan,
     /// Only the file its `path` argument names.
     File,
+    /// Nothing: it changes no file (the folder's first save starts).
+    Nothing,
 }
 
-fn watch_for(name: &str) -> Option<Watch> {
+fn watch_for(name: &str) -> Watch {
     match name {
-        "bash" | "task" => Some(Watch::Scan),
-        "write" | "edit" => Some(Watch::File),
-        _ => None,
+        "bash" | "task" => Watch::Scan,
+        "write" | "edit" => Watch::File,
+        _ => Watch::Nothing,
     }
 }
 
@@ -40,7 +45,7 @@ struct Checkpointed {
     paths: Arc<ToolContext>,
 }
 
-/// Wrap the tools that change files; the others are returned as they are.
+/// Wrap every tool: those that change files are recorded, any starts the first save.
 pub fn wrap_all(tools: Vec<Arc<dyn AgentTool>>, tracker: &Arc<Tracker>) -> Vec<Arc<dyn AgentTool>> {
     let paths = Arc::new(ToolContext::new(tracker.root().to_path_buf()));
     tools
@@ -54,15 +59,12 @@ fn wrap(
     tracker: &Arc<Tracker>,
     paths: &Arc<ToolContext>,
 ) -> Arc<dyn AgentTool> {
-    match watch_for(tool.name()) {
-        Some(watch) => Arc::new(Checkpointed {
-            inner: tool,
-            tracker: tracker.clone(),
-            watch,
-            paths: paths.clone(),
-        }),
-        None => tool,
-    }
+    Arc::new(Checkpointed {
+        watch: watch_for(tool.name()),
+        inner: tool,
+        tracker: tracker.clone(),
+        paths: paths.clone(),
+    })
 }
 
 /// Run blocking file work off the async threads.
@@ -117,7 +119,9 @@ impl AgentTool for Checkpointed {
     }
 
     async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        self.tracker.warm();
         match self.watch {
+            Watch::Nothing => self.inner.execute(call).await,
             Watch::Scan => {
                 let tracker = self.tracker.clone();
                 let begin = blocking(move || tracker.begin()).await.flatten();

@@ -86,6 +86,8 @@ pub struct Tracker {
     skip: Vec<PathBuf>,
     state: Mutex<State>,
     notices: Box<dyn Fn(String) + Send + Sync>,
+    /// [`Tracker::warm`] has started.
+    warming: std::sync::atomic::AtomicBool,
 }
 
 /// The start of a scanned call: what was known when it began.
@@ -124,6 +126,7 @@ impl Tracker {
             skip: Vec::new(),
             state: Mutex::new(State::default()),
             notices,
+            warming: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -146,8 +149,14 @@ impl Tracker {
     }
 
     /// Save every file's content now, on a thread of its own, so the first `bash` call does
-    /// not wait for it.
+    /// not wait for it (once; later calls do nothing).
     pub fn warm(self: &Arc<Self>) {
+        if self
+            .warming
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
         let me = self.clone();
         let _ = std::thread::Builder::new()
             .name("pi-checkpoints".into())

@@ -401,8 +401,8 @@ fn open_failed(e: SessionError) -> StartError {
 }
 
 /// The checkpoint tracker (`None`: nothing is saved, the session is read-only, or
-/// `checkpoints.enabled = false`), already saving the folder's files in the background, and
-/// where its notices arrive.
+/// `checkpoints.enabled = false`) and where its notices arrive. It starts saving the folder's
+/// files at the first tool call of a run (see [`crate::checkpoint::tool`]).
 fn checkpoints(
     options: &Options,
     config: &Config,
@@ -443,7 +443,6 @@ fn checkpoints(
             .flatten(),
         ),
     );
-    tracker.warm();
     (Some(tracker), Some(rx))
 }
 
