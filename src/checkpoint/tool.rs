@@ -13,10 +13,9 @@ use serde_json::Value;
 
 use super::record;
 use super::tracker::Tracker;
-use crate::agent::protocol::tool::{
-    AgentTool, Concurrency, IntentMode, ToolError, ToolExample, ToolInvocation, ToolOutput,
-};
+use crate::agent::protocol::tool::{AgentTool, ToolError, ToolInvocation, ToolOutput};
 use crate::tools::context::ToolContext;
+use crate::tools::guard::forward_tool_info;
 
 /// How a tool's changes are found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,49 +73,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 #[async_trait]
 impl AgentTool for Checkpointed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn label(&self) -> &str {
-        self.inner.label()
-    }
-
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-
-    fn parameters(&self) -> &Value {
-        self.inner.parameters()
-    }
-
-    fn examples(&self) -> &[ToolExample] {
-        self.inner.examples()
-    }
-
-    fn concurrency(&self, args: &Value) -> Result<Concurrency, String> {
-        self.inner.concurrency(args)
-    }
-
-    fn interruptible(&self, args: &Value) -> Result<bool, String> {
-        self.inner.interruptible(args)
-    }
-
-    fn intent_mode(&self) -> IntentMode {
-        self.inner.intent_mode()
-    }
-
-    fn derive_intent(&self, args: &Value) -> Option<String> {
-        self.inner.derive_intent(args)
-    }
-
-    fn lenient_validation(&self) -> bool {
-        self.inner.lenient_validation()
-    }
-
-    fn custom_wire_name(&self) -> Option<&str> {
-        self.inner.custom_wire_name()
-    }
+    forward_tool_info!();
 
     async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
         self.tracker.warm();

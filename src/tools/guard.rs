@@ -16,14 +16,66 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::agent::protocol::tool::{
-    AgentTool, Concurrency, IntentMode, ProgressSink, ToolError, ToolExample, ToolInvocation,
-    ToolOutput,
+    AgentTool, ProgressSink, ToolError, ToolInvocation, ToolOutput,
 };
 use crate::agent::protocol::types::ContentBlock;
 use crate::secrets::Secrets;
+
+/// The accessors of a tool wrapper that changes only how a call runs: every one answers as the
+/// wrapped tool (the `inner` field) does. Used inside an `impl AgentTool` block.
+macro_rules! forward_tool_info {
+    () => {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        fn label(&self) -> &str {
+            self.inner.label()
+        }
+
+        fn description(&self) -> &str {
+            self.inner.description()
+        }
+
+        fn parameters(&self) -> &serde_json::Value {
+            self.inner.parameters()
+        }
+
+        fn examples(&self) -> &[$crate::agent::protocol::tool::ToolExample] {
+            self.inner.examples()
+        }
+
+        fn concurrency(
+            &self,
+            args: &serde_json::Value,
+        ) -> Result<$crate::agent::protocol::tool::Concurrency, String> {
+            self.inner.concurrency(args)
+        }
+
+        fn interruptible(&self, args: &serde_json::Value) -> Result<bool, String> {
+            self.inner.interruptible(args)
+        }
+
+        fn intent_mode(&self) -> $crate::agent::protocol::tool::IntentMode {
+            self.inner.intent_mode()
+        }
+
+        fn derive_intent(&self, args: &serde_json::Value) -> Option<String> {
+            self.inner.derive_intent(args)
+        }
+
+        fn lenient_validation(&self) -> bool {
+            self.inner.lenient_validation()
+        }
+
+        fn custom_wire_name(&self) -> Option<&str> {
+            self.inner.custom_wire_name()
+        }
+    };
+}
+pub(crate) use forward_tool_info;
 
 /// A tool whose output is masked and checked for hidden text.
 pub(crate) struct Guarded {
@@ -91,49 +143,7 @@ fn flag_hidden_text(out: &mut ToolOutput) {
 
 #[async_trait]
 impl AgentTool for Guarded {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn label(&self) -> &str {
-        self.inner.label()
-    }
-
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-
-    fn parameters(&self) -> &Value {
-        self.inner.parameters()
-    }
-
-    fn examples(&self) -> &[ToolExample] {
-        self.inner.examples()
-    }
-
-    fn concurrency(&self, args: &Value) -> Result<Concurrency, String> {
-        self.inner.concurrency(args)
-    }
-
-    fn interruptible(&self, args: &Value) -> Result<bool, String> {
-        self.inner.interruptible(args)
-    }
-
-    fn intent_mode(&self) -> IntentMode {
-        self.inner.intent_mode()
-    }
-
-    fn derive_intent(&self, args: &Value) -> Option<String> {
-        self.inner.derive_intent(args)
-    }
-
-    fn lenient_validation(&self) -> bool {
-        self.inner.lenient_validation()
-    }
-
-    fn custom_wire_name(&self) -> Option<&str> {
-        self.inner.custom_wire_name()
-    }
+    forward_tool_info!();
 
     async fn execute(&self, mut call: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let outer = call.progress.clone();
@@ -164,6 +174,7 @@ mod tests {
 
     use super::*;
     use crate::agent::protocol::tool::ToolCallContext;
+    use serde_json::Value;
 
     /// A tool that reports `text` as progress, then returns it (or fails with it).
     struct Echo {
