@@ -5,10 +5,9 @@ use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::Path;
 
-use serde_json::Value;
-
-use super::record::{self, ChangeSet, DETAILS_KEY};
+use super::record::{self, DETAILS_KEY};
 use super::store::BlobStore;
+use crate::session::entry::{ParsedLine, parse_line};
 
 /// The content hashes the checkpoint records of the session file at `path` name.
 pub fn hashes_in(path: &Path) -> HashSet<String> {
@@ -22,17 +21,10 @@ pub fn hashes_in(path: &Path) -> HashSet<String> {
         if !line.contains(DETAILS_KEY) {
             continue;
         }
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+        let Ok(ParsedLine::Entry(entry)) = parse_line(line.as_bytes()) else {
             continue;
         };
-        let set = v
-            .pointer("/message/details/checkpoint")
-            .or_else(|| {
-                (v.get("customType").and_then(Value::as_str) == Some(record::CUSTOM_TYPE))
-                    .then(|| v.get("data"))
-                    .flatten()
-            })
-            .and_then(ChangeSet::from_value);
+        let set = record::of_kind(&entry.kind);
         if let Some(set) = set {
             out.extend(record::hashes(&set).map(str::to_string));
         }
@@ -68,6 +60,8 @@ pub fn forget(sessions_dir: &Path, dir: &Path, mut gone: HashSet<String>) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::checkpoint::store::hash_of;
 
@@ -76,8 +70,10 @@ mod tests {
             .iter()
             .map(|h| serde_json::json!({"path": "/w/f", "before": null, "after": {"hash": h}}))
             .collect();
-        serde_json::json!({"type": "message", "id": "x", "message": {"role": "toolResult",
-            "details": {"checkpoint": {"files": files}}}})
+        serde_json::json!({"type": "message", "id": "x", "parentId": null,
+            "timestamp": "2026-12-04T10:00:00.000Z", "message": {"role": "toolResult",
+            "toolCallId": "c1", "toolName": "bash", "content": [{"type": "text", "text": ""}],
+            "isError": false, "timestamp": 1, "details": {"checkpoint": {"files": files}}}})
         .to_string()
     }
 

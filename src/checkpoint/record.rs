@@ -64,7 +64,12 @@ impl ChangeSet {
 
 /// The change set an entry of the session carries, if any.
 pub fn of_entry(entry: &SessionEntry) -> Option<ChangeSet> {
-    match &entry.kind {
+    of_kind(&entry.kind)
+}
+
+/// The change set an entry of this kind carries, if any.
+pub fn of_kind(kind: &EntryKind) -> Option<ChangeSet> {
+    match kind {
         EntryKind::Message(m) => match m.as_llm() {
             Some(Message::ToolResult(r)) => r
                 .details
