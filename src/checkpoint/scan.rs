@@ -39,9 +39,6 @@ impl Meta {
     }
 }
 
-/// Every file under the root, by absolute path.
-pub type Snapshot = HashMap<PathBuf, Meta>;
-
 /// The scan stopped at `max_files` files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooMany(pub usize);
@@ -487,16 +484,19 @@ impl Drop for Batch {
     }
 }
 
-/// One scan of `root` from nothing.
-pub fn scan(root: &Path, max_files: usize, skip: &[PathBuf]) -> Result<Snapshot, TooMany> {
-    let mut s = Scanner::new(root, skip.to_vec(), max_files);
-    s.changes()?;
-    Ok(s.files().map(|(p, m)| (p.to_path_buf(), m)).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every file under the root, by absolute path.
+    type Snapshot = HashMap<PathBuf, Meta>;
+
+    /// One scan of `root` from nothing.
+    fn scan(root: &Path, max_files: usize, skip: &[PathBuf]) -> Result<Snapshot, TooMany> {
+        let mut s = Scanner::new(root, skip.to_vec(), max_files);
+        s.changes()?;
+        Ok(s.files().map(|(p, m)| (p.to_path_buf(), m)).collect())
+    }
 
     fn names(snap: &Snapshot, root: &Path) -> Vec<String> {
         let mut names: Vec<_> = snap

@@ -434,13 +434,9 @@ fn checkpoints(
             }),
         )
         .skipping(
-            [
-                Some(paths.dir.clone()),
-                options.agent_dir(),
-                Some(folder.clone()),
-            ]
-            .into_iter()
-            .flatten(),
+            [Some(paths.dir.clone()), options.agent_dir()]
+                .into_iter()
+                .flatten(),
         ),
     );
     (Some(tracker), Some(rx))

@@ -155,24 +155,16 @@ impl App {
 
     /// Move the conversation to `target`, summarising what is left behind as chosen.
     fn move_in_tree(&mut self, target: String, leave: LeaveWith) {
-        {
-            {
-                match leave {
-                    LeaveWith::NoSummary => self.port.navigate(target),
-                    LeaveWith::Summary | LeaveWith::FocusedSummary(_) => {
-                        let focus = match leave {
-                            LeaveWith::FocusedSummary(f) => Some(f),
-                            _ => None,
-                        };
-                        self.port.navigate_summarized(target, focus);
-                        // Shown as work (Esc stops it) until the host answers.
-                        self.summarizing = true;
-                        self.working = Some(Instant::now());
-                        self.retry = Some("Summarizing the branch you are leaving...".into());
-                    }
-                }
-            }
-        }
+        let focus = match leave {
+            LeaveWith::NoSummary => return self.port.navigate(target),
+            LeaveWith::Summary => None,
+            LeaveWith::FocusedSummary(f) => Some(f),
+        };
+        self.port.navigate_summarized(target, focus);
+        // Shown as work (Esc stops it) until the host answers.
+        self.summarizing = true;
+        self.working = Some(Instant::now());
+        self.retry = Some("Summarizing the branch you are leaving...".into());
     }
 
     pub(super) fn end_summarizing(&mut self) {
