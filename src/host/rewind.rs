@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use super::{Host, HostEvent};
 use crate::checkpoint::record::{self, CUSTOM_TYPE, ChangeSet};
 use crate::checkpoint::rewind::{self, Plan, Step};
-use crate::session::{EntryKind, Session};
+use crate::session::{EntryKind, Session, SessionEntry};
 
 /// What a rewind puts back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -136,21 +136,30 @@ impl Host {
     }
 
     /// A whole rewind to `target` (RPC's `rewind`): files and conversation as `mode` says,
-    /// answered with [`HostEvent::FilesRestored`] once both are done.
+    /// answered with [`HostEvent::FilesRestored`] once both are done. The session is read once.
     pub(super) async fn rewind(&mut self, target: String, mode: RewindMode, force: bool) {
-        let done = match mode {
-            RewindMode::Conversation => FilesRestored::default(),
-            RewindMode::Both | RewindMode::Code => {
-                match self.restore(&target, force, mode == RewindMode::Code).await {
-                    Some(done) => done,
-                    None => return,
+        if self.refuse_while_busy("rewind") {
+            return;
+        }
+        let Some((mut session, entry, leaf)) = self.session_entry(&target, "rewind").await else {
+            return;
+        };
+        let done = if mode == RewindMode::Conversation {
+            FilesRestored::default()
+        } else {
+            let code_only = mode == RewindMode::Code;
+            match self
+                .restore_in(session, &entry, leaf, force, code_only)
+                .await
+            {
+                Some((done, read)) => {
+                    session = read;
+                    done
                 }
+                None => return,
             }
         };
         if mode != RewindMode::Code {
-            let Some((session, entry, _)) = self.session_entry(&target, "rewind").await else {
-                return;
-            };
             self.move_to(&session, &entry, None);
         }
         self.tell(HostEvent::FilesRestored(Box::new(done)));
@@ -160,19 +169,41 @@ impl Host {
         if self.refuse_while_busy("rewind") {
             return None;
         }
+        let (session, entry, leaf) = self.session_entry(target, "rewind").await?;
+        self.restore_in(session, &entry, leaf, force, record)
+            .await
+            .map(|(done, _)| done)
+    }
+
+    /// Put the files back as they were at `entry` of `session` (read with the leaf `leaf`);
+    /// the session comes back with what was done.
+    async fn restore_in(
+        &mut self,
+        session: Session,
+        entry: &SessionEntry,
+        leaf: Option<String>,
+        force: bool,
+        record: bool,
+    ) -> Option<(FilesRestored, Session)> {
         let Some(tracker) = self.checkpoints.clone() else {
             self.tell(HostEvent::Failed(
                 "cannot rewind files: checkpoints are off in this run".into(),
             ));
             return None;
         };
-        let (session, from, to) = self.rewind_ends(target).await?;
-        let done = tokio::task::spawn_blocking(move || {
-            let plan = plan_for(&session, from.as_deref(), to.as_deref(), tracker.store());
-            rewind::apply(&plan, tracker.store(), force)
+        let to = super::navigation::target_leaf(entry);
+        let restored = tokio::task::spawn_blocking(move || {
+            let plan = plan_for(&session, leaf.as_deref(), to.as_deref(), tracker.store());
+            (rewind::apply(&plan, tracker.store(), force), session)
         })
-        .await
-        .unwrap_or_default();
+        .await;
+        let (done, session) = match restored {
+            Ok(r) => r,
+            Err(e) => {
+                self.tell(HostEvent::Failed(format!("cannot rewind files: {e}")));
+                return None;
+            }
+        };
         if record
             && !done.record.is_empty()
             && let Some(r) = &self.recorder
@@ -185,10 +216,11 @@ impl Host {
                 });
             });
         }
-        Some(FilesRestored {
+        let done = FilesRestored {
             restored: done.restored,
             kept: done.kept,
             failed: done.failed,
-        })
+        };
+        Some((done, session))
     }
 }
