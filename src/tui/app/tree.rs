@@ -126,9 +126,8 @@ impl App {
 
     pub(super) fn say_restored(&mut self, r: crate::host::rewind::FilesRestored) {
         let cwd = self.cwd.clone();
-        let shown = move |p: &std::path::Path| {
-            sanitize(&p.strip_prefix(&cwd).unwrap_or(p).display().to_string())
-        };
+        let shown =
+            move |p: &std::path::Path| sanitize(&crate::tui::popup::rewind::relative(p, &cwd));
         let n = r.restored.len();
         let mut text = format!("Files put back: {n}");
         if !r.kept.is_empty() {

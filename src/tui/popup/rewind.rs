@@ -42,6 +42,11 @@ pub struct RewindView {
     pub diff_from: Option<usize>,
 }
 
+/// `path` as shown: relative to the working folder when inside it.
+pub(crate) fn relative(path: &std::path::Path, cwd: &std::path::Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}
+
 /// What a key asks of the app.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -118,12 +123,7 @@ impl RewindView {
     }
 
     fn file_line(&self, f: &PlannedFile, cwd: &std::path::Path, width: usize) -> Line<'static> {
-        let shown = f
-            .path
-            .strip_prefix(cwd)
-            .unwrap_or(&f.path)
-            .display()
-            .to_string();
+        let shown = relative(&f.path, cwd);
         let (mark, what) = match f.action {
             Action::Restore => ("M", "put back"),
             Action::Delete => ("D", "delete (the agent made it)"),
@@ -157,12 +157,7 @@ impl RewindView {
     fn diff_lines(&self, cwd: &std::path::Path) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         for f in &self.files {
-            let name = f
-                .path
-                .strip_prefix(cwd)
-                .unwrap_or(&f.path)
-                .display()
-                .to_string();
+            let name = relative(&f.path, cwd);
             out.push(Line::from(Span::styled(
                 sanitize(&name),
                 Style::new().add_modifier(Modifier::BOLD),
