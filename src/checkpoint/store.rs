@@ -91,10 +91,7 @@ impl BlobStore {
         if path.is_file() {
             return Ok(());
         }
-        let mut held = self
-            .held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held = crate::sync::lock(&self.held);
         let now = match *held {
             Some(n) => n,
             None => count_bytes(&self.dir),
@@ -116,19 +113,12 @@ impl BlobStore {
     /// Whether the store is known to hold its limit already (then nothing new is read for it).
     pub fn is_full(&self) -> bool {
         self.refused.load(std::sync::atomic::Ordering::Relaxed)
-            || self
-                .held
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_some_and(|n| n >= self.limit)
+            || crate::sync::lock(&self.held).is_some_and(|n| n >= self.limit)
     }
 
     /// Remove the contents with these hashes (those missing are skipped).
     pub fn remove(&self, hashes: impl IntoIterator<Item = String>) {
-        let mut held = self
-            .held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held = crate::sync::lock(&self.held);
         self.refused
             .store(false, std::sync::atomic::Ordering::Relaxed);
         for h in hashes {

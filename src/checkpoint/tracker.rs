@@ -17,7 +17,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
 
 use super::record::{ChangeSet, FileChange, Version};
 use super::scan::{Change, Meta, Scanner};
@@ -103,10 +105,6 @@ pub struct FileBegin {
     before: Option<Known>,
 }
 
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Tracker {
     /// A tracker of `root` keeping contents in `dir` (`dir/blobs`, `dir/index`); `notices`
     /// hears what the person should know (a file too large to undo, a folder too large to
@@ -170,13 +168,8 @@ impl Tracker {
         if st.ready || st.off.is_some() {
             return;
         }
-        let found = match self.changes(st) {
-            Ok(c) => c,
-            Err(msg) => {
-                st.off = Some(msg.clone());
-                (self.notices)(msg);
-                return;
-            }
+        let Some(found) = self.changes(st) else {
+            return;
         };
         let cached = read_index(&self.index);
         let known = Arc::make_mut(&mut st.known);
@@ -196,22 +189,29 @@ impl Tracker {
         write_index(&self.index, &st.known);
     }
 
-    /// What changed since the last scan, kept in the log while calls are under way.
-    fn changes(&self, st: &mut State) -> Result<Vec<Change>, String> {
+    /// What changed since the last scan, kept in the log while calls are under way. `None`
+    /// when the folder is too large to scan: scans stay off from then on, said once.
+    fn changes(&self, st: &mut State) -> Option<Vec<Change>> {
         let scanner = st.scanner.get_or_insert_with(|| {
             Scanner::new(&self.root, self.skip.clone(), self.limits.max_files)
         });
-        let changes = scanner.changes().map_err(|too| {
-            format!(
-                "checkpoints: the working folder has more than {} files, so what bash \
-                 commands change is not tracked (edits and writes still are)",
-                too.0
-            )
-        })?;
+        let changes = match scanner.changes() {
+            Ok(c) => c,
+            Err(too) => {
+                let msg = format!(
+                    "checkpoints: the working folder has more than {} files, so what bash \
+                     commands change is not tracked (edits and writes still are)",
+                    too.0
+                );
+                st.off = Some(msg.clone());
+                (self.notices)(msg);
+                return None;
+            }
+        };
         if st.open_calls > 0 {
             st.log.extend(changes.iter().cloned());
         }
-        Ok(changes)
+        Some(changes)
     }
 
     /// Read and save one file's content.
@@ -238,14 +238,7 @@ impl Tracker {
         if st.off.is_some() {
             return None;
         }
-        let changes = match self.changes(&mut st) {
-            Ok(c) => c,
-            Err(msg) => {
-                st.off = Some(msg.clone());
-                (self.notices)(msg);
-                return None;
-            }
-        };
+        let changes = self.changes(&mut st)?;
         if !changes.is_empty() {
             let known = Arc::make_mut(&mut st.known);
             for (path, meta) in changes {
@@ -273,7 +266,7 @@ impl Tracker {
         let mut st = lock(&self.state);
         let scanned = self.changes(&mut st);
         st.open_calls = st.open_calls.saturating_sub(1);
-        if scanned.is_err() {
+        if scanned.is_none() {
             return ChangeSet::default();
         }
         // The latest of each path changed since the call began.
