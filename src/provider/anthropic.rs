@@ -129,7 +129,8 @@ fn request_body(model: &ModelInfo, request: &ProviderRequest) -> Value {
     if model.compat.web_search {
         tools.push(json!({"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 5}));
     }
-    let has_tools = !tools.is_empty();
+    // The server's own search counts as a tool to send, though the loop gave none.
+    let sends_tools = !tools.is_empty();
     if let Some(last) = tools.last_mut() {
         set_cache_control(last);
         breakpoints += 1;
@@ -142,7 +143,7 @@ fn request_body(model: &ModelInfo, request: &ProviderRequest) -> Value {
     );
     body.insert("messages".into(), Value::Array(messages));
 
-    if has_tools {
+    if sends_tools {
         body.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = &options.tool_choice {
             body.insert("tool_choice".into(), tool_choice(choice));
