@@ -118,6 +118,7 @@ async fn rewind_puts_back_what_bash_write_and_edit_changed_and_leaves_git_alone(
             &json!({"path": "b2.txt", "oldText": "bravo", "newText": "BRAVO"}).to_string(),
         ),
         text_reply("All done."),
+        tags("qwen3:8b"),
     ])
     .await;
     let h = support::binary_home("rewind-rpc");
@@ -180,6 +181,19 @@ async fn rewind_puts_back_what_bash_write_and_edit_changed_and_leaves_git_alone(
     c.send(json!({"id": "m", "type": "get_messages"})).await;
     let r = c.response("m").await;
     assert_eq!(r["data"]["messages"].as_array().unwrap().len(), 0, "{r}");
+
+    // The new position is saved at once: resumed before anything else is said, pi opens where
+    // the files are, and going before that prompt again has nothing to put back.
+    c.child.start_kill().unwrap();
+    c.child.wait().await.unwrap();
+    let mut c = Client::start_with(&server, &h, &["-c"], std::process::Stdio::null());
+    c.send(json!({"id": "m2", "type": "get_messages"})).await;
+    let r = c.response("m2").await;
+    assert_eq!(r["data"]["messages"].as_array().unwrap().len(), 0, "{r}");
+    c.send(json!({"id": "d2", "type": "rewind", "entryId": entry, "dryRun": true}))
+        .await;
+    let r = c.response("d2").await;
+    assert_eq!(r["data"]["files"], json!([]), "{r}");
 }
 
 #[tokio::test]

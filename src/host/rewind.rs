@@ -14,6 +14,9 @@ use crate::checkpoint::record::{self, CUSTOM_TYPE, ChangeSet};
 use crate::checkpoint::rewind::{self, Plan, Step};
 use crate::session::{EntryKind, Session, SessionEntry};
 
+/// The `customType` of the entry that saves the position a rewind moved to.
+pub const MOVED_TYPE: &str = "pi.rewound";
+
 /// What a rewind puts back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,6 +164,9 @@ impl Host {
         };
         if mode != RewindMode::Code {
             self.move_to(&session, &entry, None);
+            if !done.restored.is_empty() {
+                self.note_move(&done);
+            }
         }
         self.tell(HostEvent::FilesRestored(Box::new(done)));
     }
@@ -173,6 +179,38 @@ impl Host {
         self.restore_in(session, &entry, leaf, force, record)
             .await
             .map(|(done, _)| done)
+    }
+
+    /// After a move that put files back: an entry where the conversation now stands, so the
+    /// position is saved at once (a move alone is saved only with the next entry) and a resume
+    /// opens where the files are. It carries no change set: the files are as the tree says.
+    fn note_move(&self, done: &FilesRestored) {
+        if let Some(r) = &self.recorder {
+            let data = serde_json::json!({ "restored": done.restored.len() });
+            r.with(move |r| {
+                r.append(EntryKind::Custom {
+                    custom_type: MOVED_TYPE.into(),
+                    data: Some(data),
+                });
+            });
+        }
+    }
+
+    /// Write what a code-only restore did as an entry where the conversation stands, so it can
+    /// itself be undone.
+    fn note_restore(&self, set: &ChangeSet) {
+        if set.is_empty() {
+            return;
+        }
+        if let Some(r) = &self.recorder {
+            let data = set.to_value();
+            r.with(move |r| {
+                r.append(EntryKind::Custom {
+                    custom_type: CUSTOM_TYPE.into(),
+                    data: Some(data),
+                });
+            });
+        }
     }
 
     /// Put the files back as they were at `entry` of `session` (read with the leaf `leaf`);
@@ -204,23 +242,14 @@ impl Host {
                 return None;
             }
         };
-        if record
-            && !done.record.is_empty()
-            && let Some(r) = &self.recorder
-        {
-            let data = done.record.to_value();
-            r.with(move |r| {
-                r.append(EntryKind::Custom {
-                    custom_type: CUSTOM_TYPE.into(),
-                    data: Some(data),
-                });
-            });
+        if record {
+            self.note_restore(&done.record);
         }
-        let done = FilesRestored {
+        let said = FilesRestored {
             restored: done.restored,
             kept: done.kept,
             failed: done.failed,
         };
-        Some((done, session))
+        Some((said, session))
     }
 }

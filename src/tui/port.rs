@@ -185,6 +185,15 @@ impl Port {
         self.send(OpBody::RewindPlan { target });
     }
 
+    /// Go back to `target` as one operation (files and conversation as `mode` says).
+    pub fn rewind(&self, target: String, mode: crate::host::rewind::RewindMode, force: bool) {
+        self.send(OpBody::Rewind {
+            target,
+            mode,
+            force,
+        });
+    }
+
     /// Put the files back as they were at `target`.
     pub fn restore_files(&self, target: String, force: bool, record: bool) {
         self.send(OpBody::RestoreFiles {

@@ -103,6 +103,11 @@ impl App {
                     return;
                 }
                 match mode {
+                    // One operation, which also saves the new position at once.
+                    RewindMode::Both if leave == LeaveWith::NoSummary => {
+                        self.port.rewind(target, mode, force);
+                    }
+                    // The summary entry written there saves the position.
                     RewindMode::Both => {
                         self.port.restore_files(target.clone(), force, false);
                         self.restore_then_move = Some(None);

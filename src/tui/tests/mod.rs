@@ -72,6 +72,7 @@ struct Log {
     rewind_plans: Vec<String>,
     plan_modes: Vec<bool>,
     restores: Vec<(String, bool, bool)>,
+    rewinds: Vec<(String, crate::host::rewind::RewindMode, bool)>,
     summarized: Vec<(String, Option<String>)>,
     labels: Vec<(String, Option<String>)>,
     forks: Vec<String>,
@@ -135,6 +136,11 @@ impl Sent {
                     force,
                     record,
                 } => log.restores.push((target, force, record)),
+                OpBody::Rewind {
+                    target,
+                    mode,
+                    force,
+                } => log.rewinds.push((target, mode, force)),
                 OpBody::NavigateSummarized { target, focus } => {
                     log.summarized.push((target, focus))
                 }

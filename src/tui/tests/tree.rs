@@ -331,21 +331,22 @@ fn a_rewind_that_changes_files_shows_them_and_asks_how_far() {
     assert_eq!(sent.log().restores, [("u3".to_string(), true, true)]);
     assert!(sent.log().navigated.is_empty());
 
-    // Enter: code and conversation; what was put back is said after the move.
+    // Enter: code and conversation, as one operation; what was put back is said after the move.
     app.run_command("rewind", "");
     app.handle_host_event(HostEvent::Tree(Box::new(tree_of(&branched_session()))));
     app.handle_key(key(KeyCode::Enter));
     app.handle_host_event(two_files_changed("u3"));
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(sent.log().restores[1], ("u3".to_string(), false, false));
-    assert_eq!(sent.log().navigated, ["u3"]);
-    app.handle_host_event(HostEvent::FilesRestored(Box::new(
-        crate::host::rewind::FilesRestored {
-            restored: vec!["/w/src/parser.rs".into()],
-            kept: vec!["/w/notes.md".into()],
-            failed: Vec::new(),
-        },
-    )));
+    assert_eq!(
+        sent.log().rewinds,
+        [(
+            "u3".to_string(),
+            crate::host::rewind::RewindMode::Both,
+            false
+        )]
+    );
+    assert_eq!(sent.log().restores.len(), 1);
+    assert!(sent.log().navigated.is_empty());
     app.handle_host_event(HostEvent::Navigated(Box::new(crate::host::Navigated {
         messages: Vec::new(),
         draft: Some("try approach B instead".into()),
@@ -353,6 +354,13 @@ fn a_rewind_that_changes_files_shows_them_and_asks_how_far() {
         thinking: app.thinking,
         warnings: Vec::new(),
     })));
+    app.handle_host_event(HostEvent::FilesRestored(Box::new(
+        crate::host::rewind::FilesRestored {
+            restored: vec!["/w/src/parser.rs".into()],
+            kept: vec!["/w/notes.md".into()],
+            failed: Vec::new(),
+        },
+    )));
     let s = screen(&mut app, 80, 16, now);
     assert!(
         s.contains("Files put back: 1; kept as they are (changed since the agent did): notes.md"),
