@@ -39,6 +39,17 @@ class ModelsHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def not_a_chat(self):
+        """A POST to anything but the chat endpoint (pi also asks a local server how large its
+        window is, e.g. Ollama's POST /api/show) gets a 404 instead of an event stream, as from
+        a real server. Returns True when it answered so."""
+        if self.path.rstrip("/").endswith("/chat/completions"):
+            return False
+        self.send_response(404)
+        self.send_header("content-length", "0")
+        self.end_headers()
+        return True
+
     def start_chunked_stream(self):
         """Send the headers of a chunked event stream; returns a function sending one chunk."""
         self.send_response(200)

@@ -29,6 +29,8 @@ class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
+        if self.not_a_chat():
+            return
         send = self.start_chunked_stream()
         last = body.get("messages", [{}])[-1]
         if last.get("role") == "user":

@@ -52,6 +52,9 @@ SH
 chmod +x "$WORK/pi-grind"
 for mode in inline fullscreen; do
   MODE=$mode TOKENS=400 RATE=100 IDLE=0.1 python3 bench/tui_stream.py "$WORK/pi-grind" > /dev/null
+  # As bench/tui_figures.sh measures it: one SSE event per write.
+  MODE=$mode PACED=1 TOKENS=2000 RATE=500 IDLE=0.1 python3 bench/tui_stream.py "$WORK/pi-grind" \
+    > /dev/null
 done
 
 mkdir -p build

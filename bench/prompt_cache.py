@@ -171,6 +171,8 @@ class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
+        if not self.path.endswith("/messages") and self.not_a_chat():
+            return
         if DUMP:
             with DUMP_LOCK:
                 DUMP.write(dumps(body) + "\n")

@@ -47,6 +47,8 @@ class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         request = self.rfile.read(length)
+        if self.not_a_chat():
+            return
         body = BODY
         if MODE == "tools":
             results = request.count(b'"role":"tool"')

@@ -112,6 +112,8 @@ class Handler(ModelsHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         self.rfile.read(length)
+        if self.not_a_chat():
+            return
         send = self.start_chunked_stream()
         STREAM_STARTED.set()
         per_tick = max(1, int(RATE * TICK))

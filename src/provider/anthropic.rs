@@ -76,6 +76,7 @@ impl WireApi for AnthropicMessages {
             url: format!("{base}/v1/messages"),
             headers,
             body: request_body(model, request),
+            lazy: None,
         })
     }
 

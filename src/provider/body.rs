@@ -7,11 +7,70 @@
 //! the `content-length` header) and then written in pieces of about [`PIECE`] bytes as the
 //! connection takes them, each array element of the top-level object (`messages`, `input`,
 //! `contents`) dropped once written. Either way the bytes are exactly `serde_json::to_vec`'s.
+//!
+//! A wire format can also leave its long array out of the value altogether ([`LazyMember`]):
+//! the value then holds an empty array at that member's place, and the elements are written
+//! from their sources (the conversation's messages) each time the body is measured or
+//! written, so a long history is never held as JSON values at all.
 
 use std::io;
+use std::sync::Arc;
 
 use bytes::Bytes;
+use serde::Serialize;
 use serde_json::Value;
+
+/// Where a member's array elements come from when the body is written: each source (a
+/// message) writes zero or more elements.
+pub trait LazyItems: Send + Sync {
+    /// How many sources there are.
+    fn sources(&self) -> usize;
+    /// Write the elements of source `i`, each through [`ElementSink::element`].
+    fn write(&self, i: usize, out: &mut ElementSink<'_>) -> io::Result<()>;
+}
+
+/// A top-level member whose array is written from [`LazyItems`] instead of from the value.
+#[derive(Clone)]
+pub struct LazyMember {
+    /// The member's name; the value holds an empty array under it, where it belongs.
+    pub key: &'static str,
+    pub items: Arc<dyn LazyItems>,
+}
+
+impl std::fmt::Debug for LazyMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LazyMember({}, {} sources)",
+            self.key,
+            self.items.sources()
+        )
+    }
+}
+
+impl PartialEq for LazyMember {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && Arc::ptr_eq(&self.items, &other.items)
+    }
+}
+
+/// Writes array elements with the commas between them.
+pub struct ElementSink<'a> {
+    out: &'a mut Vec<u8>,
+    wrote_one: &'a mut bool,
+}
+
+impl ElementSink<'_> {
+    /// Write one element.
+    pub fn element(&mut self, value: &impl Serialize) -> io::Result<()> {
+        if *self.wrote_one {
+            self.out.push(b',');
+        }
+        serde_json::to_writer(&mut *self.out, value)?;
+        *self.wrote_one = true;
+        Ok(())
+    }
+}
 
 /// About how many bytes each piece of the body holds (one element may make it longer).
 pub const PIECE: usize = 64 << 10;
@@ -28,7 +87,10 @@ pub enum JsonBody {
 
 /// The body of `value`: whole when it takes at most [`WHOLE`] bytes (written once), else in
 /// pieces (the partial first writing is dropped).
-pub fn json_body(value: Value) -> io::Result<JsonBody> {
+pub fn json_body(value: Value, lazy: Option<LazyMember>) -> io::Result<JsonBody> {
+    if let Some(lazy) = lazy {
+        return lazy_body(value, lazy);
+    }
     let mut capped = Capped(Vec::new());
     match serde_json::to_writer(&mut capped, &value) {
         Ok(()) => Ok(JsonBody::Whole(capped.0)),
@@ -63,7 +125,27 @@ impl io::Write for Capped {
 pub fn json_pieces(value: Value) -> io::Result<(u64, Pieces)> {
     let mut counter = Counter(0);
     serde_json::to_writer(&mut counter, &value)?;
-    Ok((counter.0, Pieces::new(value)))
+    Ok((counter.0, Pieces::new(value, None)))
+}
+
+/// A body with a lazy member: written once to measure it (kept when it turns out small, as
+/// a whole body), else written again piece by piece as the connection takes it.
+fn lazy_body(value: Value, lazy: LazyMember) -> io::Result<JsonBody> {
+    let mut whole = Vec::new();
+    let mut len = 0u64;
+    for piece in Pieces::new(value.clone(), Some(lazy.clone())) {
+        let piece = piece?;
+        len += piece.len() as u64;
+        if len <= WHOLE as u64 {
+            whole.extend_from_slice(&piece);
+        } else {
+            whole = Vec::new();
+        }
+    }
+    if len <= WHOLE as u64 {
+        return Ok(JsonBody::Whole(whole));
+    }
+    Ok(JsonBody::Pieces(len, Pieces::new(value, Some(lazy))))
 }
 
 /// Counts what is written to it.
@@ -89,6 +171,13 @@ enum Stage {
         rest: serde_json::map::IntoIter,
         wrote_one: bool,
     },
+    /// Inside a lazy member's array: the next source, whether an element was written, then
+    /// the members left.
+    Lazy {
+        next: usize,
+        wrote_one: bool,
+        rest: serde_json::map::IntoIter,
+    },
     /// Inside an array that is a member's value: its elements left, then the members left.
     Elements {
         elements: std::vec::IntoIter<Value>,
@@ -101,12 +190,14 @@ enum Stage {
 /// The body's pieces, written one at a time (an iterator for `futures::stream::iter`).
 pub struct Pieces {
     stage: Stage,
+    lazy: Option<LazyMember>,
 }
 
 impl Pieces {
-    fn new(value: Value) -> Self {
+    fn new(value: Value, lazy: Option<LazyMember>) -> Self {
         Pieces {
             stage: Stage::Start(value),
+            lazy,
         }
     }
 
@@ -139,7 +230,16 @@ impl Pieces {
                     }
                     serde_json::to_writer(&mut *out, &key)?;
                     out.push(b':');
+                    let lazy = self.lazy.as_ref().is_some_and(|l| l.key == key);
                     match value {
+                        _ if lazy => {
+                            out.push(b'[');
+                            Stage::Lazy {
+                                next: 0,
+                                wrote_one: false,
+                                rest,
+                            }
+                        }
                         Value::Array(elements) => {
                             out.push(b'[');
                             Stage::Elements {
@@ -155,6 +255,31 @@ impl Pieces {
                                 wrote_one: true,
                             }
                         }
+                    }
+                }
+            },
+            Stage::Lazy {
+                next,
+                mut wrote_one,
+                rest,
+            } => match self.lazy.as_ref() {
+                Some(lazy) if next < lazy.items.sources() => {
+                    let mut sink = ElementSink {
+                        out,
+                        wrote_one: &mut wrote_one,
+                    };
+                    lazy.items.write(next, &mut sink)?;
+                    Stage::Lazy {
+                        next: next + 1,
+                        wrote_one,
+                        rest,
+                    }
+                }
+                _ => {
+                    out.push(b']');
+                    Stage::Members {
+                        rest,
+                        wrote_one: true,
                     }
                 }
             },
@@ -219,13 +344,13 @@ mod tests {
     #[test]
     fn a_small_body_is_written_whole_and_a_large_one_in_pieces() {
         let small = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
-        match json_body(small.clone()).unwrap() {
+        match json_body(small.clone(), None).unwrap() {
             JsonBody::Whole(bytes) => assert_eq!(bytes, serde_json::to_vec(&small).unwrap()),
             JsonBody::Pieces(..) => panic!("a small body went in pieces"),
         }
         let message = json!({"role": "user", "content": "x".repeat(1000)});
         let large = json!({"model": "m", "messages": vec![message; 2000]});
-        match json_body(large.clone()).unwrap() {
+        match json_body(large.clone(), None).unwrap() {
             JsonBody::Pieces(len, pieces) => {
                 let joined: Vec<u8> = pieces
                     .collect::<io::Result<Vec<_>>>()

@@ -103,6 +103,7 @@ impl WireApi for Gemini {
             url: format!("{base}/models/{id}:streamGenerateContent?alt=sse"),
             headers,
             body: request_body(model, request),
+            lazy: None,
         })
     }
 

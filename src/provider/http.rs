@@ -274,7 +274,7 @@ impl Call {
             saw_event: false,
         };
         // A long history is written as the connection takes it, never held as text whole.
-        let body = match super::body::json_body(request.body) {
+        let body = match super::body::json_body(request.body, request.lazy) {
             Ok(body) => body,
             Err(e) => {
                 call.out
@@ -693,6 +693,7 @@ mod tests {
                 ("x-team".into(), "core-team".into()),
             ],
             body: serde_json::Value::Null,
+            lazy: None,
         };
         let secrets = secrets_of(&req);
         let text = scrub(

@@ -15,11 +15,7 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
         .await
         .ok()?
         .ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let bytes = tokio::time::timeout(PROBE, resp.bytes()).await.ok()?.ok()?;
-    serde_json::from_slice(&bytes).ok()
+    super::wire::read_small_json(resp, super::window::ANSWER_LIMIT, PROBE).await
 }
 
 /// Look for a local Ollama and llama.cpp server; the first model found wins.

@@ -10,9 +10,12 @@
 //! (ids, `[DONE]`, usage), so the decoder fills the gaps instead of failing.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::body::{ElementSink, LazyItems, LazyMember};
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::error::{DecodeError, RequestError};
@@ -69,85 +72,191 @@ fn effort_name(e: Effort) -> &'static str {
 }
 
 /// The provider messages as Chat Completions messages.
-pub(crate) fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
-    let mut out = Vec::new();
-    let system = request.context.system_prompt.join("\n\n");
-    if !system.trim().is_empty() {
-        let role = if model.compat.supports_developer_role && model.reasoning {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": system}));
+/// One element of the `messages` array, borrowing from the message where it can. The field
+/// order is the wire order.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ChatItem<'a> {
+    /// A system, developer or user message.
+    Plain { role: &'static str, content: Value },
+    Assistant {
+        role: &'static str,
+        /// `null` when the reply was only tool calls.
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<CallItem<'a>>,
+    },
+    Tool {
+        role: &'static str,
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+struct CallItem<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionItem<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionItem<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+/// The text blocks joined by newlines (the message's `text()`), borrowed when there is only
+/// one: a long tool result is written from the message, not from a copy.
+fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
+    let mut texts = blocks.iter().filter_map(ContentBlock::as_text);
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(one), None) => Cow::Borrowed(one),
+        _ => Cow::Owned(
+            blocks
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
     }
-    for m in request.context.messages.iter() {
-        match &**m {
-            Message::User(u) => {
-                out.push(json!({"role": "user", "content": user_content(&u.content)}))
-            }
-            Message::Developer(d) => {
-                out.push(json!({"role": "system", "content": d.content.joined_text()}))
-            }
-            Message::Assistant(a) => {
-                let text = a.text();
-                let calls: Vec<Value> = a
-                    .tool_calls()
-                    .map(|c| {
-                        let args = if c.arguments.get(PARSE_ERROR_KEY).is_some() {
+}
+
+/// The system prompt's element, if there is a system prompt.
+fn system_item(model: &ModelInfo, request: &ProviderRequest) -> Option<ChatItem<'static>> {
+    let system = request.context.system_prompt.join("\n\n");
+    if system.trim().is_empty() {
+        return None;
+    }
+    let role = if model.compat.supports_developer_role && model.reasoning {
+        "developer"
+    } else {
+        "system"
+    };
+    Some(ChatItem::Plain {
+        role,
+        content: Value::String(system),
+    })
+}
+
+/// The elements one message becomes (none for an empty reply; two for a tool result with
+/// images, which go in a user message after it).
+fn message_items<'a>(
+    m: &'a Message,
+    mut emit: impl FnMut(ChatItem<'a>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match m {
+        Message::User(u) => emit(ChatItem::Plain {
+            role: "user",
+            content: user_content(&u.content),
+        }),
+        Message::Developer(d) => emit(ChatItem::Plain {
+            role: "system",
+            content: Value::String(d.content.joined_text()),
+        }),
+        Message::Assistant(a) => {
+            let text = joined_text(&a.content);
+            let tool_calls: Vec<CallItem<'a>> = a
+                .tool_calls()
+                .map(|c| CallItem {
+                    id: &c.id,
+                    kind: "function",
+                    function: FunctionItem {
+                        name: &c.name,
+                        arguments: if c.arguments.get(PARSE_ERROR_KEY).is_some() {
                             "{}".to_string()
                         } else {
                             c.arguments.to_string()
-                        };
-                        json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
-                    })
-                    .collect();
-                if text.is_empty() && calls.is_empty() {
-                    continue;
-                }
-                let mut msg = Map::new();
-                msg.insert("role".into(), json!("assistant"));
-                msg.insert(
-                    "content".into(),
-                    if text.is_empty() {
-                        Value::Null
-                    } else {
-                        Value::String(text)
+                        },
                     },
-                );
-                if !calls.is_empty() {
-                    msg.insert("tool_calls".into(), Value::Array(calls));
-                }
-                out.push(Value::Object(msg));
+                })
+                .collect();
+            if text.is_empty() && tool_calls.is_empty() {
+                return Ok(());
             }
-            Message::ToolResult(r) => {
-                let text = r.text();
-                let images: Vec<Value> = r
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Image(i) => Some(image_url(&i.mime_type, &i.data)),
-                        _ => None,
-                    })
-                    .collect();
-                let content = if text.is_empty() && !images.is_empty() {
-                    "(see the attached image)".to_string()
-                } else {
-                    text
-                };
-                out.push(
-                    json!({"role": "tool", "tool_call_id": r.tool_call_id, "content": content}),
-                );
-                if !images.is_empty() {
-                    let mut parts = vec![
-                        json!({"type": "text", "text": format!("Image output of the {} tool:", r.tool_name)}),
-                    ];
-                    parts.extend(images);
-                    out.push(json!({"role": "user", "content": parts}));
-                }
+            emit(ChatItem::Assistant {
+                role: "assistant",
+                content: (!text.is_empty()).then_some(text),
+                tool_calls,
+            })
+        }
+        Message::ToolResult(r) => {
+            let text = joined_text(&r.content);
+            let images: Vec<Value> = r
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Image(i) => Some(image_url(&i.mime_type, &i.data)),
+                    _ => None,
+                })
+                .collect();
+            let content = if text.is_empty() && !images.is_empty() {
+                Cow::Borrowed("(see the attached image)")
+            } else {
+                text
+            };
+            emit(ChatItem::Tool {
+                role: "tool",
+                tool_call_id: &r.tool_call_id,
+                content,
+            })?;
+            if images.is_empty() {
+                return Ok(());
             }
+            let mut parts = vec![
+                json!({"type": "text", "text": format!("Image output of the {} tool:", r.tool_name)}),
+            ];
+            parts.extend(images);
+            emit(ChatItem::Plain {
+                role: "user",
+                content: Value::Array(parts),
+            })
         }
     }
+}
+
+/// The `messages` array as JSON values (what is sent is written straight from the messages
+/// by [`ChatMessages`]; this shows the same elements).
+#[cfg(test)]
+pub(crate) fn convert_messages(model: &ModelInfo, request: &ProviderRequest) -> Vec<Value> {
+    let mut out: Vec<Value> = system_item(model, request)
+        .into_iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect();
+    for m in request.context.messages.iter() {
+        let _ = message_items(m, |item| {
+            out.extend(serde_json::to_value(item).ok());
+            Ok(())
+        });
+    }
     out
+}
+
+/// The `messages` array, written from the conversation when the request is sent: a resumed
+/// history of tens of megabytes is never copied into JSON values first.
+struct ChatMessages {
+    system: Option<ChatItem<'static>>,
+    messages: Arc<Vec<Arc<Message>>>,
+}
+
+impl LazyItems for ChatMessages {
+    fn sources(&self) -> usize {
+        usize::from(self.system.is_some()) + self.messages.len()
+    }
+
+    fn write(&self, i: usize, out: &mut ElementSink<'_>) -> std::io::Result<()> {
+        let i = match (&self.system, i) {
+            (Some(system), 0) => return out.element(system),
+            (Some(_), i) => i - 1,
+            (None, i) => i,
+        };
+        match self.messages.get(i) {
+            Some(m) => message_items(m, |item| out.element(&item)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl WireApi for ChatCompletions {
@@ -159,10 +268,15 @@ impl WireApi for ChatCompletions {
     ) -> Result<HttpRequest, RequestError> {
         let mut body = Map::new();
         body.insert("model".into(), json!(model.id));
-        body.insert(
-            "messages".into(),
-            Value::Array(convert_messages(model, request)),
-        );
+        // Written from the messages when sent (see ChatMessages); its place is kept here.
+        body.insert("messages".into(), Value::Array(Vec::new()));
+        let lazy = LazyMember {
+            key: "messages",
+            items: Arc::new(ChatMessages {
+                system: system_item(model, request),
+                messages: request.context.messages.clone(),
+            }),
+        };
         body.insert("stream".into(), json!(true));
         if model.compat.supports_usage_in_streaming {
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -220,6 +334,7 @@ impl WireApi for ChatCompletions {
             url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
             headers,
             body: Value::Object(body),
+            lazy: Some(lazy),
         })
     }
 
@@ -465,10 +580,9 @@ mod tests {
     use super::*;
     use crate::agent::protocol::stream::{LlmContext, ProviderRequest, StreamOptions, ToolSpec};
     use crate::agent::protocol::types::{
-        AssistantMessage, ToolCall, ToolResultMessage, UserMessage,
+        AssistantMessage, ImageContent, ToolCall, ToolResultMessage, UserMessage,
     };
     use crate::provider::catalog::Catalog;
-    use std::sync::Arc;
 
     fn model(provider: &str, id: &str) -> ModelInfo {
         Catalog::builtin(&|_| None).resolve(provider, id).unwrap().0
@@ -531,9 +645,105 @@ mod tests {
             msgs[3],
             json!({"role": "tool", "tool_call_id": "c1", "content": "file body"})
         );
-        let body = ChatCompletions.build(&m, &req, None).unwrap().body;
+        let body = ChatCompletions.build(&m, &req, None).unwrap().full_body();
+        assert_eq!(body["messages"], Value::Array(msgs));
         assert_eq!(body["max_tokens"], Value::Null);
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn joined_text_is_the_messages_text_and_borrows_a_single_block() {
+        let mut a = AssistantMessage::empty("openai-completions", "ollama", "qwen");
+        assert_eq!(joined_text(&a.content), a.text());
+        a.content.push(ContentBlock::text("one"));
+        assert!(matches!(joined_text(&a.content), Cow::Borrowed("one")));
+        a.content.push(ContentBlock::ToolCall(ToolCall {
+            id: "c".into(),
+            name: "ls".into(),
+            arguments: json!({}),
+            intent: None,
+            thought_signature: None,
+        }));
+        a.content.push(ContentBlock::text("two"));
+        assert_eq!(joined_text(&a.content), a.text());
+        assert_eq!(joined_text(&a.content), "one\ntwo");
+    }
+
+    #[test]
+    fn the_messages_written_when_sent_are_the_bytes_of_the_json_values() {
+        let mut history = Vec::new();
+        for n in 0..400 {
+            history.push(Message::User(UserMessage::new(format!(
+                "question {n} \"quoted\"\n"
+            ))));
+            let mut a = AssistantMessage::empty("openai-completions", "ollama", "qwen");
+            a.content.push(ContentBlock::text("let me look"));
+            a.content.push(ContentBlock::ToolCall(ToolCall {
+                id: format!("c{n}"),
+                name: "read".into(),
+                arguments: json!({"path": format!("f{n}.rs")}),
+                intent: None,
+                thought_signature: None,
+            }));
+            history.push(Message::Assistant(a));
+            let mut content = vec![ContentBlock::text("x".repeat(4000))];
+            if n % 100 == 0 {
+                content.push(ContentBlock::Image(ImageContent {
+                    data: "aGk=".into(),
+                    mime_type: "image/png".into(),
+                    detail: None,
+                }));
+            }
+            history.push(Message::ToolResult(ToolResultMessage {
+                tool_call_id: format!("c{n}"),
+                tool_name: "read".into(),
+                content,
+                details: None,
+                is_error: false,
+                useless: false,
+                timestamp: 0,
+            }));
+        }
+        // Only tool calls, and an empty reply (left out).
+        let mut calls_only = AssistantMessage::empty("openai-completions", "ollama", "qwen");
+        calls_only.content.push(ContentBlock::ToolCall(ToolCall {
+            id: "z".into(),
+            name: "ls".into(),
+            arguments: json!({}),
+            intent: None,
+            thought_signature: None,
+        }));
+        history.push(Message::Assistant(calls_only));
+        history.push(Message::Assistant(AssistantMessage::empty(
+            "openai-completions",
+            "ollama",
+            "qwen",
+        )));
+        let m = model("ollama", "qwen");
+        for history in [history.clone(), history[..3].to_vec()] {
+            let req = request(history);
+            let built = ChatCompletions.build(&m, &req, None).unwrap();
+            let mut expected = built.body.clone();
+            expected["messages"] = Value::Array(convert_messages(&m, &req));
+            let expected = serde_json::to_vec(&expected).unwrap();
+            let sent: Vec<u8> =
+                match crate::provider::body::json_body(built.body, built.lazy).unwrap() {
+                    crate::provider::body::JsonBody::Whole(bytes) => {
+                        assert!(expected.len() <= crate::provider::body::WHOLE);
+                        bytes
+                    }
+                    crate::provider::body::JsonBody::Pieces(len, pieces) => {
+                        assert!(expected.len() > crate::provider::body::WHOLE);
+                        let bytes: Vec<u8> = pieces.flat_map(|p| p.unwrap().to_vec()).collect();
+                        assert_eq!(len, bytes.len() as u64);
+                        bytes
+                    }
+                };
+            assert_eq!(
+                String::from_utf8_lossy(&sent),
+                String::from_utf8_lossy(&expected)
+            );
+        }
     }
 
     #[test]
@@ -545,7 +755,7 @@ mod tests {
         let mut m2 = m.clone();
         m2.api = crate::provider::catalog::Api::OpenAiCompletions;
         let body = ChatCompletions.build(&m2, &req, Some("k")).unwrap();
-        assert_eq!(body.body["messages"][0]["role"], "developer");
+        assert_eq!(body.full_body()["messages"][0]["role"], "developer");
         assert_eq!(body.body["reasoning_effort"], "high");
         assert_eq!(body.body["max_completion_tokens"], 1000);
         assert!(

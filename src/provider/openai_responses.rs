@@ -187,6 +187,7 @@ fn http_request(
         url,
         headers,
         body: request_body(model, request, wire_model),
+        lazy: None,
     }
 }
 

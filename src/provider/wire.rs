@@ -18,6 +18,24 @@ pub struct HttpRequest {
     /// Header name and value (keys go here, never into the URL).
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// A member of `body` whose array is written from its sources when the request is sent
+    /// (`body` holds an empty array there); see [`super::body::LazyMember`].
+    pub lazy: Option<super::body::LazyMember>,
+}
+
+impl HttpRequest {
+    /// The whole body as one JSON value, lazy member included (for looking at it in tests).
+    #[cfg(test)]
+    pub(crate) fn full_body(&self) -> Value {
+        let bytes = match super::body::json_body(self.body.clone(), self.lazy.clone()) {
+            Ok(super::body::JsonBody::Whole(bytes)) => bytes,
+            Ok(super::body::JsonBody::Pieces(_, pieces)) => pieces
+                .flat_map(|p| p.map(|b| b.to_vec()).unwrap_or_default())
+                .collect(),
+            Err(e) => panic!("the body does not encode: {e}"),
+        };
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    }
 }
 
 /// One wire protocol (Anthropic Messages, Chat Completions, Responses).
@@ -105,6 +123,35 @@ pub(crate) async fn read_body_head(
     let _ = tokio::time::timeout(wait, read).await;
     head.truncate(limit);
     String::from_utf8_lossy(&head).into_owned()
+}
+
+/// A short JSON answer (a model list, a server's settings) read whole, or `None` when the
+/// server refuses, the body is not JSON, grows past `limit` bytes or takes longer than `wait`.
+/// Each network chunk is copied as it comes, so a server that streams something else at the
+/// address (an event stream, a page without end) costs at most `limit` bytes, and only for
+/// `wait`: collecting the chunks themselves would keep each one's whole read buffer alive.
+pub(crate) async fn read_small_json(
+    response: reqwest::Response,
+    limit: usize,
+    wait: Duration,
+) -> Option<Value> {
+    if !response.status().is_success() {
+        return None;
+    }
+    let read = async {
+        let mut body = response.bytes_stream();
+        let mut whole = Vec::new();
+        while let Some(chunk) = futures::StreamExt::next(&mut body).await {
+            let chunk = chunk.ok()?;
+            if whole.len() + chunk.len() > limit {
+                return None;
+            }
+            whole.extend_from_slice(&chunk);
+        }
+        Some(whole)
+    };
+    let whole = tokio::time::timeout(wait, read).await.ok()??;
+    serde_json::from_slice(&whole).ok()
 }
 
 /// The message for an error response, the same for every provider, ending with the status
@@ -347,6 +394,54 @@ mod tests {
         assert_eq!(short, "short");
         let cut = read_body_head(response(b"0123456789".to_vec()), 4, wait).await;
         assert_eq!(cut, "0123");
+    }
+
+    #[tokio::test]
+    async fn a_short_json_answer_is_read_and_anything_else_is_not() {
+        let wait = Duration::from_secs(5);
+        let ok = read_small_json(response(br#"{"n_ctx":8192}"#.to_vec()), 1024, wait).await;
+        assert_eq!(ok, Some(serde_json::json!({"n_ctx": 8192})));
+        let big = read_small_json(response(vec![b' '; 2048]), 1024, wait).await;
+        assert_eq!(big, None);
+        let text = read_small_json(response(b"<html>".to_vec()), 1024, wait).await;
+        assert_eq!(text, None);
+        let mut refused = http::Response::new(br#"{"a":1}"#.to_vec());
+        *refused.status_mut() = http::StatusCode::NOT_FOUND;
+        let refused = read_small_json(reqwest::Response::from(refused), 1024, wait).await;
+        assert_eq!(refused, None);
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_streams_without_end_is_dropped_at_the_limit_or_the_wait() {
+        let endless = futures::stream::repeat_with(|| {
+            Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"data: {}\n\n"))
+        });
+        let body = reqwest::Body::wrap_stream(endless);
+        let read = read_small_json(
+            reqwest::Response::from(http::Response::new(body)),
+            64 * 1024,
+            Duration::from_secs(30),
+        );
+        let answer = tokio::time::timeout(Duration::from_secs(20), read).await;
+        assert_eq!(
+            answer.ok(),
+            Some(None),
+            "stopped at the limit, long before the wait"
+        );
+
+        let stalled = futures::StreamExt::chain(
+            futures::stream::once(async {
+                Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"{"))
+            }),
+            futures::stream::pending(),
+        );
+        let body = reqwest::Body::wrap_stream(stalled);
+        let read = read_small_json(
+            reqwest::Response::from(http::Response::new(body)),
+            1024,
+            Duration::from_millis(50),
+        );
+        assert_eq!(read.await, None);
     }
 
     #[tokio::test]

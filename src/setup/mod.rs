@@ -114,6 +114,10 @@ pub struct Options {
     /// The front end can put approval requests to a person (the interactive view); without
     /// one, `ask` refuses what no rule allows.
     pub asks_person: bool,
+    /// The front end draws the conversation a session opens with, so [`StartInfo::messages`]
+    /// gets a copy of it. Without it that list stays empty: the agent holds the only copy, and
+    /// a long session is not copied (and freed) for nothing.
+    pub shows_history: bool,
     /// `--trust-project`: the project's settings that act for someone else apply to this run
     /// without the folder being trusted ([`trust`]).
     pub trust_project: bool,
@@ -154,6 +158,7 @@ impl Options {
             approval: None,
             dialect: None,
             asks_person: false,
+            shows_history: false,
             trust_project: false,
             trusted_hash: None,
             env,
@@ -197,7 +202,8 @@ pub struct StartInfo {
     pub plan: bool,
     /// Sessions are written (not `--no-session`, and a home folder exists).
     pub saving: bool,
-    /// The conversation the session opened with (empty for a new one).
+    /// The conversation the session opened with (empty for a new one, and when the front end
+    /// does not show it: [`Options::shows_history`]).
     pub messages: Vec<AgentMessage>,
     /// The sandbox in a few words (`sandbox workspace-write (Landlock ABI 7)`); `None` when
     /// off.
@@ -1064,10 +1070,13 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         if opened.resumed {
             session_name = session::session_info(opened.recorder.path()).and_then(|i| i.name);
         }
-        messages = std::mem::take(&mut opened.context.messages);
-        if !messages.is_empty() {
+        let opened_with = std::mem::take(&mut opened.context.messages);
+        if options.shows_history {
+            messages = opened_with.clone();
+        }
+        if !opened_with.is_empty() {
             agent
-                .replace_messages(messages.clone())
+                .replace_messages(opened_with)
                 .map_err(|e| e.to_string())?;
         }
         session_id = opened.recorder.session_id().to_string();

@@ -149,6 +149,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     options.model.allow_missing = true;
     // Approval requests are put to the person here.
     options.asks_person = true;
+    options.shows_history = true;
     // A folder's settings that act for the person: asked about once, before the UI starts.
     if !options.trust_project
         && let Some(pending) = crate::setup::trust::pending(agent_dir.as_deref(), &options.cwd)
