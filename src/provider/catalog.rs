@@ -154,6 +154,8 @@ pub struct ProviderInfo {
     pub compat: Compat,
     /// Local servers need no key.
     pub keyless: bool,
+    /// Signed in to the provider's subscription (`auth.json`), which stands for a key.
+    pub signed_in: bool,
 }
 
 /// Everything known about one model.
@@ -213,6 +215,8 @@ pub(crate) const DEFAULT_MODELS: &[(&str, &str)] = &[
     ("xai", "grok-code-fast-1"),
     ("mistral", "devstral-medium-latest"),
     ("deepseek", "deepseek-chat"),
+    ("openai-codex", "gpt-5.5"),
+    ("github-copilot", "gpt-5.4"),
 ];
 
 /// The default model of a built-in provider.
@@ -296,6 +300,9 @@ struct BuiltinGroup {
 struct BuiltinModel {
     id: String,
     name: String,
+    /// The model's own wire protocol, where it differs from its provider's (Copilot).
+    #[serde(default)]
+    api: Option<Api>,
     context: u64,
     max_out: u64,
     reasoning: bool,
@@ -406,6 +413,7 @@ impl Catalog {
                     Compat::default()
                 },
                 keyless: p.keyless,
+                signed_in: false,
             });
         }
         for group in &data.models {
@@ -418,7 +426,7 @@ impl Catalog {
                     id: b.id.clone(),
                     name: b.name.clone(),
                     provider: p.id.clone(),
-                    api: p.api,
+                    api: b.api.unwrap_or(p.api),
                     base_url: p.base_url.clone(),
                     context_window: b.context,
                     max_tokens: b.max_out,
@@ -442,6 +450,18 @@ impl Catalog {
         &self.providers
     }
 
+    /// Note that `provider`'s subscription is signed in to (it stands for a key).
+    pub(crate) fn mark_signed_in(&mut self, provider: &str) {
+        if let Some(p) = self.providers.iter_mut().find(|p| p.id == provider) {
+            p.signed_in = true;
+        }
+    }
+
+    /// Take `provider`'s models out (a subscription not signed in to offers none).
+    pub(crate) fn drop_models(&mut self, provider: &str) {
+        self.models.retain(|m| m.provider != provider);
+    }
+
     pub(crate) fn models(&self) -> &[ModelInfo] {
         &self.models
     }
@@ -452,9 +472,13 @@ impl Catalog {
 
     /// Add or replace a provider. Models of a replaced provider follow its new address.
     pub fn upsert_provider(&mut self, info: ProviderInfo) {
+        let old_api = self.provider(&info.id).map(|p| p.api);
         for m in self.models.iter_mut().filter(|m| m.provider == info.id) {
             m.base_url = info.base_url.clone();
-            m.api = info.api;
+            // A model with an API of its own (Copilot's) keeps it.
+            if old_api.is_none_or(|a| a == m.api) {
+                m.api = info.api;
+            }
             m.headers = info.headers.clone();
             m.compat = info.compat.clone();
         }

@@ -283,7 +283,9 @@ pub fn load_config(
     let models = config::node::models::load(agent_dir)?;
     loaded.warnings.extend(models.apply_to(&mut catalog)?);
     loaded.config.apply_to(&mut catalog)?;
-    config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
+    let auth = config::node::auth::load(agent_dir)?;
+    auth.apply_to(&mut catalog);
+    auth.apply_sign_ins(&mut catalog);
     if let Some(project) = loaded.project_approval.take() {
         let global = loaded.config.approval.take();
         loaded.config.approval = Some(approval_gate::with_project(
@@ -965,7 +967,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         options.api_key.clone(),
         options.env.clone(),
     )
-    .with_secrets(secrets.clone());
+    .with_secrets(secrets.clone())
+    .with_subscriptions(Arc::new(crate::provider::subscription::Subscriptions::load(
+        agent_dir.clone(),
+        options.env.clone(),
+        secrets.clone(),
+    )));
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }

@@ -78,6 +78,24 @@ impl Auth {
         }
     }
 
+    /// Mark the subscriptions signed in to, and take out the models of those that exist only
+    /// by subscription and are not: they are offered only when signed in.
+    pub(crate) fn apply_sign_ins(&self, catalog: &mut Catalog) {
+        use crate::provider::subscription::{Credentials, Kind};
+        for kind in Kind::ALL {
+            let signed_in = self
+                .oauth
+                .get(kind.provider())
+                .and_then(Credentials::from_entry)
+                .is_some();
+            if signed_in {
+                catalog.mark_signed_in(kind.provider());
+            } else if kind.subscription_only() {
+                catalog.drop_models(kind.provider());
+            }
+        }
+    }
+
     /// Whether the file holds a key for `provider`.
     #[cfg(test)]
     pub(crate) fn has(&self, provider: &str) -> bool {
@@ -109,42 +127,80 @@ pub(crate) fn update<R>(
     agent_dir: &Path,
     change: impl FnOnce(&mut Map<String, Value>) -> Result<R, String>,
 ) -> Result<R, String> {
-    let file = path(agent_dir);
-    std::fs::create_dir_all(agent_dir)
-        .map_err(|e| format!("could not create {}: {e}", agent_dir.display()))?;
-    let _lock = FileLock::take(&file)?;
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("could not read {}: {e}", file.display())),
-    };
-    let mut entries = match text.as_deref().map(str::trim) {
-        None | Some("") => Map::new(),
-        Some(t) => match serde_json::from_str(t) {
-            Ok(Value::Object(o)) => o,
-            Ok(_) => return Err(format!("{}: expected a JSON object", file.display())),
-            Err(e) => return Err(format!("{}: not valid JSON ({e})", file.display())),
-        },
-    };
-    let before = entries.clone();
-    let result = change(&mut entries)?;
-    if text.is_some() && entries == before {
-        return Ok(result);
+    Locked::take(agent_dir)?.update(change)
+}
+
+/// `auth.json` held under its lock, for a change that needs time between reading and writing
+/// (a token refreshed over the network): another pi waits meanwhile.
+pub(crate) struct Locked {
+    dir: PathBuf,
+    _lock: FileLock,
+}
+
+impl Locked {
+    pub(crate) fn take(agent_dir: &Path) -> Result<Locked, String> {
+        std::fs::create_dir_all(agent_dir)
+            .map_err(|e| format!("could not create {}: {e}", agent_dir.display()))?;
+        let lock = FileLock::take(&path(agent_dir))?;
+        Ok(Locked {
+            dir: agent_dir.to_path_buf(),
+            _lock: lock,
+        })
     }
-    let mut out = serde_json::to_string_pretty(&Value::Object(entries))
-        .map_err(|e| format!("could not write {}: {e}", file.display()))?;
-    // The Node.js pi writes no final newline; keep whichever the file had.
-    if text.as_deref().is_none_or(|t| t.ends_with('\n')) {
-        out.push('\n');
+
+    /// The file's text (`None`: there is no file) and its entries.
+    fn read(&self) -> Result<(Option<String>, Map<String, Value>), String> {
+        let file = path(&self.dir);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("could not read {}: {e}", file.display())),
+        };
+        let entries = match text.as_deref().map(str::trim) {
+            None | Some("") => Map::new(),
+            Some(t) => match serde_json::from_str(t) {
+                Ok(Value::Object(o)) => o,
+                Ok(_) => return Err(format!("{}: expected a JSON object", file.display())),
+                Err(e) => return Err(format!("{}: not valid JSON ({e})", file.display())),
+            },
+        };
+        Ok((text, entries))
     }
-    let tmp = agent_dir.join(format!(".auth.json.{}.tmp", std::process::id()));
-    write_private(&tmp, out.as_bytes())
-        .and_then(|()| std::fs::rename(&tmp, &file))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("could not write {}: {e}", file.display())
-        })?;
-    Ok(result)
+
+    /// One entry as the file holds it now.
+    pub(crate) fn entry(&self, provider: &str) -> Result<Option<Value>, String> {
+        Ok(self.read()?.1.get(provider).cloned())
+    }
+
+    /// Read, change, and write if anything changed.
+    pub(crate) fn update<R>(
+        &self,
+        change: impl FnOnce(&mut Map<String, Value>) -> Result<R, String>,
+    ) -> Result<R, String> {
+        let file = path(&self.dir);
+        let (text, mut entries) = self.read()?;
+        let before = entries.clone();
+        let result = change(&mut entries)?;
+        if text.is_some() && entries == before {
+            return Ok(result);
+        }
+        let mut out = serde_json::to_string_pretty(&Value::Object(entries))
+            .map_err(|e| format!("could not write {}: {e}", file.display()))?;
+        // The Node.js pi writes no final newline; keep whichever the file had.
+        if text.as_deref().is_none_or(|t| t.ends_with('\n')) {
+            out.push('\n');
+        }
+        let tmp = self
+            .dir
+            .join(format!(".auth.json.{}.tmp", std::process::id()));
+        write_private(&tmp, out.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &file))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("could not write {}: {e}", file.display())
+            })?;
+        Ok(result)
+    }
 }
 
 /// The Node.js pi's lock on a file: the directory `<file>.lock`, made atomically; one older
