@@ -31,6 +31,16 @@ struct Issuer {
     issued: usize,
     expires_in: i64,
     revoked: bool,
+    /// The PKCE challenge of the sign-in under way (what the browser was sent with).
+    challenge: Option<String>,
+    /// Device-code polls so far.
+    polls: usize,
+}
+
+/// The S256 challenge of a verifier, computed here independently of pi.
+fn s256(verifier: &str) -> String {
+    use sha2::Digest;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
 fn json_reply(status: u16, v: Value) -> Reply {
@@ -118,6 +128,54 @@ async fn server(issuer: Arc<Mutex<Issuer>>) -> TestServer {
         let mut st = issuer.lock().unwrap();
         let path = r.path.split('?').next().unwrap_or("").to_string();
         match (r.method.as_str(), path.as_str()) {
+            ("POST", "/v1/oauth/token") if r.body["grant_type"] == "authorization_code" => {
+                let b = &r.body;
+                let verifier = b["code_verifier"].as_str().unwrap_or("");
+                if b["code"] != "claude-code-1"
+                    || st.challenge.as_deref() != Some(s256(verifier).as_str())
+                    || b["client_id"] != "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
+                    || !b["redirect_uri"].as_str().unwrap_or("").starts_with("http://localhost:")
+                    || b["state"].as_str().is_none()
+                {
+                    return json_reply(400, json!({"error": "invalid_grant"}));
+                }
+                json_reply(
+                    200,
+                    json!({"access_token": "sk-ant-oat01-signed-in", "refresh_token": "sk-ant-ort01-signed-in", "expires_in": 28800}),
+                )
+            }
+            ("POST", "/oauth/token") if r.raw.contains("grant_type=authorization_code") => {
+                let f = form(r);
+                let verifier = f.get("code_verifier").cloned().unwrap_or_default();
+                if f.get("code").map(String::as_str) != Some("codex-code-1")
+                    || st.challenge.as_deref() != Some(s256(&verifier).as_str())
+                {
+                    return json_reply(400, json!({"error": "invalid_grant"}));
+                }
+                json_reply(
+                    200,
+                    json!({"access_token": codex_jwt(7), "refresh_token": "rt-codex-signed-in", "expires_in": 864000}),
+                )
+            }
+            ("POST", "/login/device/code") => json_reply(
+                200,
+                json!({"device_code": "dev-123", "user_code": "ABCD-1234", "verification_uri": "https://github.example/login/device", "interval": 0, "expires_in": 60}),
+            ),
+            ("POST", "/login/oauth/access_token") => {
+                let f = form(r);
+                if f.get("device_code").map(String::as_str) != Some("dev-123") {
+                    return json_reply(200, json!({"error": "bad_device_code"}));
+                }
+                st.polls += 1;
+                match st.polls {
+                    1 => json_reply(200, json!({"error": "authorization_pending"})),
+                    2 => json_reply(200, json!({"error": "slow_down", "interval": 0})),
+                    _ => {
+                        st.refresh.insert("github-copilot", "ghu_device-token".into());
+                        json_reply(200, json!({"access_token": "ghu_device-token", "token_type": "bearer"}))
+                    }
+                }
+            }
             ("POST", "/v1/oauth/token") => {
                 let b = &r.body;
                 let live = st.refresh.get("anthropic").cloned();
@@ -204,6 +262,10 @@ fn env_for(server: &TestServer) -> EnvLookup {
             _ => url.clone(),
         }),
         "PI_OAUTH_OPENAI_CODEX_API_URL" => Some(format!("{url}/codex")),
+        "PI_OAUTH_ANTHROPIC_AUTHORIZE_URL" => Some("https://claude.example/oauth/authorize".into()),
+        "PI_OAUTH_OPENAI_CODEX_AUTHORIZE_URL" => Some("https://auth.example/oauth/authorize".into()),
+        "PI_OAUTH_GITHUB_COPILOT_GITHUB_URL" => Some(url.clone()),
+        "PI_OAUTH_CALLBACK_PORT" => Some("0".into()),
         _ => None,
     })
 }
@@ -589,4 +651,220 @@ async fn every_token_learnt_is_masked() {
     ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap();
     let shown = pi.secrets.mask("sk-ant-oat01-fresh-1 and sk-ant-ort01-rotated-1");
     assert!(!shown.contains("fresh-1") && !shown.contains("rotated-1"), "{shown}");
+}
+
+// ----- signing in ---------------------------------------------------------------------------
+
+use pi::provider::subscription::Kind;
+use pi::provider::subscription::flows::{Notice, SignIn, sign_in};
+use tokio_util::sync::CancellationToken;
+
+fn query(url: &str) -> HashMap<String, String> {
+    url.split_once('?')
+        .map(|(_, q)| q)
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| {
+            let v = v.replace("%3A", ":").replace("%2F", "/").replace("%20", " ");
+            (k.to_string(), v)
+        })
+        .collect()
+}
+
+fn subscriptions(server: &TestServer, dir: &Path) -> Subscriptions {
+    Subscriptions::load(Some(dir.to_path_buf()), env_for(server), Secrets::default())
+}
+
+fn sign_in_request(kind: Kind) -> SignIn {
+    SignIn {
+        kind,
+        enterprise_domain: None,
+        pasted: None,
+        cancel: CancellationToken::new(),
+        timeout: std::time::Duration::from_secs(20),
+    }
+}
+
+/// Play the browser: when pi shows the address, "sign in" (tell the server the challenge)
+/// and come back to pi's loopback callback, first with a forged state, then properly.
+fn browser_for(
+    issuer: Arc<Mutex<Issuer>>,
+    code: &'static str,
+    seen: Arc<Mutex<Vec<Notice>>>,
+) -> impl Fn(Notice) + Send + Sync {
+    move |n: Notice| {
+        seen.lock().unwrap().push(n.clone());
+        if let Notice::OpenUrl { url, .. } = n {
+            let q = query(&url);
+            issuer.lock().unwrap().challenge = q.get("code_challenge").cloned();
+            assert_eq!(q.get("code_challenge_method").map(String::as_str), Some("S256"));
+            let redirect = q["redirect_uri"].clone();
+            let state = q["state"].clone();
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let forged = client
+                    .get(format!("{redirect}?code=evil&state=forged"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(forged.status().as_u16(), 400);
+                let ok = client
+                    .get(format!("{redirect}?code={code}&state={state}"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(ok.status().as_u16(), 200);
+            });
+        }
+    }
+}
+
+#[tokio::test]
+async fn claude_sign_in_with_pkce_on_a_loopback_port_is_stored_in_the_node_shape() {
+    let issuer = Arc::new(Mutex::new(Issuer::default()));
+    let server = server(issuer.clone()).await;
+    let dir = agent_dir("login-claude");
+    std::fs::write(dir.join("auth.json"), node_auth(json!({}))).unwrap();
+    let subs = subscriptions(&server, &dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let notify = browser_for(issuer.clone(), "claude-code-1", seen.clone());
+    let creds = sign_in(&subs, sign_in_request(Kind::Claude), &notify).await.unwrap();
+    assert_eq!(creds.access, "sk-ant-oat01-signed-in");
+    let url = match &seen.lock().unwrap()[0] {
+        Notice::OpenUrl { url, .. } => url.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(url.starts_with("https://claude.example/oauth/authorize?code=true&"), "{url}");
+    let q = query(&url);
+    assert_eq!(q["client_id"], "9d1c250a-e61b-44d9-88ed-5944d1962f5e");
+    assert!(q["scope"].contains("user:inference"));
+    assert!(q["redirect_uri"].ends_with("/callback"));
+    assert_ne!(q["state"], "", "a state of its own");
+
+    subs.store(Kind::Claude, creds).await.unwrap();
+    let text = read(&dir);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["groq"]["key"], "gsk-untouched-key");
+    let keys: Vec<&str> = v["anthropic"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["type", "refresh", "access", "expires"], "the Node.js pi's order");
+    assert_eq!(v["anthropic"]["type"], "oauth");
+    assert!(!text.ends_with('\n'));
+    #[cfg(unix)]
+    assert_eq!(mode(&dir), 0o600);
+
+    // The new sign-in is used at once.
+    let pi = pi(&server, &dir);
+    assert_eq!(ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(), "hello");
+    let sent = &requests_to(&server, "/v1/messages")[0];
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-ant-oat01-signed-in"));
+
+    // Signing out removes that entry only.
+    assert!(subs.sign_out(Kind::Claude).await.unwrap());
+    let v: Value = serde_json::from_str(&read(&dir)).unwrap();
+    assert!(v.get("anthropic").is_none() && v.get("groq").is_some());
+    assert!(!subs.is_signed_in(Kind::Claude));
+}
+
+#[tokio::test]
+async fn codex_sign_in_takes_a_pasted_address_when_the_browser_is_elsewhere() {
+    let issuer = Arc::new(Mutex::new(Issuer::default()));
+    let server = server(issuer.clone()).await;
+    let dir = agent_dir("login-codex");
+    let subs = subscriptions(&server, &dir);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut request = sign_in_request(Kind::Codex);
+    request.pasted = Some(rx);
+    let is2 = issuer.clone();
+    let notify = move |n: Notice| {
+        if let Notice::OpenUrl { url, paste_hint } = n {
+            assert!(paste_hint);
+            let q = query(&url);
+            assert_eq!(q["client_id"], "app_EMoamEEZ73f0CkXaXp7hrann");
+            assert_eq!(q["originator"], "pi");
+            assert!(q["redirect_uri"].ends_with("/auth/callback"));
+            is2.lock().unwrap().challenge = q.get("code_challenge").cloned();
+            // What the browser on another machine ended on, pasted.
+            tx.send(format!("{}?code=codex-code-1&state={}", q["redirect_uri"], q["state"]))
+                .unwrap();
+        }
+    };
+    let creds = sign_in(&subs, request, &notify).await.unwrap();
+    assert_eq!(creds.refresh, "rt-codex-signed-in");
+    assert_eq!(creds.extra["accountId"], "acct-42");
+    subs.store(Kind::Codex, creds).await.unwrap();
+    let v: Value = serde_json::from_str(&read(&dir)).unwrap();
+    let keys: Vec<&str> = v["openai-codex"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["type", "access", "refresh", "expires", "accountId"]);
+}
+
+#[tokio::test]
+async fn a_pasted_address_from_another_sign_in_is_refused() {
+    let server = server(Arc::default()).await;
+    let dir = agent_dir("login-mismatch");
+    let subs = subscriptions(&server, &dir);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut request = sign_in_request(Kind::Codex);
+    request.pasted = Some(rx);
+    tx.send("http://localhost:1455/auth/callback?code=x&state=someone-else".into())
+        .unwrap();
+    let e = sign_in(&subs, request, &|_| {}).await.unwrap_err();
+    assert!(e.contains("state mismatch") && e.contains("ChatGPT"), "{e}");
+    assert!(!dir.join("auth.json").exists(), "nothing stored");
+}
+
+#[tokio::test]
+async fn copilot_signs_in_with_a_device_code_through_pending_and_slow_down() {
+    let issuer = Arc::new(Mutex::new(Issuer::default()));
+    let server = server(issuer.clone()).await;
+    let dir = agent_dir("login-copilot");
+    let subs = subscriptions(&server, &dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let creds = sign_in(&subs, sign_in_request(Kind::Copilot), &move |n| {
+        s2.lock().unwrap().push(n)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        seen.lock().unwrap()[0],
+        Notice::DeviceCode {
+            url: "https://github.example/login/device".into(),
+            code: "ABCD-1234".into()
+        }
+    );
+    assert_eq!(issuer.lock().unwrap().polls, 3);
+    assert_eq!(creds.refresh, "ghu_device-token");
+    assert!(creds.access.starts_with("tid=copilot-"));
+    let polls = requests_to(&server, "/login/oauth/access_token");
+    assert!(polls[0].raw.contains("client_id=Iv1.b507a08c87ecfe98"), "{}", polls[0].raw);
+    assert!(polls[0]
+        .raw
+        .contains("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code"));
+    subs.store(Kind::Copilot, creds).await.unwrap();
+    let v: Value = serde_json::from_str(&read(&dir)).unwrap();
+    let keys: Vec<&str> = v["github-copilot"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["type", "refresh", "access", "expires"]);
+}
+
+#[tokio::test]
+async fn a_sign_in_can_be_cancelled_and_times_out() {
+    let server = server(Arc::default()).await;
+    let dir = agent_dir("login-cancel");
+    let subs = subscriptions(&server, &dir);
+    let request = sign_in_request(Kind::Claude);
+    let cancel = request.cancel.clone();
+    let notify = move |n: Notice| {
+        if matches!(n, Notice::OpenUrl { .. }) {
+            cancel.cancel();
+        }
+    };
+    let e = sign_in(&subs, request, &notify).await.unwrap_err();
+    assert!(e.contains("Claude Pro/Max sign-in cancelled"), "{e}");
+
+    let mut request = sign_in_request(Kind::Codex);
+    request.timeout = std::time::Duration::from_millis(50);
+    let e = sign_in(&subs, request, &|_| {}).await.unwrap_err();
+    assert!(e.contains("timed out") && e.contains("nothing was stored"), "{e}");
+    assert!(!dir.join("auth.json").exists());
 }

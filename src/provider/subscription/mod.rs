@@ -11,6 +11,7 @@
 //! Every address can be moved with an environment variable (`PI_OAUTH_*`, see [`Endpoints`]),
 //! which is how the tests point pi at a local server.
 
+pub mod flows;
 pub(crate) mod pkce;
 pub(crate) mod refresh;
 pub(crate) mod shape;
