@@ -279,7 +279,9 @@ struct Pi {
 fn pi(server: &TestServer, dir: &Path) -> Pi {
     let env = env_for(server);
     let e = env.clone();
-    let catalog = Catalog::builtin(&move |k| e(k));
+    let mut catalog = Catalog::builtin(&move |k| e(k));
+    catalog.add_subscription_models("openai-codex");
+    catalog.add_subscription_models("github-copilot");
     let secrets = Secrets::default();
     let subs = Subscriptions::load(Some(dir.to_path_buf()), env.clone(), secrets.clone());
     let providers = Providers::new(Arc::new(catalog.clone()), None, env)
@@ -867,4 +869,129 @@ async fn a_sign_in_can_be_cancelled_and_times_out() {
     let e = sign_in(&subs, request, &|_| {}).await.unwrap_err();
     assert!(e.contains("timed out") && e.contains("nothing was stored"), "{e}");
     assert!(!dir.join("auth.json").exists());
+}
+
+// ----- the binary: `pi --login`, `--logout`, `--list-models` ------------------------------------
+
+fn pi_bin(server: &TestServer, dir: &Path) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.join("home"))
+        .env("PI_CODING_AGENT_DIR", dir)
+        .env("PI_NO_BROWSER", "1")
+        .env("OLLAMA_HOST", "127.0.0.1:9")
+        .env("PI_OAUTH_CALLBACK_PORT", "0")
+        .env("PI_OAUTH_GITHUB_COPILOT_GITHUB_URL", &server.url)
+        .env("PI_OAUTH_GITHUB_COPILOT_GITHUB_API_URL", &server.url)
+        .env("PI_OAUTH_OPENAI_CODEX_TOKEN_URL", format!("{}/oauth/token", server.url))
+        .env("PI_OAUTH_OPENAI_CODEX_AUTHORIZE_URL", "https://auth.example/oauth/authorize")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    c
+}
+
+async fn models_listed(server: &TestServer, dir: &Path, search: &str) -> String {
+    let out = pi_bin(server, dir)
+        .args(["--list-models", search])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn pi_login_signs_in_to_copilot_without_the_tui_and_logout_signs_out() {
+    use tokio::io::AsyncWriteExt;
+    let issuer = Arc::new(Mutex::new(Issuer::default()));
+    let server = server(issuer).await;
+    let dir = agent_dir("bin-copilot");
+    assert!(
+        !models_listed(&server, &dir, "gpt-4.1").await.contains("github-copilot/"),
+        "no Copilot models before signing in"
+    );
+    let mut child = pi_bin(&server, &dir).args(["--login", "copilot"]).spawn().unwrap();
+    // Enter: github.com.
+    child.stdin.take().unwrap().write_all(b"\n").await.unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("https://github.example/login/device") && err.contains("ABCD-1234"), "{err}");
+    assert!(err.contains("Signed in to GitHub Copilot"), "{err}");
+    assert!(!err.contains("ghu_device-token") && !err.contains("tid=copilot"), "{err}");
+    let v: Value = serde_json::from_str(&read(&dir)).unwrap();
+    assert_eq!(v["github-copilot"]["refresh"], "ghu_device-token");
+    #[cfg(unix)]
+    assert_eq!(mode(&dir), 0o600);
+
+    let listed = models_listed(&server, &dir, "gpt-4.1").await;
+    assert!(listed.contains("github-copilot/gpt-4.1"), "{listed}");
+
+    let out = pi_bin(&server, &dir)
+        .args(["--logout", "github-copilot"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Signed out of GitHub Copilot"));
+    let v: Value = serde_json::from_str(&read(&dir)).unwrap();
+    assert!(v.get("github-copilot").is_none());
+    assert!(!models_listed(&server, &dir, "gpt-4.1").await.contains("github-copilot/"));
+}
+
+#[tokio::test]
+async fn pi_login_prints_the_address_and_takes_the_browsers_answer() {
+    use tokio::io::AsyncBufReadExt;
+    let issuer = Arc::new(Mutex::new(Issuer::default()));
+    let server = server(issuer.clone()).await;
+    let dir = agent_dir("bin-codex");
+    let mut child = pi_bin(&server, &dir).args(["--login", "openai-codex"]).spawn().unwrap();
+    let _stdin = child.stdin.take();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    let url = loop {
+        let line = lines.next_line().await.unwrap().expect("pi printed the address");
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(u) = line.trim().strip_prefix("https://auth.example/oauth/authorize?") {
+            break format!("https://auth.example/oauth/authorize?{u}");
+        }
+    };
+    assert!(seen.contains("Open this address in a browser"), "no browser here: {seen}");
+    let q = query(&url);
+    issuer.lock().unwrap().challenge = q.get("code_challenge").cloned();
+    let answer = reqwest::get(format!("{}?code=codex-code-1&state={}", q["redirect_uri"], q["state"]))
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    while let Some(line) = lines.next_line().await.unwrap() {
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "{seen}");
+    assert!(seen.contains("Signed in to ChatGPT Plus/Pro (Codex)"), "{seen}");
+    assert!(!seen.contains("codex-code-1") && !seen.contains("rt-codex"), "{seen}");
+    let v: Value = serde_json::from_str(&read(&dir)).unwrap();
+    assert_eq!(v["openai-codex"]["accountId"], "acct-42");
+    assert!(models_listed(&server, &dir, "codex").await.contains("openai-codex/gpt-5.3-codex"));
+}
+
+#[tokio::test]
+async fn pi_login_of_a_provider_without_a_subscription_says_which_have_one() {
+    let server = server(Arc::default()).await;
+    let dir = agent_dir("bin-groq");
+    let out = pi_bin(&server, &dir)
+        .args(["--login", "groq"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("openai-codex") && err.contains("github-copilot"), "{err}");
 }

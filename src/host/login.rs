@@ -1,11 +1,15 @@
 //! `/login`: an API key pasted in the UI, stored in `auth.json` the way the Node.js pi stores
-//! it (0600, other entries kept) and used from the next request on; and the local model servers
-//! found on this machine, for a person with no key at all.
+//! it (0600, other entries kept) and used from the next request on; a subscription signed in
+//! to (`provider::subscription`), stored there in the Node.js pi's shape; and the local model
+//! servers found on this machine, for a person with no key at all. `/logout` takes one
+//! provider's entry out again.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::provider::subscription::flows::{self, Notice, SignIn};
+use crate::provider::subscription::{Kind, Subscriptions};
 use crate::provider::{EnvLookup, Providers};
 
 /// What the host needs to sign in.
@@ -98,6 +102,63 @@ pub async fn login(
     })
 }
 
+/// The subscription a name given to `/login` or `pi --login` means: a provider id
+/// (`openai-codex`, `anthropic`, `github-copilot`) or a short name (`codex`, `chatgpt`,
+/// `claude`, `copilot`).
+pub fn subscription_named(name: &str) -> Option<Kind> {
+    let n = name.trim().to_ascii_lowercase();
+    Kind::from_provider(&n).or(match n.as_str() {
+        "codex" | "chatgpt" => Some(Kind::Codex),
+        "claude" => Some(Kind::Claude),
+        "copilot" | "github" => Some(Kind::Copilot),
+        _ => None,
+    })
+}
+
+/// Sign in to `request.kind` and store the result; where it was saved.
+pub async fn sign_in(
+    subscriptions: &Subscriptions,
+    request: SignIn,
+    notify: &(dyn Fn(Notice) + Send + Sync),
+) -> Result<Option<PathBuf>, String> {
+    let kind = request.kind;
+    let credentials = flows::sign_in(subscriptions, request, notify).await?;
+    subscriptions.store(kind, credentials).await
+}
+
+/// `/logout PROVIDER`: take its sign-in (or its stored API key) out of `auth.json`. What to
+/// tell the person.
+pub async fn log_out(
+    subscriptions: &Subscriptions,
+    agent_dir: Option<PathBuf>,
+    provider: &str,
+) -> Result<String, String> {
+    if let Some(kind) = subscription_named(provider)
+        && subscriptions.sign_out(kind).await?
+    {
+        return Ok(format!(
+            "Signed out of {} ({}).",
+            kind.label(),
+            kind.provider()
+        ));
+    }
+    let Some(dir) = agent_dir else {
+        return Err("there is no agent folder, so nothing is stored".into());
+    };
+    let p = provider.trim().to_string();
+    let removed = tokio::task::spawn_blocking(move || crate::config::node::auth::remove(&dir, &p))
+        .await
+        .map_err(|e| e.to_string())??;
+    if removed {
+        Ok(format!(
+            "Removed the stored key for {}; it applies from pi's next start.",
+            provider.trim()
+        ))
+    } else {
+        Err(format!("nothing is stored for `{}`", provider.trim()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +184,13 @@ mod tests {
             "claude-sonnet-4-5"
         );
         assert!(model_after_login(&c, "ollama").is_none());
+    }
+
+    #[test]
+    fn subscriptions_go_by_provider_id_or_short_name() {
+        assert_eq!(subscription_named("claude"), Some(Kind::Claude));
+        assert_eq!(subscription_named(" OpenAI-Codex "), Some(Kind::Codex));
+        assert_eq!(subscription_named("copilot"), Some(Kind::Copilot));
+        assert_eq!(subscription_named("groq"), None);
     }
 }

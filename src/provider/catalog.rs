@@ -417,33 +417,55 @@ impl Catalog {
             });
         }
         for group in &data.models {
-            let Some(p) = c.provider(&group.provider).cloned() else {
-                continue;
-            };
-            for b in data.models_of(group) {
-                c.mark_window_set(&p.id, &b.id);
-                c.models.push(ModelInfo {
-                    id: b.id.clone(),
-                    name: b.name.clone(),
-                    provider: p.id.clone(),
-                    api: b.api.unwrap_or(p.api),
-                    base_url: p.base_url.clone(),
-                    context_window: b.context,
-                    max_tokens: b.max_out,
-                    reasoning: b.reasoning,
-                    images: b.images,
-                    pricing: Pricing {
-                        input: b.price[0],
-                        output: b.price[1],
-                        cache_read: b.price[2],
-                        cache_write: b.price[3],
-                    },
-                    headers: Vec::new(),
-                    compat: p.compat.clone(),
-                });
+            // A subscription's models join when it is signed in to (add_subscription_models).
+            let by_subscription = super::subscription::Kind::from_provider(&group.provider)
+                .is_some_and(super::subscription::Kind::subscription_only);
+            if !by_subscription {
+                c.add_group(data, group);
             }
         }
         c
+    }
+
+    /// The built-in models of `group`, with its provider's address and settings.
+    fn add_group(&mut self, data: &BuiltinData, group: &BuiltinGroup) {
+        let Some(p) = self.provider(&group.provider).cloned() else {
+            return;
+        };
+        for b in data.models_of(group) {
+            self.mark_window_set(&p.id, &b.id);
+            self.models.push(ModelInfo {
+                id: b.id.clone(),
+                name: b.name.clone(),
+                provider: p.id.clone(),
+                api: b.api.unwrap_or(p.api),
+                base_url: p.base_url.clone(),
+                context_window: b.context,
+                max_tokens: b.max_out,
+                reasoning: b.reasoning,
+                images: b.images,
+                pricing: Pricing {
+                    input: b.price[0],
+                    output: b.price[1],
+                    cache_read: b.price[2],
+                    cache_write: b.price[3],
+                },
+                headers: Vec::new(),
+                compat: p.compat.clone(),
+            });
+        }
+    }
+
+    /// Offer the built-in models of a subscription (`openai-codex`, `github-copilot`): only
+    /// once signed in to it.
+    pub fn add_subscription_models(&mut self, provider: &str) {
+        if self.models.iter().any(|m| m.provider == provider) {
+            return;
+        }
+        let data = builtin_data();
+        for group in data.models.iter().filter(|g| g.provider == provider) {
+            self.add_group(data, group);
+        }
     }
 
     pub(crate) fn providers(&self) -> &[ProviderInfo] {
@@ -455,11 +477,6 @@ impl Catalog {
         if let Some(p) = self.providers.iter_mut().find(|p| p.id == provider) {
             p.signed_in = true;
         }
-    }
-
-    /// Take `provider`'s models out (a subscription not signed in to offers none).
-    pub(crate) fn drop_models(&mut self, provider: &str) {
-        self.models.retain(|m| m.provider != provider);
     }
 
     pub(crate) fn models(&self) -> &[ModelInfo] {
@@ -715,6 +732,30 @@ mod tests {
 #[cfg(test)]
 mod cloud_tests {
     use super::*;
+
+    #[test]
+    fn subscription_models_join_only_when_asked_and_keep_their_own_api() {
+        let mut c = Catalog::builtin(&|_| None);
+        assert!(c.provider("openai-codex").is_some());
+        assert!(c.models().iter().all(|m| m.provider != "openai-codex"));
+        assert!(c.models().iter().all(|m| m.provider != "github-copilot"));
+        c.add_subscription_models("github-copilot");
+        c.add_subscription_models("github-copilot");
+        let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
+        assert_eq!(claude.api, Api::AnthropicMessages);
+        assert_eq!(claude.pricing.input, 0.0);
+        assert_eq!(c.find("github-copilot", "gpt-4.1").unwrap().api, Api::OpenAiCompletions);
+        assert_eq!(
+            c.models().iter().filter(|m| m.id == "gpt-5.4" && m.provider == "github-copilot").count(),
+            1
+        );
+        let mut moved = c.provider("github-copilot").unwrap().clone();
+        moved.base_url = "http://127.0.0.1:9".into();
+        c.upsert_provider(moved);
+        let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
+        assert_eq!(claude.api, Api::AnthropicMessages, "moving the provider keeps it");
+        assert_eq!(claude.base_url, "http://127.0.0.1:9");
+    }
 
     #[test]
     fn gemini_and_azure_are_built_in() {

@@ -938,6 +938,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         .providers()
         .iter()
         .filter(|p| !p.keyless)
+        .filter(|p| {
+            crate::provider::subscription::Kind::from_provider(&p.id)
+                .is_none_or(|k| !k.subscription_only())
+        })
         .map(|p| (p.id.clone(), p.key_env.clone()))
         .collect();
     let catalog = Arc::new(catalog);

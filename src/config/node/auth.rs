@@ -78,8 +78,8 @@ impl Auth {
         }
     }
 
-    /// Mark the subscriptions signed in to, and take out the models of those that exist only
-    /// by subscription and are not: they are offered only when signed in.
+    /// Mark the subscriptions signed in to and offer their models (a subscription's own models
+    /// are offered only when signed in).
     pub(crate) fn apply_sign_ins(&self, catalog: &mut Catalog) {
         use crate::provider::subscription::{Credentials, Kind};
         for kind in Kind::ALL {
@@ -90,8 +90,7 @@ impl Auth {
                 .is_some();
             if signed_in {
                 catalog.mark_signed_in(kind.provider());
-            } else if kind.subscription_only() {
-                catalog.drop_models(kind.provider());
+                catalog.add_subscription_models(kind.provider());
             }
         }
     }
