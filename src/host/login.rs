@@ -102,6 +102,65 @@ pub async fn login(
     })
 }
 
+/// A subscription signed in to: what a front end needs to switch to it.
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    pub provider: String,
+    pub label: String,
+    /// Where it was saved (`None`: this run only).
+    pub file: Option<PathBuf>,
+    /// The model to use now: the subscription's default.
+    pub model: Option<ModelInfo>,
+    /// The subscription's models, for the pickers (they were not offered before).
+    pub models: Vec<ModelInfo>,
+}
+
+impl SignedIn {
+    pub fn new(kind: Kind, file: Option<PathBuf>, catalog: &Catalog) -> SignedIn {
+        let mut with = catalog.clone();
+        with.add_subscription_models(kind.provider());
+        SignedIn {
+            provider: kind.provider().to_string(),
+            label: kind.label().to_string(),
+            file,
+            model: model_after_login(&with, kind.provider()),
+            models: with
+                .models()
+                .iter()
+                .filter(|m| m.provider == kind.provider())
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// Hand `url` to the system's browser opener; whether one was started. Not where there is no
+/// display (SSH, containers), nor with `PI_NO_BROWSER` set: the address is shown for copying
+/// in any case.
+pub fn open_browser(env: &EnvLookup, url: &str) -> bool {
+    if env("PI_NO_BROWSER").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+            .iter()
+            .any(|v| env(v).is_some_and(|d| !d.is_empty()));
+        if !display {
+            return false;
+        }
+        "xdg-open"
+    };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
 /// The subscription a name given to `/login` or `pi --login` means: a provider id
 /// (`openai-codex`, `anthropic`, `github-copilot`) or a short name (`codex`, `chatgpt`,
 /// `claude`, `copilot`).

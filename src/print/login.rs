@@ -43,33 +43,6 @@ fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
     rx
 }
 
-/// Hand `url` to the system's opener; whether one was started. Not where there is no display
-/// (SSH, containers), nor with `PI_NO_BROWSER` set.
-fn open_browser(options: &setup::Options, url: &str) -> bool {
-    let env = &options.env;
-    if env("PI_NO_BROWSER").is_some_and(|v| !v.is_empty()) {
-        return false;
-    }
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        let display = ["DISPLAY", "WAYLAND_DISPLAY"]
-            .iter()
-            .any(|v| env(v).is_some_and(|d| !d.is_empty()));
-        if !display {
-            return false;
-        }
-        "xdg-open"
-    };
-    std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .is_ok()
-}
-
 /// `pi --login PROVIDER`.
 pub async fn login(options: &setup::Options, name: &str) -> u8 {
     let Some(kind) = subscription_named(name) else {
@@ -116,7 +89,7 @@ pub async fn login(options: &setup::Options, name: &str) -> u8 {
     };
     let notify = |n: Notice| match n {
         Notice::OpenUrl { url, .. } => {
-            let opened = open_browser(options, &url);
+            let opened = crate::host::login::open_browser(&options.env, &url);
             eprintln!(
                 "{} {}:\n\n  {url}\n",
                 if opened {

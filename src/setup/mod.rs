@@ -181,6 +181,8 @@ pub struct StartInfo {
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
     /// Providers with no key configured (and needing one), for marking them in pickers.
     pub providers_without_key: Vec<String>,
+    /// Providers whose subscription is signed in to (`auth.json`).
+    pub signed_in: Vec<String>,
     /// Providers that take an API key (for `/login`), in catalogue order, each with the
     /// environment variable it reads its key from.
     pub key_providers: Vec<(String, Option<String>)>,
@@ -928,6 +930,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let selection = select::select(&flags, &config, &mut catalog, &options.env).await?;
     warnings.extend(selection.warnings.iter().cloned());
 
+    let signed_in: Vec<String> = catalog
+        .providers()
+        .iter()
+        .filter(|p| p.signed_in)
+        .map(|p| p.id.clone())
+        .collect();
     let providers_without_key: Vec<String> = catalog
         .providers()
         .iter()
@@ -1150,6 +1158,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             catalog: catalog.clone(),
             scoped_models,
             providers_without_key,
+            signed_in,
             key_providers,
             no_model: selection.missing.then(|| select::NO_MODEL_HELP.to_string()),
             session_id,
