@@ -311,6 +311,8 @@ impl App {
             approval: self.approval_mode,
             planning: self.planning,
             paused_since: self.paused_since,
+            subscription: crate::provider::subscription::Kind::from_provider(&self.model.provider)
+                .filter(|k| self.signed_in.contains(k.provider())),
         }
     }
 }
