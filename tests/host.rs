@@ -1378,7 +1378,10 @@ async fn a_subscription_sign_in_shows_its_address_and_is_cancelled_and_logout_dr
     let HostEvent::SignInNotice(Notice::OpenUrl { url, paste_hint }) = rig.answer().await else {
         panic!("no address to open");
     };
-    assert!(url.starts_with("https://claude.ai/oauth/authorize?"), "{url}");
+    assert!(
+        url.starts_with("https://claude.ai/oauth/authorize?"),
+        "{url}"
+    );
     assert!(paste_hint);
     rig.client.commands.send(OpBody::CancelSignIn);
     let HostEvent::Failed(why) = rig.answer().await else {
@@ -1400,12 +1403,19 @@ async fn a_subscription_sign_in_shows_its_address_and_is_cancelled_and_logout_dr
     };
     assert!(said.contains("Removed the stored key for groq"), "{said}");
     let file = rig.dir.path().join("agent").join("auth.json");
-    assert!(!std::fs::read_to_string(file).unwrap().contains("gsk-host-logout"));
+    assert!(
+        !std::fs::read_to_string(file)
+            .unwrap()
+            .contains("gsk-host-logout")
+    );
     rig.client.commands.send(OpBody::Logout {
         provider: "openai-codex".into(),
     });
     let HostEvent::Failed(why) = rig.answer().await else {
         panic!("no refusal");
     };
-    assert!(why.contains("nothing is stored for `openai-codex`"), "{why}");
+    assert!(
+        why.contains("nothing is stored for `openai-codex`"),
+        "{why}"
+    );
 }

@@ -40,7 +40,8 @@ struct Issuer {
 /// The S256 challenge of a verifier, computed here independently of pi.
 fn s256(verifier: &str) -> String {
     use sha2::Digest;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
 fn json_reply(status: u16, v: Value) -> Reply {
@@ -263,7 +264,9 @@ fn env_for(server: &TestServer) -> EnvLookup {
         }),
         "PI_OAUTH_OPENAI_CODEX_API_URL" => Some(format!("{url}/codex")),
         "PI_OAUTH_ANTHROPIC_AUTHORIZE_URL" => Some("https://claude.example/oauth/authorize".into()),
-        "PI_OAUTH_OPENAI_CODEX_AUTHORIZE_URL" => Some("https://auth.example/oauth/authorize".into()),
+        "PI_OAUTH_OPENAI_CODEX_AUTHORIZE_URL" => {
+            Some("https://auth.example/oauth/authorize".into())
+        }
         "PI_OAUTH_GITHUB_COPILOT_GITHUB_URL" => Some(url.clone()),
         "PI_OAUTH_CALLBACK_PORT" => Some("0".into()),
         _ => None,
@@ -315,7 +318,9 @@ async fn ask(pi: &Pi, provider: &str, id: &str) -> Result<String, String> {
     let events = support::collect(&pi.providers, request(&pi.catalog, provider, id)).await;
     match events.last() {
         Some(StreamEvent::Done { message, .. }) => Ok(message.text()),
-        Some(StreamEvent::Error { error, .. }) => Err(error.error_message.clone().unwrap_or_default()),
+        Some(StreamEvent::Error { error, .. }) => {
+            Err(error.error_message.clone().unwrap_or_default())
+        }
         other => panic!("no end: {other:?}"),
     }
 }
@@ -375,14 +380,31 @@ async fn a_stored_claude_sign_in_is_used_as_claude_code_sends_it() {
     }}));
     std::fs::write(dir.join("auth.json"), &text).unwrap();
     let pi = pi(&server, &dir);
-    assert_eq!(ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(),
+        "hello"
+    );
 
     let sent = &requests_to(&server, "/v1/messages")[0];
-    assert_eq!(sent.header("authorization"), Some("Bearer sk-ant-oat01-live-token"));
-    assert_eq!(sent.header("x-api-key"), None, "no key header beside the token");
+    assert_eq!(
+        sent.header("authorization"),
+        Some("Bearer sk-ant-oat01-live-token")
+    );
+    assert_eq!(
+        sent.header("x-api-key"),
+        None,
+        "no key header beside the token"
+    );
     let beta = sent.header("anthropic-beta").unwrap();
-    assert!(beta.contains("oauth-2025-04-20") && beta.contains("claude-code-20250219"), "{beta}");
-    assert!(sent.header("user-agent").unwrap().starts_with("claude-cli/"));
+    assert!(
+        beta.contains("oauth-2025-04-20") && beta.contains("claude-code-20250219"),
+        "{beta}"
+    );
+    assert!(
+        sent.header("user-agent")
+            .unwrap()
+            .starts_with("claude-cli/")
+    );
     assert_eq!(sent.header("x-app"), Some("cli"));
     assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
     let system = sent.body["system"].as_array().unwrap();
@@ -391,7 +413,10 @@ async fn a_stored_claude_sign_in_is_used_as_claude_code_sends_it() {
         "You are Claude Code, Anthropic's official CLI for Claude."
     );
     assert_eq!(system[1]["text"], "You are pi.");
-    assert!(requests_to(&server, "/v1/oauth/token").is_empty(), "nothing refreshed");
+    assert!(
+        requests_to(&server, "/v1/oauth/token").is_empty(),
+        "nothing refreshed"
+    );
     assert_eq!(read(&dir), text, "the file is not rewritten");
 }
 
@@ -413,13 +438,22 @@ async fn an_expired_claude_token_is_refreshed_rotated_and_written_back_byte_for_
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.join("auth.json"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
+        std::fs::set_permissions(
+            dir.join("auth.json"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
     }
     let pi = pi(&server, &dir);
-    assert_eq!(ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(),
+        "hello"
+    );
     let sent = &requests_to(&server, "/v1/messages")[0];
-    assert_eq!(sent.header("authorization"), Some("Bearer sk-ant-oat01-fresh-1"));
+    assert_eq!(
+        sent.header("authorization"),
+        Some("Bearer sk-ant-oat01-fresh-1")
+    );
 
     // Written back: the same bytes but for the three refreshed fields.
     let after = read(&dir);
@@ -430,7 +464,10 @@ async fn an_expired_claude_token_is_refreshed_rotated_and_written_back_byte_for_
         .replace("sk-ant-oat01-old-token", "sk-ant-oat01-fresh-1")
         .replace("1700000000000", &expires.to_string());
     assert_eq!(after, expected);
-    assert!(!after.ends_with('\n'), "no final newline, as the Node.js pi writes");
+    assert!(
+        !after.ends_with('\n'),
+        "no final newline, as the Node.js pi writes"
+    );
     // expires_in 0, stored five minutes early as the Node.js pi stores it.
     assert!((expires - (now_ms() - 300_000)).abs() < 60_000, "{expires}");
     #[cfg(unix)]
@@ -438,11 +475,17 @@ async fn an_expired_claude_token_is_refreshed_rotated_and_written_back_byte_for_
 
     // The next request refreshes again (the token it got was already past its time), with
     // the rotated refresh token: the old one is refused by the server.
-    assert_eq!(ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(),
+        "hello"
+    );
     let refreshes = requests_to(&server, "/v1/oauth/token");
     assert_eq!(refreshes.len(), 2);
     assert_eq!(refreshes[1].body["refresh_token"], "sk-ant-ort01-rotated-1");
-    assert_eq!(refreshes[0].header("content-type"), Some("application/json"));
+    assert_eq!(
+        refreshes[0].header("content-type"),
+        Some("application/json")
+    );
     assert!(read(&dir).contains("sk-ant-ort01-rotated-2"));
     assert!(!dir.join("auth.json.lock").exists(), "the lock is let go");
 }
@@ -462,12 +505,26 @@ async fn a_revoked_refresh_token_says_which_sign_in_and_to_log_in_again() {
     }}));
     std::fs::write(dir.join("auth.json"), &before).unwrap();
     let pi = pi(&server, &dir);
-    let e = ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap_err();
-    assert!(e.contains("Claude Pro/Max") && e.contains("anthropic"), "{e}");
+    let e = ask(&pi, "anthropic", "claude-sonnet-4-5")
+        .await
+        .unwrap_err();
+    assert!(
+        e.contains("Claude Pro/Max") && e.contains("anthropic"),
+        "{e}"
+    );
     assert!(e.contains("invalid_grant"), "{e}");
-    assert!(e.contains("/login") && e.contains("pi --login anthropic"), "{e}");
-    assert!(!e.contains("revoked-one") && !e.contains("old-token"), "no token in {e}");
-    assert!(requests_to(&server, "/v1/messages").is_empty(), "nothing sent");
+    assert!(
+        e.contains("/login") && e.contains("pi --login anthropic"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("revoked-one") && !e.contains("old-token"),
+        "no token in {e}"
+    );
+    assert!(
+        requests_to(&server, "/v1/messages").is_empty(),
+        "nothing sent"
+    );
     assert_eq!(read(&dir), before, "the sign-in is kept for another try");
     assert!(!dir.join("auth.json.lock").exists());
 }
@@ -491,9 +548,15 @@ async fn a_token_another_pi_refreshed_first_is_used_without_refreshing_again() {
         "expires": now_ms() + 3_600_000,
     }}));
     std::fs::write(dir.join("auth.json"), &theirs).unwrap();
-    assert_eq!(ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(),
+        "hello"
+    );
     let sent = &requests_to(&server, "/v1/messages")[0];
-    assert_eq!(sent.header("authorization"), Some("Bearer sk-ant-oat01-theirs-token"));
+    assert_eq!(
+        sent.header("authorization"),
+        Some("Bearer sk-ant-oat01-theirs-token")
+    );
     assert!(requests_to(&server, "/v1/oauth/token").is_empty());
     assert_eq!(read(&dir), theirs);
 }
@@ -520,7 +583,11 @@ async fn an_api_key_given_for_the_run_comes_before_the_sign_in() {
         env,
     )
     .with_subscriptions(Arc::new(subs));
-    let events = support::collect(&providers, request(&catalog, "anthropic", "claude-sonnet-4-5")).await;
+    let events = support::collect(
+        &providers,
+        request(&catalog, "anthropic", "claude-sonnet-4-5"),
+    )
+    .await;
     assert!(matches!(events.last(), Some(StreamEvent::Done { .. })));
     let sent = &requests_to(&server, "/v1/messages")[0];
     assert_eq!(sent.header("x-api-key"), Some("sk-ant-api-flag"));
@@ -547,10 +614,17 @@ async fn codex_refreshes_with_a_form_and_calls_the_codex_backend_with_its_header
     assert_eq!(ask(&pi, "openai-codex", "gpt-5.5").await.unwrap(), "hello");
 
     let token_call = &requests_to(&server, "/oauth/token")[0];
-    assert!(token_call.raw.contains("grant_type=refresh_token"), "{}", token_call.raw);
+    assert!(
+        token_call.raw.contains("grant_type=refresh_token"),
+        "{}",
+        token_call.raw
+    );
     let sent = &requests_to(&server, "/codex/responses")[0];
     let jwt = codex_jwt(1);
-    assert_eq!(sent.header("authorization"), Some(format!("Bearer {jwt}").as_str()));
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {jwt}").as_str())
+    );
     assert_eq!(sent.header("chatgpt-account-id"), Some("acct-42"));
     assert_eq!(sent.header("originator"), Some("pi"));
     assert_eq!(sent.header("openai-beta"), Some("responses=experimental"));
@@ -558,7 +632,10 @@ async fn codex_refreshes_with_a_form_and_calls_the_codex_backend_with_its_header
     assert_eq!(sent.body["store"], false);
     assert_eq!(sent.body["instructions"], "You are pi.");
     assert_eq!(sent.body["model"], "gpt-5.5");
-    assert!(sent.body.get("max_output_tokens").is_none(), "Codex refuses it");
+    assert!(
+        sent.body.get("max_output_tokens").is_none(),
+        "Codex refuses it"
+    );
     assert_eq!(sent.body["include"], json!(["reasoning.encrypted_content"]));
 
     let after = read(&dir);
@@ -580,7 +657,10 @@ async fn codex_without_a_sign_in_says_how_to_sign_in() {
     let dir = agent_dir("codex-none");
     let pi = pi(&server, &dir);
     let e = ask(&pi, "openai-codex", "gpt-5.5").await.unwrap_err();
-    assert!(e.contains("ChatGPT Plus/Pro (Codex)") && e.contains("/login"), "{e}");
+    assert!(
+        e.contains("ChatGPT Plus/Pro (Codex)") && e.contains("/login"),
+        "{e}"
+    );
     assert!(server.requests().is_empty());
 }
 
@@ -600,24 +680,45 @@ async fn copilot_trades_the_github_token_and_sends_the_editor_headers() {
     }}));
     std::fs::write(dir.join("auth.json"), &before).unwrap();
     let pi = pi(&server, &dir);
-    assert_eq!(ask(&pi, "github-copilot", "gpt-4.1").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "github-copilot", "gpt-4.1").await.unwrap(),
+        "hello"
+    );
     let token_call = &requests_to(&server, "/copilot_internal/v2/token")[0];
-    assert_eq!(token_call.header("user-agent"), Some("GitHubCopilotChat/0.35.0"));
+    assert_eq!(
+        token_call.header("user-agent"),
+        Some("GitHubCopilotChat/0.35.0")
+    );
     let sent = &requests_to(&server, "/chat/completions")[0];
     let token = "tid=copilot-1;exp=1;proxy-ep=proxy.unused.example;sku=free";
-    assert_eq!(sent.header("authorization"), Some(format!("Bearer {token}").as_str()));
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {token}").as_str())
+    );
     assert_eq!(sent.header("copilot-integration-id"), Some("vscode-chat"));
     assert_eq!(sent.header("editor-version"), Some("vscode/1.107.0"));
     assert_eq!(sent.header("x-initiator"), Some("user"));
     assert_eq!(sent.header("openai-intent"), Some("conversation-edits"));
 
     // Claude through Copilot speaks Anthropic Messages, with the Copilot token as a bearer.
-    assert_eq!(ask(&pi, "github-copilot", "claude-sonnet-4.5").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "github-copilot", "claude-sonnet-4.5")
+            .await
+            .unwrap(),
+        "hello"
+    );
     let sent = &requests_to(&server, "/v1/messages")[0];
-    assert_eq!(sent.header("authorization"), Some(format!("Bearer {token}").as_str()));
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {token}").as_str())
+    );
     assert_eq!(sent.header("x-api-key"), None);
     assert_eq!(sent.body["model"], "claude-sonnet-4.5");
-    assert_eq!(requests_to(&server, "/copilot_internal/v2/token").len(), 1, "token reused");
+    assert_eq!(
+        requests_to(&server, "/copilot_internal/v2/token").len(),
+        1,
+        "token reused"
+    );
 
     // Only the Copilot token and its time changed; the GitHub token stays.
     let v: Value = serde_json::from_str(&read(&dir)).unwrap();
@@ -625,7 +726,10 @@ async fn copilot_trades_the_github_token_and_sends_the_editor_headers() {
         .replace("tid=old;exp=1", token)
         .replace("1700000000000", &v["github-copilot"]["expires"].to_string());
     assert_eq!(read(&dir), expected);
-    assert_eq!(v["github-copilot"]["expires"], 4_000_000_000_000i64 - 300_000);
+    assert_eq!(
+        v["github-copilot"]["expires"],
+        4_000_000_000_000i64 - 300_000
+    );
 }
 
 // ----- safety -------------------------------------------------------------------------------
@@ -648,11 +752,21 @@ async fn every_token_learnt_is_masked() {
     )
     .unwrap();
     let pi = pi(&server, &dir);
-    let shown = pi.secrets.mask("a sk-ant-oat01-old-token b sk-ant-ort01-first-refresh");
-    assert!(!shown.contains("old-token") && !shown.contains("first-refresh"), "{shown}");
+    let shown = pi
+        .secrets
+        .mask("a sk-ant-oat01-old-token b sk-ant-ort01-first-refresh");
+    assert!(
+        !shown.contains("old-token") && !shown.contains("first-refresh"),
+        "{shown}"
+    );
     ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap();
-    let shown = pi.secrets.mask("sk-ant-oat01-fresh-1 and sk-ant-ort01-rotated-1");
-    assert!(!shown.contains("fresh-1") && !shown.contains("rotated-1"), "{shown}");
+    let shown = pi
+        .secrets
+        .mask("sk-ant-oat01-fresh-1 and sk-ant-ort01-rotated-1");
+    assert!(
+        !shown.contains("fresh-1") && !shown.contains("rotated-1"),
+        "{shown}"
+    );
 }
 
 // ----- signing in ---------------------------------------------------------------------------
@@ -668,7 +782,10 @@ fn query(url: &str) -> HashMap<String, String> {
         .split('&')
         .filter_map(|p| p.split_once('='))
         .map(|(k, v)| {
-            let v = v.replace("%3A", ":").replace("%2F", "/").replace("%20", " ");
+            let v = v
+                .replace("%3A", ":")
+                .replace("%2F", "/")
+                .replace("%20", " ");
             (k.to_string(), v)
         })
         .collect()
@@ -700,7 +817,10 @@ fn browser_for(
         if let Notice::OpenUrl { url, .. } = n {
             let q = query(&url);
             issuer.lock().unwrap().challenge = q.get("code_challenge").cloned();
-            assert_eq!(q.get("code_challenge_method").map(String::as_str), Some("S256"));
+            assert_eq!(
+                q.get("code_challenge_method").map(String::as_str),
+                Some("S256")
+            );
             let redirect = q["redirect_uri"].clone();
             let state = q["state"].clone();
             tokio::spawn(async move {
@@ -731,13 +851,18 @@ async fn claude_sign_in_with_pkce_on_a_loopback_port_is_stored_in_the_node_shape
     let subs = subscriptions(&server, &dir);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let notify = browser_for(issuer.clone(), "claude-code-1", seen.clone());
-    let creds = sign_in(&subs, sign_in_request(Kind::Claude), &notify).await.unwrap();
+    let creds = sign_in(&subs, sign_in_request(Kind::Claude), &notify)
+        .await
+        .unwrap();
     assert_eq!(creds.access, "sk-ant-oat01-signed-in");
     let url = match &seen.lock().unwrap()[0] {
         Notice::OpenUrl { url, .. } => url.clone(),
         other => panic!("{other:?}"),
     };
-    assert!(url.starts_with("https://claude.example/oauth/authorize?code=true&"), "{url}");
+    assert!(
+        url.starts_with("https://claude.example/oauth/authorize?code=true&"),
+        "{url}"
+    );
     let q = query(&url);
     assert_eq!(q["client_id"], "9d1c250a-e61b-44d9-88ed-5944d1962f5e");
     assert!(q["scope"].contains("user:inference"));
@@ -748,8 +873,17 @@ async fn claude_sign_in_with_pkce_on_a_loopback_port_is_stored_in_the_node_shape
     let text = read(&dir);
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["groq"]["key"], "gsk-untouched-key");
-    let keys: Vec<&str> = v["anthropic"].as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["type", "refresh", "access", "expires"], "the Node.js pi's order");
+    let keys: Vec<&str> = v["anthropic"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["type", "refresh", "access", "expires"],
+        "the Node.js pi's order"
+    );
     assert_eq!(v["anthropic"]["type"], "oauth");
     assert!(!text.ends_with('\n'));
     #[cfg(unix)]
@@ -757,9 +891,15 @@ async fn claude_sign_in_with_pkce_on_a_loopback_port_is_stored_in_the_node_shape
 
     // The new sign-in is used at once.
     let pi = pi(&server, &dir);
-    assert_eq!(ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(), "hello");
+    assert_eq!(
+        ask(&pi, "anthropic", "claude-sonnet-4-5").await.unwrap(),
+        "hello"
+    );
     let sent = &requests_to(&server, "/v1/messages")[0];
-    assert_eq!(sent.header("authorization"), Some("Bearer sk-ant-oat01-signed-in"));
+    assert_eq!(
+        sent.header("authorization"),
+        Some("Bearer sk-ant-oat01-signed-in")
+    );
 
     // Signing out removes that entry only.
     assert!(subs.sign_out(Kind::Claude).await.unwrap());
@@ -787,8 +927,11 @@ async fn codex_sign_in_takes_a_pasted_address_when_the_browser_is_elsewhere() {
             assert!(q["redirect_uri"].ends_with("/auth/callback"));
             is2.lock().unwrap().challenge = q.get("code_challenge").cloned();
             // What the browser on another machine ended on, pasted.
-            tx.send(format!("{}?code=codex-code-1&state={}", q["redirect_uri"], q["state"]))
-                .unwrap();
+            tx.send(format!(
+                "{}?code=codex-code-1&state={}",
+                q["redirect_uri"], q["state"]
+            ))
+            .unwrap();
         }
     };
     let creds = sign_in(&subs, request, &notify).await.unwrap();
@@ -796,7 +939,12 @@ async fn codex_sign_in_takes_a_pasted_address_when_the_browser_is_elsewhere() {
     assert_eq!(creds.extra["accountId"], "acct-42");
     subs.store(Kind::Codex, creds).await.unwrap();
     let v: Value = serde_json::from_str(&read(&dir)).unwrap();
-    let keys: Vec<&str> = v["openai-codex"].as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = v["openai-codex"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(keys, ["type", "access", "refresh", "expires", "accountId"]);
 }
 
@@ -839,13 +987,24 @@ async fn copilot_signs_in_with_a_device_code_through_pending_and_slow_down() {
     assert_eq!(creds.refresh, "ghu_device-token");
     assert!(creds.access.starts_with("tid=copilot-"));
     let polls = requests_to(&server, "/login/oauth/access_token");
-    assert!(polls[0].raw.contains("client_id=Iv1.b507a08c87ecfe98"), "{}", polls[0].raw);
-    assert!(polls[0]
-        .raw
-        .contains("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code"));
+    assert!(
+        polls[0].raw.contains("client_id=Iv1.b507a08c87ecfe98"),
+        "{}",
+        polls[0].raw
+    );
+    assert!(
+        polls[0]
+            .raw
+            .contains("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code")
+    );
     subs.store(Kind::Copilot, creds).await.unwrap();
     let v: Value = serde_json::from_str(&read(&dir)).unwrap();
-    let keys: Vec<&str> = v["github-copilot"].as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = v["github-copilot"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(keys, ["type", "refresh", "access", "expires"]);
 }
 
@@ -867,7 +1026,10 @@ async fn a_sign_in_can_be_cancelled_and_times_out() {
     let mut request = sign_in_request(Kind::Codex);
     request.timeout = std::time::Duration::from_millis(50);
     let e = sign_in(&subs, request, &|_| {}).await.unwrap_err();
-    assert!(e.contains("timed out") && e.contains("nothing was stored"), "{e}");
+    assert!(
+        e.contains("timed out") && e.contains("nothing was stored"),
+        "{e}"
+    );
     assert!(!dir.join("auth.json").exists());
 }
 
@@ -884,8 +1046,14 @@ fn pi_bin(server: &TestServer, dir: &Path) -> tokio::process::Command {
         .env("PI_OAUTH_CALLBACK_PORT", "0")
         .env("PI_OAUTH_GITHUB_COPILOT_GITHUB_URL", &server.url)
         .env("PI_OAUTH_GITHUB_COPILOT_GITHUB_API_URL", &server.url)
-        .env("PI_OAUTH_OPENAI_CODEX_TOKEN_URL", format!("{}/oauth/token", server.url))
-        .env("PI_OAUTH_OPENAI_CODEX_AUTHORIZE_URL", "https://auth.example/oauth/authorize")
+        .env(
+            "PI_OAUTH_OPENAI_CODEX_TOKEN_URL",
+            format!("{}/oauth/token", server.url),
+        )
+        .env(
+            "PI_OAUTH_OPENAI_CODEX_AUTHORIZE_URL",
+            "https://auth.example/oauth/authorize",
+        )
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -910,18 +1078,29 @@ async fn pi_login_signs_in_to_copilot_without_the_tui_and_logout_signs_out() {
     let server = server(issuer).await;
     let dir = agent_dir("bin-copilot");
     assert!(
-        !models_listed(&server, &dir, "gpt-4.1").await.contains("github-copilot/"),
+        !models_listed(&server, &dir, "gpt-4.1")
+            .await
+            .contains("github-copilot/"),
         "no Copilot models before signing in"
     );
-    let mut child = pi_bin(&server, &dir).args(["--login", "copilot"]).spawn().unwrap();
+    let mut child = pi_bin(&server, &dir)
+        .args(["--login", "copilot"])
+        .spawn()
+        .unwrap();
     // Enter: github.com.
     child.stdin.take().unwrap().write_all(b"\n").await.unwrap();
     let out = child.wait_with_output().await.unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("https://github.example/login/device") && err.contains("ABCD-1234"), "{err}");
+    assert!(
+        err.contains("https://github.example/login/device") && err.contains("ABCD-1234"),
+        "{err}"
+    );
     assert!(err.contains("Signed in to GitHub Copilot"), "{err}");
-    assert!(!err.contains("ghu_device-token") && !err.contains("tid=copilot"), "{err}");
+    assert!(
+        !err.contains("ghu_device-token") && !err.contains("tid=copilot"),
+        "{err}"
+    );
     let v: Value = serde_json::from_str(&read(&dir)).unwrap();
     assert_eq!(v["github-copilot"]["refresh"], "ghu_device-token");
     #[cfg(unix)]
@@ -940,7 +1119,11 @@ async fn pi_login_signs_in_to_copilot_without_the_tui_and_logout_signs_out() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Signed out of GitHub Copilot"));
     let v: Value = serde_json::from_str(&read(&dir)).unwrap();
     assert!(v.get("github-copilot").is_none());
-    assert!(!models_listed(&server, &dir, "gpt-4.1").await.contains("github-copilot/"));
+    assert!(
+        !models_listed(&server, &dir, "gpt-4.1")
+            .await
+            .contains("github-copilot/")
+    );
 }
 
 #[tokio::test]
@@ -949,24 +1132,40 @@ async fn pi_login_prints_the_address_and_takes_the_browsers_answer() {
     let issuer = Arc::new(Mutex::new(Issuer::default()));
     let server = server(issuer.clone()).await;
     let dir = agent_dir("bin-codex");
-    let mut child = pi_bin(&server, &dir).args(["--login", "openai-codex"]).spawn().unwrap();
+    let mut child = pi_bin(&server, &dir)
+        .args(["--login", "openai-codex"])
+        .spawn()
+        .unwrap();
     let _stdin = child.stdin.take();
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = String::new();
     let url = loop {
-        let line = lines.next_line().await.unwrap().expect("pi printed the address");
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("pi printed the address");
         seen.push_str(&line);
         seen.push('\n');
-        if let Some(u) = line.trim().strip_prefix("https://auth.example/oauth/authorize?") {
+        if let Some(u) = line
+            .trim()
+            .strip_prefix("https://auth.example/oauth/authorize?")
+        {
             break format!("https://auth.example/oauth/authorize?{u}");
         }
     };
-    assert!(seen.contains("Open this address in a browser"), "no browser here: {seen}");
+    assert!(
+        seen.contains("Open this address in a browser"),
+        "no browser here: {seen}"
+    );
     let q = query(&url);
     issuer.lock().unwrap().challenge = q.get("code_challenge").cloned();
-    let answer = reqwest::get(format!("{}?code=codex-code-1&state={}", q["redirect_uri"], q["state"]))
-        .await
-        .unwrap();
+    let answer = reqwest::get(format!(
+        "{}?code=codex-code-1&state={}",
+        q["redirect_uri"], q["state"]
+    ))
+    .await
+    .unwrap();
     assert_eq!(answer.status().as_u16(), 200);
     while let Some(line) = lines.next_line().await.unwrap() {
         seen.push_str(&line);
@@ -974,11 +1173,21 @@ async fn pi_login_prints_the_address_and_takes_the_browsers_answer() {
     }
     let status = child.wait().await.unwrap();
     assert!(status.success(), "{seen}");
-    assert!(seen.contains("Signed in to ChatGPT Plus/Pro (Codex)"), "{seen}");
-    assert!(!seen.contains("codex-code-1") && !seen.contains("rt-codex"), "{seen}");
+    assert!(
+        seen.contains("Signed in to ChatGPT Plus/Pro (Codex)"),
+        "{seen}"
+    );
+    assert!(
+        !seen.contains("codex-code-1") && !seen.contains("rt-codex"),
+        "{seen}"
+    );
     let v: Value = serde_json::from_str(&read(&dir)).unwrap();
     assert_eq!(v["openai-codex"]["accountId"], "acct-42");
-    assert!(models_listed(&server, &dir, "codex").await.contains("openai-codex/gpt-5.3-codex"));
+    assert!(
+        models_listed(&server, &dir, "codex")
+            .await
+            .contains("openai-codex/gpt-5.3-codex")
+    );
 }
 
 #[tokio::test]
@@ -993,5 +1202,8 @@ async fn pi_login_of_a_provider_without_a_subscription_says_which_have_one() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("openai-codex") && err.contains("github-copilot"), "{err}");
+    assert!(
+        err.contains("openai-codex") && err.contains("github-copilot"),
+        "{err}"
+    );
 }

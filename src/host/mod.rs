@@ -875,18 +875,10 @@ impl Host {
             OpBody::Clone => self.clone_branch().await,
             OpBody::Login { provider, key } => self.login(provider, key).await,
             OpBody::FindLocalModels => self.find_local_models(),
-            OpBody::SignIn { provider } => self.start_sign_in(&provider),
-            OpBody::SignInPaste { line } => {
-                if let Some((_, tx)) = &self.sign_in {
-                    let _ = tx.send(line);
-                }
-            }
-            OpBody::CancelSignIn => {
-                if let Some((cancel, _)) = self.sign_in.take() {
-                    cancel.cancel();
-                }
-            }
-            OpBody::Logout { provider } => self.logout(&provider).await,
+            body @ (OpBody::SignIn { .. }
+            | OpBody::SignInPaste { .. }
+            | OpBody::CancelSignIn
+            | OpBody::Logout { .. }) => self.handle_sign_in(body).await,
             OpBody::Approve { request, decision } => {
                 self.approval.answer(request, decision);
             }
@@ -912,16 +904,7 @@ impl Host {
                     }
                 });
             }
-            OpBody::Stats => {
-                let stats = stats::collect(
-                    &self.agent.messages(),
-                    self.recorder.as_ref(),
-                    &self.session_id,
-                    self.name.as_deref(),
-                    &self.model,
-                );
-                self.tell(HostEvent::Stats(Box::new(stats)));
-            }
+            OpBody::Stats => self.send_stats(),
             OpBody::RecordedCompaction => match &self.recorder {
                 Some(r) => {
                     let out = self.out.clone();
@@ -1229,6 +1212,37 @@ impl Host {
         }
     }
 
+    /// The session's statistics, for `/session`.
+    fn send_stats(&self) {
+        let stats = stats::collect(
+            &self.agent.messages(),
+            self.recorder.as_ref(),
+            &self.session_id,
+            self.name.as_deref(),
+            &self.model,
+        );
+        self.tell(HostEvent::Stats(Box::new(stats)));
+    }
+
+    /// The subscription sign-in operations.
+    async fn handle_sign_in(&mut self, body: OpBody) {
+        match body {
+            OpBody::SignIn { provider } => self.start_sign_in(&provider),
+            OpBody::SignInPaste { line } => {
+                if let Some((_, tx)) = &self.sign_in {
+                    let _ = tx.send(line);
+                }
+            }
+            OpBody::CancelSignIn => {
+                if let Some((cancel, _)) = self.sign_in.take() {
+                    cancel.cancel();
+                }
+            }
+            OpBody::Logout { provider } => self.logout(&provider).await,
+            _ => {}
+        }
+    }
+
     /// Start a subscription sign-in off the command loop (it waits for the person).
     fn start_sign_in(&mut self, provider: &str) {
         let Some(parts) = self.login.clone() else {
@@ -1277,7 +1291,9 @@ impl Host {
     /// `/logout PROVIDER`.
     async fn logout(&mut self, provider: &str) {
         let Some(parts) = self.login.clone() else {
-            self.tell(HostEvent::Failed("signing out is not available here".into()));
+            self.tell(HostEvent::Failed(
+                "signing out is not available here".into(),
+            ));
             return;
         };
         let subscriptions = parts.providers.subscriptions().clone();

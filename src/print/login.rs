@@ -117,7 +117,11 @@ pub async fn login(options: &setup::Options, name: &str) -> u8 {
             let place = saved.map_or("for this run only (no agent folder)".to_string(), |p| {
                 format!("in {}", crate::paths::short_home(&p))
             });
-            eprintln!("Signed in to {} ({}); saved {place}.", kind.label(), kind.provider());
+            eprintln!(
+                "Signed in to {} ({}); saved {place}.",
+                kind.label(),
+                kind.provider()
+            );
             0
         }
         Err(e) => {

@@ -744,16 +744,26 @@ mod cloud_tests {
         let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
         assert_eq!(claude.api, Api::AnthropicMessages);
         assert_eq!(claude.pricing.input, 0.0);
-        assert_eq!(c.find("github-copilot", "gpt-4.1").unwrap().api, Api::OpenAiCompletions);
         assert_eq!(
-            c.models().iter().filter(|m| m.id == "gpt-5.4" && m.provider == "github-copilot").count(),
+            c.find("github-copilot", "gpt-4.1").unwrap().api,
+            Api::OpenAiCompletions
+        );
+        assert_eq!(
+            c.models()
+                .iter()
+                .filter(|m| m.id == "gpt-5.4" && m.provider == "github-copilot")
+                .count(),
             1
         );
         let mut moved = c.provider("github-copilot").unwrap().clone();
         moved.base_url = "http://127.0.0.1:9".into();
         c.upsert_provider(moved);
         let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
-        assert_eq!(claude.api, Api::AnthropicMessages, "moving the provider keeps it");
+        assert_eq!(
+            claude.api,
+            Api::AnthropicMessages,
+            "moving the provider keeps it"
+        );
         assert_eq!(claude.base_url, "http://127.0.0.1:9");
     }
 

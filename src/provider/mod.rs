@@ -130,8 +130,14 @@ impl Providers {
         if kind.subscription_only() {
             return Some(kind);
         }
-        let given = self.cli_key.as_deref().is_some_and(|k| !k.trim().is_empty())
-            || self.catalog.provider(provider).is_some_and(|p| p.key.is_some());
+        let given = self
+            .cli_key
+            .as_deref()
+            .is_some_and(|k| !k.trim().is_empty())
+            || self
+                .catalog
+                .provider(provider)
+                .is_some_and(|p| p.key.is_some());
         (!given && self.subscriptions.is_signed_in(kind)).then_some(kind)
     }
 

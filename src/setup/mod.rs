@@ -980,11 +980,13 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         options.env.clone(),
     )
     .with_secrets(secrets.clone())
-    .with_subscriptions(Arc::new(crate::provider::subscription::Subscriptions::load(
-        agent_dir.clone(),
-        options.env.clone(),
-        secrets.clone(),
-    )));
+    .with_subscriptions(Arc::new(
+        crate::provider::subscription::Subscriptions::load(
+            agent_dir.clone(),
+            options.env.clone(),
+            secrets.clone(),
+        ),
+    ));
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }

@@ -116,7 +116,9 @@ pub(crate) fn store_key(agent_dir: &Path, provider: &str, key: &str) -> Result<P
 
 /// Remove `provider`'s entry (a key or a sign-in); whether there was one.
 pub(crate) fn remove(agent_dir: &Path, provider: &str) -> Result<bool, String> {
-    update(agent_dir, |entries| Ok(entries.shift_remove(provider).is_some()))
+    update(agent_dir, |entries| {
+        Ok(entries.shift_remove(provider).is_some())
+    })
 }
 
 /// Change `<agent dir>/auth.json` under its lock: `change` gets the entries as they are in the
@@ -361,13 +363,19 @@ mod tests {
         });
         let started = Instant::now();
         store_key(&d, "groq", "gsk-1").unwrap();
-        assert!(started.elapsed() >= Duration::from_millis(140), "waited for the lock");
+        assert!(
+            started.elapsed() >= Duration::from_millis(140),
+            "waited for the lock"
+        );
         holder.join().unwrap();
         assert!(!lock.exists(), "the lock is let go");
         // A lock no one has touched for a minute is left by a dead process.
         std::fs::create_dir(&lock).unwrap();
         let old = SystemTime::now() - Duration::from_secs(60);
-        std::fs::File::open(&lock).unwrap().set_modified(old).unwrap();
+        std::fs::File::open(&lock)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         store_key(&d, "groq", "gsk-2").unwrap();
         assert!(load(Some(&d)).unwrap().has("groq"));
     }
@@ -378,6 +386,9 @@ mod tests {
         write(&d, "auth.json", "{ not json");
         let e = store_key(&d, "groq", "gsk-1").unwrap_err();
         assert!(e.contains("not valid JSON"), "{e}");
-        assert_eq!(std::fs::read_to_string(d.join("auth.json")).unwrap(), "{ not json");
+        assert_eq!(
+            std::fs::read_to_string(d.join("auth.json")).unwrap(),
+            "{ not json"
+        );
     }
 }

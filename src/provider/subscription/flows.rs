@@ -303,7 +303,7 @@ fn judge_callback(
     let params = parse_query(query);
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     if let Some(e) = get("error") {
-        let shown: String = e.chars().filter(|c| c.is_ascii_graphic()).take(80).collect();
+        let shown: String = e.chars().filter(char::is_ascii_graphic).take(80).collect();
         return (
             "400 Bad Request",
             page("Sign-in did not complete. You can close this window."),
@@ -311,7 +311,11 @@ fn judge_callback(
         );
     }
     if get("state").as_deref() != Some(state) {
-        return ("400 Bad Request", page("This answer belongs to another sign-in."), None);
+        return (
+            "400 Bad Request",
+            page("This answer belongs to another sign-in."),
+            None,
+        );
     }
     match get("code").filter(|c| !c.is_empty()) {
         Some(code) => (
@@ -421,10 +425,7 @@ async fn device(
     ) else {
         return Err("GitHub's answer holds no device code".into());
     };
-    let mut interval = started
-        .get("interval")
-        .and_then(Value::as_u64)
-        .unwrap_or(5);
+    let mut interval = started.get("interval").and_then(Value::as_u64).unwrap_or(5);
     let expires_in = started
         .get("expires_in")
         .and_then(Value::as_u64)
@@ -480,7 +481,7 @@ async fn device(
                     .unwrap_or(interval + 5);
             }
             Some(e) => {
-                let shown: String = e.chars().filter(|c| c.is_ascii_graphic()).take(80).collect();
+                let shown: String = e.chars().filter(char::is_ascii_graphic).take(80).collect();
                 return Err(format!("GitHub said `{shown}`"));
             }
             None => return Err("GitHub's answer holds neither a token nor an error".into()),
@@ -578,7 +579,9 @@ mod tests {
     fn enterprise_domains_are_hosts() {
         assert_eq!(enterprise_domain("").unwrap(), None);
         assert_eq!(
-            enterprise_domain("https://GHE.example.com/login").unwrap().as_deref(),
+            enterprise_domain("https://GHE.example.com/login")
+                .unwrap()
+                .as_deref(),
             Some("ghe.example.com")
         );
         assert!(enterprise_domain("not a domain").is_err());

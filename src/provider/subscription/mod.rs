@@ -122,10 +122,9 @@ impl Credentials {
             return None;
         }
         let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_string);
-        let expires = entry.get("expires").and_then(|v| {
-            v.as_i64()
-                .or_else(|| v.as_f64().map(|f| f as i64))
-        })?;
+        let expires = entry
+            .get("expires")
+            .and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)))?;
         let extra = entry
             .iter()
             .filter(|(k, _)| !matches!(k.as_str(), "type" | "access" | "refresh" | "expires"))
@@ -160,7 +159,11 @@ impl Credentials {
             Kind::Claude | Kind::Copilot => ("refresh", "access"),
         };
         for k in [first, second] {
-            let v = if k == "access" { &self.access } else { &self.refresh };
+            let v = if k == "access" {
+                &self.access
+            } else {
+                &self.refresh
+            };
             entry.insert(k.into(), Value::from(v.clone()));
         }
         entry.insert("expires".into(), Value::from(self.expires));
@@ -340,7 +343,10 @@ impl Subscriptions {
     /// The subscriptions signed in to.
     pub fn kinds(&self) -> Vec<Kind> {
         let held = crate::sync::lock(&self.signed_in);
-        Kind::ALL.into_iter().filter(|k| held.contains_key(k)).collect()
+        Kind::ALL
+            .into_iter()
+            .filter(|k| held.contains_key(k))
+            .collect()
     }
 
     pub(crate) fn client(&self) -> Result<reqwest::Client, String> {
@@ -483,7 +489,10 @@ mod tests {
             ..c.clone()
         };
         let shown = format!("{secret:?}");
-        assert!(!shown.contains("token-123") && !shown.contains("token-456"), "{shown}");
+        assert!(
+            !shown.contains("token-123") && !shown.contains("token-456"),
+            "{shown}"
+        );
         let mut back = e.clone();
         c.write_into(&mut back);
         assert_eq!(back, e);
@@ -510,6 +519,10 @@ mod tests {
         }
         assert!(Kind::from_provider("groq").is_none());
         assert!(!Kind::Claude.subscription_only() && Kind::Codex.subscription_only());
-        assert!(Kind::Codex.sign_in_again().contains("pi --login openai-codex"));
+        assert!(
+            Kind::Codex
+                .sign_in_again()
+                .contains("pi --login openai-codex")
+        );
     }
 }

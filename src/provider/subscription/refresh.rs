@@ -200,9 +200,7 @@ pub(crate) fn tokens(
 /// The ChatGPT account id inside a Codex access token (a JWT's payload).
 pub(crate) fn codex_account(access: &str) -> Option<String> {
     let payload = access.split('.').nth(1)?;
-    let bytes = URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
     let claims: Value = serde_json::from_slice(&bytes).ok()?;
     claims
         .get(CODEX_CLAIM)?
@@ -261,8 +259,18 @@ pub(crate) fn copilot_base_url(token: &str, domain: Option<&str>) -> String {
     let from_token = token
         .split(';')
         .find_map(|part| part.trim().strip_prefix("proxy-ep="))
-        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:".contains(c)))
-        .map(|h| format!("https://{}", h.strip_prefix("proxy.").map_or_else(|| h.to_string(), |r| format!("api.{r}"))));
+        .filter(|h| {
+            !h.is_empty()
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-:".contains(c))
+        })
+        .map(|h| {
+            format!(
+                "https://{}",
+                h.strip_prefix("proxy.")
+                    .map_or_else(|| h.to_string(), |r| format!("api.{r}"))
+            )
+        });
     from_token.unwrap_or_else(|| match domain {
         Some(d) => format!("https://copilot-api.{d}"),
         None => "https://api.individual.githubcopilot.com".into(),
@@ -287,7 +295,10 @@ mod tests {
     #[test]
     fn copilot_tokens_name_their_api() {
         assert_eq!(
-            copilot_base_url("tid=1;exp=2;proxy-ep=proxy.individual.githubcopilot.com;x=y", None),
+            copilot_base_url(
+                "tid=1;exp=2;proxy-ep=proxy.individual.githubcopilot.com;x=y",
+                None
+            ),
             "https://api.individual.githubcopilot.com"
         );
         assert_eq!(
@@ -315,6 +326,9 @@ mod tests {
             host_of("https://auth.example.com/oauth/token?code=secret"),
             "https://auth.example.com"
         );
-        assert_eq!(form_encode(&[("a b", "c&d=é".into())]), "a%20b=c%26d%3D%C3%A9");
+        assert_eq!(
+            form_encode(&[("a b", "c&d=é".into())]),
+            "a%20b=c%26d%3D%C3%A9"
+        );
     }
 }

@@ -60,7 +60,10 @@ pub(crate) fn finish(
 }
 
 fn claude(http: &mut HttpRequest) {
-    let mut betas = vec!["claude-code-20250219".to_string(), "oauth-2025-04-20".to_string()];
+    let mut betas = vec![
+        "claude-code-20250219".to_string(),
+        "oauth-2025-04-20".to_string(),
+    ];
     if let Some((_, v)) = http
         .headers
         .iter()
@@ -107,7 +110,11 @@ fn codex(credentials: &Credentials, http: &mut HttpRequest) {
         "User-Agent",
         format!("pi ({} {})", std::env::consts::OS, std::env::consts::ARCH),
     );
-    set(&mut http.headers, "OpenAI-Beta", "responses=experimental".into());
+    set(
+        &mut http.headers,
+        "OpenAI-Beta",
+        "responses=experimental".into(),
+    );
     set(&mut http.headers, "accept", "text/event-stream".into());
     if let Some(body) = http.body.as_object_mut() {
         body.insert("store".into(), json!(false));
@@ -126,10 +133,17 @@ fn copilot(request: &ProviderRequest, http: &mut HttpRequest) {
     for (k, v) in COPILOT_HEADERS {
         set(&mut http.headers, k, v.to_string());
     }
-    let person_last = matches!(request.context.messages.last().map(|m| &**m), Some(Message::User(_)));
+    let person_last = matches!(
+        request.context.messages.last().map(|m| &**m),
+        Some(Message::User(_))
+    );
     let initiator = if person_last { "user" } else { "agent" };
     set(&mut http.headers, "X-Initiator", initiator.into());
-    set(&mut http.headers, "Openai-Intent", "conversation-edits".into());
+    set(
+        &mut http.headers,
+        "Openai-Intent",
+        "conversation-edits".into(),
+    );
     let image = |c: &ContentBlock| matches!(c, ContentBlock::Image(_));
     let images = request.context.messages.iter().any(|m| match &**m {
         Message::User(u) => matches!(&u.content, UserContent::Blocks(b) if b.iter().any(image)),

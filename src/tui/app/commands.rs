@@ -17,20 +17,20 @@ impl App {
 
     /// Open `/login` and look for local servers meanwhile.
     pub fn open_login(&mut self) {
-        let subscriptions = crate::provider::subscription::Kind::ALL.into_iter().map(|k| {
-            crate::tui::popup::login::Choice::Subscription {
+        let subscriptions = crate::provider::subscription::Kind::ALL
+            .into_iter()
+            .map(|k| crate::tui::popup::login::Choice::Subscription {
                 provider: k.provider().to_string(),
                 label: k.label().to_string(),
                 signed_in: self.signed_in.contains(k.provider()),
-            }
-        });
+            });
         let providers: Vec<crate::tui::popup::login::Choice> = subscriptions
-            .chain(self.key_providers
-            .iter()
-            .map(|(id, env)| crate::tui::popup::login::Choice::Provider {
-                id: id.clone(),
-                env: env.clone(),
-                has_key: !self.providers_without_key.contains(id),
+            .chain(self.key_providers.iter().map(|(id, env)| {
+                crate::tui::popup::login::Choice::Provider {
+                    id: id.clone(),
+                    env: env.clone(),
+                    has_key: !self.providers_without_key.contains(id),
+                }
             }))
             .collect();
         self.popups

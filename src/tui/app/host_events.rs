@@ -238,7 +238,11 @@ impl App {
                 "Sign in in the browser: the address is in the conversation above.".to_string()
             }
             Notice::DeviceCode { url, code } => {
-                let text = format!("Open {} and enter the code {}", sanitize(&url), sanitize(&code));
+                let text = format!(
+                    "Open {} and enter the code {}",
+                    sanitize(&url),
+                    sanitize(&code)
+                );
                 self.transcript.push(Cell::Info(text.clone()));
                 self.transcript.follow();
                 text

@@ -76,9 +76,13 @@ pub enum Outcome {
     /// Use this local model.
     UseLocal(ModelInfo),
     /// Sign in to this provider's subscription.
-    Subscribe { provider: String },
+    Subscribe {
+        provider: String,
+    },
     /// Hand this pasted line to the sign-in under way.
-    Paste { line: String },
+    Paste {
+        line: String,
+    },
     /// Stop the sign-in under way and close.
     CancelSignIn,
 }
@@ -363,7 +367,10 @@ impl LoginView {
                 )];
                 lines.extend(said.iter().map(|l| Line::raw(format!(" {}", sanitize(l)))));
                 lines.push(Line::from(vec![
-                    Span::styled(" Browser on another machine? Paste the address it ends on: ", dim),
+                    Span::styled(
+                        " Browser on another machine? Paste the address it ends on: ",
+                        dim,
+                    ),
                     Span::raw("•".repeat(pasted.chars().count().min(40))),
                     Span::styled("▏", fg(|t| t.accent)),
                 ]));

@@ -96,7 +96,10 @@ fn the_footer_names_the_subscription_and_drops_a_cost_the_plan_has_not() {
         text(&buf)
     };
     let codex = draw(Some(Kind::Codex));
-    assert!(codex.contains("↑1.0k ↓200 · ChatGPT Plus/Pro (Codex)"), "{codex}");
+    assert!(
+        codex.contains("↑1.0k ↓200 · ChatGPT Plus/Pro (Codex)"),
+        "{codex}"
+    );
     assert!(!codex.contains('$'), "{codex}");
     let claude = draw(Some(Kind::Claude));
     assert!(claude.contains("$0.042 · Claude Pro/Max"), "{claude}");

@@ -227,7 +227,10 @@ fn login_signs_in_to_a_subscription_shows_the_address_and_switches_model() {
         s.contains("ChatGPT Plus/Pro (Codex)  subscription · openai-codex"),
         "{s}"
     );
-    assert!(s.contains("GitHub Copilot  subscription · github-copilot  signed in"), "{s}");
+    assert!(
+        s.contains("GitHub Copilot  subscription · github-copilot  signed in"),
+        "{s}"
+    );
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(port.log().sign_ins, ["sign-in openai-codex"]);
     app.handle_host_event(HostEvent::SignInNotice(Notice::OpenUrl {
@@ -235,7 +238,10 @@ fn login_signs_in_to_a_subscription_shows_the_address_and_switches_model() {
         paste_hint: true,
     }));
     let s = screen(&mut app, 100, 30, Instant::now());
-    assert!(s.contains("https://auth.example/oauth/authorize?state=s1"), "{s}");
+    assert!(
+        s.contains("https://auth.example/oauth/authorize?state=s1"),
+        "{s}"
+    );
     assert!(s.contains("Esc cancel"), "{s}");
     // An address pasted from a browser on another machine goes to the sign-in.
     app.handle_paste("http://localhost:1455/auth/callback?code=c&state=s1");
@@ -245,13 +251,15 @@ fn login_signs_in_to_a_subscription_shows_the_address_and_switches_model() {
         "paste http://localhost:1455/auth/callback?code=c&state=s1"
     );
     let codex = model("gpt-5.5", "openai-codex");
-    app.handle_host_event(HostEvent::SignedIn(Box::new(crate::host::login::SignedIn {
-        provider: "openai-codex".into(),
-        label: "ChatGPT Plus/Pro (Codex)".into(),
-        file: Some(std::path::PathBuf::from("/nowhere/auth.json")),
-        model: Some(codex.clone()),
-        models: vec![codex],
-    })));
+    app.handle_host_event(HostEvent::SignedIn(Box::new(
+        crate::host::login::SignedIn {
+            provider: "openai-codex".into(),
+            label: "ChatGPT Plus/Pro (Codex)".into(),
+            file: Some(std::path::PathBuf::from("/nowhere/auth.json")),
+            model: Some(codex.clone()),
+            models: vec![codex],
+        },
+    )));
     assert!(app.popups.login().is_none());
     assert_eq!(app.model.id, "gpt-5.5");
     assert!(app.models.iter().any(|m| m.provider == "openai-codex"));
