@@ -1207,3 +1207,76 @@ async fn pi_login_of_a_provider_without_a_subscription_says_which_have_one() {
         "{err}"
     );
 }
+
+/// Every file under `dir` but `auth.json`, as text.
+fn files_but_auth(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "auth.json") {
+                out.push((
+                    p.clone(),
+                    String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_subscription_only_user_can_run_pi_and_the_token_stays_out_of_the_session() {
+    let server = server(Arc::default()).await;
+    let dir = agent_dir("bin-print");
+    let token = codex_jwt(99);
+    // Only the sign-in: no API key anywhere.
+    let only = json!({"openai-codex": {
+        "type": "oauth", "access": token, "refresh": "rt-codex-never-shown",
+        "expires": now_ms() + 3_600_000, "accountId": "acct-42",
+    }});
+    std::fs::write(
+        dir.join("auth.json"),
+        serde_json::to_string_pretty(&only).unwrap(),
+    )
+    .unwrap();
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = pi_bin(&server, &dir)
+        .env(
+            "PI_OAUTH_OPENAI_CODEX_API_URL",
+            format!("{}/codex", server.url),
+        )
+        .current_dir(&work)
+        .args(["-p", "say hello"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello");
+    let sent = &requests_to(&server, "/codex/responses")[0];
+    assert_eq!(
+        sent.body["model"], "gpt-5.5",
+        "the subscription's default model"
+    );
+    assert_eq!(sent.header("chatgpt-account-id"), Some("acct-42"));
+    let files = files_but_auth(&dir);
+    assert!(
+        files
+            .iter()
+            .any(|(p, _)| p.extension().is_some_and(|e| e == "jsonl")),
+        "a session was saved"
+    );
+    for (p, text) in files {
+        assert!(
+            !text.contains(&token) && !text.contains("rt-codex-never-shown"),
+            "{}",
+            p.display()
+        );
+    }
+}
