@@ -1280,3 +1280,72 @@ async fn a_subscription_only_user_can_run_pi_and_the_token_stays_out_of_the_sess
         );
     }
 }
+
+/// The ids RPC `get_available_models` answers with, for the sign-ins in `auth`.
+async fn rpc_models(server: &TestServer, tag: &str, auth: &Value) -> Vec<String> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = agent_dir(tag);
+    std::fs::write(
+        dir.join("auth.json"),
+        serde_json::to_string_pretty(auth).unwrap(),
+    )
+    .unwrap();
+    let mut child = pi_bin(server, &dir)
+        .args(["--mode", "rpc", "--no-session"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":\"m\",\"type\":\"get_available_models\"}\n")
+        .await
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("pi answered");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "response" && v["id"] == "m" {
+            return v["data"]["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}/{}",
+                        m["provider"].as_str().unwrap(),
+                        m["id"].as_str().unwrap()
+                    )
+                })
+                .collect();
+        }
+    }
+}
+
+#[tokio::test]
+async fn rpc_offers_a_subscriptions_models_only_when_signed_in() {
+    let server = server(Arc::default()).await;
+    let key_only = json!({"groq": {"type": "api_key", "key": "gsk-a-key-for-the-start"}});
+    let models = rpc_models(&server, "rpc-none", &key_only).await;
+    assert!(models.iter().any(|m| m.starts_with("groq/")), "{models:?}");
+    assert!(
+        !models.iter().any(|m| m.starts_with("openai-codex/")),
+        "{models:?}"
+    );
+    let signed_in = json!({"openai-codex": {
+        "type": "oauth", "access": codex_jwt(1), "refresh": "rt-x",
+        "expires": now_ms() + 3_600_000, "accountId": "acct-42",
+    }});
+    let models = rpc_models(&server, "rpc-codex", &signed_in).await;
+    assert!(
+        models.iter().any(|m| m == "openai-codex/gpt-5.5"),
+        "{models:?}"
+    );
+    assert!(
+        !models.iter().any(|m| m.starts_with("github-copilot/")),
+        "{models:?}"
+    );
+}

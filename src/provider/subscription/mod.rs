@@ -352,9 +352,11 @@ impl Subscriptions {
     pub(crate) fn client(&self) -> Result<reqwest::Client, String> {
         self.client
             .get_or_init(|| {
+                // Each call ends well within the 30 s after which another pi takes
+                // `auth.json`'s lock as stale (a refresh holds it across its call).
                 reqwest::Client::builder()
-                    .connect_timeout(Duration::from_secs(30))
-                    .timeout(Duration::from_secs(60))
+                    .connect_timeout(Duration::from_secs(10))
+                    .timeout(Duration::from_secs(20))
                     .build()
                     .map_err(|e| format!("could not set up the HTTP client: {e}"))
             })
