@@ -468,6 +468,21 @@ impl Catalog {
         }
     }
 
+    /// `provider/id` from the built-in models of a subscription not yet offered.
+    fn subscription_model(&self, provider: &str, id: &str) -> Option<ModelInfo> {
+        let only = super::subscription::Kind::from_provider(provider)
+            .is_some_and(super::subscription::Kind::subscription_only);
+        if !only || self.models.iter().any(|m| m.provider == provider) {
+            return None;
+        }
+        let mut with = Catalog {
+            providers: self.providers.clone(),
+            ..Catalog::default()
+        };
+        with.add_subscription_models(provider);
+        with.find(provider, id).cloned()
+    }
+
     pub(crate) fn providers(&self) -> &[ProviderInfo] {
         &self.providers
     }
@@ -540,6 +555,11 @@ impl Catalog {
     pub fn resolve(&self, provider: &str, id: &str) -> Result<(ModelInfo, Option<String>), String> {
         if let Some(m) = self.find(provider, id) {
             return Ok((m.clone(), None));
+        }
+        // A subscription's model, before its sign-in brought the models in (a sign-in made
+        // during this run).
+        if let Some(m) = self.subscription_model(provider, id) {
+            return Ok((m, None));
         }
         let Some(p) = self.provider(provider) else {
             let known: Vec<&str> = self.providers.iter().map(|p| p.id.as_str()).collect();
@@ -741,6 +761,12 @@ mod cloud_tests {
         assert!(c.models().iter().all(|m| m.provider != "github-copilot"));
         c.add_subscription_models("github-copilot");
         c.add_subscription_models("github-copilot");
+        let (m, warning) = c.resolve("openai-codex", "gpt-5.5").unwrap();
+        assert_eq!(
+            (m.context_window, warning),
+            (272_000, None),
+            "known before the sign-in"
+        );
         let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
         assert_eq!(claude.api, Api::AnthropicMessages);
         assert_eq!(claude.pricing.input, 0.0);
