@@ -8,9 +8,9 @@ impl App {
     /// No model could be found: say what is missing and how to set one up.
     pub fn show_welcome(&mut self, missing: &str) {
         self.transcript.push(Cell::Info(format!(
-            "Welcome to pi. No model is ready yet.\n{missing}\n\n  /login   paste an API key \
-             for a provider, or pick a local server found on this machine\n  /model   choose a \
-             model\n"
+            "Welcome to pi. No model is ready yet.\n{missing}\n\n  /login   sign in to a \
+             subscription (ChatGPT, Claude, Copilot), paste an API key for a provider, or pick a \
+             local server found on this machine\n  /model   choose a model\n"
         )));
         self.transcript.follow();
     }
