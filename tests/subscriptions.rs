@@ -1349,3 +1349,35 @@ async fn rpc_offers_a_subscriptions_models_only_when_signed_in() {
         "{models:?}"
     );
 }
+
+#[tokio::test]
+async fn a_sign_in_removed_by_another_pi_is_not_brought_back_by_a_refresh() {
+    let issuer = Arc::new(Mutex::new(Issuer {
+        refresh: [("anthropic", "sk-ant-ort01-first".to_string())].into(),
+        expires_in: 3600,
+        ..Default::default()
+    }));
+    let server = server(issuer).await;
+    let dir = agent_dir("claude-signed-out");
+    std::fs::write(
+        dir.join("auth.json"),
+        node_auth(json!({"anthropic": {
+            "type": "oauth", "refresh": "sk-ant-ort01-first", "access": "sk-ant-oat01-old-token",
+            "expires": 1_700_000_000_000i64,
+        }})),
+    )
+    .unwrap();
+    let pi = pi(&server, &dir);
+    // Another pi signs out meanwhile.
+    let after_logout = node_auth(json!({}));
+    std::fs::write(dir.join("auth.json"), &after_logout).unwrap();
+    let e = ask(&pi, "anthropic", "claude-sonnet-4-5")
+        .await
+        .unwrap_err();
+    assert!(
+        e.contains("no longer in auth.json") && e.contains("/login"),
+        "{e}"
+    );
+    assert!(requests_to(&server, "/v1/oauth/token").is_empty());
+    assert_eq!(read(&dir), after_logout);
+}

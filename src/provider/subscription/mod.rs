@@ -398,7 +398,7 @@ impl Subscriptions {
             return Ok(c.clone());
         }
         let fresh = match self.agent_dir.clone() {
-            Some(dir) => self.refresh_in_file(kind, dir, held).await?,
+            Some(dir) => self.refresh_in_file(kind, dir).await?,
             None => self.refresh_with(kind, &held).await?,
         };
         self.set(kind, fresh.clone());
@@ -407,12 +407,7 @@ impl Subscriptions {
 
     /// Refresh under `auth.json`'s lock: re-read the entry (another pi may have refreshed it,
     /// or signed out), refresh if it still needs it, write back only this entry's fields.
-    async fn refresh_in_file(
-        &self,
-        kind: Kind,
-        dir: PathBuf,
-        held: Credentials,
-    ) -> Result<Credentials, String> {
+    async fn refresh_in_file(&self, kind: Kind, dir: PathBuf) -> Result<Credentials, String> {
         let fail = |e: String| format!("Could not refresh the {} sign-in: {e}", kind.label());
         let locked = tokio::task::spawn_blocking(move || {
             let locked = crate::config::node::auth::Locked::take(&dir)?;
@@ -423,11 +418,20 @@ impl Subscriptions {
         .map_err(|e| fail(e.to_string()))?
         .map_err(fail)?;
         let (locked, entry) = locked;
-        let on_file = entry
+        let Some(on_file) = entry
             .as_ref()
             .and_then(Value::as_object)
             .and_then(Credentials::from_entry)
-            .unwrap_or(held);
+        else {
+            // Signed out (or signed in with a key) in another pi meanwhile: not brought back.
+            self.forget(kind);
+            return Err(format!(
+                "The {} sign-in ({}) is no longer in auth.json (signed out elsewhere?). {}",
+                kind.label(),
+                kind.provider(),
+                kind.sign_in_again()
+            ));
+        };
         if !on_file.expiring(now_ms()) {
             self.secrets.add(&on_file.access);
             self.secrets.add(&on_file.refresh);
