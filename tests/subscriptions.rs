@@ -1,8 +1,11 @@
 //! Subscription sign-ins against a local OAuth and API server of our own (127.0.0.1, real
 //! HTTP) that speaks each provider's token endpoint and API: stored Node.js pi sign-ins used
 //! as they are, expired tokens refreshed (with rotation, a server clock behind ours, a revoked
-//! refresh token, another pi having refreshed first) and written back to `auth.json`
-//! byte for byte but for the refreshed fields, and the headers each service needs.
+//! refresh token, another pi having refreshed first or signed out) and written back to
+//! `auth.json` byte for byte but for the refreshed fields, and the headers each service needs;
+//! signing in (PKCE on a loopback callback, a pasted address, the device flow, cancel,
+//! timeout); and the binary: `pi --login`/`--logout`, `--list-models`, RPC
+//! `get_available_models` and `pi -p` for someone with nothing but a sign-in.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
