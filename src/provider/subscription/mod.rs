@@ -15,6 +15,7 @@ pub mod flows;
 pub(crate) mod pkce;
 pub(crate) mod refresh;
 pub(crate) mod shape;
+mod store;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
