@@ -1359,3 +1359,63 @@ async fn an_approval_request_reaches_the_front_end_and_its_answer_decides_the_ca
     let _ = rig.answer().await;
     assert_eq!(gate.mode(), ApprovalMode::ReadOnly);
 }
+
+#[tokio::test]
+async fn a_subscription_sign_in_shows_its_address_and_is_cancelled_and_logout_drops_a_key() {
+    use pi::provider::subscription::flows::Notice;
+    let p = ScriptedProvider::new(vec![]);
+    let mut rig = Rig::new(&p, false);
+    rig.client.commands.send(OpBody::SignIn {
+        provider: "nobody".into(),
+    });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("no refusal");
+    };
+    assert!(why.contains("no subscription"), "{why}");
+    rig.client.commands.send(OpBody::SignIn {
+        provider: "claude".into(),
+    });
+    let HostEvent::SignInNotice(Notice::OpenUrl { url, paste_hint }) = rig.answer().await else {
+        panic!("no address to open");
+    };
+    assert!(
+        url.starts_with("https://claude.ai/oauth/authorize?"),
+        "{url}"
+    );
+    assert!(paste_hint);
+    rig.client.commands.send(OpBody::CancelSignIn);
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("no end");
+    };
+    assert!(why.contains("Claude Pro/Max sign-in cancelled"), "{why}");
+    assert!(!rig.dir.path().join("agent").join("auth.json").exists());
+
+    rig.client.commands.send(OpBody::Login {
+        provider: "groq".into(),
+        key: host::login::SecretKey("gsk-host-logout".into()),
+    });
+    assert!(matches!(rig.answer().await, HostEvent::LoggedIn(_)));
+    rig.client.commands.send(OpBody::Logout {
+        provider: "groq".into(),
+    });
+    let HostEvent::Notice(said) = rig.answer().await else {
+        panic!("no notice");
+    };
+    assert!(said.contains("Removed the stored key for groq"), "{said}");
+    let file = rig.dir.path().join("agent").join("auth.json");
+    assert!(
+        !std::fs::read_to_string(file)
+            .unwrap()
+            .contains("gsk-host-logout")
+    );
+    rig.client.commands.send(OpBody::Logout {
+        provider: "openai-codex".into(),
+    });
+    let HostEvent::Failed(why) = rig.answer().await else {
+        panic!("no refusal");
+    };
+    assert!(
+        why.contains("nothing is stored for `openai-codex`"),
+        "{why}"
+    );
+}

@@ -206,6 +206,15 @@ pub struct Cli {
     #[arg(long = "trust-project")]
     pub trust_project: bool,
 
+    /// Sign in to a subscription and exit: openai-codex (ChatGPT Plus/Pro), anthropic (Claude
+    /// Pro/Max) or github-copilot. The sign-in is saved in auth.json.
+    #[arg(long = "login", value_name = "PROVIDER")]
+    pub login: Option<String>,
+
+    /// Remove a provider's sign-in (or stored API key) from auth.json and exit.
+    #[arg(long = "logout", value_name = "PROVIDER")]
+    pub logout: Option<String>,
+
     /// List the models pi knows (optionally only those matching SEARCH) and exit.
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
@@ -346,7 +355,8 @@ pub fn main() -> ExitCode {
     quiet_contained_panics();
     let stdin_piped = !std::io::stdin().is_terminal();
     let mut stdin_text = None;
-    if stdin_piped && cli.list_models.is_none() && cli.mode != OutputMode::Rpc {
+    let exits_early = cli.list_models.is_some() || cli.login.is_some() || cli.logout.is_some();
+    if stdin_piped && !exits_early && cli.mode != OutputMode::Rpc {
         let mut s = String::new();
         if std::io::stdin().read_to_string(&mut s).is_ok() && !s.trim().is_empty() {
             stdin_text = Some(s);
@@ -374,7 +384,7 @@ pub fn main() -> ExitCode {
     let (file_names, messages) = crate::attach::args::split(&cli.messages);
     let files = match crate::attach::args::load_all(&cwd, &file_names) {
         Ok(files) => files,
-        Err(e) if cli.list_models.is_none() => {
+        Err(e) if !exits_early => {
             eprintln!("pi: {}", crate::visible::visible(&e));
             return ExitCode::from(1);
         }
@@ -389,6 +399,12 @@ pub fn main() -> ExitCode {
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(libc::SIGXFSZ));
         if let Some(args) = &cli.export {
             return print::export_session(&options, args);
+        }
+        if let Some(name) = &cli.login {
+            return print::login::login(&options, name).await;
+        }
+        if let Some(name) = &cli.logout {
+            return print::login::logout(&options, name).await;
         }
         if let Some(search) = &cli.list_models {
             let search = (!search.is_empty()).then_some(search.as_str());

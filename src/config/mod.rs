@@ -770,6 +770,7 @@ impl Config {
                     .unwrap_or_default(),
                 keyless: existing.as_ref().is_some_and(|e| e.keyless)
                     || (p.key.is_none() && is_local(&base_url)),
+                signed_in: existing.as_ref().is_some_and(|e| e.signed_in),
             };
             catalog.upsert_provider(info.clone());
             for m in &p.models {

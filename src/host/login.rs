@@ -1,11 +1,15 @@
 //! `/login`: an API key pasted in the UI, stored in `auth.json` the way the Node.js pi stores
-//! it (0600, other entries kept) and used from the next request on; and the local model servers
-//! found on this machine, for a person with no key at all.
+//! it (0600, other entries kept) and used from the next request on; a subscription signed in
+//! to (`provider::subscription`), stored there in the Node.js pi's shape; and the local model
+//! servers found on this machine, for a person with no key at all. `/logout` takes one
+//! provider's entry out again.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::provider::catalog::{Catalog, ModelInfo};
+use crate::provider::subscription::flows::{self, Notice, SignIn};
+use crate::provider::subscription::{Kind, Subscriptions};
 use crate::provider::{EnvLookup, Providers};
 
 /// What the host needs to sign in.
@@ -98,6 +102,122 @@ pub async fn login(
     })
 }
 
+/// A subscription signed in to: what a front end needs to switch to it.
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    pub provider: String,
+    pub label: String,
+    /// Where it was saved (`None`: this run only).
+    pub file: Option<PathBuf>,
+    /// The model to use now: the subscription's default.
+    pub model: Option<ModelInfo>,
+    /// The subscription's models, for the pickers (they were not offered before).
+    pub models: Vec<ModelInfo>,
+}
+
+impl SignedIn {
+    pub fn new(kind: Kind, file: Option<PathBuf>, catalog: &Catalog) -> SignedIn {
+        let mut with = catalog.clone();
+        with.add_subscription_models(kind.provider());
+        SignedIn {
+            provider: kind.provider().to_string(),
+            label: kind.label().to_string(),
+            file,
+            model: model_after_login(&with, kind.provider()),
+            models: with
+                .models()
+                .iter()
+                .filter(|m| m.provider == kind.provider())
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// Hand `url` to the system's browser opener; whether one was started. Not where there is no
+/// display (SSH, containers), nor with `PI_NO_BROWSER` set: the address is shown for copying
+/// in any case.
+pub fn open_browser(env: &EnvLookup, url: &str) -> bool {
+    if env("PI_NO_BROWSER").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+            .iter()
+            .any(|v| env(v).is_some_and(|d| !d.is_empty()));
+        if !display {
+            return false;
+        }
+        "xdg-open"
+    };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
+/// The subscription a name given to `/login` or `pi --login` means: a provider id
+/// (`openai-codex`, `anthropic`, `github-copilot`) or a short name (`codex`, `chatgpt`,
+/// `claude`, `copilot`).
+pub fn subscription_named(name: &str) -> Option<Kind> {
+    let n = name.trim().to_ascii_lowercase();
+    Kind::from_provider(&n).or(match n.as_str() {
+        "codex" | "chatgpt" => Some(Kind::Codex),
+        "claude" => Some(Kind::Claude),
+        "copilot" | "github" => Some(Kind::Copilot),
+        _ => None,
+    })
+}
+
+/// Sign in to `request.kind` and store the result; where it was saved.
+pub async fn sign_in(
+    subscriptions: &Subscriptions,
+    request: SignIn,
+    notify: &(dyn Fn(Notice) + Send + Sync),
+) -> Result<Option<PathBuf>, String> {
+    let kind = request.kind;
+    let credentials = flows::sign_in(subscriptions, request, notify).await?;
+    subscriptions.store(kind, credentials).await
+}
+
+/// `/logout PROVIDER`: take its sign-in (or its stored API key) out of `auth.json`. What to
+/// tell the person.
+pub async fn log_out(
+    subscriptions: &Subscriptions,
+    agent_dir: Option<PathBuf>,
+    provider: &str,
+) -> Result<String, String> {
+    if let Some(kind) = subscription_named(provider)
+        && subscriptions.sign_out(kind).await?
+    {
+        return Ok(format!(
+            "Signed out of {} ({}).",
+            kind.label(),
+            kind.provider()
+        ));
+    }
+    let Some(dir) = agent_dir else {
+        return Err("there is no agent folder, so nothing is stored".into());
+    };
+    let p = provider.trim().to_string();
+    let removed = tokio::task::spawn_blocking(move || crate::config::node::auth::remove(&dir, &p))
+        .await
+        .map_err(|e| e.to_string())??;
+    if removed {
+        Ok(format!(
+            "Removed the stored key for {}; it applies from pi's next start.",
+            provider.trim()
+        ))
+    } else {
+        Err(format!("nothing is stored for `{}`", provider.trim()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +243,13 @@ mod tests {
             "claude-sonnet-4-5"
         );
         assert!(model_after_login(&c, "ollama").is_none());
+    }
+
+    #[test]
+    fn subscriptions_go_by_provider_id_or_short_name() {
+        assert_eq!(subscription_named("claude"), Some(Kind::Claude));
+        assert_eq!(subscription_named(" OpenAI-Codex "), Some(Kind::Codex));
+        assert_eq!(subscription_named("copilot"), Some(Kind::Copilot));
+        assert_eq!(subscription_named("groq"), None);
     }
 }

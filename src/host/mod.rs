@@ -76,6 +76,10 @@ pub enum HostEvent {
     ForkPoints(Vec<(String, String)>),
     /// A `/login` went through (the model in use is switched already).
     LoggedIn(login::LoggedIn),
+    /// What a sign-in under way needs the person to see (an address, a device code).
+    SignInNotice(crate::provider::subscription::flows::Notice),
+    /// A subscription sign-in went through; the front end switches to its model.
+    SignedIn(Box<login::SignedIn>),
     /// The models local servers offer (empty: none answered).
     LocalModels(Vec<ModelInfo>),
     /// The server said how large a context it gives this model (see
@@ -338,6 +342,11 @@ struct Host {
     session_context: Vec<String>,
     /// Models local servers offered last (`SetModel` can name them).
     local_models: Arc<std::sync::Mutex<Vec<ModelInfo>>>,
+    /// The sign-in under way: how to stop it and where pasted lines go.
+    sign_in: Option<(
+        tokio_util::sync::CancellationToken,
+        tokio::sync::mpsc::UnboundedSender<String>,
+    )>,
     /// Windows servers have reported, by provider and model id (asked once per session).
     windows: std::collections::HashMap<(String, String), u64>,
     /// Where a window found off the command loop comes back to it.
@@ -479,6 +488,7 @@ pub fn spawn(parts: HostParts) -> Client {
         run_allowances: false,
         session_context: Vec::new(),
         local_models: Default::default(),
+        sign_in: None,
         windows: Default::default(),
         window_found,
         ask_window_again: Default::default(),
@@ -865,6 +875,10 @@ impl Host {
             OpBody::Clone => self.clone_branch().await,
             OpBody::Login { provider, key } => self.login(provider, key).await,
             OpBody::FindLocalModels => self.find_local_models(),
+            body @ (OpBody::SignIn { .. }
+            | OpBody::SignInPaste { .. }
+            | OpBody::CancelSignIn
+            | OpBody::Logout { .. }) => self.handle_sign_in(body).await,
             OpBody::Approve { request, decision } => {
                 self.approval.answer(request, decision);
             }
@@ -890,16 +904,7 @@ impl Host {
                     }
                 });
             }
-            OpBody::Stats => {
-                let stats = stats::collect(
-                    &self.agent.messages(),
-                    self.recorder.as_ref(),
-                    &self.session_id,
-                    self.name.as_deref(),
-                    &self.model,
-                );
-                self.tell(HostEvent::Stats(Box::new(stats)));
-            }
+            OpBody::Stats => self.send_stats(),
             OpBody::RecordedCompaction => match &self.recorder {
                 Some(r) => {
                     let out = self.out.clone();
@@ -1204,6 +1209,97 @@ impl Host {
                 self.tell(HostEvent::LoggedIn(done));
             }
             Err(e) => self.tell(HostEvent::Failed(format!("could not sign in: {e}"))),
+        }
+    }
+
+    /// The session's statistics, for `/session`.
+    fn send_stats(&self) {
+        let stats = stats::collect(
+            &self.agent.messages(),
+            self.recorder.as_ref(),
+            &self.session_id,
+            self.name.as_deref(),
+            &self.model,
+        );
+        self.tell(HostEvent::Stats(Box::new(stats)));
+    }
+
+    /// The subscription sign-in operations.
+    async fn handle_sign_in(&mut self, body: OpBody) {
+        match body {
+            OpBody::SignIn { provider } => self.start_sign_in(&provider),
+            OpBody::SignInPaste { line } => {
+                if let Some((_, tx)) = &self.sign_in {
+                    let _ = tx.send(line);
+                }
+            }
+            OpBody::CancelSignIn => {
+                if let Some((cancel, _)) = self.sign_in.take() {
+                    cancel.cancel();
+                }
+            }
+            OpBody::Logout { provider } => self.logout(&provider).await,
+            _ => {}
+        }
+    }
+
+    /// Start a subscription sign-in off the command loop (it waits for the person).
+    fn start_sign_in(&mut self, provider: &str) {
+        let Some(parts) = self.login.clone() else {
+            self.tell(HostEvent::Failed("signing in is not available here".into()));
+            return;
+        };
+        let Some(kind) = login::subscription_named(provider) else {
+            self.tell(HostEvent::Failed(format!(
+                "`{provider}` has no subscription to sign in to"
+            )));
+            return;
+        };
+        if let Some((cancel, _)) = self.sign_in.take() {
+            cancel.cancel();
+        }
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.sign_in = Some((cancel.clone(), tx));
+        let out = self.out.clone();
+        let catalog = self.catalog.clone();
+        tokio::spawn(async move {
+            let request = crate::provider::subscription::flows::SignIn {
+                kind,
+                enterprise_domain: None,
+                pasted: Some(rx),
+                cancel,
+                timeout: crate::provider::subscription::flows::BROWSER_TIMEOUT,
+            };
+            let subscriptions = parts.providers.subscriptions().clone();
+            let notify_out = out.clone();
+            let notify = move |n: crate::provider::subscription::flows::Notice| {
+                if let crate::provider::subscription::flows::Notice::OpenUrl { url, .. } = &n {
+                    login::open_browser(&parts.env, url);
+                }
+                notify_out.tell(HostEvent::SignInNotice(n));
+            };
+            match login::sign_in(&subscriptions, request, &notify).await {
+                Ok(file) => out.tell(HostEvent::SignedIn(Box::new(login::SignedIn::new(
+                    kind, file, &catalog,
+                )))),
+                Err(e) => out.tell(HostEvent::Failed(e)),
+            }
+        });
+    }
+
+    /// `/logout PROVIDER`.
+    async fn logout(&mut self, provider: &str) {
+        let Some(parts) = self.login.clone() else {
+            self.tell(HostEvent::Failed(
+                "signing out is not available here".into(),
+            ));
+            return;
+        };
+        let subscriptions = parts.providers.subscriptions().clone();
+        match login::log_out(&subscriptions, parts.agent_dir.clone(), provider).await {
+            Ok(m) => self.tell(HostEvent::Notice(m)),
+            Err(e) => self.tell(HostEvent::Failed(format!("could not sign out: {e}"))),
         }
     }
 

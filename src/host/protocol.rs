@@ -237,6 +237,23 @@ pub enum OpBody {
         provider: String,
         key: SecretKey,
     },
+    /// Sign in to the subscription of `provider` (`openai-codex`, `anthropic`,
+    /// `github-copilot`); what to show comes as [`HostEvent::SignInNotice`], the end as
+    /// [`HostEvent::SignedIn`] or [`HostEvent::Failed`].
+    SignIn {
+        provider: String,
+    },
+    /// A line the person pasted for the sign-in under way (the address the browser ended on).
+    SignInPaste {
+        line: String,
+    },
+    /// Stop the sign-in under way (answered with [`HostEvent::Failed`] saying so).
+    CancelSignIn,
+    /// Take `provider`'s sign-in (or stored key) out of `auth.json`; answered with
+    /// [`HostEvent::Notice`] or [`HostEvent::Failed`].
+    Logout {
+        provider: String,
+    },
     /// Look for local model servers; answered with [`HostEvent::LocalModels`].
     FindLocalModels,
     /// Compact long conversations on their own (`true`) or only when asked.

@@ -10,6 +10,8 @@
 //! terminal; without one on stdin it lists this folder's sessions on stdout instead (one line
 //! each, the whole id first, for `--session`).
 
+pub mod login;
+
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};

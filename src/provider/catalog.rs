@@ -154,6 +154,8 @@ pub struct ProviderInfo {
     pub compat: Compat,
     /// Local servers need no key.
     pub keyless: bool,
+    /// Signed in to the provider's subscription (`auth.json`), which stands for a key.
+    pub signed_in: bool,
 }
 
 /// Everything known about one model.
@@ -213,6 +215,8 @@ pub(crate) const DEFAULT_MODELS: &[(&str, &str)] = &[
     ("xai", "grok-code-fast-1"),
     ("mistral", "devstral-medium-latest"),
     ("deepseek", "deepseek-chat"),
+    ("openai-codex", "gpt-5.5"),
+    ("github-copilot", "gpt-5.4"),
 ];
 
 /// The default model of a built-in provider.
@@ -296,6 +300,9 @@ struct BuiltinGroup {
 struct BuiltinModel {
     id: String,
     name: String,
+    /// The model's own wire protocol, where it differs from its provider's (Copilot).
+    #[serde(default)]
+    api: Option<Api>,
     context: u64,
     max_out: u64,
     reasoning: bool,
@@ -406,40 +413,85 @@ impl Catalog {
                     Compat::default()
                 },
                 keyless: p.keyless,
+                signed_in: false,
             });
         }
         for group in &data.models {
-            let Some(p) = c.provider(&group.provider).cloned() else {
-                continue;
-            };
-            for b in data.models_of(group) {
-                c.mark_window_set(&p.id, &b.id);
-                c.models.push(ModelInfo {
-                    id: b.id.clone(),
-                    name: b.name.clone(),
-                    provider: p.id.clone(),
-                    api: p.api,
-                    base_url: p.base_url.clone(),
-                    context_window: b.context,
-                    max_tokens: b.max_out,
-                    reasoning: b.reasoning,
-                    images: b.images,
-                    pricing: Pricing {
-                        input: b.price[0],
-                        output: b.price[1],
-                        cache_read: b.price[2],
-                        cache_write: b.price[3],
-                    },
-                    headers: Vec::new(),
-                    compat: p.compat.clone(),
-                });
+            // A subscription's models join when it is signed in to (add_subscription_models).
+            let by_subscription = super::subscription::Kind::from_provider(&group.provider)
+                .is_some_and(super::subscription::Kind::subscription_only);
+            if !by_subscription {
+                c.add_group(data, group);
             }
         }
         c
     }
 
+    /// The built-in models of `group`, with its provider's address and settings.
+    fn add_group(&mut self, data: &BuiltinData, group: &BuiltinGroup) {
+        let Some(p) = self.provider(&group.provider).cloned() else {
+            return;
+        };
+        for b in data.models_of(group) {
+            self.mark_window_set(&p.id, &b.id);
+            self.models.push(ModelInfo {
+                id: b.id.clone(),
+                name: b.name.clone(),
+                provider: p.id.clone(),
+                api: b.api.unwrap_or(p.api),
+                base_url: p.base_url.clone(),
+                context_window: b.context,
+                max_tokens: b.max_out,
+                reasoning: b.reasoning,
+                images: b.images,
+                pricing: Pricing {
+                    input: b.price[0],
+                    output: b.price[1],
+                    cache_read: b.price[2],
+                    cache_write: b.price[3],
+                },
+                headers: Vec::new(),
+                compat: p.compat.clone(),
+            });
+        }
+    }
+
+    /// Offer the built-in models of a subscription (`openai-codex`, `github-copilot`): only
+    /// once signed in to it.
+    pub fn add_subscription_models(&mut self, provider: &str) {
+        if self.models.iter().any(|m| m.provider == provider) {
+            return;
+        }
+        let data = builtin_data();
+        for group in data.models.iter().filter(|g| g.provider == provider) {
+            self.add_group(data, group);
+        }
+    }
+
+    /// `provider/id` from the built-in models of a subscription not yet offered.
+    fn subscription_model(&self, provider: &str, id: &str) -> Option<ModelInfo> {
+        let only = super::subscription::Kind::from_provider(provider)
+            .is_some_and(super::subscription::Kind::subscription_only);
+        if !only || self.models.iter().any(|m| m.provider == provider) {
+            return None;
+        }
+        let mut with = Catalog {
+            providers: self.providers.clone(),
+            ..Catalog::default()
+        };
+        with.add_subscription_models(provider);
+        with.find(provider, id).cloned()
+    }
+
     pub(crate) fn providers(&self) -> &[ProviderInfo] {
         &self.providers
+    }
+
+    /// Note that `provider`'s subscription is signed in to (it stands for a key).
+    pub(crate) fn mark_signed_in(&mut self, provider: &str) {
+        if let Some(p) = self.providers.iter_mut().find(|p| p.id == provider) {
+            p.signed_in = true;
+        }
     }
 
     pub(crate) fn models(&self) -> &[ModelInfo] {
@@ -452,9 +504,13 @@ impl Catalog {
 
     /// Add or replace a provider. Models of a replaced provider follow its new address.
     pub fn upsert_provider(&mut self, info: ProviderInfo) {
+        let old_api = self.provider(&info.id).map(|p| p.api);
         for m in self.models.iter_mut().filter(|m| m.provider == info.id) {
             m.base_url = info.base_url.clone();
-            m.api = info.api;
+            // A model with an API of its own (Copilot's) keeps it.
+            if old_api.is_none_or(|a| a == m.api) {
+                m.api = info.api;
+            }
             m.headers = info.headers.clone();
             m.compat = info.compat.clone();
         }
@@ -499,6 +555,11 @@ impl Catalog {
     pub fn resolve(&self, provider: &str, id: &str) -> Result<(ModelInfo, Option<String>), String> {
         if let Some(m) = self.find(provider, id) {
             return Ok((m.clone(), None));
+        }
+        // A subscription's model, before its sign-in brought the models in (a sign-in made
+        // during this run).
+        if let Some(m) = self.subscription_model(provider, id) {
+            return Ok((m, None));
         }
         let Some(p) = self.provider(provider) else {
             let known: Vec<&str> = self.providers.iter().map(|p| p.id.as_str()).collect();
@@ -691,6 +752,46 @@ mod tests {
 #[cfg(test)]
 mod cloud_tests {
     use super::*;
+
+    #[test]
+    fn subscription_models_join_only_when_asked_and_keep_their_own_api() {
+        let mut c = Catalog::builtin(&|_| None);
+        assert!(c.provider("openai-codex").is_some());
+        assert!(c.models().iter().all(|m| m.provider != "openai-codex"));
+        assert!(c.models().iter().all(|m| m.provider != "github-copilot"));
+        c.add_subscription_models("github-copilot");
+        c.add_subscription_models("github-copilot");
+        let (m, warning) = c.resolve("openai-codex", "gpt-5.5").unwrap();
+        assert_eq!(
+            (m.context_window, warning),
+            (272_000, None),
+            "known before the sign-in"
+        );
+        let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
+        assert_eq!(claude.api, Api::AnthropicMessages);
+        assert_eq!(claude.pricing.input, 0.0);
+        assert_eq!(
+            c.find("github-copilot", "gpt-4.1").unwrap().api,
+            Api::OpenAiCompletions
+        );
+        assert_eq!(
+            c.models()
+                .iter()
+                .filter(|m| m.id == "gpt-5.4" && m.provider == "github-copilot")
+                .count(),
+            1
+        );
+        let mut moved = c.provider("github-copilot").unwrap().clone();
+        moved.base_url = "http://127.0.0.1:9".into();
+        c.upsert_provider(moved);
+        let claude = c.find("github-copilot", "claude-sonnet-4.5").unwrap();
+        assert_eq!(
+            claude.api,
+            Api::AnthropicMessages,
+            "moving the provider keeps it"
+        );
+        assert_eq!(claude.base_url, "http://127.0.0.1:9");
+    }
 
     #[test]
     fn gemini_and_azure_are_built_in() {

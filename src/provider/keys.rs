@@ -96,6 +96,7 @@ pub(crate) fn has_key(
         true
     };
     provider.keyless
+        || provider.signed_in
         || cli_key.is_some_and(|k| !k.trim().is_empty())
         || [
             provider.key.as_deref(),

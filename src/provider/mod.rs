@@ -21,6 +21,7 @@ pub(crate) mod openai_completions;
 pub mod openai_responses;
 pub(crate) mod origin;
 pub(crate) mod sse;
+pub mod subscription;
 pub(crate) mod tool_template;
 pub mod web;
 pub(crate) mod web_search;
@@ -86,6 +87,8 @@ pub struct Providers {
     secrets: crate::secrets::Secrets,
     /// Offer the provider's own web search where the API has one (`web_search = true`).
     web_search: bool,
+    /// Sign-ins to subscriptions, whose tokens replace keys for their providers.
+    subscriptions: Arc<subscription::Subscriptions>,
 }
 
 impl Providers {
@@ -102,12 +105,45 @@ impl Providers {
             headers: Mutex::new(HashMap::new()),
             secrets: crate::secrets::Secrets::default(),
             web_search: false,
+            subscriptions: Arc::new(subscription::Subscriptions::none()),
         }
+    }
+
+    /// Use these sign-ins for their providers.
+    #[must_use]
+    pub fn with_subscriptions(mut self, subscriptions: Arc<subscription::Subscriptions>) -> Self {
+        self.subscriptions = subscriptions;
+        self
+    }
+
+    /// The sign-ins this provider uses.
+    pub fn subscriptions(&self) -> &Arc<subscription::Subscriptions> {
+        &self.subscriptions
+    }
+
+    /// The subscription a request to `provider` goes through: always for the providers that
+    /// exist only by subscription; for Anthropic when signed in to Claude and no key was given
+    /// with `--api-key` or in config.toml (the Node.js pi's order: a key given for the run,
+    /// then `auth.json`, then the environment).
+    pub(crate) fn subscription_for(&self, provider: &str) -> Option<subscription::Kind> {
+        let kind = subscription::Kind::from_provider(provider)?;
+        if kind.subscription_only() {
+            return Some(kind);
+        }
+        let given = self
+            .cli_key
+            .as_deref()
+            .is_some_and(|k| !k.trim().is_empty())
+            || self
+                .catalog
+                .provider(provider)
+                .is_some_and(|p| p.key.is_some());
+        (!given && self.subscriptions.is_signed_in(kind)).then_some(kind)
     }
 
     /// Tell `secrets` every key and header value resolved from now on (a `!command` key is
     /// only known once it has run), so it is masked wherever it might appear.
-    pub(crate) fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
+    pub fn with_secrets(mut self, secrets: crate::secrets::Secrets) -> Self {
         self.secrets = secrets;
         self
     }
@@ -260,6 +296,9 @@ impl Providers {
 
 impl Provider for Providers {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> EventStream {
+        if let Some(kind) = self.subscription_for(&request.model.provider) {
+            return self.stream_subscribed(kind, request, cancel);
+        }
         let prepared = self.prepare(&request).and_then(|(model, key)| {
             let api = wire_api(model.api, &*self.env);
             let http_request = api.build(&model, &request, key.as_deref())?;
@@ -275,18 +314,90 @@ impl Provider for Providers {
                 };
                 http::stream_call(&settings, api, model, http_request, cancel)
             }
-            Err(error) => {
-                let (model, _) = self
-                    .catalog
-                    .resolve(&request.model.provider, &request.model.id)
-                    .unwrap_or_else(|_| (fallback_model(&request), None));
-                let mut out = MessageStream::new(&model);
-                out.fail(&error.to_string(), None, None);
-                let events: Vec<_> = out.drain().into_iter().map(Ok::<StreamEvent, _>).collect();
-                futures::stream::iter(events).boxed()
-            }
+            Err(error) => failed(&self.catalog, &request, &error.to_string()),
         }
     }
+}
+
+impl Providers {
+    /// A request through a subscription: the token first (refreshed if need be, which takes a
+    /// round trip), then the request shaped for the service.
+    fn stream_subscribed(
+        &self,
+        kind: subscription::Kind,
+        request: ProviderRequest,
+        cancel: CancellationToken,
+    ) -> EventStream {
+        let resolved = self
+            .catalog
+            .resolve(&request.model.provider, &request.model.id)
+            .map_err(RequestError::UnknownModel)
+            .and_then(|(mut model, _)| {
+                model.headers = self.headers_for(&model, None)?;
+                model.compat.web_search = self.web_search && has_web_search(model.api);
+                Ok(model)
+            });
+        let mut model = match resolved {
+            Ok(m) => m,
+            Err(e) => return failed(&self.catalog, &request, &e.to_string()),
+        };
+        let copilot_base = self.subscriptions.endpoints().copilot_api_override();
+        let subscriptions = self.subscriptions.clone();
+        let catalog = self.catalog.clone();
+        let api = wire_api(model.api, &*self.env);
+        let plain_client = self.client("http://");
+        let tls_client = self.client("https://");
+        let (idle_timeout, response_timeout) = (self.idle_timeout, self.response_timeout);
+        let call = async move {
+            let credentials = match subscriptions.current(kind).await {
+                Ok(c) => c,
+                Err(e) => return failed(&catalog, &request, &e),
+            };
+            if kind == subscription::Kind::Copilot {
+                let domain = credentials
+                    .extra
+                    .get("enterpriseUrl")
+                    .and_then(serde_json::Value::as_str);
+                model.base_url = copilot_base.unwrap_or_else(|| {
+                    subscription::refresh::copilot_base_url(&credentials.access, domain)
+                });
+            }
+            let built = api
+                .build(&model, &request, Some(&credentials.access))
+                .and_then(|mut http_request| {
+                    subscription::shape::finish(kind, &credentials, &request, &mut http_request);
+                    let plain = http_request
+                        .url
+                        .get(..7)
+                        .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+                    let client = if plain { plain_client } else { tls_client }?;
+                    Ok((http_request, client))
+                });
+            match built {
+                Ok((http_request, client)) => {
+                    let settings = HttpSettings {
+                        client,
+                        idle_timeout,
+                        response_timeout,
+                    };
+                    http::stream_call(&settings, api, model, http_request, cancel)
+                }
+                Err(e) => failed(&catalog, &request, &e.to_string()),
+            }
+        };
+        futures::stream::once(call).flatten().boxed()
+    }
+}
+
+/// A call that ends before it starts, with `message`.
+fn failed(catalog: &Catalog, request: &ProviderRequest, message: &str) -> EventStream {
+    let (model, _) = catalog
+        .resolve(&request.model.provider, &request.model.id)
+        .unwrap_or_else(|_| (fallback_model(request), None));
+    let mut out = MessageStream::new(&model);
+    out.fail(message, None, None);
+    let events: Vec<_> = out.drain().into_iter().map(Ok::<StreamEvent, _>).collect();
+    futures::stream::iter(events).boxed()
 }
 
 /// Whether the API has a web search the provider runs itself.

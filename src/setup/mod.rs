@@ -186,6 +186,8 @@ pub struct StartInfo {
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
     /// Providers with no key configured (and needing one), for marking them in pickers.
     pub providers_without_key: Vec<String>,
+    /// Providers whose subscription is signed in to (`auth.json`).
+    pub signed_in: Vec<String>,
     /// Providers that take an API key (for `/login`), in catalogue order, each with the
     /// environment variable it reads its key from.
     pub key_providers: Vec<(String, Option<String>)>,
@@ -289,7 +291,9 @@ pub fn load_config(
     let models = config::node::models::load(agent_dir)?;
     loaded.warnings.extend(models.apply_to(&mut catalog)?);
     loaded.config.apply_to(&mut catalog)?;
-    config::node::auth::load(agent_dir)?.apply_to(&mut catalog);
+    let auth = config::node::auth::load(agent_dir)?;
+    auth.apply_to(&mut catalog);
+    auth.apply_sign_ins(&mut catalog);
     if let Some(project) = loaded.project_approval.take() {
         let global = loaded.config.approval.take();
         loaded.config.approval = Some(approval_gate::with_project(
@@ -932,6 +936,12 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
     let selection = select::select(&flags, &config, &mut catalog, &options.env).await?;
     warnings.extend(selection.warnings.iter().cloned());
 
+    let signed_in: Vec<String> = catalog
+        .providers()
+        .iter()
+        .filter(|p| p.signed_in)
+        .map(|p| p.id.clone())
+        .collect();
     let providers_without_key: Vec<String> = catalog
         .providers()
         .iter()
@@ -942,6 +952,10 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         .providers()
         .iter()
         .filter(|p| !p.keyless)
+        .filter(|p| {
+            crate::provider::subscription::Kind::from_provider(&p.id)
+                .is_none_or(|k| !k.subscription_only())
+        })
         .map(|p| (p.id.clone(), p.key_env.clone()))
         .collect();
     let catalog = Arc::new(catalog);
@@ -971,7 +985,14 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         options.api_key.clone(),
         options.env.clone(),
     )
-    .with_secrets(secrets.clone());
+    .with_secrets(secrets.clone())
+    .with_subscriptions(Arc::new(
+        crate::provider::subscription::Subscriptions::load(
+            agent_dir.clone(),
+            options.env.clone(),
+            secrets.clone(),
+        ),
+    ));
     if let Some(secs) = config.idle_timeout_secs {
         providers = providers.with_idle_timeout(Duration::from_secs(secs.max(1)));
     }
@@ -1148,6 +1169,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
             catalog: catalog.clone(),
             scoped_models,
             providers_without_key,
+            signed_in,
             key_providers,
             no_model: selection.missing.then(|| select::NO_MODEL_HELP.to_string()),
             session_id,

@@ -235,9 +235,10 @@ fn first_with_key(catalog: &Catalog, cli_key: bool, env: &EnvLookup) -> Option<M
 
 /// What to say when no model can be found.
 pub const NO_MODEL_HELP: &str = "No model to talk to. Set an API key (for example ANTHROPIC_API_KEY or \
-OPENAI_API_KEY) and optionally pick a model with --model provider/id, or start a local server \
-(Ollama on 127.0.0.1:11434, or llama.cpp's server on 127.0.0.1:8080). `pi --list-models` shows \
-the known models.";
+OPENAI_API_KEY) and optionally pick a model with --model provider/id, sign in to a subscription \
+(`pi --login openai-codex`, `anthropic` or `github-copilot`), or start a local server (Ollama on \
+127.0.0.1:11434, or llama.cpp's server on 127.0.0.1:8080). `pi --list-models` shows the known \
+models.";
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! The footer: where pi works (folder, git branch, session name) with the approval mode and a
-//! pause on the right; then tokens, cost and context use, with the model and thinking level (or
-//! "no model" until one is ready). The app lends it what it shows for one frame.
+//! pause on the right; then tokens, cost (or the subscription paying) and context use, with the
+//! model and thinking level (or "no model" until one is ready). The app lends it what it shows for one frame.
 
 use std::time::Instant;
 
@@ -39,6 +39,9 @@ pub struct Footer<'a> {
     /// Plan mode is on.
     pub planning: bool,
     pub paused_since: Option<Instant>,
+    /// The subscription the model is used through, if any: shown in place of the cost where
+    /// the plan has no per-token price, beside it where it has (Claude's extra usage).
+    pub subscription: Option<crate::provider::subscription::Kind>,
 }
 
 impl Footer<'_> {
@@ -61,7 +64,11 @@ impl Footer<'_> {
         if t.cache_write > 0 {
             stats.push_str(&format!(" W{}", tokens(t.cache_write)));
         }
-        stats.push_str(&format!(" ${:.3}", t.cost));
+        match app.subscription {
+            Some(k) if !k.priced_per_token() => stats.push_str(&format!(" · {}", k.label())),
+            Some(k) => stats.push_str(&format!(" ${:.3} · {}", t.cost, k.label())),
+            None => stats.push_str(&format!(" ${:.3}", t.cost)),
+        }
         let window = app.model.map_or(0, |m| m.context_window);
         let pct_style = if window > 0 {
             let pct = app.context_tokens as f64 * 100.0 / window as f64;

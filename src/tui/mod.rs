@@ -203,6 +203,7 @@ pub async fn run(mut options: crate::setup::Options, tui: TuiOptions) -> u8 {
     app.catalog = Some(info.catalog.clone());
     app.scoped_models = info.scoped_models;
     app.providers_without_key = info.providers_without_key.into_iter().collect();
+    app.signed_in = info.signed_in.into_iter().collect();
     app.key_providers = info.key_providers;
     app.commands.add_templates(&info.templates);
     if info.skill_commands {

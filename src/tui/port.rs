@@ -67,6 +67,26 @@ impl Port {
         });
     }
 
+    /// Sign in to `provider`'s subscription; answered with `HostEvent::SignInNotice`s, then
+    /// `HostEvent::SignedIn` or `HostEvent::Failed`.
+    pub fn sign_in(&self, provider: String) {
+        self.send(OpBody::SignIn { provider });
+    }
+
+    /// A line pasted for the sign-in under way.
+    pub fn sign_in_paste(&self, line: String) {
+        self.send(OpBody::SignInPaste { line });
+    }
+
+    pub fn cancel_sign_in(&self) {
+        self.send(OpBody::CancelSignIn);
+    }
+
+    /// Sign out of `provider` (or drop its stored key).
+    pub fn logout(&self, provider: String) {
+        self.send(OpBody::Logout { provider });
+    }
+
     /// Look for local model servers; answered with `HostEvent::LocalModels`.
     pub fn find_local_models(&self) {
         self.send(OpBody::FindLocalModels);

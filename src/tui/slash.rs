@@ -71,7 +71,12 @@ const BUILTIN: &[Command] = &[
     builtin(
         "login",
         "",
-        "add an API key for a provider, or use a local server",
+        "sign in to a subscription, add an API key for a provider, or use a local server",
+    ),
+    builtin(
+        "logout",
+        "<id>",
+        "sign out of a subscription (or drop a provider's stored key)",
     ),
     builtin("copy", "", "copy the last answer to the clipboard (OSC 52)"),
     builtin(

@@ -146,6 +146,8 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The body as sent (a form, which `body` cannot hold).
+    pub raw: String,
 }
 
 impl Recorded {
@@ -320,6 +322,7 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
         body.extend_from_slice(&tmp[..n]);
     }
     let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let raw = String::from_utf8_lossy(&body).into_owned();
     let reply = {
         let mut st = state.lock().unwrap();
         let recorded = Recorded {
@@ -327,6 +330,7 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
             path,
             headers,
             body: json,
+            raw,
         };
         if is_window_probe(&recorded) {
             Some(st.answer_probe(recorded))

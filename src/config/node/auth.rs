@@ -1,24 +1,30 @@
-//! `auth.json`: API keys by provider id (`{"anthropic": {"type": "api_key", "key": "…"}}`), the
-//! way the Node.js pi stores what `/login` was given. A `key` may also be a variable name or a
-//! `!command`. Subscription (OAuth) entries are kept as they are and not used: this pi signs in
-//! with API keys only.
+//! `auth.json`: sign-ins by provider id, the way the Node.js pi stores them. An API key entry
+//! is `{"type": "api_key", "key": "…"}` (a `key` may also be a variable name or a `!command`);
+//! a subscription entry is `{"type": "oauth", "access": "…", "refresh": "…", "expires": <ms>}`
+//! plus whatever fields its provider keeps (`accountId`, `enterpriseUrl`), used through
+//! `provider::subscription`.
 //!
-//! [`store_key`] is the one writer: it adds or replaces one provider's entry and keeps every
-//! other entry as it was, writing through a temporary file and a rename with mode 0600.
+//! [`update`] is the one writer: under the Node.js pi's own lock (a directory
+//! `auth.json.lock`, as its `proper-lockfile` makes, stale after 30 s) it re-reads the file,
+//! changes what it was asked to, and writes through a temporary file and a rename with mode
+//! 0600. Every other entry, the order of the keys and the file's final newline (or its
+//! absence) are kept, so a file the Node.js pi wrote reads back byte for byte but for the
+//! fields changed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
 use crate::provider::catalog::Catalog;
 
-/// The API keys found in `auth.json`.
+/// The API keys and subscription entries found in `auth.json`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Auth {
     keys: BTreeMap<String, String>,
-    /// Providers signed in by subscription, which this pi cannot use.
-    pub subscriptions: Vec<String>,
+    /// Subscription (OAuth) entries by provider, as written.
+    pub oauth: BTreeMap<String, Map<String, Value>>,
 }
 
 /// Where the file lives.
@@ -50,7 +56,12 @@ pub(crate) fn load(agent_dir: Option<&Path>) -> Result<Auth, String> {
                     auth.keys.insert(provider, k.to_string());
                 }
             }
-            Some(_) => auth.subscriptions.push(provider),
+            Some("oauth") => {
+                if let Value::Object(o) = entry {
+                    auth.oauth.insert(provider, o);
+                }
+            }
+            Some(_) => {}
         }
     }
     Ok(auth)
@@ -67,6 +78,23 @@ impl Auth {
         }
     }
 
+    /// Mark the subscriptions signed in to and offer their models (a subscription's own models
+    /// are offered only when signed in).
+    pub(crate) fn apply_sign_ins(&self, catalog: &mut Catalog) {
+        use crate::provider::subscription::{Credentials, Kind};
+        for kind in Kind::ALL {
+            let signed_in = self
+                .oauth
+                .get(kind.provider())
+                .and_then(Credentials::from_entry)
+                .is_some();
+            if signed_in {
+                catalog.mark_signed_in(kind.provider());
+                catalog.add_subscription_models(kind.provider());
+            }
+        }
+    }
+
     /// Whether the file holds a key for `provider`.
     #[cfg(test)]
     pub(crate) fn has(&self, provider: &str) -> bool {
@@ -76,28 +104,156 @@ impl Auth {
 
 /// Add or replace `provider`'s API key in `<agent dir>/auth.json`, keeping everything else.
 pub(crate) fn store_key(agent_dir: &Path, provider: &str, key: &str) -> Result<PathBuf, String> {
-    let file = path(agent_dir);
-    let mut entries = match super::read_json(&file).map_err(|e| e.to_string())? {
-        Some(Value::Object(o)) => o,
-        Some(_) => return Err(format!("{}: expected a JSON object", file.display())),
-        None => Map::new(),
-    };
     let mut entry = Map::new();
     entry.insert("type".into(), Value::from("api_key"));
     entry.insert("key".into(), Value::from(key.trim()));
-    entries.insert(provider.to_string(), Value::Object(entry));
-    let text = serde_json::to_string_pretty(&Value::Object(entries))
-        .map_err(|e| format!("could not write {}: {e}", file.display()))?;
-    std::fs::create_dir_all(agent_dir)
-        .map_err(|e| format!("could not create {}: {e}", agent_dir.display()))?;
-    let tmp = agent_dir.join(format!(".auth.json.{}.tmp", std::process::id()));
-    write_private(&tmp, text.as_bytes())
-        .and_then(|()| std::fs::rename(&tmp, &file))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("could not write {}: {e}", file.display())
-        })?;
-    Ok(file)
+    update(agent_dir, |entries| {
+        entries.insert(provider.to_string(), Value::Object(entry));
+        Ok(())
+    })?;
+    Ok(path(agent_dir))
+}
+
+/// Remove `provider`'s entry (a key or a sign-in); whether there was one.
+pub(crate) fn remove(agent_dir: &Path, provider: &str) -> Result<bool, String> {
+    update(agent_dir, |entries| {
+        Ok(entries.shift_remove(provider).is_some())
+    })
+}
+
+/// Change `<agent dir>/auth.json` under its lock: `change` gets the entries as they are in the
+/// file now (another pi may have written since this one read it) and edits them. The file is
+/// written only if something changed.
+pub(crate) fn update<R>(
+    agent_dir: &Path,
+    change: impl FnOnce(&mut Map<String, Value>) -> Result<R, String>,
+) -> Result<R, String> {
+    Locked::take(agent_dir)?.update(change)
+}
+
+/// `auth.json` held under its lock, for a change that needs time between reading and writing
+/// (a token refreshed over the network): another pi waits meanwhile.
+pub(crate) struct Locked {
+    dir: PathBuf,
+    _lock: FileLock,
+}
+
+impl Locked {
+    pub(crate) fn take(agent_dir: &Path) -> Result<Locked, String> {
+        std::fs::create_dir_all(agent_dir)
+            .map_err(|e| format!("could not create {}: {e}", agent_dir.display()))?;
+        let lock = FileLock::take(&path(agent_dir))?;
+        Ok(Locked {
+            dir: agent_dir.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// The file's text (`None`: there is no file) and its entries.
+    fn read(&self) -> Result<(Option<String>, Map<String, Value>), String> {
+        let file = path(&self.dir);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("could not read {}: {e}", file.display())),
+        };
+        let entries = match text.as_deref().map(str::trim) {
+            None | Some("") => Map::new(),
+            Some(t) => match serde_json::from_str(t) {
+                Ok(Value::Object(o)) => o,
+                Ok(_) => return Err(format!("{}: expected a JSON object", file.display())),
+                Err(e) => return Err(format!("{}: not valid JSON ({e})", file.display())),
+            },
+        };
+        Ok((text, entries))
+    }
+
+    /// One entry as the file holds it now.
+    pub(crate) fn entry(&self, provider: &str) -> Result<Option<Value>, String> {
+        Ok(self.read()?.1.get(provider).cloned())
+    }
+
+    /// Read, change, and write if anything changed.
+    pub(crate) fn update<R>(
+        &self,
+        change: impl FnOnce(&mut Map<String, Value>) -> Result<R, String>,
+    ) -> Result<R, String> {
+        let file = path(&self.dir);
+        let (text, mut entries) = self.read()?;
+        let before = entries.clone();
+        let result = change(&mut entries)?;
+        if text.is_some() && entries == before {
+            return Ok(result);
+        }
+        let mut out = serde_json::to_string_pretty(&Value::Object(entries))
+            .map_err(|e| format!("could not write {}: {e}", file.display()))?;
+        // The Node.js pi writes no final newline; keep whichever the file had.
+        if text.as_deref().is_none_or(|t| t.ends_with('\n')) {
+            out.push('\n');
+        }
+        let tmp = self
+            .dir
+            .join(format!(".auth.json.{}.tmp", std::process::id()));
+        write_private(&tmp, out.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &file))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("could not write {}: {e}", file.display())
+            })?;
+        Ok(result)
+    }
+}
+
+/// The Node.js pi's lock on a file: the directory `<file>.lock`, made atomically; one older
+/// than [`STALE`] was left by a process that died and is taken over.
+struct FileLock(PathBuf);
+
+/// A lock not touched for this long belongs to no one (`proper-lockfile`'s default).
+const STALE: Duration = Duration::from_secs(30);
+
+/// How long to wait for another pi to let go.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+impl FileLock {
+    fn take(file: &Path) -> Result<FileLock, String> {
+        let mut dir = file.as_os_str().to_owned();
+        dir.push(".lock");
+        let dir = PathBuf::from(dir);
+        let deadline = Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(FileLock(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stale = std::fs::metadata(&dir)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| SystemTime::now().duration_since(t).ok())
+                        .is_some_and(|age| age > STALE);
+                    if stale {
+                        let _ = std::fs::remove_dir(&dir);
+                        continue;
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(format!(
+                            "{} is locked by another pi (remove {} if no pi is running)",
+                            file.display(),
+                            dir.display()
+                        ));
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(e) => return Err(format!("could not lock {}: {e}", file.display())),
+            }
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 /// Write a file only its owner can read.
@@ -112,7 +268,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     let mut f = options.open(path)?;
     f.write_all(bytes)?;
-    f.write_all(b"\n")?;
     f.sync_all()
 }
 
@@ -122,7 +277,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_reach_their_providers_and_subscriptions_are_set_aside() {
+    fn keys_reach_their_providers_and_subscriptions_are_kept_apart() {
         let d = temp("auth");
         write(
             &d,
@@ -133,7 +288,8 @@ mod tests {
         );
         let auth = load(Some(&d)).unwrap();
         assert!(auth.has("anthropic") && !auth.has("groq"));
-        assert_eq!(auth.subscriptions, vec!["openai-codex".to_string()]);
+        assert_eq!(auth.oauth.keys().collect::<Vec<_>>(), ["openai-codex"]);
+        assert_eq!(auth.oauth["openai-codex"]["refresh"], "r");
         let mut c = Catalog::builtin(&|_| None);
         auth.apply_to(&mut c);
         assert_eq!(
@@ -170,5 +326,69 @@ mod tests {
         let fresh = temp("auth-new");
         store_key(&fresh.join("agent"), "openai", "sk-x").unwrap();
         assert!(load(Some(&fresh.join("agent"))).unwrap().has("openai"));
+    }
+
+    /// A file as the Node.js pi writes it (`JSON.stringify(data, null, 2)`, no final newline).
+    const NODE_FILE: &str = "{\n  \"openai-codex\": {\n    \"type\": \"oauth\",\n    \"access\": \"a\",\n    \"refresh\": \"r\",\n    \"expires\": 1764000000000,\n    \"accountId\": \"acc\"\n  },\n  \"groq\": {\n    \"type\": \"api_key\",\n    \"key\": \"gsk-é\"\n  }\n}";
+
+    #[test]
+    fn an_update_keeps_the_node_pis_bytes_but_for_what_changed() {
+        let d = temp("auth-bytes");
+        write(&d, "auth.json", NODE_FILE);
+        update(&d, |e| {
+            e["openai-codex"]["access"] = Value::from("a2");
+            Ok(())
+        })
+        .unwrap();
+        let after = std::fs::read_to_string(d.join("auth.json")).unwrap();
+        assert_eq!(after, NODE_FILE.replace("\"a\"", "\"a2\""));
+        // Nothing changed: nothing written (the file keeps its time and bytes).
+        update(&d, |_| Ok(())).unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("auth.json")).unwrap(), after);
+        assert!(remove(&d, "groq").unwrap());
+        assert!(!remove(&d, "groq").unwrap());
+        assert!(load(Some(&d)).unwrap().oauth.contains_key("openai-codex"));
+    }
+
+    #[test]
+    fn the_node_pis_lock_is_waited_for_and_a_stale_one_taken_over() {
+        let d = temp("auth-lock");
+        write(&d, "auth.json", "{}");
+        let lock = d.join("auth.json.lock");
+        std::fs::create_dir(&lock).unwrap();
+        let l2 = lock.clone();
+        let holder = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            std::fs::remove_dir(&l2).unwrap();
+        });
+        let started = Instant::now();
+        store_key(&d, "groq", "gsk-1").unwrap();
+        assert!(
+            started.elapsed() >= Duration::from_millis(140),
+            "waited for the lock"
+        );
+        holder.join().unwrap();
+        assert!(!lock.exists(), "the lock is let go");
+        // A lock no one has touched for a minute is left by a dead process.
+        std::fs::create_dir(&lock).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::open(&lock)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        store_key(&d, "groq", "gsk-2").unwrap();
+        assert!(load(Some(&d)).unwrap().has("groq"));
+    }
+
+    #[test]
+    fn a_broken_file_is_left_alone_with_a_clear_error() {
+        let d = temp("auth-broken");
+        write(&d, "auth.json", "{ not json");
+        let e = store_key(&d, "groq", "gsk-1").unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(d.join("auth.json")).unwrap(),
+            "{ not json"
+        );
     }
 }

@@ -170,6 +170,7 @@ impl Models {
                     |e| e.keyless,
                 ),
                 models_key: api_key,
+                signed_in: existing.as_ref().is_some_and(|e| e.signed_in),
                 auth_header: p.auth_header,
                 headers: crate::config::overlay_headers(
                     existing

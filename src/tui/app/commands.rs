@@ -8,23 +8,30 @@ impl App {
     /// No model could be found: say what is missing and how to set one up.
     pub fn show_welcome(&mut self, missing: &str) {
         self.transcript.push(Cell::Info(format!(
-            "Welcome to pi. No model is ready yet.\n{missing}\n\n  /login   paste an API key \
-             for a provider, or pick a local server found on this machine\n  /model   choose a \
-             model\n"
+            "Welcome to pi. No model is ready yet.\n{missing}\n\n  /login   sign in to a \
+             subscription (ChatGPT, Claude, Copilot), paste an API key for a provider, or pick a \
+             local server found on this machine\n  /model   choose a model\n"
         )));
         self.transcript.follow();
     }
 
     /// Open `/login` and look for local servers meanwhile.
     pub fn open_login(&mut self) {
-        let providers: Vec<crate::tui::popup::login::Choice> = self
-            .key_providers
-            .iter()
-            .map(|(id, env)| crate::tui::popup::login::Choice::Provider {
-                id: id.clone(),
-                env: env.clone(),
-                has_key: !self.providers_without_key.contains(id),
-            })
+        let subscriptions = crate::provider::subscription::Kind::ALL
+            .into_iter()
+            .map(|k| crate::tui::popup::login::Choice::Subscription {
+                provider: k.provider().to_string(),
+                label: k.label().to_string(),
+                signed_in: self.signed_in.contains(k.provider()),
+            });
+        let providers: Vec<crate::tui::popup::login::Choice> = subscriptions
+            .chain(self.key_providers.iter().map(|(id, env)| {
+                crate::tui::popup::login::Choice::Provider {
+                    id: id.clone(),
+                    env: env.clone(),
+                    has_key: !self.providers_without_key.contains(id),
+                }
+            }))
             .collect();
         self.popups
             .push(Popup::Login(crate::tui::popup::login::LoginView::new(
@@ -47,6 +54,12 @@ impl App {
                 self.popups.close_login();
                 self.notice(format!("Model: {}/{}", m.provider, m.id));
                 self.set_model(m);
+            }
+            Outcome::Subscribe { provider } => self.port.sign_in(provider),
+            Outcome::Paste { line } => self.port.sign_in_paste(line),
+            Outcome::CancelSignIn => {
+                self.popups.close_login();
+                self.port.cancel_sign_in();
             }
         }
     }
@@ -177,6 +190,19 @@ impl App {
             }
             "model" => self.open_picker(args),
             "login" => self.open_login(),
+            "logout" => {
+                if args.trim().is_empty() {
+                    let mut signed: Vec<&str> = self.signed_in.iter().map(String::as_str).collect();
+                    signed.sort_unstable();
+                    self.notice(if signed.is_empty() {
+                        "Usage: /logout PROVIDER (no subscription is signed in)".to_string()
+                    } else {
+                        format!("Usage: /logout PROVIDER (signed in: {})", signed.join(", "))
+                    });
+                } else {
+                    self.port.logout(args.trim().to_string());
+                }
+            }
             "theme" => self.theme_command(args),
             "todos" => {
                 if self.todos.items.is_empty() {

@@ -84,6 +84,8 @@ impl App {
                     None => self.notice(saved),
                 }
             }
+            HostEvent::SignInNotice(n) => self.sign_in_notice(n),
+            HostEvent::SignedIn(done) => self.signed_in_to(*done),
             HostEvent::LocalModels(models) => {
                 if let Some(l) = self.popups.login_mut() {
                     l.add_local(models);
@@ -140,7 +142,13 @@ impl App {
             }
             // Only RPC mode asks for it.
             HostEvent::CompactionRecorded(_) => {}
-            HostEvent::Failed(why) => self.failed(&why),
+            HostEvent::Failed(why) => {
+                // A sign-in that ended without success closes its overlay.
+                if self.popups.login_mut().is_some_and(|l| l.signing_in()) {
+                    self.popups.close_login();
+                }
+                self.failed(&why)
+            }
         }
     }
 
@@ -213,4 +221,71 @@ fn stats_text(s: &SessionStats) -> String {
         out.push_str(&format!("  context: {} tokens", u.context));
     }
     out
+}
+
+impl App {
+    /// Show what a sign-in needs: in the overlay, and the address in the transcript too (for
+    /// copying, when no browser opened).
+    fn sign_in_notice(&mut self, notice: crate::provider::subscription::flows::Notice) {
+        use crate::provider::subscription::flows::Notice;
+        let line = match notice {
+            Notice::OpenUrl { url, .. } => {
+                self.transcript.push(Cell::Info(format!(
+                    "Open this address in a browser to sign in (pi tried to open one):\n{}",
+                    sanitize(&url)
+                )));
+                self.transcript.follow();
+                "Sign in in the browser: the address is in the conversation above.".to_string()
+            }
+            Notice::DeviceCode { url, code } => {
+                let text = format!(
+                    "Open {} and enter the code {}",
+                    sanitize(&url),
+                    sanitize(&code)
+                );
+                self.transcript.push(Cell::Info(text.clone()));
+                self.transcript.follow();
+                text
+            }
+            Notice::Progress(p) => p,
+        };
+        if let Some(l) = self.popups.login_mut() {
+            l.sign_in_notice(line);
+        }
+    }
+
+    /// A subscription was signed in to: offer its models and switch to its default.
+    fn signed_in_to(&mut self, done: crate::host::login::SignedIn) {
+        if self.popups.login_mut().is_some_and(|l| l.signing_in()) {
+            self.popups.close_login();
+        }
+        self.signed_in.insert(done.provider.clone());
+        self.providers_without_key.remove(&done.provider);
+        for m in &done.models {
+            if !self
+                .models
+                .iter()
+                .any(|x| x.provider == m.provider && x.id == m.id)
+            {
+                self.models.push(m.clone());
+            }
+        }
+        if let Some(c) = &self.catalog {
+            let mut with = (**c).clone();
+            with.add_subscription_models(&done.provider);
+            self.catalog = Some(std::sync::Arc::new(with));
+        }
+        let saved = match &done.file {
+            Some(f) => format!("saved in {}", sanitize(&crate::paths::short_home(f))),
+            None => "for this run only (no home folder to save it in)".to_string(),
+        };
+        let said = format!("Signed in to {} ({saved})", sanitize(&done.label));
+        match done.model {
+            Some(m) => {
+                self.notice(format!("{said} · model: {}/{}", m.provider, m.id));
+                self.set_model(m);
+            }
+            None => self.notice(said),
+        }
+    }
 }

@@ -103,6 +103,8 @@ pub struct App {
     pub scoped_models: Vec<(ModelInfo, Option<ThinkingLevel>)>,
     /// Providers with no key (marked in the model picker, skipped by Ctrl+P).
     pub providers_without_key: std::collections::HashSet<String>,
+    /// Providers whose subscription is signed in to (for `/login` and `/logout`).
+    pub signed_in: std::collections::HashSet<String>,
     /// The start-up header's cell, blanked when the first prompt is sent.
     header_cell: Option<usize>,
     /// Providers that take an API key, for `/login`.
@@ -189,6 +191,7 @@ impl App {
             catalog: None,
             scoped_models: Vec::new(),
             providers_without_key: Default::default(),
+            signed_in: Default::default(),
             header_cell: None,
             key_providers: Vec::new(),
             popups: popup::Stack::default(),
@@ -308,6 +311,8 @@ impl App {
             approval: self.approval_mode,
             planning: self.planning,
             paused_since: self.paused_since,
+            subscription: crate::provider::subscription::Kind::from_provider(&self.model.provider)
+                .filter(|k| self.signed_in.contains(k.provider())),
         }
     }
 }

@@ -1,5 +1,7 @@
-//! The `/login` overlay: choose a provider and paste its API key (shown as dots, never drawn),
-//! or choose a model a local server offers.
+//! The `/login` overlay: sign in to a subscription (the overlay then shows what the sign-in
+//! needs — the address to open, a device code — takes a pasted address, and Esc cancels),
+//! choose a provider and paste its API key (shown as dots, never drawn), or choose a model a
+//! local server offers.
 //!
 //! The state is plain data; the app feeds it keys and pastes and acts on the [`Outcome`]. The
 //! key goes from here straight into a host command: it is never put in the editor, the
@@ -30,6 +32,12 @@ pub enum Choice {
     },
     /// A model of a local server found on this machine.
     Local(ModelInfo),
+    /// A subscription to sign in to (`signed_in` when it is already).
+    Subscription {
+        provider: String,
+        label: String,
+        signed_in: bool,
+    },
 }
 
 /// Where the overlay is.
@@ -39,6 +47,12 @@ pub enum Stage {
     Choose { selected: usize, filter: String },
     /// Typing (or pasting) the key for `provider`.
     Key { provider: String, key: String },
+    /// Signing in to a subscription: what to do so far, and a pasted answer being typed.
+    SignIn {
+        label: String,
+        lines: Vec<String>,
+        pasted: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +75,16 @@ pub enum Outcome {
     },
     /// Use this local model.
     UseLocal(ModelInfo),
+    /// Sign in to this provider's subscription.
+    Subscribe {
+        provider: String,
+    },
+    /// Hand this pasted line to the sign-in under way.
+    Paste {
+        line: String,
+    },
+    /// Stop the sign-in under way and close.
+    CancelSignIn,
 }
 
 impl LoginView {
@@ -92,7 +116,7 @@ impl LoginView {
     pub fn shown(&self) -> Vec<&Choice> {
         let filter = match &self.stage {
             Stage::Choose { filter, .. } => filter.to_lowercase(),
-            Stage::Key { .. } => String::new(),
+            Stage::Key { .. } | Stage::SignIn { .. } => String::new(),
         };
         self.choices
             .iter()
@@ -106,6 +130,11 @@ impl LoginView {
                 Choice::Local(m) => format!("{}/{}", m.provider, m.id)
                     .to_lowercase()
                     .contains(&filter),
+                Choice::Subscription {
+                    provider, label, ..
+                } => format!("{provider} {label} subscription")
+                    .to_lowercase()
+                    .contains(&filter),
             })
             .collect()
     }
@@ -113,9 +142,23 @@ impl LoginView {
     /// Text pasted while the key is asked for goes into the key. A paste while choosing is
     /// dropped: it is most likely the key itself, which must not land in the visible filter.
     pub fn paste(&mut self, text: &str) {
-        if let Stage::Key { key, .. } = &mut self.stage {
-            key.push_str(text.trim());
+        match &mut self.stage {
+            Stage::Key { key, .. } => key.push_str(text.trim()),
+            Stage::SignIn { pasted, .. } => pasted.push_str(text.trim()),
+            Stage::Choose { .. } => {}
         }
+    }
+
+    /// Something the sign-in under way needs shown.
+    pub fn sign_in_notice(&mut self, line: String) {
+        if let Stage::SignIn { lines, .. } = &mut self.stage {
+            lines.push(line);
+        }
+    }
+
+    /// Whether a sign-in is under way in the overlay.
+    pub fn signing_in(&self) -> bool {
+        matches!(self.stage, Stage::SignIn { .. })
     }
 
     pub fn key(&mut self, k: KeyEvent) -> Outcome {
@@ -123,7 +166,7 @@ impl LoginView {
         let count = self.shown().len();
         let chosen = match &self.stage {
             Stage::Choose { selected, .. } => self.shown().get(*selected).map(|c| (*c).clone()),
-            Stage::Key { .. } => None,
+            Stage::Key { .. } | Stage::SignIn { .. } => None,
         };
         match &mut self.stage {
             Stage::Choose { selected, filter } => match k.code {
@@ -160,6 +203,16 @@ impl LoginView {
                         Outcome::Nothing
                     }
                     Some(Choice::Local(m)) => Outcome::UseLocal(m),
+                    Some(Choice::Subscription {
+                        provider, label, ..
+                    }) => {
+                        self.stage = Stage::SignIn {
+                            lines: vec![format!("Signing in to {label}…")],
+                            label,
+                            pasted: String::new(),
+                        };
+                        Outcome::Subscribe { provider }
+                    }
                     None => Outcome::Nothing,
                 },
                 _ => Outcome::Nothing,
@@ -184,6 +237,26 @@ impl LoginView {
                 },
                 KeyCode::Char(c) if !ctrl => {
                     key.push(c);
+                    Outcome::Nothing
+                }
+                _ => Outcome::Nothing,
+            },
+            Stage::SignIn { pasted, lines, .. } => match k.code {
+                KeyCode::Esc => Outcome::CancelSignIn,
+                KeyCode::Char('c') if ctrl => Outcome::CancelSignIn,
+                _ if crate::tui::filter::edit(pasted, &k) => Outcome::Nothing,
+                KeyCode::Backspace => {
+                    pasted.pop();
+                    Outcome::Nothing
+                }
+                KeyCode::Enter if !pasted.trim().is_empty() => {
+                    lines.push("Checking the pasted address…".into());
+                    Outcome::Paste {
+                        line: std::mem::take(pasted),
+                    }
+                }
+                KeyCode::Char(c) if !ctrl => {
+                    pasted.push(c);
                     Outcome::Nothing
                 }
                 _ => Outcome::Nothing,
@@ -234,6 +307,18 @@ impl LoginView {
                             format!("{}/{}", sanitize(&m.provider), sanitize(&m.id)),
                             "  local server, no key needed".to_string(),
                         ),
+                        Choice::Subscription {
+                            provider,
+                            label,
+                            signed_in,
+                        } => (
+                            sanitize(label),
+                            format!(
+                                "  subscription · {}{}",
+                                sanitize(provider),
+                                if *signed_in { "  signed in" } else { "" }
+                            ),
+                        ),
                     };
                     lines.push(Line::from(vec![
                         Span::styled(if i == sel { " › " } else { "   " }, style),
@@ -271,6 +356,26 @@ impl LoginView {
                     ]),
                 ],
             ),
+            Stage::SignIn {
+                label,
+                lines: said,
+                pasted,
+            } => {
+                let mut lines = vec![Line::styled(
+                    format!(" {}", sanitize(label)),
+                    Style::new().add_modifier(Modifier::BOLD),
+                )];
+                lines.extend(said.iter().map(|l| Line::raw(format!(" {}", sanitize(l)))));
+                lines.push(Line::from(vec![
+                    Span::styled(
+                        " Browser on another machine? Paste the address it ends on: ",
+                        dim,
+                    ),
+                    Span::raw("•".repeat(pasted.chars().count().min(40))),
+                    Span::styled("▏", fg(|t| t.accent)),
+                ]));
+                (" Enter send the pasted address · Esc cancel ", lines)
+            }
         };
         let h = (lines.len() as u16 + 1).min(area.height);
         let popup = Rect::new(area.x, area.y + area.height - h, area.width, h);

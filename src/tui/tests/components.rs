@@ -53,6 +53,7 @@ fn snapshot_footer_with_and_without_a_model() {
             approval,
             planning: false,
             paused_since: paused,
+            subscription: None,
         };
         let mut buf = Buffer::empty(Rect::new(0, 0, 70, 2));
         footer.draw(buf.area, &mut buf, now);
@@ -62,6 +63,46 @@ fn snapshot_footer_with_and_without_a_model() {
     let none = draw(None, ApprovalMode::Ask, Some(now - Duration::from_secs(75)));
     assert!(none.contains("no model"), "{none}");
     insta::assert_snapshot!(format!("{ready}\n\n{none}"));
+}
+
+#[test]
+fn the_footer_names_the_subscription_and_drops_a_cost_the_plan_has_not() {
+    use crate::provider::subscription::Kind;
+    let place = Place {
+        cwd: "~/src/demo".into(),
+        ..Default::default()
+    };
+    let totals = UsageTotals {
+        input: 1_000,
+        output: 200,
+        cost: 0.042,
+        ..Default::default()
+    };
+    let m = model("gpt-5.5", "openai-codex");
+    let draw = |subscription| {
+        let footer = Footer {
+            place: &place,
+            totals: &totals,
+            context_tokens: 1_000,
+            model: Some(&m),
+            thinking: ThinkingLevel::High,
+            approval: ApprovalMode::Auto,
+            planning: false,
+            paused_since: None,
+            subscription,
+        };
+        let mut buf = Buffer::empty(Rect::new(0, 0, 100, 2));
+        footer.draw(buf.area, &mut buf, Instant::now());
+        text(&buf)
+    };
+    let codex = draw(Some(Kind::Codex));
+    assert!(
+        codex.contains("↑1.0k ↓200 · ChatGPT Plus/Pro (Codex)"),
+        "{codex}"
+    );
+    assert!(!codex.contains('$'), "{codex}");
+    let claude = draw(Some(Kind::Claude));
+    assert!(claude.contains("$0.042 · Claude Pro/Max"), "{claude}");
 }
 
 #[test]

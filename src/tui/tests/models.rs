@@ -173,7 +173,10 @@ fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
     assert_eq!(port.log().local_searches, 1);
     let s = screen(&mut app, 80, 20, Instant::now());
     assert!(s.contains("looking for local servers"), "{s}");
-    app.handle_key(key(KeyCode::Down));
+    // The three subscriptions come first, then anthropic, then groq.
+    for _ in 0..4 {
+        app.handle_key(key(KeyCode::Down));
+    }
     app.handle_key(key(KeyCode::Enter));
     app.handle_paste("gsk-very-secret-key");
     let s = screen(&mut app, 80, 20, Instant::now());
@@ -210,6 +213,75 @@ fn login_takes_a_pasted_key_without_showing_it_and_switches_model() {
         "{s}"
     );
     assert!(!s.contains("gsk-very-secret-key"));
+}
+
+#[test]
+fn login_signs_in_to_a_subscription_shows_the_address_and_switches_model() {
+    use crate::provider::subscription::flows::Notice;
+    let (mut app, port) = app();
+    app.key_providers = vec![("anthropic".into(), None)];
+    app.signed_in = ["github-copilot".to_string()].into_iter().collect();
+    app.run_command("login", "");
+    let s = screen(&mut app, 100, 20, Instant::now());
+    assert!(
+        s.contains("ChatGPT Plus/Pro (Codex)  subscription · openai-codex"),
+        "{s}"
+    );
+    assert!(
+        s.contains("GitHub Copilot  subscription · github-copilot  signed in"),
+        "{s}"
+    );
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(port.log().sign_ins, ["sign-in openai-codex"]);
+    app.handle_host_event(HostEvent::SignInNotice(Notice::OpenUrl {
+        url: "https://auth.example/oauth/authorize?state=s1".into(),
+        paste_hint: true,
+    }));
+    let s = screen(&mut app, 100, 30, Instant::now());
+    assert!(
+        s.contains("https://auth.example/oauth/authorize?state=s1"),
+        "{s}"
+    );
+    assert!(s.contains("Esc cancel"), "{s}");
+    // An address pasted from a browser on another machine goes to the sign-in.
+    app.handle_paste("http://localhost:1455/auth/callback?code=c&state=s1");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        port.log().sign_ins[1],
+        "paste http://localhost:1455/auth/callback?code=c&state=s1"
+    );
+    let codex = model("gpt-5.5", "openai-codex");
+    app.handle_host_event(HostEvent::SignedIn(Box::new(
+        crate::host::login::SignedIn {
+            provider: "openai-codex".into(),
+            label: "ChatGPT Plus/Pro (Codex)".into(),
+            file: Some(std::path::PathBuf::from("/nowhere/auth.json")),
+            model: Some(codex.clone()),
+            models: vec![codex],
+        },
+    )));
+    assert!(app.popups.login().is_none());
+    assert_eq!(app.model.id, "gpt-5.5");
+    assert!(app.models.iter().any(|m| m.provider == "openai-codex"));
+    assert!(app.signed_in.contains("openai-codex"));
+    let s = screen(&mut app, 100, 30, Instant::now());
+    assert!(s.contains("Signed in to ChatGPT Plus/Pro (Codex)"), "{s}");
+}
+
+#[test]
+fn a_sign_in_is_cancelled_with_esc_and_logout_names_the_provider() {
+    let (mut app, port) = app();
+    app.run_command("login", "");
+    app.handle_key(key(KeyCode::Down));
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_key(key(KeyCode::Esc));
+    assert!(app.popups.login().is_none());
+    assert_eq!(port.log().sign_ins, ["sign-in anthropic", "cancel"]);
+    app.run_command("logout", "");
+    let s = screen(&mut app, 100, 20, Instant::now());
+    assert!(s.contains("Usage: /logout PROVIDER"), "{s}");
+    app.run_command("logout", "anthropic");
+    assert_eq!(port.log().sign_ins[2], "logout anthropic");
 }
 
 #[test]
