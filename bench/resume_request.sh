@@ -11,7 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-7}"
 ROOT="$PWD"
-cargo build --release --quiet --bin pi --example session_load
+# Two builds: together, the example's dev-dependencies would change the features the binary is
+# built with, and so its code layout (build/hot_code.txt names would no longer match).
+cargo build --release --quiet --bin pi
+cargo build --release --quiet --example session_load
 PI="$PWD/target/release/pi"
 GEN="${CARGO_TARGET_DIR:-target}/release/examples/session_load"
 WORK="$(mktemp -d)"
