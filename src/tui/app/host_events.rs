@@ -230,19 +230,25 @@ impl App {
         use crate::provider::subscription::flows::Notice;
         let line = match notice {
             Notice::OpenUrl { url, .. } => {
+                // The address is long and shown wrapped, and a copied wrapped line breaks in
+                // many terminals: it also goes to the clipboard (OSC 52, which works over SSH).
                 self.transcript.push(Cell::Info(format!(
-                    "Open this address in a browser to sign in (pi tried to open one):\n{}",
+                    "Open this address in a browser to sign in (pi opens one when it can; the \
+                     address is also on the clipboard where the terminal allows it):\n{}",
                     sanitize(&url)
                 )));
                 self.transcript.follow();
+                self.effects.push(Effect::Copy(url));
                 "Sign in in the browser: the address is in the conversation above.".to_string()
             }
             Notice::DeviceCode { url, code } => {
                 let text = format!(
-                    "Open {} and enter the code {}",
+                    "Open {} and enter the code {} (also on the clipboard where the terminal \
+                     allows it)",
                     sanitize(&url),
                     sanitize(&code)
                 );
+                self.effects.push(Effect::Copy(code));
                 self.transcript.push(Cell::Info(text.clone()));
                 self.transcript.follow();
                 text

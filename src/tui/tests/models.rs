@@ -243,6 +243,10 @@ fn login_signs_in_to_a_subscription_shows_the_address_and_switches_model() {
         "{s}"
     );
     assert!(s.contains("Esc cancel"), "{s}");
+    // Shown wrapped, so also put on the clipboard for copying.
+    assert!(app.take_effects().contains(&crate::tui::app::Effect::Copy(
+        "https://auth.example/oauth/authorize?state=s1".into()
+    )));
     // An address pasted from a browser on another machine goes to the sign-in.
     app.handle_paste("http://localhost:1455/auth/callback?code=c&state=s1");
     app.handle_key(key(KeyCode::Enter));
@@ -266,6 +270,27 @@ fn login_signs_in_to_a_subscription_shows_the_address_and_switches_model() {
     assert!(app.signed_in.contains("openai-codex"));
     let s = screen(&mut app, 100, 30, Instant::now());
     assert!(s.contains("Signed in to ChatGPT Plus/Pro (Codex)"), "{s}");
+}
+
+#[test]
+fn a_device_code_is_shown_and_put_on_the_clipboard() {
+    use crate::provider::subscription::flows::Notice;
+    let (mut app, _port) = app();
+    app.run_command("login", "");
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_host_event(HostEvent::SignInNotice(Notice::DeviceCode {
+        url: "https://github.example/login/device".into(),
+        code: "ABCD-1234".into(),
+    }));
+    let s = screen(&mut app, 120, 30, Instant::now());
+    assert!(
+        s.contains("Open https://github.example/login/device and enter the code ABCD-1234"),
+        "{s}"
+    );
+    assert!(
+        app.take_effects()
+            .contains(&crate::tui::app::Effect::Copy("ABCD-1234".into()))
+    );
 }
 
 #[test]
