@@ -40,7 +40,7 @@ use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::error::{DecodeError, RequestError};
 use super::sse::SseEvent;
-use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
+use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json, query_escape};
 use crate::agent::protocol::stream::{ProviderRequest, StreamOptions, ToolChoice, ToolSpec};
 use crate::agent::protocol::thinking::Effort;
 use crate::agent::protocol::types::{
@@ -157,20 +157,6 @@ impl WireApi for AzureResponses {
     fn decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(Decoder::default())
     }
-}
-
-/// Percent-encode a query value (API versions are plain, but a stray space or `&` must not
-/// change the URL's meaning).
-fn query_escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The request: `auth` (header name and value) unless the configured headers already

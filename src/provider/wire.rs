@@ -97,6 +97,20 @@ pub(crate) fn tool_result_output<'a>(
     (output, images)
 }
 
+/// Percent-encode everything but RFC 3986's unreserved characters (a query value, a form
+/// field: a stray space or `&` must not change what the URL or the form says).
+pub(crate) fn query_escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// How much of an error response's body is read; the rest is never fetched.
 pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::pkce::{Pkce, state as new_state};
 use super::refresh::{
     ANTHROPIC_CLIENT_ID, Body, CODEX_CLIENT_ID, COPILOT_CLIENT_ID, copilot_token, form_encode,
-    host_of, post, tokens,
+    post, tokens,
 };
 use super::{Credentials, Kind, Subscriptions};
 
@@ -192,7 +192,7 @@ async fn browser(
             ("redirect_uri", redirect_uri),
         ]),
     };
-    let reply = post(&client, &token_url, body).await?;
+    let reply = post(&client, &token_url, &[], body).await?;
     let none = Credentials {
         access: String::new(),
         refresh: String::new(),
@@ -403,20 +403,17 @@ async fn device(
     let domain = request.enterprise_domain.as_deref();
     let github = endpoints.github_url(domain);
     let client = subs.client()?;
-    let ua = ("User-Agent", "GitHubCopilotChat/0.35.0");
-    let start = client
-        .post(format!("{github}/login/device/code"))
-        .header("Accept", "application/json")
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .header(ua.0, ua.1)
-        .body(form_encode(&[
+    let ua = [("User-Agent", "GitHubCopilotChat/0.35.0")];
+    let started = post(
+        &client,
+        &format!("{github}/login/device/code"),
+        &ua,
+        Body::Form(vec![
             ("client_id", COPILOT_CLIENT_ID.into()),
             ("scope", "read:user".into()),
-        ]))
-        .send()
-        .await
-        .map_err(|e| format!("could not reach {}: {}", host_of(&github), e.without_url()))?;
-    let started = super::refresh::read_json(start, &github).await?;
+        ]),
+    )
+    .await?;
     let text = |k: &str| started.get(k).and_then(Value::as_str).map(str::to_string);
     let (Some(device_code), Some(user_code), Some(url)) = (
         text("device_code"),
@@ -447,23 +444,20 @@ async fn device(
                 "the code expired before it was entered".into()
             });
         }
-        let poll = client
-            .post(format!("{github}/login/oauth/access_token"))
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .header(ua.0, ua.1)
-            .body(form_encode(&[
+        let answer = post(
+            &client,
+            &format!("{github}/login/oauth/access_token"),
+            &ua,
+            Body::Form(vec![
                 ("client_id", COPILOT_CLIENT_ID.into()),
                 ("device_code", device_code.clone()),
                 (
                     "grant_type",
                     "urn:ietf:params:oauth:grant-type:device_code".into(),
                 ),
-            ]))
-            .send()
-            .await
-            .map_err(|e| format!("could not reach {}: {}", host_of(&github), e.without_url()))?;
-        let answer = super::refresh::read_json(poll, &github).await?;
+            ]),
+        )
+        .await?;
         if let Some(t) = answer
             .get("access_token")
             .and_then(Value::as_str)

@@ -9,6 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
 use super::{Credentials, Endpoints, Kind, now_ms};
+use crate::provider::wire::query_escape;
 
 /// The Claude Code client id (public; the Node.js pi signs in as the same client).
 pub(crate) const ANTHROPIC_CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
@@ -46,7 +47,7 @@ pub(crate) async fn refresh(
                 "client_id": ANTHROPIC_CLIENT_ID,
                 "refresh_token": held.refresh,
             });
-            let reply = post(client, &endpoints.token_url(kind), Body::Json(body)).await?;
+            let reply = post(client, &endpoints.token_url(kind), &[], Body::Json(body)).await?;
             tokens(kind, &reply, held)
         }
         Kind::Codex => {
@@ -55,7 +56,7 @@ pub(crate) async fn refresh(
                 ("refresh_token", held.refresh.clone()),
                 ("client_id", CODEX_CLIENT_ID.to_string()),
             ];
-            let reply = post(client, &endpoints.token_url(kind), Body::Form(form)).await?;
+            let reply = post(client, &endpoints.token_url(kind), &[], Body::Form(form)).await?;
             tokens(kind, &reply, held)
         }
         Kind::Copilot => {
@@ -71,13 +72,18 @@ pub(crate) enum Body {
     Form(Vec<(&'static str, String)>),
 }
 
-/// POST to a token endpoint and read its JSON answer; a refusal says what the server said.
+/// POST to a token endpoint (with `headers` besides the usual) and read its JSON answer; a
+/// refusal says what the server said.
 pub(crate) async fn post(
     client: &reqwest::Client,
     url: &str,
+    headers: &[(&str, &str)],
     body: Body,
 ) -> Result<Map<String, Value>, String> {
-    let request = client.post(url).header("Accept", "application/json");
+    let mut request = client.post(url).header("Accept", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
     let request = match body {
         Body::Json(v) => request.json(&v),
         Body::Form(f) => request
@@ -145,19 +151,6 @@ pub(crate) fn form_encode(pairs: &[(&str, String)]) -> String {
         .map(|(k, v)| format!("{}={}", query_escape(k), query_escape(v)))
         .collect::<Vec<_>>()
         .join("&")
-}
-
-/// Percent-encode everything but RFC 3986's unreserved characters.
-pub(crate) fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Credentials from a token answer (`access_token`, `refresh_token`, `expires_in`); a server
