@@ -117,6 +117,27 @@ pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// How much of a plain-text error body goes into the message.
 const ERROR_TEXT_CHARS: usize = 300;
 
+/// The start of a response's body: what arrived before it ended, broke, passed `limit` bytes
+/// (by at most one chunk) or took longer than `wait`; and whether that was the whole body.
+/// Each chunk is copied as it comes: keeping the chunks themselves would keep each one's whole
+/// read buffer alive.
+async fn read_capped(response: reqwest::Response, limit: usize, wait: Duration) -> (Vec<u8>, bool) {
+    let mut head = Vec::new();
+    let read = async {
+        let mut body = response.bytes_stream();
+        while head.len() <= limit {
+            match futures::StreamExt::next(&mut body).await {
+                Some(Ok(chunk)) => head.extend_from_slice(&chunk),
+                Some(Err(_)) => return false,
+                None => return true,
+            }
+        }
+        false
+    };
+    let whole = tokio::time::timeout(wait, read).await.unwrap_or(false);
+    (head, whole)
+}
+
 /// The first `limit` bytes of a response's body (as text, invalid UTF-8 replaced): whatever
 /// arrived before the body ended, broke, reached the limit or took longer than `wait`.
 pub(crate) async fn read_body_head(
@@ -124,26 +145,16 @@ pub(crate) async fn read_body_head(
     limit: usize,
     wait: Duration,
 ) -> String {
-    let mut head = Vec::new();
-    let read = async {
-        let mut body = response.bytes_stream();
-        while head.len() < limit {
-            match futures::StreamExt::next(&mut body).await {
-                Some(Ok(chunk)) => head.extend_from_slice(&chunk),
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(wait, read).await;
+    // Reading stops once `limit` bytes are in (not one chunk past it).
+    let (mut head, _) = read_capped(response, limit.saturating_sub(1), wait).await;
     head.truncate(limit);
     String::from_utf8_lossy(&head).into_owned()
 }
 
 /// A short JSON answer (a model list, a server's settings) read whole, or `None` when the
-/// server refuses, the body is not JSON, grows past `limit` bytes or takes longer than `wait`.
-/// Each network chunk is copied as it comes, so a server that streams something else at the
-/// address (an event stream, a page without end) costs at most `limit` bytes, and only for
-/// `wait`: collecting the chunks themselves would keep each one's whole read buffer alive.
+/// server refuses, the body is not JSON, grows past `limit` bytes or takes longer than `wait`:
+/// a server that streams something else at the address (an event stream, a page without end)
+/// costs about `limit` bytes, and only for `wait`.
 pub(crate) async fn read_small_json(
     response: reqwest::Response,
     limit: usize,
@@ -152,20 +163,11 @@ pub(crate) async fn read_small_json(
     if !response.status().is_success() {
         return None;
     }
-    let read = async {
-        let mut body = response.bytes_stream();
-        let mut whole = Vec::new();
-        while let Some(chunk) = futures::StreamExt::next(&mut body).await {
-            let chunk = chunk.ok()?;
-            if whole.len() + chunk.len() > limit {
-                return None;
-            }
-            whole.extend_from_slice(&chunk);
-        }
-        Some(whole)
-    };
-    let whole = tokio::time::timeout(wait, read).await.ok()??;
-    serde_json::from_slice(&whole).ok()
+    let (body, whole) = read_capped(response, limit, wait).await;
+    if !whole || body.len() > limit {
+        return None;
+    }
+    serde_json::from_slice(&body).ok()
 }
 
 /// The message for an error response, the same for every provider, ending with the status
