@@ -349,6 +349,15 @@ fn node_auth(entries: Value) -> String {
     serde_json::to_string_pretty(&Value::Object(all)).unwrap()
 }
 
+/// An `auth.json` (as [`node_auth`]) holding a Claude sign-in whose token expired long ago,
+/// with `refresh` as its refresh token.
+fn expired_claude(refresh: &str) -> String {
+    node_auth(json!({"anthropic": {
+        "type": "oauth", "refresh": refresh, "access": "sk-ant-oat01-old-token",
+        "expires": 1_700_000_000_000i64,
+    }}))
+}
+
 fn read(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("auth.json")).unwrap()
 }
@@ -433,10 +442,7 @@ async fn an_expired_claude_token_is_refreshed_rotated_and_written_back_byte_for_
     }));
     let server = server(issuer.clone()).await;
     let dir = agent_dir("claude-refresh");
-    let before = node_auth(json!({"anthropic": {
-        "type": "oauth", "refresh": "sk-ant-ort01-first", "access": "sk-ant-oat01-old-token",
-        "expires": 1_700_000_000_000i64,
-    }}));
+    let before = expired_claude("sk-ant-ort01-first");
     std::fs::write(dir.join("auth.json"), &before).unwrap();
     #[cfg(unix)]
     {
@@ -502,10 +508,7 @@ async fn a_revoked_refresh_token_says_which_sign_in_and_to_log_in_again() {
     }));
     let server = server(issuer).await;
     let dir = agent_dir("claude-revoked");
-    let before = node_auth(json!({"anthropic": {
-        "type": "oauth", "refresh": "sk-ant-ort01-revoked-one", "access": "sk-ant-oat01-old-token",
-        "expires": 1_700_000_000_000i64,
-    }}));
+    let before = expired_claude("sk-ant-ort01-revoked-one");
     std::fs::write(dir.join("auth.json"), &before).unwrap();
     let pi = pi(&server, &dir);
     let e = ask(&pi, "anthropic", "claude-sonnet-4-5")
@@ -536,14 +539,7 @@ async fn a_revoked_refresh_token_says_which_sign_in_and_to_log_in_again() {
 async fn a_token_another_pi_refreshed_first_is_used_without_refreshing_again() {
     let server = server(Arc::default()).await;
     let dir = agent_dir("claude-other-pi");
-    std::fs::write(
-        dir.join("auth.json"),
-        node_auth(json!({"anthropic": {
-            "type": "oauth", "refresh": "sk-ant-ort01-first", "access": "sk-ant-oat01-old-token",
-            "expires": 1_700_000_000_000i64,
-        }})),
-    )
-    .unwrap();
+    std::fs::write(dir.join("auth.json"), expired_claude("sk-ant-ort01-first")).unwrap();
     let pi = pi(&server, &dir);
     // Another pi refreshes and writes while this one runs.
     let theirs = node_auth(json!({"anthropic": {
@@ -748,10 +744,7 @@ async fn every_token_learnt_is_masked() {
     let dir = agent_dir("masked");
     std::fs::write(
         dir.join("auth.json"),
-        node_auth(json!({"anthropic": {
-            "type": "oauth", "refresh": "sk-ant-ort01-first-refresh", "access": "sk-ant-oat01-old-token",
-            "expires": 1_700_000_000_000i64,
-        }})),
+        expired_claude("sk-ant-ort01-first-refresh"),
     )
     .unwrap();
     let pi = pi(&server, &dir);
@@ -1362,14 +1355,7 @@ async fn a_sign_in_removed_by_another_pi_is_not_brought_back_by_a_refresh() {
     }));
     let server = server(issuer).await;
     let dir = agent_dir("claude-signed-out");
-    std::fs::write(
-        dir.join("auth.json"),
-        node_auth(json!({"anthropic": {
-            "type": "oauth", "refresh": "sk-ant-ort01-first", "access": "sk-ant-oat01-old-token",
-            "expires": 1_700_000_000_000i64,
-        }})),
-    )
-    .unwrap();
+    std::fs::write(dir.join("auth.json"), expired_claude("sk-ant-ort01-first")).unwrap();
     let pi = pi(&server, &dir);
     // Another pi signs out meanwhile.
     let after_logout = node_auth(json!({}));
