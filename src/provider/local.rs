@@ -11,11 +11,7 @@ use super::catalog::{Catalog, ModelInfo};
 const PROBE: Duration = Duration::from_millis(300);
 
 async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
-    let resp = tokio::time::timeout(PROBE, client.get(url).send())
-        .await
-        .ok()?
-        .ok()?;
-    super::wire::read_small_json(resp, super::window::ANSWER_LIMIT, PROBE).await
+    super::wire::ask_json(client.get(url), PROBE).await
 }
 
 /// Look for a local Ollama and llama.cpp server; the first model found wins.

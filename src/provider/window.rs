@@ -24,10 +24,6 @@ use serde_json::{Value, json};
 /// How long one question to the server may take.
 const ASK: Duration = Duration::from_millis(1500);
 
-/// The largest answer read. A hosted model list (OpenRouter's names hundreds of models, with
-/// descriptions) stays well under it.
-pub(crate) const ANSWER_LIMIT: usize = 8 << 20;
-
 /// The server's root: `base_url` without a trailing `/v1` (or `/v1/`).
 pub(crate) fn root(base_url: &str) -> &str {
     let b = base_url.trim_end_matches('/');
@@ -35,8 +31,7 @@ pub(crate) fn root(base_url: &str) -> &str {
 }
 
 pub(crate) async fn ask(req: reqwest::RequestBuilder) -> Option<Value> {
-    let resp = tokio::time::timeout(ASK, req.send()).await.ok()?.ok()?;
-    super::wire::read_small_json(resp, ANSWER_LIMIT, ASK).await
+    super::wire::ask_json(req, ASK).await
 }
 
 fn positive(v: Option<&Value>) -> Option<u64> {

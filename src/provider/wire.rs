@@ -151,6 +151,20 @@ pub(crate) async fn read_body_head(
     String::from_utf8_lossy(&head).into_owned()
 }
 
+/// The largest short JSON answer read. A hosted model list (OpenRouter's names hundreds of
+/// models, with descriptions) stays well under it.
+const ANSWER_LIMIT: usize = 8 << 20;
+
+/// Send `request` and read its short JSON answer (at most [`ANSWER_LIMIT`] bytes), each step
+/// within `wait`; `None` on any failure (a probe of a server that may not be there).
+pub(crate) async fn ask_json(request: reqwest::RequestBuilder, wait: Duration) -> Option<Value> {
+    let response = tokio::time::timeout(wait, request.send())
+        .await
+        .ok()?
+        .ok()?;
+    read_small_json(response, ANSWER_LIMIT, wait).await
+}
+
 /// A short JSON answer (a model list, a server's settings) read whole, or `None` when the
 /// server refuses, the body is not JSON, grows past `limit` bytes or takes longer than `wait`:
 /// a server that streams something else at the address (an event stream, a page without end)
