@@ -113,12 +113,7 @@ impl Host {
         let cancelled = cancel.is_cancelled();
         let (output, details, failed) = match result {
             Ok(out) => {
-                let text = out
-                    .content
-                    .iter()
-                    .filter_map(ContentBlock::as_text)
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let text = ContentBlock::joined_text(&out.content).into_owned();
                 (text, out.details, out.is_error)
             }
             Err(e) => (e.to_string(), Value::Null, true),

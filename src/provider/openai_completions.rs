@@ -40,13 +40,7 @@ fn user_content(content: &UserContent) -> Value {
         UserContent::Blocks(blocks) => {
             let only_text = blocks.iter().all(|b| matches!(b, ContentBlock::Text(_)));
             if only_text {
-                return Value::String(
-                    blocks
-                        .iter()
-                        .filter_map(ContentBlock::as_text)
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                );
+                return Value::String(ContentBlock::joined_text(blocks).into_owned());
             }
             Value::Array(
                 blocks
@@ -71,7 +65,6 @@ fn effort_name(e: Effort) -> &'static str {
     }
 }
 
-/// The provider messages as Chat Completions messages.
 /// One element of the `messages` array, borrowing from the message where it can. The field
 /// order is the wire order.
 #[derive(Serialize)]
@@ -107,23 +100,6 @@ struct FunctionItem<'a> {
     arguments: String,
 }
 
-/// The text blocks joined by newlines (the message's `text()`), borrowed when there is only
-/// one: a long tool result is written from the message, not from a copy.
-fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
-    let mut texts = blocks.iter().filter_map(ContentBlock::as_text);
-    match (texts.next(), texts.next()) {
-        (None, _) => Cow::Borrowed(""),
-        (Some(one), None) => Cow::Borrowed(one),
-        _ => Cow::Owned(
-            blocks
-                .iter()
-                .filter_map(ContentBlock::as_text)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-    }
-}
-
 /// The system prompt's element, if there is a system prompt.
 fn system_item(model: &ModelInfo, request: &ProviderRequest) -> Option<ChatItem<'static>> {
     let system = request.context.system_prompt.join("\n\n");
@@ -157,7 +133,7 @@ fn message_items<'a>(
             content: Value::String(d.content.joined_text()),
         }),
         Message::Assistant(a) => {
-            let text = joined_text(&a.content);
+            let text = ContentBlock::joined_text(&a.content);
             let tool_calls: Vec<CallItem<'a>> = a
                 .tool_calls()
                 .map(|c| CallItem {
@@ -183,7 +159,7 @@ fn message_items<'a>(
             })
         }
         Message::ToolResult(r) => {
-            let text = joined_text(&r.content);
+            let text = ContentBlock::joined_text(&r.content);
             let images: Vec<Value> = r
                 .content
                 .iter()
@@ -654,9 +630,12 @@ mod tests {
     #[test]
     fn joined_text_is_the_messages_text_and_borrows_a_single_block() {
         let mut a = AssistantMessage::empty("openai-completions", "ollama", "qwen");
-        assert_eq!(joined_text(&a.content), a.text());
+        assert_eq!(ContentBlock::joined_text(&a.content), a.text());
         a.content.push(ContentBlock::text("one"));
-        assert!(matches!(joined_text(&a.content), Cow::Borrowed("one")));
+        assert!(matches!(
+            ContentBlock::joined_text(&a.content),
+            Cow::Borrowed("one")
+        ));
         a.content.push(ContentBlock::ToolCall(ToolCall {
             id: "c".into(),
             name: "ls".into(),
@@ -665,8 +644,8 @@ mod tests {
             thought_signature: None,
         }));
         a.content.push(ContentBlock::text("two"));
-        assert_eq!(joined_text(&a.content), a.text());
-        assert_eq!(joined_text(&a.content), "one\ntwo");
+        assert_eq!(ContentBlock::joined_text(&a.content), a.text());
+        assert_eq!(ContentBlock::joined_text(&a.content), "one\ntwo");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! [`Message`] is what a provider may see. [`AgentMessage`] adds custom messages (any other
 //! `role`) that live in the transcript but reach a provider only if `convert_to_llm` maps them.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -118,6 +119,23 @@ impl ContentBlock {
             _ => None,
         }
     }
+
+    /// The text blocks of `blocks` joined by newlines; borrowed when there is only one (a long
+    /// tool result need not be copied to be read or sent).
+    pub fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
+        let mut texts = blocks.iter().filter_map(ContentBlock::as_text);
+        match (texts.next(), texts.next()) {
+            (None, _) => Cow::Borrowed(""),
+            (Some(one), None) => Cow::Borrowed(one),
+            _ => Cow::Owned(
+                blocks
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        }
+    }
 }
 
 /// User content is either a bare string or a list of text/image blocks.
@@ -133,11 +151,7 @@ impl UserContent {
     pub fn joined_text(&self) -> String {
         match self {
             UserContent::Text(s) => s.clone(),
-            UserContent::Blocks(blocks) => blocks
-                .iter()
-                .filter_map(ContentBlock::as_text)
-                .collect::<Vec<_>>()
-                .join("\n"),
+            UserContent::Blocks(blocks) => ContentBlock::joined_text(blocks).into_owned(),
         }
     }
 }
@@ -383,11 +397,7 @@ impl AssistantMessage {
 
     /// The text blocks of the message, joined by newlines.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect::<Vec<_>>()
-            .join("\n")
+        ContentBlock::joined_text(&self.content).into_owned()
     }
 
     pub fn stop_detail_kind(&self) -> Option<&str> {
@@ -476,11 +486,7 @@ impl ToolResultMessage {
     }
 
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect::<Vec<_>>()
-            .join("\n")
+        ContentBlock::joined_text(&self.content).into_owned()
     }
 }
 
