@@ -21,6 +21,7 @@ pub mod config;
 pub mod end_signals;
 pub mod hooks;
 pub mod host;
+pub mod json_text;
 pub mod mcp;
 pub mod paths;
 pub mod print;

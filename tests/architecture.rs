@@ -1,8 +1,9 @@
 //! The module boundaries, held by reading the source: every `crate::…` path (and every
 //! `super::…` path, resolved) is checked against the layout's rules.
 //!
-//! * `sync` (the poison-tolerant lock) and `paths` (`~` in paths) are leaves: they import
-//!   nothing from the crate, and anyone may import them (the agent only `sync`).
+//! * `sync` (the poison-tolerant lock), `paths` (`~` in paths) and `json_text` (fast JSON
+//!   strings) are leaves: they import nothing from the crate, and anyone may import them (the
+//!   agent only `sync`).
 //! * `agent` imports nothing else in the crate but `sync`, and no terminal, HTTP, file or
 //!   process API; within it, `protocol` imports only itself and `policy` only `protocol` and itself.
 //! * `provider`, `tools`, `mcp`, `session`, `config` and `attach` import no front end, nor
@@ -114,7 +115,7 @@ fn broken_rule(from: &[String], r: &Reference) -> Option<String> {
     let front_ends = ["tui", "print", "rpc"];
     let fail = |why: &str| Some(format!("{}:{}: {why}", r.file, r.line));
     // (`super::` in a file's inline `mod tests` resolves one level short, to the empty path.)
-    if matches!(top, "sync" | "paths") && !to.is_empty() && to != top {
+    if matches!(top, "sync" | "paths" | "json_text") && !to.is_empty() && to != top {
         return fail(&format!("the leaf {top} imports crate::{to}"));
     }
     if top == "agent" {

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::agent::protocol::types::{
@@ -24,6 +25,7 @@ use crate::agent::protocol::types::{
     ImageContent, Message, RedactedThinkingContent, StopDetails, StopReason, TextContent,
     ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
 };
+use crate::json_text;
 
 /// An [`AgentMessage`] read with the fast path when `role` comes first.
 pub(crate) struct FastMessage(pub AgentMessage);
@@ -108,8 +110,8 @@ impl<'de> Visitor<'de> for BlockVisitor {
         let kind: String = map.next_value()?;
         let rest = MapAccessDeserializer::new(map);
         Ok(FastBlock(match kind.as_str() {
-            "text" => ContentBlock::Text(TextContent::deserialize(rest)?),
-            "thinking" => ContentBlock::Thinking(ThinkingContent::deserialize(rest)?),
+            "text" => ContentBlock::Text(WireText::deserialize(rest)?.into()),
+            "thinking" => ContentBlock::Thinking(WireThinking::deserialize(rest)?.into()),
             "redactedThinking" => {
                 ContentBlock::RedactedThinking(RedactedThinkingContent::deserialize(rest)?)
             }
@@ -125,11 +127,85 @@ impl<'de> Visitor<'de> for BlockVisitor {
     }
 }
 
+/// A long string field (a text block's text, a reasoning block's thinking): its literal is
+/// borrowed from the line and unescaped once into a string of its size (`json_text`), not
+/// gathered in serde_json's scratch buffer and copied out. Sessions are read from text, which
+/// this needs (a JSON value cannot lend a literal).
+fn long_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let raw = <&'de RawValue>::deserialize(d)?;
+    match json_text::unescape_literal(raw.get()) {
+        Some(text) => Ok(text),
+        // `\u` escapes, or not a string at all: the parser decodes it (or says why not).
+        None => serde_json::from_str(raw.get()).map_err(de::Error::custom),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireText {
+    #[serde(deserialize_with = "long_text")]
+    text: String,
+    #[serde(default)]
+    text_signature: Option<String>,
+}
+
+impl From<WireText> for TextContent {
+    fn from(w: WireText) -> Self {
+        TextContent {
+            text: w.text,
+            text_signature: w.text_signature,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireThinking {
+    #[serde(deserialize_with = "long_text")]
+    thinking: String,
+    #[serde(default)]
+    thinking_signature: Option<String>,
+    #[serde(default)]
+    item_id: Option<String>,
+}
+
+impl From<WireThinking> for ThinkingContent {
+    fn from(w: WireThinking) -> Self {
+        ThinkingContent {
+            thinking: w.thinking,
+            thinking_signature: w.thinking_signature,
+            item_id: w.item_id,
+        }
+    }
+}
+
+/// A list of content blocks, allocated for what it holds: most messages have one or two
+/// blocks, and serde's own `Vec` starts at room for four (a resumed 20,000-message session
+/// held 9 MB of empty room).
 fn blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
-    Ok(Vec::<FastBlock>::deserialize(d)?
-        .into_iter()
-        .map(|b| b.0)
-        .collect())
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<ContentBlock>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of content blocks")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let Some(FastBlock(first)) = seq.next_element()? else {
+                return Ok(Vec::new());
+            };
+            let Some(FastBlock(second)) = seq.next_element()? else {
+                return Ok(vec![first]);
+            };
+            let mut out = Vec::with_capacity(2);
+            out.push(first);
+            out.push(second);
+            while let Some(FastBlock(b)) = seq.next_element()? {
+                out.push(b);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(V)
 }
 
 /// A user content: a string, or a list of blocks.
@@ -421,12 +497,33 @@ mod tests {
     }
 
     #[test]
+    fn long_texts_decode_every_escape_as_the_parser_does() {
+        for text in [
+            r#""plain""#,
+            r#""a \"q\" \\ \/ \b\f\n\r\t end""#,
+            r#""ctl \u0001 é \ud83d\ude00 \u00e9""#,
+            r#""""#,
+        ] {
+            let line = format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":{text}}},{{"type":"thinking","thinking":{text}}}]}}"#
+            );
+            let fast = serde_json::from_str::<FastMessage>(&line).unwrap().0;
+            let slow = serde_json::from_str::<AgentMessage>(&line).unwrap();
+            assert_eq!(fast, slow, "{line}");
+        }
+    }
+
+    #[test]
     fn bad_messages_are_errors() {
         for bad in [
             r#"{}"#,
             r#"{"role":""}"#,
             r#"{"role":"assistant","content":7}"#,
             r#"{"role":"assistant","content":[{"type":"video"}]}"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":7}]}"#,
+            r#"{"role":"assistant","content":[{"type":"text"}]}"#,
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":null}]}"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"\ud800"}]}"#,
             r#"{"role":"user","content":{"type":"text"}}"#,
             r#"{"role":"toolResult","content":[]}"#,
             r#"[1]"#,

@@ -240,6 +240,12 @@ impl Session {
         name: &Path,
     ) -> Result<Session, SessionError> {
         let mut b = Builder::default();
+        // Sized once for every line: growing a 20,000-entry index rehashes it a dozen times.
+        let lines: usize = scans.iter().map(|part| part.lines.len()).sum();
+        b.entries.reserve(lines);
+        b.index.reserve(lines);
+        b.by_position.reserve(lines);
+        b.lines.reserve(lines);
         let mut line_no = 0usize;
         for part in scans {
             b.byte_len += part.bytes;
