@@ -20,13 +20,15 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::json_text;
+
 /// Where a member's array elements come from when the body is written: each source (a
 /// message) writes zero or more elements.
 pub trait LazyItems: Send + Sync {
     /// How many sources there are.
     fn sources(&self) -> usize;
     /// Write the elements of source `i`, each through [`ElementSink::element`].
-    fn write(&self, i: usize, out: &mut ElementSink<'_>) -> io::Result<()>;
+    fn write(&self, i: usize, out: &mut ElementSink<'_, '_>) -> io::Result<()>;
 }
 
 /// A top-level member whose array is written from [`LazyItems`] instead of from the value.
@@ -54,19 +56,69 @@ impl PartialEq for LazyMember {
     }
 }
 
+/// Where body text goes: into a buffer, or only counted (to measure the body without
+/// holding it).
+pub enum Out<'a> {
+    Bytes(&'a mut Vec<u8>),
+    Count(&'a mut u64),
+}
+
+impl Out<'_> {
+    /// Append JSON text as it is.
+    pub fn raw(&mut self, bytes: &[u8]) {
+        match self {
+            Out::Bytes(out) => out.extend_from_slice(bytes),
+            Out::Count(n) => **n += bytes.len() as u64,
+        }
+    }
+
+    /// Append a string literal (the same bytes serde_json writes, found faster: a history's
+    /// long strings are most of a large body).
+    pub fn string(&mut self, s: &str) {
+        match self {
+            Out::Bytes(out) => json_text::write_string(out, s),
+            Out::Count(n) => **n += json_text::string_len(s),
+        }
+    }
+
+    /// Append any value, written by serde_json.
+    pub fn value(&mut self, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
+        serde_json::to_writer(self, value).map_err(io::Error::from)
+    }
+}
+
+impl io::Write for Out<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.raw(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Writes array elements with the commas between them.
-pub struct ElementSink<'a> {
-    out: &'a mut Vec<u8>,
+pub struct ElementSink<'a, 'b> {
+    out: &'a mut Out<'b>,
     wrote_one: &'a mut bool,
 }
 
-impl ElementSink<'_> {
-    /// Write one element.
+impl ElementSink<'_, '_> {
+    /// Write one element with serde_json.
     pub fn element(&mut self, value: &impl Serialize) -> io::Result<()> {
+        self.element_with(|out| out.value(value))
+    }
+
+    /// Write one element by hand, through `write`.
+    pub fn element_with(
+        &mut self,
+        write: impl FnOnce(&mut Out<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
         if *self.wrote_one {
-            self.out.push(b',');
+            self.out.raw(b",");
         }
-        serde_json::to_writer(&mut *self.out, value)?;
+        write(self.out)?;
         *self.wrote_one = true;
         Ok(())
     }
@@ -128,24 +180,19 @@ pub fn json_pieces(value: Value) -> io::Result<(u64, Pieces)> {
     Ok((counter.0, Pieces::new(value, None)))
 }
 
-/// A body with a lazy member: written once to measure it (kept when it turns out small, as
-/// a whole body), else written again piece by piece as the connection takes it.
+/// A body with a lazy member: measured first (counted, nothing held), then written whole
+/// when small, else piece by piece as the connection takes it.
 fn lazy_body(value: Value, lazy: LazyMember) -> io::Result<JsonBody> {
-    let mut whole = Vec::new();
     let mut len = 0u64;
-    for piece in Pieces::new(value.clone(), Some(lazy.clone())) {
-        let piece = piece?;
-        len += piece.len() as u64;
-        if len <= WHOLE as u64 {
-            whole.extend_from_slice(&piece);
-        } else {
-            whole = Vec::new();
-        }
+    let mut measure = Pieces::new(value.clone(), Some(lazy.clone()));
+    while measure.step(&mut Out::Count(&mut len))? {}
+    if len > WHOLE as u64 {
+        return Ok(JsonBody::Pieces(len, Pieces::new(value, Some(lazy))));
     }
-    if len <= WHOLE as u64 {
-        return Ok(JsonBody::Whole(whole));
-    }
-    Ok(JsonBody::Pieces(len, Pieces::new(value, Some(lazy))))
+    let mut whole = Vec::with_capacity(len as usize);
+    let mut write = Pieces::new(value, Some(lazy));
+    while write.step(&mut Out::Bytes(&mut whole))? {}
+    Ok(JsonBody::Whole(whole))
 }
 
 /// Counts what is written to it.
@@ -202,18 +249,18 @@ impl Pieces {
     }
 
     /// Write the next part (a bracket, a member, an element) into `out`; false at the end.
-    fn step(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+    fn step(&mut self, out: &mut Out<'_>) -> io::Result<bool> {
         self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Done => return Ok(false),
             Stage::Start(Value::Object(map)) => {
-                out.push(b'{');
+                out.raw(b"{");
                 Stage::Members {
                     rest: map.into_iter(),
                     wrote_one: false,
                 }
             }
             Stage::Start(other) => {
-                serde_json::to_writer(&mut *out, &other)?;
+                out.value(&other)?;
                 Stage::Done
             }
             Stage::Members {
@@ -221,19 +268,19 @@ impl Pieces {
                 wrote_one,
             } => match rest.next() {
                 None => {
-                    out.push(b'}');
+                    out.raw(b"}");
                     Stage::Done
                 }
                 Some((key, value)) => {
                     if wrote_one {
-                        out.push(b',');
+                        out.raw(b",");
                     }
-                    serde_json::to_writer(&mut *out, &key)?;
-                    out.push(b':');
+                    out.string(&key);
+                    out.raw(b":");
                     let lazy = self.lazy.as_ref().is_some_and(|l| l.key == key);
                     match value {
                         _ if lazy => {
-                            out.push(b'[');
+                            out.raw(b"[");
                             Stage::Lazy {
                                 next: 0,
                                 wrote_one: false,
@@ -241,7 +288,7 @@ impl Pieces {
                             }
                         }
                         Value::Array(elements) => {
-                            out.push(b'[');
+                            out.raw(b"[");
                             Stage::Elements {
                                 elements: elements.into_iter(),
                                 wrote_one: false,
@@ -249,7 +296,7 @@ impl Pieces {
                             }
                         }
                         value => {
-                            serde_json::to_writer(&mut *out, &value)?;
+                            out.value(&value)?;
                             Stage::Members {
                                 rest,
                                 wrote_one: true,
@@ -276,7 +323,7 @@ impl Pieces {
                     }
                 }
                 _ => {
-                    out.push(b']');
+                    out.raw(b"]");
                     Stage::Members {
                         rest,
                         wrote_one: true,
@@ -289,7 +336,7 @@ impl Pieces {
                 rest,
             } => match elements.next() {
                 None => {
-                    out.push(b']');
+                    out.raw(b"]");
                     Stage::Members {
                         rest,
                         wrote_one: true,
@@ -297,9 +344,9 @@ impl Pieces {
                 }
                 Some(element) => {
                     if wrote_one {
-                        out.push(b',');
+                        out.raw(b",");
                     }
-                    serde_json::to_writer(&mut *out, &element)?;
+                    out.value(&element)?;
                     Stage::Elements {
                         elements,
                         wrote_one: true,
@@ -316,9 +363,10 @@ impl Iterator for Pieces {
     type Item = io::Result<Bytes>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut out = Vec::new();
+        // Room for a piece and the element that ends it, most times: growing it copies.
+        let mut out = Vec::with_capacity(PIECE + PIECE / 2);
         while out.len() < PIECE {
-            match self.step(&mut out) {
+            match self.step(&mut Out::Bytes(&mut out)) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::body::{ElementSink, LazyItems, LazyMember};
+use super::body::{ElementSink, LazyItems, LazyMember, Out};
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::error::{DecodeError, RequestError};
@@ -98,6 +98,69 @@ struct CallItem<'a> {
 struct FunctionItem<'a> {
     name: &'a str,
     arguments: String,
+}
+
+impl ChatItem<'_> {
+    /// Write the element by hand: the same bytes as its `Serialize`, with the long strings
+    /// (tool output, replies, call arguments) through the fast string writer.
+    fn write(&self, out: &mut Out<'_>) -> std::io::Result<()> {
+        match self {
+            ChatItem::Plain { role, content } => {
+                out.raw(b"{\"role\":");
+                out.string(role);
+                out.raw(b",\"content\":");
+                match content {
+                    Value::String(text) => out.string(text),
+                    other => out.value(other)?,
+                }
+            }
+            ChatItem::Assistant {
+                role,
+                content,
+                tool_calls,
+            } => {
+                out.raw(b"{\"role\":");
+                out.string(role);
+                out.raw(b",\"content\":");
+                match content {
+                    Some(text) => out.string(text),
+                    None => out.raw(b"null"),
+                }
+                if !tool_calls.is_empty() {
+                    out.raw(b",\"tool_calls\":[");
+                    for (i, call) in tool_calls.iter().enumerate() {
+                        if i > 0 {
+                            out.raw(b",");
+                        }
+                        out.raw(b"{\"id\":");
+                        out.string(call.id);
+                        out.raw(b",\"type\":");
+                        out.string(call.kind);
+                        out.raw(b",\"function\":{\"name\":");
+                        out.string(call.function.name);
+                        out.raw(b",\"arguments\":");
+                        out.string(&call.function.arguments);
+                        out.raw(b"}}");
+                    }
+                    out.raw(b"]");
+                }
+            }
+            ChatItem::Tool {
+                role,
+                tool_call_id,
+                content,
+            } => {
+                out.raw(b"{\"role\":");
+                out.string(role);
+                out.raw(b",\"tool_call_id\":");
+                out.string(tool_call_id);
+                out.raw(b",\"content\":");
+                out.string(content);
+            }
+        }
+        out.raw(b"}");
+        Ok(())
+    }
 }
 
 /// The system prompt's element, if there is a system prompt.
@@ -222,14 +285,14 @@ impl LazyItems for ChatMessages {
         usize::from(self.system.is_some()) + self.messages.len()
     }
 
-    fn write(&self, i: usize, out: &mut ElementSink<'_>) -> std::io::Result<()> {
+    fn write(&self, i: usize, out: &mut ElementSink<'_, '_>) -> std::io::Result<()> {
         let i = match (&self.system, i) {
-            (Some(system), 0) => return out.element(system),
+            (Some(system), 0) => return out.element_with(|out| system.write(out)),
             (Some(_), i) => i - 1,
             (None, i) => i,
         };
         match self.messages.get(i) {
-            Some(m) => message_items(m, |item| out.element(&item)),
+            Some(m) => message_items(m, |item| out.element_with(|out| item.write(out))),
             None => Ok(()),
         }
     }
@@ -660,12 +723,17 @@ mod tests {
             a.content.push(ContentBlock::ToolCall(ToolCall {
                 id: format!("c{n}"),
                 name: "read".into(),
-                arguments: json!({"path": format!("f{n}.rs")}),
+                arguments: json!({"path": format!("f{n}.rs"), "text": "a\n\"b\"\\\u{1}"}),
                 intent: None,
                 thought_signature: None,
             }));
             history.push(Message::Assistant(a));
-            let mut content = vec![ContentBlock::text("x".repeat(4000))];
+            // Every kind of escape, at shifting offsets.
+            let tail = "\u{1}\u{1f}\\ \"é😀\t\r\u{8}\u{c}\u{7f}/".repeat(n % 3 + 1);
+            let mut content = vec![ContentBlock::text(format!(
+                "{}{tail}",
+                "x".repeat(4000 + n)
+            ))];
             if n % 100 == 0 {
                 content.push(ContentBlock::Image(ImageContent {
                     data: "aGk=".into(),
