@@ -145,6 +145,7 @@ impl Rig {
             checkpoints: None,
             plan: false,
             web_search: false,
+            ends_process: false,
         });
         Rig {
             client,

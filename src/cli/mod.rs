@@ -237,6 +237,7 @@ impl Cli {
     /// The setup options these flags ask for.
     pub fn options(&self, cwd: PathBuf, env: crate::provider::EnvLookup) -> setup::Options {
         let mut o = setup::Options::new(cwd, env);
+        o.ends_process = true;
         o.model = ModelFlags {
             provider: self.provider.clone(),
             model: self.model.clone(),

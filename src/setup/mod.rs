@@ -118,6 +118,10 @@ pub struct Options {
     /// gets a copy of it. Without it that list stays empty: the agent holds the only copy, and
     /// a long session is not copied (and freed) for nothing.
     pub shows_history: bool,
+    /// The process ends when the host does (the real binary; not a test starting many): the
+    /// host then leaves the conversation for the kernel to take back whole, instead of
+    /// freeing a long history allocation by allocation on the way out.
+    pub ends_process: bool,
     /// `--trust-project`: the project's settings that act for someone else apply to this run
     /// without the folder being trusted ([`trust`]).
     pub trust_project: bool,
@@ -159,6 +163,7 @@ impl Options {
             dialect: None,
             asks_person: false,
             shows_history: false,
+            ends_process: false,
             trust_project: false,
             trusted_hash: None,
             env,
@@ -1148,6 +1153,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         notices: Some(notices),
         hooks,
         session_slot: Some(session_slot),
+        ends_process: options.ends_process,
         checkpoints,
         plan: options.plan,
         web_search: config.web_search == Some(true),
