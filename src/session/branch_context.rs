@@ -456,29 +456,21 @@ fn add_placeholders(
 /// Turn each tool result whose call is not in the assistant message it follows into a user
 /// message quoting it. Returns how many were turned.
 fn repair_orphans(messages: &mut [AgentMessage]) -> usize {
-    let mut calls: HashSet<String> = HashSet::new();
-    let mut repaired = 0;
-    for m in messages.iter_mut() {
+    // Found first, borrowing the call ids (a turn has a handful of calls: a list beats
+    // hashing, and nothing is copied); repaired after.
+    let mut orphans = Vec::new();
+    let mut calls: Vec<&str> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
         if let Some(r) = m.as_tool_result() {
-            if !calls.remove(&r.tool_call_id) {
-                let text = format!(
-                    "(A result of the `{}` tool whose call is missing from the saved session; \
-                     it is quoted here for reference.)\n{}",
-                    r.tool_name,
-                    r.text()
-                );
-                *m = AgentMessage::from(UserMessage {
-                    content: UserContent::Text(text),
-                    synthetic: true,
-                    steering: false,
-                    attribution: None,
-                    timestamp: r.timestamp,
-                });
-                repaired += 1;
+            match calls.iter().position(|c| *c == r.tool_call_id) {
+                Some(at) => {
+                    calls.swap_remove(at);
+                }
+                None => orphans.push(i),
             }
             continue;
         }
-        match &*m {
+        match m {
             AgentMessage::Custom(_) => {}
             other => {
                 calls.clear();
@@ -486,12 +478,35 @@ fn repair_orphans(messages: &mut [AgentMessage]) -> usize {
                     && !a.is_provider_refusal()
                     && !a.is_retried_attempt()
                 {
-                    calls.extend(a.tool_calls().map(|c| c.id.clone()));
+                    for c in a.tool_calls() {
+                        if !calls.contains(&c.id.as_str()) {
+                            calls.push(&c.id);
+                        }
+                    }
                 }
             }
         }
     }
-    repaired
+    for &i in &orphans {
+        let Some(r) = messages[i].as_tool_result() else {
+            continue;
+        };
+        let text = format!(
+            "(A result of the `{}` tool whose call is missing from the saved session; \
+             it is quoted here for reference.)\n{}",
+            r.tool_name,
+            r.text()
+        );
+        let timestamp = r.timestamp;
+        messages[i] = AgentMessage::from(UserMessage {
+            content: UserContent::Text(text),
+            synthetic: true,
+            steering: false,
+            attribution: None,
+            timestamp,
+        });
+    }
+    orphans.len()
 }
 
 fn build(

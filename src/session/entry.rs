@@ -16,7 +16,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::fast_message::{FastMessage, read_user_content};
+use super::fast_message::{FastMessage, Tag, read_user_content};
 use super::time::iso_from_ms;
 use crate::agent::protocol::types::{AgentMessage, UserContent};
 
@@ -332,9 +332,9 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 /// Every field any known line type may carry; absent ones stay `None`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawLine {
-    #[serde(rename = "type")]
-    line_type: String,
+struct RawLine<'a> {
+    #[serde(rename = "type", borrow)]
+    line_type: Tag<'a>,
     #[serde(default)]
     id: Option<String>,
     #[serde(default, deserialize_with = "present")]
@@ -406,7 +406,7 @@ fn missing(field: &str) -> String {
 }
 
 fn kind_from_raw(raw: &mut RawLine) -> Result<EntryKind, String> {
-    Ok(match raw.line_type.as_str() {
+    Ok(match &*raw.line_type.0 {
         "message" => EntryKind::Message(raw.message.take().ok_or_else(|| missing("message"))?.0),
         "model_change" => EntryKind::ModelChange {
             provider: raw.provider.take().ok_or_else(|| missing("provider"))?,
@@ -513,7 +513,7 @@ pub(crate) fn without_bom(line: &[u8]) -> &[u8] {
 pub fn parse_line(line: &[u8]) -> Result<ParsedLine, String> {
     let line = without_bom(line);
     match serde_json::from_slice::<RawLine>(line) {
-        Ok(raw) if raw.line_type == "session" => {
+        Ok(raw) if raw.line_type.0 == "session" => {
             // Headers are short and rare: read them as a map to keep unknown fields.
             match serde_json::from_slice::<Map<String, Value>>(line) {
                 Ok(m) => SessionHeader::from_map(m)
@@ -533,7 +533,7 @@ pub fn parse_line(line: &[u8]) -> Result<ParsedLine, String> {
             })),
             Err(reason) => {
                 let problem =
-                    (!reason.is_empty()).then(|| format!("`{}` entry {reason}", raw.line_type));
+                    (!reason.is_empty()).then(|| format!("`{}` entry {reason}", raw.line_type.0));
                 let m = serde_json::from_slice::<Map<String, Value>>(line)
                     .map_err(|e| e.to_string())?;
                 let mut parsed = unknown_from_map(m, problem)?;
