@@ -68,9 +68,15 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// Append `s` as a JSON string literal (with its quotes), byte for byte what
 /// `serde_json::to_writer` writes for it.
 pub fn write_string(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(s.len() + 2);
     out.push(b'"');
+    write_escaped(out, s.as_bytes());
+    out.push(b'"');
+}
+
+/// Append the inside of a string literal for `bytes` (escaped, no quotes). Escaping is byte
+/// by byte, so text may come in any number of pieces.
+pub fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0;
     loop {
         let i = next_escape(bytes, start);
@@ -89,21 +95,25 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
         }
         start = i + 1;
     }
-    out.push(b'"');
 }
 
 /// How many bytes [`write_string`] would append for `s`.
 pub fn string_len(s: &str) -> u64 {
+    escaped_len(s.as_bytes()) + 2
+}
+
+/// How many bytes [`write_escaped`] would append for `bytes`.
+pub fn escaped_len(bytes: &[u8]) -> u64 {
     // Summed in 16-bit counters over blocks of 8 KiB (at most 5 per byte: 40,960 fits),
     // a reduction the compiler turns into vector code (5 GB/s here, 2.3 times a 32-bit sum).
     let mut extra = 0u64;
-    for block in s.as_bytes().chunks(8192) {
+    for block in bytes.chunks(8192) {
         let n = block
             .iter()
             .fold(0u16, |n, &b| n.wrapping_add(u16::from(extra_of(b))));
         extra += u64::from(n);
     }
-    s.len() as u64 + 2 + extra
+    bytes.len() as u64 + extra
 }
 
 /// The bytes escaping adds for `b`: 1 for `"`, `\` and the short escapes, 5 for `\u00xx`
@@ -181,6 +191,23 @@ mod tests {
             write_string(&mut out, &s);
             assert_eq!(&out[6..], &expected[..], "{s:?}");
             assert_eq!(string_len(&s), expected.len() as u64, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn text_escaped_in_pieces_is_text_escaped_whole() {
+        for s in samples() {
+            let mut whole = Vec::new();
+            write_string(&mut whole, &s);
+            let mut pieces = b"\"".to_vec();
+            let mut counted = 2;
+            for piece in s.as_bytes().chunks(7) {
+                write_escaped(&mut pieces, piece);
+                counted += escaped_len(piece);
+            }
+            pieces.push(b'"');
+            assert_eq!(pieces, whole, "{s:?}");
+            assert_eq!(counted, whole.len() as u64, "{s:?}");
         }
     }
 

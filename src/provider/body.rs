@@ -81,6 +81,15 @@ impl Out<'_> {
         }
     }
 
+    /// Append the JSON text of `value` as a string literal (a tool call's `arguments`),
+    /// escaped as serde_json writes it: no copy of the text is made.
+    pub fn value_as_string(&mut self, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
+        self.raw(b"\"");
+        serde_json::to_writer(Escaping(&mut *self), value)?;
+        self.raw(b"\"");
+        Ok(())
+    }
+
     /// Append any value, written by serde_json.
     pub fn value(&mut self, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
         serde_json::to_writer(self, value).map_err(io::Error::from)
@@ -90,6 +99,23 @@ impl Out<'_> {
 impl io::Write for Out<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.raw(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Escapes what is written through it into an [`Out`].
+struct Escaping<'a, 'b>(&'a mut Out<'b>);
+
+impl io::Write for Escaping<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            Out::Bytes(out) => json_text::write_escaped(out, buf),
+            Out::Count(n) => **n += json_text::escaped_len(buf),
+        }
         Ok(buf.len())
     }
 

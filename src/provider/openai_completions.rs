@@ -97,7 +97,22 @@ struct CallItem<'a> {
 #[derive(Serialize)]
 struct FunctionItem<'a> {
     name: &'a str,
-    arguments: String,
+    arguments: Arguments<'a>,
+}
+
+/// A call's arguments, sent as the text of their JSON (`{}` for arguments that did not parse).
+enum Arguments<'a> {
+    Json(&'a Value),
+    Unparsed,
+}
+
+impl Serialize for Arguments<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arguments::Json(v) => s.serialize_str(&v.to_string()),
+            Arguments::Unparsed => s.serialize_str("{}"),
+        }
+    }
 }
 
 impl ChatItem<'_> {
@@ -139,7 +154,10 @@ impl ChatItem<'_> {
                         out.raw(b",\"function\":{\"name\":");
                         out.string(call.function.name);
                         out.raw(b",\"arguments\":");
-                        out.string(&call.function.arguments);
+                        match call.function.arguments {
+                            Arguments::Json(v) => out.value_as_string(v)?,
+                            Arguments::Unparsed => out.string("{}"),
+                        }
                         out.raw(b"}}");
                     }
                     out.raw(b"]");
@@ -205,9 +223,9 @@ fn message_items<'a>(
                     function: FunctionItem {
                         name: &c.name,
                         arguments: if c.arguments.get(PARSE_ERROR_KEY).is_some() {
-                            "{}".to_string()
+                            Arguments::Unparsed
                         } else {
-                            c.arguments.to_string()
+                            Arguments::Json(&c.arguments)
                         },
                     },
                 })
