@@ -1367,7 +1367,7 @@ impl Host {
         if self.ends_process {
             // One more reference to each message, never dropped: the history outlives the
             // host, and the kernel takes its memory back at exit in one go. Freeing a resumed
-            // 50 MB history message by message took a tenth of the whole run's CPU.
+            // 50 MB history message by message took a twentieth of the run's CPU.
             std::mem::forget(self.agent.messages());
         }
         self.session_ended("prompt_input_exit").await;

@@ -85,7 +85,7 @@ pub struct SessionRecorder {
     last_compaction_kept: Option<String>,
     /// The entry of each message recorded or resumed, by the message's address (the `Arc`
     /// is held so the address stays its own): a compaction names its first kept message.
-    entry_of: HashMap<usize, (Arc<Message>, String)>,
+    entry_of: HashMap<usize, (Arc<Message>, String), foldhash::fast::RandomState>,
 }
 
 impl std::fmt::Debug for SessionRecorder {
@@ -149,7 +149,7 @@ impl SessionRecorder {
             created_here: false,
             bytes_written: 0,
             last_compaction_kept: None,
-            entry_of: HashMap::new(),
+            entry_of: HashMap::default(),
         }
     }
 
@@ -183,7 +183,7 @@ impl SessionRecorder {
             created_here: false,
             bytes_written: 0,
             last_compaction_kept: None,
-            entry_of: HashMap::new(),
+            entry_of: HashMap::default(),
         })
     }
 
