@@ -131,13 +131,8 @@ pub struct ElementSink<'a, 'b> {
 }
 
 impl ElementSink<'_, '_> {
-    /// Write one element with serde_json.
-    pub fn element(&mut self, value: &impl Serialize) -> io::Result<()> {
-        self.element_with(|out| out.value(value))
-    }
-
-    /// Write one element by hand, through `write`.
-    pub fn element_with(
+    /// Write one element, through `write`.
+    pub fn element(
         &mut self,
         write: impl FnOnce(&mut Out<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
@@ -201,9 +196,9 @@ impl io::Write for Capped {
 
 /// The body of `value` in pieces: its length in bytes and its pieces, in order.
 pub fn json_pieces(value: Value) -> io::Result<(u64, Pieces)> {
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, &value)?;
-    Ok((counter.0, Pieces::new(value, None)))
+    let mut len = 0u64;
+    Out::Count(&mut len).value(&value)?;
+    Ok((len, Pieces::new(value, None)))
 }
 
 /// A body with a lazy member: measured first (counted, nothing held), then written whole
@@ -219,20 +214,6 @@ fn lazy_body(value: Value, lazy: LazyMember) -> io::Result<JsonBody> {
     let mut write = Pieces::new(value, Some(lazy));
     while write.step(&mut Out::Bytes(&mut whole))? {}
     Ok(JsonBody::Whole(whole))
-}
-
-/// Counts what is written to it.
-struct Counter(u64);
-
-impl io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Where the writing of the body stands.

@@ -119,10 +119,13 @@ impl ChatItem<'_> {
     /// Write the element by hand: the same bytes as its `Serialize`, with the long strings
     /// (tool output, replies, call arguments) through the fast string writer.
     fn write(&self, out: &mut Out<'_>) -> std::io::Result<()> {
+        let (ChatItem::Plain { role, .. }
+        | ChatItem::Assistant { role, .. }
+        | ChatItem::Tool { role, .. }) = self;
+        out.raw(b"{\"role\":");
+        out.string(role);
         match self {
-            ChatItem::Plain { role, content } => {
-                out.raw(b"{\"role\":");
-                out.string(role);
+            ChatItem::Plain { content, .. } => {
                 out.raw(b",\"content\":");
                 match content {
                     Value::String(text) => out.string(text),
@@ -130,12 +133,10 @@ impl ChatItem<'_> {
                 }
             }
             ChatItem::Assistant {
-                role,
                 content,
                 tool_calls,
+                ..
             } => {
-                out.raw(b"{\"role\":");
-                out.string(role);
                 out.raw(b",\"content\":");
                 match content {
                     Some(text) => out.string(text),
@@ -164,12 +165,10 @@ impl ChatItem<'_> {
                 }
             }
             ChatItem::Tool {
-                role,
                 tool_call_id,
                 content,
+                ..
             } => {
-                out.raw(b"{\"role\":");
-                out.string(role);
                 out.raw(b",\"tool_call_id\":");
                 out.string(tool_call_id);
                 out.raw(b",\"content\":");
@@ -305,12 +304,12 @@ impl LazyItems for ChatMessages {
 
     fn write(&self, i: usize, out: &mut ElementSink<'_, '_>) -> std::io::Result<()> {
         let i = match (&self.system, i) {
-            (Some(system), 0) => return out.element_with(|out| system.write(out)),
+            (Some(system), 0) => return out.element(|out| system.write(out)),
             (Some(_), i) => i - 1,
             (None, i) => i,
         };
         match self.messages.get(i) {
-            Some(m) => message_items(m, |item| out.element_with(|out| item.write(out))),
+            Some(m) => message_items(m, |item| out.element(|out| item.write(out))),
             None => Ok(()),
         }
     }
