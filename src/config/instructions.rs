@@ -22,17 +22,9 @@ pub(crate) struct ContextFile {
 }
 
 fn first_in(dir: &Path) -> Option<ContextFile> {
-    // Compare names exactly: on a case-insensitive file system `AGENTS.MD` would also match
-    // `AGENTS.md`, which is fine, but the listing keeps the spelling that exists.
-    let entries: Vec<String> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .collect();
+    // Each name is tried in turn rather than listing the folder: an ancestor such as `/tmp` or
+    // a home folder can hold thousands of entries, and every start walks all ancestors.
     NAMES.iter().find_map(|name| {
-        if !entries.iter().any(|e| e == name) {
-            return None;
-        }
         let path = dir.join(name);
         let text = std::fs::read_to_string(&path).ok()?;
         (!text.trim().is_empty()).then_some(ContextFile { path, text })

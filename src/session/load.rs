@@ -96,22 +96,34 @@ struct Scan {
     bytes: u64,
 }
 
-/// Read and parse every line of `reader`.
+/// Read and parse every line of `reader`. A line that lies wholly in the reader's buffer is
+/// parsed where it lies; only a line that crosses the buffer's end is gathered into a copy
+/// first (copying every line cost a pass over the whole file).
 fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
     let mut out = Scan {
         lines: Vec::new(),
         bytes: 0,
     };
-    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut buf = Vec::new();
     loop {
+        let chunk = reader
+            .fill_buf()
+            .map_err(|e| SessionError::io("read", name, e))?;
+        if chunk.is_empty() {
+            break;
+        }
+        if let Some(end) = memchr::memchr(b'\n', chunk) {
+            out.lines.push(scan_line(&chunk[..=end], true));
+            reader.consume(end + 1);
+            out.bytes += end as u64 + 1;
+            continue;
+        }
+        // The line goes past the buffer: gather it (up to the cap) and read on.
         buf.clear();
         let n = (&mut reader)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|e| SessionError::io("read", name, e))?;
-        if n == 0 {
-            break;
-        }
         out.bytes += n as u64;
         let mut complete = buf.last() == Some(&b'\n');
         if !complete && n > MAX_LINE {
@@ -123,7 +135,7 @@ fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
                 if chunk.is_empty() {
                     break;
                 }
-                let (used, done) = match chunk.iter().position(|c| *c == b'\n') {
+                let (used, done) = match memchr::memchr(b'\n', chunk) {
                     Some(p) => (p + 1, true),
                     None => (chunk.len(), false),
                 };
@@ -137,31 +149,33 @@ fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
             out.lines.push(Scanned::TooLong { complete });
             continue;
         }
-        let mut line = &buf[..];
-        while let Some((last, rest)) = line.split_last()
-            && matches!(last, b'\n' | b'\r')
-        {
-            line = rest;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            out.lines.push(Scanned::Blank { complete });
-            continue;
-        }
-        let parsed = parse_line(line);
-        if parsed.is_err()
-            && let Some(salvaged) = salvage(line)
-        {
-            out.lines.push(Scanned::Salvaged { complete, salvaged });
-            continue;
-        }
-        let header_start = parsed.is_err() && is_header_start(line);
-        out.lines.push(Scanned::Line {
-            complete,
-            header_start,
-            parsed,
-        });
+        out.lines.push(scan_line(&buf, complete));
     }
     Ok(out)
+}
+
+/// Parse one line (with its line ending, if it has one).
+fn scan_line(mut line: &[u8], complete: bool) -> Scanned {
+    while let Some((last, rest)) = line.split_last()
+        && matches!(last, b'\n' | b'\r')
+    {
+        line = rest;
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Scanned::Blank { complete };
+    }
+    let parsed = parse_line(line);
+    if parsed.is_err()
+        && let Some(salvaged) = salvage(line)
+    {
+        return Scanned::Salvaged { complete, salvaged };
+    }
+    let header_start = parsed.is_err() && is_header_start(line);
+    Scanned::Line {
+        complete,
+        header_start,
+        parsed,
+    }
 }
 
 /// Where the second half of a file starts: the first line start at or after the middle.
@@ -495,7 +509,6 @@ impl Builder {
         if let Some(p) = e.problem {
             self.warn(line_no, format!("{p}; kept but not used"));
         }
-        let previous = self.entries.last().map(|p| p.id.clone());
         let id = match e.id.filter(|id| !id.is_empty()) {
             Some(id) => {
                 if self.index.contains_key(&id) {
@@ -521,7 +534,7 @@ impl Builder {
         // No `parentId` key at all (version 1): chain to the previous entry.
         let parent_id = match e.parent_id {
             Some(p) => p.filter(|p| !p.is_empty()),
-            None => previous,
+            None => self.entries.last().map(|p| p.id.clone()),
         };
         let timestamp = e
             .timestamp
