@@ -762,6 +762,29 @@ mod tests {
     const HEADER: &str = r#"{"type":"session","version":3,"id":"019a0000-0000-7000-8000-000000000000","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
 
     #[test]
+    fn lines_across_the_read_buffers_end_read_as_lines_within_it() {
+        // Lines are parsed in place when they sit inside the reader's buffer and gathered when
+        // they cross its end; a tiny buffer makes every line do both, at every offset.
+        let text = format!(
+            "{HEADER}\r\n\n{}\n   \n{}\n{}",
+            user("aaaaaaaa", None, "one \\\"two\\\" three"),
+            user("bbbbbbbb", Some("aaaaaaaa"), "four"),
+            r#"{"type":"session_info","id":"cccccccc","parentId":"bbbbbbbb","timesta"#
+        );
+        let whole = read(&text);
+        assert_eq!(whole.entries.len(), 2);
+        assert_eq!(whole.warnings.len(), 1);
+        for capacity in 1..40 {
+            let reader = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+            let s = Session::read(reader, None).unwrap();
+            assert_eq!(s.entries, whole.entries, "buffer of {capacity}");
+            assert_eq!(s.warnings, whole.warnings, "buffer of {capacity}");
+            assert_eq!(s.byte_len, text.len() as u64);
+            assert!(!s.ends_with_newline);
+        }
+    }
+
+    #[test]
     fn torn_last_line_is_skipped_with_its_line_number() {
         let text = format!(
             "{HEADER}\n{}\n{}",
