@@ -29,7 +29,9 @@ use super::terminal::{self, Mode};
 type FullTerminal = Terminal<ScrollingBackend<CrosstermBackend<Stdout>>>;
 
 fn full_terminal() -> io::Result<FullTerminal> {
-    Terminal::new(ScrollingBackend::new(CrosstermBackend::new(stdout()))?)
+    let mut term = Terminal::new(ScrollingBackend::new(CrosstermBackend::new(stdout()))?)?;
+    scrolling::release_second_buffer(&mut term);
+    Ok(term)
 }
 
 pub struct Screen {
@@ -112,6 +114,7 @@ impl Screen {
         execute!(full.backend_mut(), BeginSynchronizedUpdate)?;
         if resized {
             full.autoresize()?;
+            scrolling::release_second_buffer(full);
         }
         let drawn = scrolling::draw_frame(full, |f| render::draw(f, app, now));
         execute!(full.backend_mut(), EndSynchronizedUpdate)?;

@@ -323,8 +323,12 @@ impl<B: Backend + Write> Write for ScrollingBackend<B> {
 }
 
 /// Draw one frame through `render`, presenting it with scroll detection: the ratatui
-/// `Terminal` keeps its buffers (call its `autoresize` first when the size may have changed);
-/// only the diff-and-write step is ours.
+/// `Terminal` lends the buffer the frame is drawn in (call its `autoresize` first when the size
+/// may have changed, then [`release_second_buffer`]); the diff-and-write step is ours.
+///
+/// Two screens' worth of cells are kept, not three: once presented, the frame becomes the
+/// backend's copy of what the terminal shows, and the copy it replaces (identical by then) is
+/// cleared to draw the next frame in. ratatui's own "previous" buffer is not used.
 pub fn draw_frame<B, F>(
     term: &mut ratatui::Terminal<ScrollingBackend<B>>,
     render: F,
@@ -336,12 +340,30 @@ where
     let mut frame = term.get_frame();
     render(&mut frame);
     let next = std::mem::replace(term.current_buffer_mut(), Buffer::empty(Rect::ZERO));
-    let presented = term.backend_mut().present(&next);
-    *term.current_buffer_mut() = next;
-    // The drawn frame becomes "previous"; the other buffer is cleared for the next frame.
-    term.swap_buffers();
-    presented?;
+    let backend = term.backend_mut();
+    if let Err(e) = backend.present(&next) {
+        // What the terminal shows is unknown: the next frame is drawn from scratch.
+        backend.reset_to(Rect::ZERO);
+        let mut next = next;
+        next.reset();
+        *term.current_buffer_mut() = next;
+        return Err(e);
+    }
+    let mut spare = std::mem::replace(&mut backend.shown, next);
+    spare.reset();
+    *term.current_buffer_mut() = spare;
     Backend::flush(term.backend_mut())
+}
+
+/// Shrink the ratatui `Terminal`'s second ("previous") buffer to nothing: [`draw_frame`] does
+/// not use it, and ratatui gives it the full size when the terminal is made or resized.
+pub fn release_second_buffer<B: Backend + Write>(
+    term: &mut ratatui::Terminal<ScrollingBackend<B>>,
+) {
+    // `swap_buffers` clears the other buffer and makes it the current one.
+    term.swap_buffers();
+    *term.current_buffer_mut() = Buffer::empty(Rect::ZERO);
+    term.swap_buffers();
 }
 
 #[cfg(test)]
@@ -466,6 +488,7 @@ mod tests {
         if scrolling {
             let mut term =
                 Terminal::new(ScrollingBackend::new(sized(w, h, &bytes)).unwrap()).unwrap();
+            release_second_buffer(&mut term);
             for n in 1..=frames {
                 let (lines, status) = frame(n, h);
                 draw_frame(&mut term, |f| {
@@ -536,6 +559,27 @@ mod tests {
             scrolled * 5 < plain,
             "scrolling should write far less: {scrolled} vs {plain} bytes"
         );
+    }
+
+    #[test]
+    fn frames_are_drawn_with_two_buffers_not_three() {
+        let bytes = Shared::default();
+        let mut term = Terminal::new(ScrollingBackend::new(sized(20, 5, &bytes)).unwrap()).unwrap();
+        release_second_buffer(&mut term);
+        for text in ["one", "two", "three"] {
+            draw_frame(&mut term, |f| {
+                f.render_widget(Paragraph::new(text), f.area());
+            })
+            .unwrap();
+            // The buffer lent for the next frame is full-sized and blank; the backend's copy
+            // holds the frame; ratatui's other buffer stays empty.
+            assert_eq!(term.current_buffer_mut().area, Rect::new(0, 0, 20, 5));
+            assert_eq!(term.current_buffer_mut()[(0, 0)].symbol(), " ");
+            assert_eq!(term.backend_mut().shown[(0, 0)].symbol(), &text[..1]);
+            term.swap_buffers();
+            assert_eq!(term.current_buffer_mut().area, Rect::ZERO);
+            term.swap_buffers();
+        }
     }
 
     #[test]
