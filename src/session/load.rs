@@ -509,9 +509,11 @@ impl Builder {
         if let Some(p) = e.problem {
             self.warn(line_no, format!("{p}; kept but not used"));
         }
+        let at = self.entries.len();
         let id = match e.id.filter(|id| !id.is_empty()) {
             Some(id) => {
-                if self.index.contains_key(&id) {
+                // One probe of the index: it holds 20,000 ids for a long session.
+                if self.index.insert(id.clone(), at).is_some() {
                     self.duplicate_ids = true;
                     self.warn(
                         line_no,
@@ -523,12 +525,14 @@ impl Builder {
             None => {
                 // Version 1: a stable id from the line number.
                 let derived = format!("{line_no:08x}");
-                if self.index.contains_key(&derived) {
+                let id = if self.index.contains_key(&derived) {
                     let taken: HashSet<String> = self.index.keys().cloned().collect();
                     entry_id(&taken)
                 } else {
                     derived
-                }
+                };
+                self.index.insert(id.clone(), at);
+                id
             }
         };
         // No `parentId` key at all (version 1): chain to the previous entry.
@@ -547,7 +551,6 @@ impl Builder {
             let fields = std::mem::take(&mut c.fields);
             *c = CustomMessage::new("custom", fields);
         }
-        let at = self.entries.len();
         if let (Some(index), EntryKind::Compaction(c)) = (e.first_kept_entry_index, &kind)
             && c.first_kept_entry_id.is_empty()
         {
@@ -569,7 +572,6 @@ impl Builder {
             );
         }
         self.lines.push(line_no);
-        self.index.insert(id.clone(), at);
         self.by_position.push(Some(at));
         self.entries.push(SessionEntry {
             id,
@@ -616,7 +618,19 @@ impl Builder {
             let Some(&first) = cycle.iter().min() else {
                 return;
             };
-            let bridge = first.checked_sub(1).map(|b| self.entries[b].id.clone());
+            // The entry before it, named by an id that leads back to that entry: when ids
+            // repeat, an earlier entry's id may name a later one, and re-attaching to it
+            // would close the same loop again. Each break turns a link that pointed forward
+            // (or to itself) into one that points back, so the breaking ends.
+            let bridge_at = (0..first)
+                .rev()
+                .find(|&b| self.index.get(&self.entries[b].id) == Some(&b));
+            let bridge = bridge_at.map(|b| self.entries[b].id.clone());
+            let which = if bridge_at.is_some_and(|b| b + 1 == first) {
+                "the one before it"
+            } else {
+                "the closest earlier entry with an id of its own"
+            };
             let mut members: Vec<usize> = cycle.clone();
             members.sort_unstable();
             let names: Vec<&str> = members
@@ -627,7 +641,7 @@ impl Builder {
             let message = match &bridge {
                 Some(b) => format!(
                     "the parents of entry {id} loop back to it (through {}); continuing from \
-                     entry {b}, the one before it",
+                     entry {b}, {which}",
                     names.join(", ")
                 ),
                 None => format!(
@@ -782,6 +796,64 @@ mod tests {
             assert_eq!(s.byte_len, text.len() as u64);
             assert!(!s.ends_with_newline);
         }
+    }
+
+    #[test]
+    fn an_id_seen_twice_is_reported_and_the_later_entry_wins() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n",
+            user("aaaaaaaa", None, "first"),
+            user("bbbbbbbb", Some("aaaaaaaa"), "second"),
+            user("aaaaaaaa", Some("bbbbbbbb"), "third"),
+        );
+        let s = read(&text);
+        assert_eq!(s.entries.len(), 3);
+        assert_eq!(s.index_of("aaaaaaaa"), Some(2));
+        assert_eq!(s.index_of("bbbbbbbb"), Some(1));
+        // "aaaaaaaa" now names the third entry, so the second one's parent leads to the third
+        // and the third's back to the second: a loop, cut once. The entry before the second
+        // cannot be named (its id names the third), so the conversation starts there.
+        let lines: Vec<(usize, &str)> = s
+            .warnings
+            .iter()
+            .map(|w| (w.line, w.message.as_str()))
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines
+                .iter()
+                .any(|(line, m)| *line == 4 && m.contains("aaaaaaaa appears twice"))
+        );
+        assert!(lines.iter().any(|(line, m)| *line == 3
+            && m.contains("loop back")
+            && m.contains("the conversation starts with it")));
+        assert_eq!(branch_ids(&s), ["bbbbbbbb", "aaaaaaaa"]);
+    }
+
+    #[test]
+    fn a_loop_through_a_repeated_id_is_cut_at_an_entry_that_can_be_named() {
+        // The loop is 2 -> 3 -> 2; the entry before 2 repeats the id of 3, so the bridge
+        // goes to the first entry, the closest one whose id leads back to it.
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n{}\n",
+            user("aaaaaaaa", None, "one"),
+            user("dddddddd", Some("aaaaaaaa"), "two"),
+            user("bbbbbbbb", Some("dddddddd"), "three"),
+            user("dddddddd", Some("bbbbbbbb"), "four"),
+        );
+        let s = read(&text);
+        let loops: Vec<_> = s
+            .warnings
+            .iter()
+            .filter(|w| w.message.contains("loop back"))
+            .collect();
+        assert_eq!(loops.len(), 1, "{:?}", s.warnings);
+        assert!(
+            loops[0]
+                .message
+                .contains("continuing from entry aaaaaaaa, the closest")
+        );
+        assert_eq!(branch_ids(&s), ["aaaaaaaa", "bbbbbbbb", "dddddddd"]);
     }
 
     #[test]
