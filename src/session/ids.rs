@@ -73,8 +73,8 @@ pub(crate) fn entry_id(taken: &HashSet<String>) -> String {
 /// Entry ids in use, stored compactly: 8-hex ids as numbers, anything else as text.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct IdSet {
-    hex: HashSet<u32>,
-    other: HashSet<String>,
+    hex: HashSet<u32, foldhash::fast::RandomState>,
+    other: HashSet<String, foldhash::fast::RandomState>,
 }
 
 fn hex_id(id: &str) -> Option<u32> {
@@ -119,6 +119,9 @@ impl IdSet {
 impl<'a> FromIterator<&'a str> for IdSet {
     fn from_iter<I: IntoIterator<Item = &'a str>>(iter: I) -> Self {
         let mut set = IdSet::default();
+        let iter = iter.into_iter();
+        // A resumed session's ids, 20,000 of them for a long one: sized once.
+        set.hex.reserve(iter.size_hint().0);
         for id in iter {
             set.insert(id);
         }

@@ -299,6 +299,7 @@ impl SessionRecorder {
     /// Know which entries `messages` came from (a resumed context and its origins), so a
     /// later compaction can name them.
     pub(crate) fn remember(&mut self, messages: &[AgentMessage], origins: &[super::MessageOrigin]) {
+        self.entry_of.reserve(messages.len());
         for (m, origin) in messages.iter().zip(origins) {
             if let (AgentMessage::Llm(m), Some(id)) = (m, origin.entry_id()) {
                 self.entry_of
