@@ -97,17 +97,31 @@ pub(crate) async fn post(
     read_json(response, url).await
 }
 
+/// The most a token endpoint's answer is read to: a wrong or hostile address streaming without
+/// end must not grow pi's memory.
+const ANSWER_LIMIT: usize = 256 << 10;
+
 /// The JSON object a token endpoint answered, or what its refusal said.
 pub(crate) async fn read_json(
     response: reqwest::Response,
     url: &str,
 ) -> Result<Map<String, Value>, String> {
     let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|e| format!("{} broke off its answer: {}", host_of(url), e.without_url()))?;
-    let value: Option<Map<String, Value>> = serde_json::from_str(&text).ok();
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+        let chunk = chunk
+            .map_err(|e| format!("{} broke off its answer: {}", host_of(url), e.without_url()))?;
+        if body.len() + chunk.len() > ANSWER_LIMIT {
+            return Err(format!(
+                "{} answered with more than {} KB; a token answer is a few hundred bytes",
+                host_of(url),
+                ANSWER_LIMIT >> 10
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let value: Option<Map<String, Value>> = serde_json::from_slice(&body).ok();
     if !status.is_success() {
         return Err(refusal(status.as_u16(), value.as_ref()));
     }
@@ -273,6 +287,42 @@ pub(crate) fn copilot_base_url(token: &str, domain: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Serve one HTTP answer with `body` on 127.0.0.1; the URL to ask.
+    async fn answer_once(body: Vec<u8>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(&body).await;
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_token_answer_is_read_up_to_a_limit() {
+        let client = reqwest::Client::new();
+        let url = answer_once(br#"{"access_token":"a"}"#.to_vec()).await;
+        let reply = read_json(client.get(&url).send().await.unwrap(), &url).await;
+        assert_eq!(reply.unwrap().get("access_token"), Some(&json!("a")));
+
+        let mut huge = br#"{"access_token":""#.to_vec();
+        huge.resize(ANSWER_LIMIT + 10, b'x');
+        huge.extend_from_slice(br#""}"#);
+        let url = answer_once(huge).await;
+        let err = read_json(client.get(&url).send().await.unwrap(), &url)
+            .await
+            .unwrap_err();
+        assert!(err.contains("answered with more than 256 KB"), "{err}");
+    }
 
     #[test]
     fn codex_tokens_name_their_account() {
