@@ -117,24 +117,40 @@ pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// How much of a plain-text error body goes into the message.
 const ERROR_TEXT_CHARS: usize = 300;
 
+/// Why a body was not read to its end.
+pub(crate) enum CutShort {
+    /// It grew past the limit.
+    TooLong,
+    /// The connection broke.
+    Broke(reqwest::Error),
+}
+
+/// Read `response`'s body onto `out` until it ends, breaks or passes `limit` bytes (by at most
+/// one chunk). Each chunk is copied as it comes: keeping the chunks themselves would keep each
+/// one's whole read buffer alive.
+pub(crate) async fn read_limited(
+    response: reqwest::Response,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), CutShort> {
+    let mut body = response.bytes_stream();
+    while out.len() <= limit {
+        match futures::StreamExt::next(&mut body).await {
+            Some(Ok(chunk)) => out.extend_from_slice(&chunk),
+            Some(Err(e)) => return Err(CutShort::Broke(e)),
+            None => return Ok(()),
+        }
+    }
+    Err(CutShort::TooLong)
+}
+
 /// The start of a response's body: what arrived before it ended, broke, passed `limit` bytes
 /// (by at most one chunk) or took longer than `wait`; and whether that was the whole body.
-/// Each chunk is copied as it comes: keeping the chunks themselves would keep each one's whole
-/// read buffer alive.
 async fn read_capped(response: reqwest::Response, limit: usize, wait: Duration) -> (Vec<u8>, bool) {
     let mut head = Vec::new();
-    let read = async {
-        let mut body = response.bytes_stream();
-        while head.len() <= limit {
-            match futures::StreamExt::next(&mut body).await {
-                Some(Ok(chunk)) => head.extend_from_slice(&chunk),
-                Some(Err(_)) => return false,
-                None => return true,
-            }
-        }
-        false
-    };
-    let whole = tokio::time::timeout(wait, read).await.unwrap_or(false);
+    let whole = tokio::time::timeout(wait, read_limited(response, limit, &mut head))
+        .await
+        .is_ok_and(|read| read.is_ok());
     (head, whole)
 }
 

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
 use super::{Credentials, Endpoints, Kind, now_ms};
-use crate::provider::wire::query_escape;
+use crate::provider::wire::{CutShort, query_escape, read_limited};
 
 /// The Claude Code client id (public; the Node.js pi signs in as the same client).
 pub(crate) const ANTHROPIC_CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
@@ -108,18 +108,22 @@ pub(crate) async fn read_json(
 ) -> Result<Map<String, Value>, String> {
     let status = response.status();
     let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
-        let chunk = chunk
-            .map_err(|e| format!("{} broke off its answer: {}", host_of(url), e.without_url()))?;
-        if body.len() + chunk.len() > ANSWER_LIMIT {
+    match read_limited(response, ANSWER_LIMIT, &mut body).await {
+        Ok(()) => {}
+        Err(CutShort::Broke(e)) => {
+            return Err(format!(
+                "{} broke off its answer: {}",
+                host_of(url),
+                e.without_url()
+            ));
+        }
+        Err(CutShort::TooLong) => {
             return Err(format!(
                 "{} answered with more than {} KB; a token answer is a few hundred bytes",
                 host_of(url),
                 ANSWER_LIMIT >> 10
             ));
         }
-        body.extend_from_slice(&chunk);
     }
     let value: Option<Map<String, Value>> = serde_json::from_slice(&body).ok();
     if !status.is_success() {
