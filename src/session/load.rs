@@ -24,10 +24,6 @@
 //! entries appended later by a resumed session point at the same parents on every load.
 
 use std::collections::{HashMap, HashSet};
-
-/// Entry ids to their place. foldhash, not SipHash: hashing the ids took 2-3% of resuming
-/// a 20,000-entry session (foldhash's seed is still random per process).
-type IdIndex = HashMap<String, usize, foldhash::fast::RandomState>;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -41,6 +37,10 @@ use super::layout::id_from_file_name;
 use super::salvage::{Salvaged, salvage};
 use super::time::iso_now;
 use crate::agent::protocol::types::{AgentMessage, CustomMessage};
+
+/// Entry ids to their place. foldhash, not SipHash: hashing the ids took 2-3% of resuming
+/// a 20,000-entry session (foldhash's seed is still random per process).
+type IdIndex = HashMap<String, usize, foldhash::fast::RandomState>;
 
 /// A loaded session: header, every entry in file order, and an id index.
 #[derive(Clone, Debug)]
@@ -112,7 +112,9 @@ fn scan(mut reader: impl BufRead, name: &Path) -> Result<Scan, SessionError> {
         if chunk.is_empty() {
             break;
         }
-        if let Some(end) = memchr::memchr(b'\n', chunk) {
+        // (A line in the buffer longer than the cap, possible only for an in-memory reader,
+        // goes the long way below and is skipped there.)
+        if let Some(end) = memchr::memchr(b'\n', chunk).filter(|&end| end <= MAX_LINE) {
             out.lines.push(scan_line(&chunk[..=end], true));
             reader.consume(end + 1);
             out.bytes += end as u64 + 1;

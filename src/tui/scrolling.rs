@@ -339,12 +339,11 @@ where
 {
     let mut frame = term.get_frame();
     render(&mut frame);
-    let next = std::mem::replace(term.current_buffer_mut(), Buffer::empty(Rect::ZERO));
+    let mut next = std::mem::replace(term.current_buffer_mut(), Buffer::empty(Rect::ZERO));
     let backend = term.backend_mut();
     if let Err(e) = backend.present(&next) {
         // What the terminal shows is unknown: the next frame is drawn from scratch.
         backend.reset_to(Rect::ZERO);
-        let mut next = next;
         next.reset();
         *term.current_buffer_mut() = next;
         return Err(e);
