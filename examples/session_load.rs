@@ -221,13 +221,13 @@ fn prepare(path: &Path) -> Result<(), String> {
         id: "c0mpact1".into(),
         parent_id: session.leaf_id().map(str::to_string),
         timestamp: "2026-12-03T00:00:00.000Z".into(),
-        kind: EntryKind::Compaction(pi::session::Compaction {
+        kind: EntryKind::Compaction(Box::new(pi::session::Compaction {
             summary,
             first_kept_entry_id: first_kept,
             tokens_before: plan.tokens_before,
             details: Some(plan.files.details()),
             from_hook: None,
-        }),
+        })),
     };
     let mut f = fs::OpenOptions::new()
         .append(true)

@@ -147,14 +147,25 @@ fn extra_of(b: u8) -> u8 {
     control * 5 - short * 4 + quote
 }
 
+/// A string literal's text, and whether the literal is exactly what [`write_string`] writes
+/// for that text.
+#[derive(Debug, PartialEq)]
+pub struct Unescaped {
+    pub text: String,
+    /// True when the literal used no escape `write_string` would not (`\/`): its length is
+    /// then the text's [`string_len`], known without counting.
+    pub as_written: bool,
+}
+
 /// The text of a JSON string literal (quotes included) that a JSON parser has already
 /// checked, unescaped into a string of its size. `None` when it is not a string literal or
 /// holds a `\u` escape: the caller then decodes it the general way (those are rare, and
 /// surrogate pairs are best left to the parser).
-pub fn unescape_literal(literal: &str) -> Option<String> {
+pub fn unescape_literal(literal: &str) -> Option<Unescaped> {
     let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
     let bytes = inner.as_bytes();
     let mut out = String::with_capacity(inner.len());
+    let mut as_written = true;
     let mut i = 0;
     while let Some(at) = memchr(b'\\', &bytes[i..]) {
         // A backslash is ASCII, so both slice ends are character boundaries.
@@ -162,7 +173,10 @@ pub fn unescape_literal(literal: &str) -> Option<String> {
         let c = match bytes.get(i + at + 1)? {
             b'"' => '"',
             b'\\' => '\\',
-            b'/' => '/',
+            b'/' => {
+                as_written = false;
+                '/'
+            }
             b'b' => '\u{8}',
             b'f' => '\u{c}',
             b'n' => '\n',
@@ -174,7 +188,10 @@ pub fn unescape_literal(literal: &str) -> Option<String> {
         i += at + 2;
     }
     out.push_str(inner.get(i..)?);
-    Some(out)
+    Some(Unescaped {
+        text: out,
+        as_written,
+    })
 }
 
 #[cfg(test)]
@@ -246,12 +263,21 @@ mod tests {
         for s in samples() {
             let literal = serde_json::to_string(&s).unwrap();
             match unescape_literal(&literal) {
-                Some(back) => assert_eq!(back, s),
+                Some(back) => {
+                    assert_eq!(back.text, s);
+                    assert!(back.as_written, "{literal}");
+                    assert_eq!(string_len(&back.text), literal.len() as u64);
+                }
                 // serde_json writes `\u00xx` only for control characters without a short form.
                 None => assert!(literal.contains("\\u"), "{literal}"),
             }
         }
-        assert_eq!(unescape_literal(r#""a\/b""#).as_deref(), Some("a/b"));
+        let slash = unescape_literal(r#""a\/b""#).unwrap();
+        assert_eq!(slash.text, "a/b");
+        assert!(
+            !slash.as_written,
+            "`\\/` is longer than what is written for `/`"
+        );
         assert_eq!(unescape_literal(r#""\ud83d\ude00""#), None);
         assert_eq!(unescape_literal("12"), None);
         assert_eq!(unescape_literal("\""), None);

@@ -186,7 +186,7 @@ fn custom(role: &str, content: &str, attribution: Option<&str>) -> AgentMessage 
     if let Some(a) = attribution {
         fields.insert("attribution".into(), json!(a));
     }
-    AgentMessage::Custom(CustomMessage::new(role, fields))
+    AgentMessage::from(CustomMessage::new(role, fields))
 }
 
 fn agent_steer(text: &str) -> AgentMessage {

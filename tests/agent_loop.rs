@@ -376,7 +376,7 @@ impl LoopHooks for CustomConvert {
         let mut m = messages.to_vec();
         let mut fields = serde_json::Map::new();
         fields.insert("content".into(), json!("injected by transform"));
-        m.push(AgentMessage::Custom(CustomMessage::new("note", fields)));
+        m.push(AgentMessage::from(CustomMessage::new("note", fields)));
         Some(m)
     }
     fn convert_to_llm(&self, messages: &[AgentMessage]) -> Option<Vec<Message>> {
@@ -401,7 +401,7 @@ impl LoopHooks for CustomConvert {
 async fn custom_messages_reach_the_provider_only_through_convert() {
     let mut fields = serde_json::Map::new();
     fields.insert("content".into(), json!("advisor says hi"));
-    let custom = AgentMessage::Custom(CustomMessage::new("advisor", fields));
+    let custom = AgentMessage::from(CustomMessage::new("advisor", fields));
     // Default conversion drops it.
     let p = scripts(vec![reply::text("ok")]);
     run(config(&p, vec![]), "hi", vec![custom.clone()])
@@ -1734,7 +1734,7 @@ async fn continue_checks_the_tail_and_emits_no_prompt() {
     fields.insert("content".into(), json!("x"));
     let ctx = vec![
         AgentMessage::user("hi"),
-        AgentMessage::Custom(CustomMessage::new("note", fields)),
+        AgentMessage::from(CustomMessage::new("note", fields)),
     ];
     let out = run_continue(
         ctx,

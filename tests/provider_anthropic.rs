@@ -525,6 +525,7 @@ fn rich_conversation() -> Vec<Message> {
             ContentBlock::Text(TextContent {
                 text: "Both read.".into(),
                 text_signature: None,
+                ..Default::default()
             }),
         ],
         StopReason::Stop,

@@ -256,7 +256,7 @@ async fn thinking_streams_and_its_signatures_go_back_to_the_same_model_only() {
     ));
     assert!(matches!(
         &m.content[1],
-        ContentBlock::Text(TextContent { text, text_signature: Some(s) })
+        ContentBlock::Text(TextContent { text, text_signature: Some(s), .. })
             if text == "Hello there." && s == "c2lnbmF0dXJlLW9uZQ=="
     ));
     assert_eq!(m.usage.output, 43, "thoughts are billed as output");

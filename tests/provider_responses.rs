@@ -522,6 +522,7 @@ async fn request_body_carries_instructions_tools_effort_and_paired_history() {
             ContentBlock::Text(TextContent {
                 text: "Reading it.".into(),
                 text_signature: Some("msg_7".into()),
+                ..Default::default()
             }),
             ContentBlock::ToolCall(ToolCall {
                 id: "call_1|fc_1".into(),
@@ -714,6 +715,7 @@ fn foreign_history_is_replayed_without_provider_ids() {
         ContentBlock::Text(TextContent {
             text: "Sure.".into(),
             text_signature: Some("msg_from_elsewhere".into()),
+            ..Default::default()
         }),
         ContentBlock::ToolCall(ToolCall {
             id: "toolu_01|fc_9".into(),

@@ -185,6 +185,7 @@ fn fixture_expected_messages() -> Vec<AgentMessage> {
         content: vec![ContentBlock::Text(TextContent {
             text: "README.md describes **Mock**, a tiny project used in tests.".into(),
             text_signature: None,
+            ..Default::default()
         })],
         api: "anthropic-messages".into(),
         provider: "anthropic".into(),
@@ -350,7 +351,7 @@ fn every_kind() -> Vec<EntryKind> {
         EntryKind::Message(user("hello", 1)),
         EntryKind::Message(assistant("hi", vec![call("c1", "bash", json!({"command": "ls"}))], 2)),
         EntryKind::Message(tool_result("c1", "bash", "a\nb", 3)),
-        EntryKind::Message(AgentMessage::Custom(CustomMessage::new(
+        EntryKind::Message(AgentMessage::from(CustomMessage::new(
             "bashExecution",
             json!({"command": "ls", "output": "x", "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 4})
                 .as_object()
@@ -368,43 +369,43 @@ fn every_kind() -> Vec<EntryKind> {
             target_id: "will-be-replaced".into(),
             label: None,
         },
-        EntryKind::Compaction(Compaction {
+        EntryKind::Compaction(Box::new(Compaction {
             summary: "did things".into(),
             first_kept_entry_id: "will-be-replaced".into(),
             tokens_before: 12345,
             details: Some(json!({"readFiles": ["a.rs"], "modifiedFiles": []})),
             from_hook: Some(false),
-        }),
-        EntryKind::Compaction(Compaction {
+        })),
+        EntryKind::Compaction(Box::new(Compaction {
             summary: "again".into(),
             first_kept_entry_id: "will-be-replaced".into(),
             tokens_before: 1,
             details: None,
             from_hook: None,
-        }),
-        EntryKind::BranchSummary(BranchSummary {
+        })),
+        EntryKind::BranchSummary(Box::new(BranchSummary {
             from_id: "will-be-replaced".into(),
             summary: "tried another way".into(),
             details: None,
             from_hook: Some(true),
-        }),
+        })),
         EntryKind::Custom {
             custom_type: "my-ext".into(),
-            data: Some(json!({"count": 42})),
+            data: Some(Box::new(json!({"count": 42}))),
         },
         EntryKind::Custom {
             custom_type: "my-ext".into(),
             data: None,
         },
-        EntryKind::CustomMessage(CustomMessageEntry {
+        EntryKind::CustomMessage(Box::new(CustomMessageEntry {
             custom_type: "my-ext".into(),
             content: UserContent::Blocks(vec![ContentBlock::text("injected")]),
             display: false,
             details: Some(json!({"k": 1})),
-        }),
+        })),
         EntryKind::Unknown {
             entry_type: "model_usage".into(),
-            fields: unknown,
+            fields: Box::new(unknown),
         },
     ]
 }
@@ -993,29 +994,29 @@ fn compaction_replaces_the_older_part_with_its_summary() {
     rec.append_message(&assistant("old answer", vec![], 2));
     let kept = rec.append_message(&user("kept question", 3));
     rec.append_message(&assistant("kept answer", vec![], 4));
-    let c = rec.append(EntryKind::Compaction(Compaction {
+    let c = rec.append(EntryKind::Compaction(Box::new(Compaction {
         summary: "We talked about old things.".into(),
         first_kept_entry_id: kept.clone(),
         tokens_before: 5000,
         details: None,
         from_hook: None,
-    }));
+    })));
     rec.append_message(&user("new question", 6));
-    rec.append(EntryKind::BranchSummary(BranchSummary {
+    rec.append(EntryKind::BranchSummary(Box::new(BranchSummary {
         from_id: kept.clone(),
         summary: "An abandoned attempt.".into(),
         details: None,
         from_hook: None,
-    }));
-    rec.append(EntryKind::CustomMessage(CustomMessageEntry {
+    })));
+    rec.append(EntryKind::CustomMessage(Box::new(CustomMessageEntry {
         custom_type: "ext".into(),
         content: UserContent::Text("from an extension".into()),
         display: true,
         details: None,
-    }));
+    })));
     rec.append(EntryKind::Custom {
         custom_type: "ext-state".into(),
-        data: Some(json!(1)),
+        data: Some(Box::new(json!(1))),
     });
     rec.close().unwrap();
 
@@ -2107,12 +2108,12 @@ fn what_we_write_for_tree_entries_has_the_node_field_names() {
         label: Some("start".into()),
     });
     rec.branch_from(Some(&a1)).unwrap();
-    let summary = rec.append(EntryKind::BranchSummary(BranchSummary {
+    let summary = rec.append(EntryKind::BranchSummary(Box::new(BranchSummary {
         from_id: a1.clone(),
         summary: "Tried one way.".into(),
         details: Some(json!({"readFiles": [], "modifiedFiles": []})),
         from_hook: None,
-    }));
+    })));
     rec.set_model("openai", "gpt-5");
     rec.branch_from(Some(&a1)).unwrap();
     let retry = rec.append_message(&user("Another way?", 3));
@@ -2233,13 +2234,13 @@ fn our_compaction_entry_has_the_node_fields_in_the_node_order() {
     let dir = Scratch::new("compaction-fields");
     let mut rec = SessionRecorder::new_session(dir.path(), Path::new("/tmp/mock"));
     let kept = rec.append_message(&user("kept", 1));
-    rec.append(EntryKind::Compaction(Compaction {
+    rec.append(EntryKind::Compaction(Box::new(Compaction {
         summary: "s".into(),
         first_kept_entry_id: kept,
         tokens_before: 10,
         details: Some(json!({"readFiles": [], "modifiedFiles": []})),
         from_hook: None,
-    }));
+    })));
     rec.close().unwrap();
     let ours: Value = lines(rec.path())
         .iter()

@@ -79,7 +79,7 @@ pub fn of_kind(kind: &EntryKind) -> Option<ChangeSet> {
             _ => None,
         },
         EntryKind::Custom { custom_type, data } if custom_type == CUSTOM_TYPE => {
-            data.as_ref().and_then(ChangeSet::from_value)
+            data.as_deref().and_then(ChangeSet::from_value)
         }
         _ => None,
     }

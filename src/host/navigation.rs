@@ -311,7 +311,7 @@ impl Host {
                 let _ = r.branch_from(at.as_deref());
                 r.remember(&messages, &origins);
                 if let Some(s) = summary {
-                    r.append(EntryKind::BranchSummary(s));
+                    r.append(EntryKind::BranchSummary(Box::new(s)));
                 }
             });
         }

@@ -190,7 +190,7 @@ impl Host {
             r.with(move |r| {
                 r.append(EntryKind::Custom {
                     custom_type: MOVED_TYPE.into(),
-                    data: Some(data),
+                    data: Some(Box::new(data)),
                 });
             });
         }
@@ -207,7 +207,7 @@ impl Host {
             r.with(move |r| {
                 r.append(EntryKind::Custom {
                     custom_type: CUSTOM_TYPE.into(),
-                    data: Some(data),
+                    data: Some(Box::new(data)),
                 });
             });
         }

@@ -134,7 +134,7 @@ impl Host {
             fields.insert("excludeFromContext".into(), json!(true));
         }
         fields.insert("timestamp".into(), json!(now_ms()));
-        let message = AgentMessage::Custom(CustomMessage::new("bashExecution", fields));
+        let message = AgentMessage::from(CustomMessage::new("bashExecution", fields));
         if let Some(r) = &self.recorder {
             let m = message.clone();
             r.with(move |r| {

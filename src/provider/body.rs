@@ -81,6 +81,15 @@ impl Out<'_> {
         }
     }
 
+    /// [`Out::string`] for a text whose literal length may be known already (see
+    /// [`crate::agent::protocol::types::LiteralLen`]): measuring it then costs nothing.
+    pub fn measured_string(&mut self, s: &str, literal_len: Option<u64>) {
+        match (self, literal_len) {
+            (Out::Count(n), Some(len)) => **n += len,
+            (out, _) => out.string(s),
+        }
+    }
+
     /// Append the JSON text of `value` as a string literal (a tool call's `arguments`),
     /// escaped as serde_json writes it: no copy of the text is made.
     pub fn value_as_string(&mut self, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
@@ -198,7 +207,7 @@ impl io::Write for Capped {
 pub fn json_pieces(value: Value) -> io::Result<(u64, Pieces)> {
     let mut len = 0u64;
     Out::Count(&mut len).value(&value)?;
-    Ok((len, Pieces::new(value, None)))
+    Ok((len, Pieces::new(value, None).announced(len)))
 }
 
 /// A body with a lazy member: measured first (counted, nothing held), then written whole
@@ -208,7 +217,8 @@ fn lazy_body(value: Value, lazy: LazyMember) -> io::Result<JsonBody> {
     let mut measure = Pieces::new(value.clone(), Some(lazy.clone()));
     while measure.step(&mut Out::Count(&mut len))? {}
     if len > WHOLE as u64 {
-        return Ok(JsonBody::Pieces(len, Pieces::new(value, Some(lazy))));
+        let pieces = Pieces::new(value, Some(lazy)).announced(len);
+        return Ok(JsonBody::Pieces(len, pieces));
     }
     let mut whole = Vec::with_capacity(len as usize);
     let mut write = Pieces::new(value, Some(lazy));
@@ -245,6 +255,9 @@ enum Stage {
 pub struct Pieces {
     stage: Stage,
     lazy: Option<LazyMember>,
+    /// The length sent in `content-length`, and how much has been written so far.
+    announced: Option<u64>,
+    written: u64,
 }
 
 impl Pieces {
@@ -252,6 +265,30 @@ impl Pieces {
         Pieces {
             stage: Stage::Start(value),
             lazy,
+            announced: None,
+            written: 0,
+        }
+    }
+
+    /// Pieces that must add up to `len` bytes: a body that comes out longer or shorter than
+    /// was measured ends in an error instead of a request the server would misread.
+    fn announced(mut self, len: u64) -> Self {
+        self.announced = Some(len);
+        self
+    }
+
+    /// An error when what was written so far (everything, when `ended`) does not match the
+    /// announced length.
+    fn check_length(&self, ended: bool) -> io::Result<()> {
+        match self.announced {
+            Some(len) if self.written > len || (ended && self.written != len) => {
+                Err(io::Error::other(format!(
+                    "the request body came out at {} bytes where {len} were measured; it was \
+                     not sent whole",
+                    self.written
+                )))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -372,15 +409,25 @@ impl Iterator for Pieces {
     fn next(&mut self) -> Option<Self::Item> {
         // Room for a piece and the element that ends it, most times: growing it copies.
         let mut out = Vec::with_capacity(PIECE + PIECE / 2);
+        let mut ended = false;
         while out.len() < PIECE {
             match self.step(&mut Out::Bytes(&mut out)) {
                 Ok(true) => {}
-                Ok(false) => break,
+                Ok(false) => {
+                    ended = true;
+                    break;
+                }
                 Err(e) => {
                     self.stage = Stage::Done;
                     return Some(Err(e));
                 }
             }
+        }
+        self.written += out.len() as u64;
+        if let Err(e) = self.check_length(ended) {
+            self.stage = Stage::Done;
+            self.announced = None;
+            return Some(Err(e));
         }
         (!out.is_empty()).then(|| Ok(Bytes::from(out)))
     }
@@ -454,6 +501,23 @@ mod tests {
         assert!(len > 2_000_000);
         assert!(pieces.len() > 25, "{} pieces", pieces.len());
         assert!(pieces.iter().all(|p| p.len() < PIECE + 1100));
+    }
+
+    #[test]
+    fn pieces_that_do_not_add_up_to_the_announced_length_end_in_an_error() {
+        let value = json!({"messages": ["y".repeat(3 * PIECE), "z"]});
+        let (len, _) = written(&value);
+        for announced in [len - 1, len + 1] {
+            let pieces = Pieces::new(value.clone(), None).announced(announced);
+            let result = pieces.collect::<io::Result<Vec<_>>>();
+            let err = result.unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("where {announced} were measured")),
+                "{err}"
+            );
+        }
+        let exact = Pieces::new(value.clone(), None).announced(len);
+        assert!(exact.collect::<io::Result<Vec<_>>>().is_ok());
     }
 
     #[test]

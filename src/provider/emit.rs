@@ -326,6 +326,7 @@ impl MessageStream {
             ContentBlock::Text(TextContent {
                 text,
                 text_signature,
+                ..
             }) => self.out.push(StreamEvent::TextEnd {
                 content_index: o.index,
                 content: text.clone(),

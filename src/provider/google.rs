@@ -1187,6 +1187,7 @@ mod tests {
             ContentBlock::Text(TextContent {
                 text: "Reading.".into(),
                 text_signature: None,
+                ..Default::default()
             }),
             ContentBlock::ToolCall(ToolCall {
                 id: "call_1".into(),

@@ -75,15 +75,34 @@ enum ChatItem<'a> {
     Assistant {
         role: &'static str,
         /// `null` when the reply was only tool calls.
-        content: Option<Cow<'a, str>>,
+        content: Option<SentText<'a>>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<CallItem<'a>>,
     },
     Tool {
         role: &'static str,
         tool_call_id: &'a str,
-        content: Cow<'a, str>,
+        content: SentText<'a>,
     },
+}
+
+/// A message's text as sent, with its length as a JSON literal when that is known already (a
+/// loaded history's long texts: measuring the body then need not count them).
+struct SentText<'a> {
+    text: Cow<'a, str>,
+    literal_len: Option<u64>,
+}
+
+impl<'a> SentText<'a> {
+    fn new((text, literal_len): (Cow<'a, str>, Option<u64>)) -> Self {
+        SentText { text, literal_len }
+    }
+}
+
+impl Serialize for SentText<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
 }
 
 #[derive(Serialize)]
@@ -139,7 +158,7 @@ impl ChatItem<'_> {
             } => {
                 out.raw(b",\"content\":");
                 match content {
-                    Some(text) => out.string(text),
+                    Some(text) => out.measured_string(&text.text, text.literal_len),
                     None => out.raw(b"null"),
                 }
                 if !tool_calls.is_empty() {
@@ -172,7 +191,7 @@ impl ChatItem<'_> {
                 out.raw(b",\"tool_call_id\":");
                 out.string(tool_call_id);
                 out.raw(b",\"content\":");
-                out.string(content);
+                out.measured_string(&content.text, content.literal_len);
             }
         }
         out.raw(b"}");
@@ -213,7 +232,7 @@ fn message_items<'a>(
             content: Value::String(d.content.joined_text()),
         }),
         Message::Assistant(a) => {
-            let text = ContentBlock::joined_text(&a.content);
+            let text = SentText::new(ContentBlock::joined_text_measured(&a.content));
             let tool_calls: Vec<CallItem<'a>> = a
                 .tool_calls()
                 .map(|c| CallItem {
@@ -229,17 +248,17 @@ fn message_items<'a>(
                     },
                 })
                 .collect();
-            if text.is_empty() && tool_calls.is_empty() {
+            if text.text.is_empty() && tool_calls.is_empty() {
                 return Ok(());
             }
             emit(ChatItem::Assistant {
                 role: "assistant",
-                content: (!text.is_empty()).then_some(text),
+                content: (!text.text.is_empty()).then_some(text),
                 tool_calls,
             })
         }
         Message::ToolResult(r) => {
-            let text = ContentBlock::joined_text(&r.content);
+            let text = SentText::new(ContentBlock::joined_text_measured(&r.content));
             let images: Vec<Value> = r
                 .content
                 .iter()
@@ -248,8 +267,8 @@ fn message_items<'a>(
                     _ => None,
                 })
                 .collect();
-            let content = if text.is_empty() && !images.is_empty() {
-                Cow::Borrowed("(see the attached image)")
+            let content = if text.text.is_empty() && !images.is_empty() {
+                SentText::new((Cow::Borrowed("(see the attached image)"), None))
             } else {
                 text
             };
@@ -726,6 +745,86 @@ mod tests {
         a.content.push(ContentBlock::text("two"));
         assert_eq!(ContentBlock::joined_text(&a.content), a.text());
         assert_eq!(ContentBlock::joined_text(&a.content), "one\ntwo");
+    }
+
+    /// A large history of tool results whose texts carry a literal-length note: the true
+    /// length, or one byte too many.
+    fn noted_history(off_by: u64) -> Vec<Message> {
+        (0..300)
+            .map(|n| {
+                let text = format!("{}\n\"{n}\"", "y".repeat(5000));
+                let len = crate::json_text::string_len(&text) + off_by;
+                let literal_len = crate::agent::protocol::types::LiteralLen::new(&text, len);
+                Message::ToolResult(ToolResultMessage {
+                    tool_call_id: format!("c{n}"),
+                    tool_name: "read".into(),
+                    content: vec![ContentBlock::Text(
+                        crate::agent::protocol::types::TextContent {
+                            text,
+                            text_signature: None,
+                            literal_len,
+                        },
+                    )],
+                    details: None,
+                    is_error: false,
+                    useless: false,
+                    timestamp: 0,
+                })
+            })
+            .collect()
+    }
+
+    fn measured_and_sent(history: Vec<Message>) -> (u64, std::io::Result<Vec<u8>>) {
+        let built = ChatCompletions
+            .build(&model("ollama", "qwen"), &request(history), None)
+            .unwrap();
+        match crate::provider::body::json_body(built.body, built.lazy).unwrap() {
+            crate::provider::body::JsonBody::Pieces(len, pieces) => {
+                let sent = pieces
+                    .map(|p| p.map(|p| p.to_vec()))
+                    .collect::<std::io::Result<Vec<_>>>();
+                (len, sent.map(|p| p.concat()))
+            }
+            crate::provider::body::JsonBody::Whole(_) => panic!("a 1.5 MB body was held whole"),
+        }
+    }
+
+    #[test]
+    fn texts_measured_as_they_were_loaded_are_not_counted_again() {
+        let (len, sent) = measured_and_sent(noted_history(0));
+        let sent = sent.unwrap();
+        assert_eq!(len, sent.len() as u64);
+        let plain: Vec<Message> = noted_history(0)
+            .into_iter()
+            .map(|m| match m {
+                Message::ToolResult(mut r) => {
+                    let text = ContentBlock::joined_text(&r.content).into_owned();
+                    r.content = vec![ContentBlock::text(text)];
+                    Message::ToolResult(r)
+                }
+                other => other,
+            })
+            .collect();
+        let (plain_len, plain_sent) = measured_and_sent(plain);
+        assert_eq!((plain_len, plain_sent.unwrap()), (len, sent));
+
+        // The note is what the measure used: a wrong one shows in the announced length, and
+        // the body then ends in an error instead of going out longer or shorter than that.
+        let (wrong_len, wrong_sent) = measured_and_sent(noted_history(1));
+        assert_eq!(wrong_len, len + 300);
+        let err = wrong_sent.unwrap_err().to_string();
+        assert!(err.contains("where"), "{err}");
+    }
+
+    #[test]
+    fn a_note_taken_for_another_text_is_not_used() {
+        let note = crate::agent::protocol::types::LiteralLen::new("abc", 5);
+        assert_eq!(note.of("abc"), Some(5));
+        assert_eq!(note.of("abcd"), None);
+        assert_eq!(
+            crate::agent::protocol::types::LiteralLen::default().of(""),
+            None
+        );
     }
 
     #[test]

@@ -548,7 +548,7 @@ fn message_of(e: &SessionEntry) -> AgentMessage {
     match &e.kind {
         EntryKind::Message(m) => m.clone(),
         // Plans only point at message entries.
-        _ => AgentMessage::Custom(CustomMessage::new("missing", Default::default())),
+        _ => AgentMessage::from(CustomMessage::new("missing", Default::default())),
     }
 }
 
@@ -580,7 +580,7 @@ impl Session {
             let kind = std::mem::replace(&mut e.kind, EntryKind::SessionInfo { name: None });
             let m = match kind {
                 EntryKind::Message(m) => m,
-                _ => AgentMessage::Custom(CustomMessage::new("missing", Default::default())),
+                _ => AgentMessage::from(CustomMessage::new("missing", Default::default())),
             };
             (m, std::mem::take(&mut e.id))
         })

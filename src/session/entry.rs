@@ -149,17 +149,19 @@ pub enum EntryKind {
     ModelChange { provider: String, model_id: String },
     /// `thinking_level_change`: the thinking level from here on (`off`, `low`, ...).
     ThinkingLevelChange { thinking_level: String },
-    /// `compaction`.
-    Compaction(Compaction),
+    /// `compaction`. (This and the other large, rare kinds are boxed: an entry stays small,
+    /// and a long session holds tens of thousands of entries, several times over while it
+    /// loads.)
+    Compaction(Box<Compaction>),
     /// `branch_summary`.
-    BranchSummary(BranchSummary),
+    BranchSummary(Box<BranchSummary>),
     /// `custom`: extension state, never sent to the model.
     Custom {
         custom_type: String,
-        data: Option<Value>,
+        data: Option<Box<Value>>,
     },
     /// `custom_message`.
-    CustomMessage(CustomMessageEntry),
+    CustomMessage(Box<CustomMessageEntry>),
     /// `label`: a bookmark on `target_id`; `None` clears it.
     Label {
         target_id: String,
@@ -170,7 +172,7 @@ pub enum EntryKind {
     /// Any other type (or a known type whose fields did not make sense), kept as found.
     Unknown {
         entry_type: String,
-        fields: Map<String, Value>,
+        fields: Box<Map<String, Value>>,
     },
 }
 
@@ -275,7 +277,7 @@ impl Serialize for SessionEntry {
             }
             EntryKind::SessionInfo { name } => put_opt(&mut map, "name", name)?,
             EntryKind::Unknown { fields, .. } => {
-                for (k, v) in fields {
+                for (k, v) in fields.iter() {
                     map.serialize_entry(k, v)?;
                 }
             }
@@ -418,27 +420,27 @@ fn kind_from_raw(raw: &mut RawLine) -> Result<EntryKind, String> {
                 .take()
                 .ok_or_else(|| missing("thinkingLevel"))?,
         },
-        "compaction" => EntryKind::Compaction(Compaction {
+        "compaction" => EntryKind::Compaction(Box::new(Compaction {
             summary: raw.summary.take().ok_or_else(|| missing("summary"))?,
             first_kept_entry_id: raw.first_kept_entry_id.take().unwrap_or_default(),
             tokens_before: raw.tokens_before.unwrap_or(0),
             details: raw.details.take(),
             from_hook: raw.from_hook,
-        }),
-        "branch_summary" => EntryKind::BranchSummary(BranchSummary {
+        })),
+        "branch_summary" => EntryKind::BranchSummary(Box::new(BranchSummary {
             from_id: raw.from_id.take().unwrap_or_default(),
             summary: raw.summary.take().unwrap_or_default(),
             details: raw.details.take(),
             from_hook: raw.from_hook,
-        }),
+        })),
         "custom" => EntryKind::Custom {
             custom_type: raw
                 .custom_type
                 .take()
                 .ok_or_else(|| missing("customType"))?,
-            data: raw.data.take(),
+            data: raw.data.take().map(Box::new),
         },
-        "custom_message" => EntryKind::CustomMessage(CustomMessageEntry {
+        "custom_message" => EntryKind::CustomMessage(Box::new(CustomMessageEntry {
             custom_type: raw
                 .custom_type
                 .take()
@@ -449,7 +451,7 @@ fn kind_from_raw(raw: &mut RawLine) -> Result<EntryKind, String> {
                 .unwrap_or_else(|| UserContent::Text(String::new())),
             display: raw.display.unwrap_or(true),
             details: raw.details.take(),
-        }),
+        })),
         "label" => EntryKind::Label {
             target_id: raw.target_id.take().ok_or_else(|| missing("targetId"))?,
             label: raw.label.take(),
@@ -495,7 +497,7 @@ fn unknown_from_map(
         timestamp,
         kind: EntryKind::Unknown {
             entry_type,
-            fields: m,
+            fields: Box::new(m),
         },
         first_kept_entry_index: None,
         problem,
@@ -655,7 +657,7 @@ mod tests {
             e.kind,
             EntryKind::Custom {
                 custom_type: "x".into(),
-                data: Some(Value::Null)
+                data: Some(Box::new(Value::Null))
             }
         );
     }

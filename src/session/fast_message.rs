@@ -23,8 +23,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Attribution, ContentBlock, CustomMessage, DeveloperMessage,
-    ImageContent, Message, RedactedThinkingContent, StopDetails, StopReason, TextContent,
-    ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
+    ImageContent, LiteralLen, Message, RedactedThinkingContent, StopDetails, StopReason,
+    TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
 };
 use crate::json_text;
 
@@ -103,7 +103,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
             "" => return Err(de::Error::custom("message has no role")),
             _ => {
                 let fields = Map::<String, Value>::deserialize(rest)?;
-                AgentMessage::Custom(CustomMessage::new(role.into_owned(), fields))
+                AgentMessage::from(CustomMessage::new(role.into_owned(), fields))
             }
         };
         Ok(FastMessage(message))
@@ -160,28 +160,44 @@ impl<'de> Visitor<'de> for BlockVisitor {
 /// gathered in serde_json's scratch buffer and copied out. Sessions are read from text, which
 /// this needs (a JSON value cannot lend a literal).
 fn long_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    measured_text(d).map(|(text, _)| text)
+}
+
+/// [`long_text`], with a note of the literal's length when it is exactly what is written for
+/// the text again (a request body is measured before it is sent; see [`LiteralLen`]).
+fn measured_text<'de, D: Deserializer<'de>>(d: D) -> Result<(String, LiteralLen), D::Error> {
     let raw = <&'de RawValue>::deserialize(d)?;
     match json_text::unescape_literal(raw.get()) {
-        Some(text) => Ok(text),
+        Some(u) => {
+            let len = match u.as_written {
+                true => LiteralLen::new(&u.text, raw.get().len() as u64),
+                false => LiteralLen::default(),
+            };
+            Ok((u.text, len))
+        }
         // `\u` escapes, or not a string at all: the parser decodes it (or says why not).
-        None => serde_json::from_str(raw.get()).map_err(de::Error::custom),
+        None => serde_json::from_str(raw.get())
+            .map(|text| (text, LiteralLen::default()))
+            .map_err(de::Error::custom),
     }
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireText {
-    #[serde(deserialize_with = "long_text")]
-    text: String,
+    #[serde(deserialize_with = "measured_text")]
+    text: (String, LiteralLen),
     #[serde(default)]
     text_signature: Option<String>,
 }
 
 impl From<WireText> for TextContent {
     fn from(w: WireText) -> Self {
+        let (text, literal_len) = w.text;
         TextContent {
-            text: w.text,
+            text,
             text_signature: w.text_signature,
+            literal_len,
         }
     }
 }
@@ -413,6 +429,7 @@ mod tests {
             ContentBlock::Text(TextContent {
                 text: "t \"q\"\n".into(),
                 text_signature: Some("ts".into()),
+                ..Default::default()
             }),
             ContentBlock::Thinking(ThinkingContent {
                 thinking: "th".into(),
@@ -538,6 +555,35 @@ mod tests {
             let fast = serde_json::from_str::<FastMessage>(&line).unwrap().0;
             let slow = serde_json::from_str::<AgentMessage>(&line).unwrap();
             assert_eq!(fast, slow, "{line}");
+        }
+    }
+
+    #[test]
+    fn texts_read_from_literals_note_their_length_when_it_is_what_is_written() {
+        let text_of = |literal: &str| {
+            let line = format!(
+                r#"{{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{{"type":"text","text":{literal}}}]}}"#
+            );
+            match serde_json::from_str::<FastMessage>(&line)
+                .unwrap()
+                .0
+                .as_tool_result()
+            {
+                Some(r) => match &r.content[0] {
+                    ContentBlock::Text(t) => (t.text.clone(), t.literal_len.of(&t.text)),
+                    other => panic!("{other:?}"),
+                },
+                None => panic!("not a tool result"),
+            }
+        };
+        for literal in [r#""plain""#, r#""a \"q\" \\ \b\f\n\r\t é""#, r#""""#] {
+            let (text, len) = text_of(literal);
+            assert_eq!(len, Some(literal.len() as u64), "{literal}");
+            assert_eq!(len, Some(json_text::string_len(&text)));
+        }
+        // Literals longer than what is written again for their text: counted when sent.
+        for literal in [r#""a\/b""#, r#""\u0041""#, r#""\u0001""#] {
+            assert_eq!(text_of(literal).1, None, "{literal}");
         }
     }
 

@@ -551,7 +551,7 @@ impl Builder {
             && c.role == "hookMessage"
         {
             let fields = std::mem::take(&mut c.fields);
-            *c = CustomMessage::new("custom", fields);
+            **c = CustomMessage::new("custom", fields);
         }
         if let (Some(index), EntryKind::Compaction(c)) = (e.first_kept_entry_index, &kind)
             && c.first_kept_entry_id.is_empty()

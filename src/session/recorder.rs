@@ -318,13 +318,13 @@ impl SessionRecorder {
             AgentMessage::Custom(_) => return None,
         };
         self.last_compaction_kept = Some(first_kept.clone());
-        let id = self.append(EntryKind::Compaction(Compaction {
+        let id = self.append(EntryKind::Compaction(Box::new(Compaction {
             summary: result.summary.clone(),
             first_kept_entry_id: first_kept,
             tokens_before: result.tokens_before,
             details: Some(result.details.clone()),
             from_hook: None,
-        }));
+        })));
         // Messages only this map still holds are gone from the conversation.
         self.entry_of.retain(|_, (m, _)| Arc::strong_count(m) > 1);
         Some(id)
@@ -644,10 +644,10 @@ impl SessionRecorder {
             } => {
                 self.append(EntryKind::Custom {
                     custom_type: TOOL_STARTED.to_string(),
-                    data: Some(serde_json::json!({
+                    data: Some(Box::new(serde_json::json!({
                         "toolCallId": tool_call_id,
                         "toolName": tool_name,
-                    })),
+                    }))),
                 });
             }
             AgentEvent::CompactionEnd {

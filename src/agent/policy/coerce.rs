@@ -296,6 +296,7 @@ fn block_from_value(value: Value) -> Option<ContentBlock> {
             Some(ContentBlock::Text(TextContent {
                 text,
                 text_signature: take_string(&mut map, "textSignature"),
+                ..Default::default()
             }))
         }
         BlockKind::Image => {

@@ -559,6 +559,7 @@ mod tests {
             ContentBlock::Text(TextContent {
                 text: "tool to=functions.read".into(),
                 text_signature: None,
+                ..Default::default()
             }),
         );
         let leak = detect(&m).unwrap();

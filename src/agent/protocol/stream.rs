@@ -289,6 +289,7 @@ impl MessageBuilder {
                     ContentBlock::Text(TextContent {
                         text: content.clone(),
                         text_signature: signature.clone(),
+                        ..Default::default()
                     });
             }
             StreamEvent::ThinkingStart { content_index } => {

@@ -35,6 +35,56 @@ pub struct TextContent {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_signature: Option<String>,
+    /// The length of `text` as a JSON string literal, when it was learnt for free (never
+    /// saved, never compared).
+    #[serde(skip)]
+    pub literal_len: LiteralLen,
+}
+
+/// How many bytes a text takes as a JSON string literal (quotes included), noted where it
+/// came at no cost: the session loader sees each long text's literal as it reads it. A
+/// resumed history's request body is measured before it is sent, and counting tens of
+/// megabytes again was a pass of its own.
+///
+/// The note holds the length of the text it was taken for, and answers only for a text of
+/// that length; a text changed in place to one of the same length (nothing does that to a
+/// loaded message) would need [`LiteralLen::default`] put back.
+#[derive(Clone, Copy, Default)]
+pub struct LiteralLen {
+    text_len: usize,
+    /// Zero when unknown (a literal is at least its two quotes).
+    literal_len: u64,
+}
+
+impl LiteralLen {
+    /// A note that `text` takes `literal_len` bytes as a literal.
+    pub fn new(text: &str, literal_len: u64) -> Self {
+        LiteralLen {
+            text_len: text.len(),
+            literal_len,
+        }
+    }
+
+    /// The literal length of `text`, if this note was taken for it.
+    pub fn of(&self, text: &str) -> Option<u64> {
+        (self.literal_len != 0 && self.text_len == text.len()).then_some(self.literal_len)
+    }
+}
+
+impl std::fmt::Debug for LiteralLen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.literal_len {
+            0 => f.write_str("unknown"),
+            n => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A note, not part of the text: two texts are equal whatever is known of their length.
+impl PartialEq for LiteralLen {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// Model reasoning. The signature (when a provider gives one) must be replayed unchanged.
@@ -109,7 +159,7 @@ impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text(TextContent {
             text: text.into(),
-            text_signature: None,
+            ..TextContent::default()
         })
     }
 
@@ -117,6 +167,19 @@ impl ContentBlock {
         match self {
             ContentBlock::Text(t) => Some(&t.text),
             _ => None,
+        }
+    }
+
+    /// [`ContentBlock::joined_text`], with the text's literal length when it is known (one
+    /// text block, measured as it was loaded).
+    pub fn joined_text_measured(blocks: &[ContentBlock]) -> (Cow<'_, str>, Option<u64>) {
+        let mut texts = blocks.iter().filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t),
+            _ => None,
+        });
+        match (texts.next(), texts.next()) {
+            (Some(one), None) => (Cow::Borrowed(&one.text), one.literal_len.of(&one.text)),
+            _ => (ContentBlock::joined_text(blocks), None),
         }
     }
 
@@ -551,7 +614,9 @@ impl CustomMessage {
 pub enum AgentMessage {
     /// Shared: the transcript, the event stream and provider requests hold the same message.
     Llm(Arc<Message>),
-    Custom(CustomMessage),
+    /// Boxed: custom messages are rare, and the enum stays two words wide (a long history is
+    /// held in several vectors of these).
+    Custom(Box<CustomMessage>),
 }
 
 const LLM_ROLES: [&str; 4] = ["user", "developer", "assistant", "toolResult"];
@@ -577,7 +642,7 @@ impl<'de> Deserialize<'de> for AgentMessage {
             Err(serde::de::Error::custom("message has no role"))
         } else {
             CustomMessage::deserialize(value)
-                .map(AgentMessage::Custom)
+                .map(AgentMessage::from)
                 .map_err(serde::de::Error::custom)
         }
     }
@@ -686,7 +751,7 @@ impl From<ToolResultMessage> for AgentMessage {
 
 impl From<CustomMessage> for AgentMessage {
     fn from(m: CustomMessage) -> Self {
-        AgentMessage::Custom(m)
+        AgentMessage::Custom(Box::new(m))
     }
 }
 
