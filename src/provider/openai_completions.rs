@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::body::{ElementSink, LazyItems, LazyMember, Out};
+use super::body::{ElementSink, LazyItems, LazyMember, Out, prefetch};
 use super::catalog::ModelInfo;
 use super::emit::MessageStream;
 use super::error::{DecodeError, RequestError};
@@ -327,6 +327,14 @@ impl LazyItems for ChatMessages {
             (Some(_), i) => i - 1,
             (None, i) => i,
         };
+        // The message eight places on is asked for now, and the blocks of the one four places
+        // on (its message was asked for four steps ago).
+        if let Some(ahead) = self.messages.get(i + 8) {
+            prefetch(Arc::as_ptr(ahead));
+        }
+        if let Some(ahead) = self.messages.get(i + 4) {
+            prefetch(ahead.blocks().as_ptr());
+        }
         match self.messages.get(i) {
             Some(m) => message_items(m, |item| out.element(|out| item.write(out))),
             None => Ok(()),

@@ -581,6 +581,22 @@ impl Message {
             Message::ToolResult(m) => m.timestamp,
         }
     }
+
+    /// The message's content blocks (none for content that is a bare string).
+    pub fn blocks(&self) -> &[ContentBlock] {
+        match self {
+            Message::User(m) => match &m.content {
+                UserContent::Blocks(b) => b,
+                UserContent::Text(_) => &[],
+            },
+            Message::Developer(m) => match &m.content {
+                UserContent::Blocks(b) => b,
+                UserContent::Text(_) => &[],
+            },
+            Message::Assistant(m) => &m.content,
+            Message::ToolResult(m) => &m.content,
+        }
+    }
 }
 
 /// An application-defined message with any role other than the provider roles.
