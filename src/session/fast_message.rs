@@ -25,6 +25,7 @@ use crate::agent::protocol::types::{
     AgentMessage, AssistantMessage, Attribution, ContentBlock, CustomMessage, DeveloperMessage,
     ImageContent, LiteralLen, Message, RedactedThinkingContent, StopDetails, StopReason,
     TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
+    empty_object,
 };
 use crate::json_text;
 
@@ -144,7 +145,7 @@ impl<'de> Visitor<'de> for BlockVisitor {
                 ContentBlock::RedactedThinking(RedactedThinkingContent::deserialize(rest)?)
             }
             "image" => ContentBlock::Image(ImageContent::deserialize(rest)?),
-            "toolCall" => ContentBlock::ToolCall(ToolCall::deserialize(rest)?),
+            "toolCall" => ContentBlock::ToolCall(WireToolCall::deserialize(rest)?.into()),
             other => {
                 return Err(de::Error::unknown_variant(
                     other,
@@ -152,6 +153,111 @@ impl<'de> Visitor<'de> for BlockVisitor {
                 ));
             }
         }))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireToolCall {
+    id: String,
+    name: String,
+    #[serde(default = "empty_object", deserialize_with = "sized_value")]
+    arguments: Value,
+    #[serde(default)]
+    intent: Option<String>,
+    #[serde(default)]
+    thought_signature: Option<String>,
+}
+
+impl From<WireToolCall> for ToolCall {
+    fn from(w: WireToolCall) -> Self {
+        ToolCall {
+            id: w.id,
+            name: w.name,
+            arguments: w.arguments,
+            intent: w.intent,
+            thought_signature: w.thought_signature,
+        }
+    }
+}
+
+fn sized_value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    SizedValue::deserialize(d).map(|v| v.0)
+}
+
+/// A JSON value whose objects are allocated for the members they hold. Built up one member at
+/// a time, a small object took room for four (a tool call's arguments were ~600 bytes each).
+struct SizedValue(Value);
+
+impl<'de> Deserialize<'de> for SizedValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SizedVisitor)
+    }
+}
+
+struct SizedVisitor;
+
+impl<'de> Visitor<'de> for SizedVisitor {
+    type Value = SizedValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::String(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::Null))
+    }
+
+    fn visit_none<E>(self) -> Result<SizedValue, E> {
+        Ok(SizedValue(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<SizedValue, D::Error> {
+        SizedValue::deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SizedValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(SizedValue(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        items.shrink_to_fit();
+        Ok(SizedValue(Value::Array(items)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SizedValue, A::Error> {
+        let mut members: Vec<(String, Value)> = Vec::new();
+        while let Some((k, SizedValue(v))) = map.next_entry::<String, SizedValue>()? {
+            members.push((k, v));
+        }
+        let mut object = Map::with_capacity(members.len());
+        // A repeated key keeps its first place and its last value, as serde_json's own map.
+        object.extend(members);
+        Ok(SizedValue(Value::Object(object)))
     }
 }
 
@@ -246,6 +352,8 @@ fn blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error
             while let Some(FastBlock(b)) = seq.next_element()? {
                 out.push(b);
             }
+            // A third block doubled the room to four; give back what is left over.
+            out.shrink_to_fit();
             Ok(out)
         }
     }
@@ -584,6 +692,47 @@ mod tests {
         // Literals longer than what is written again for their text: counted when sent.
         for literal in [r#""a\/b""#, r#""\u0041""#, r#""\u0001""#] {
             assert_eq!(text_of(literal).1, None, "{literal}");
+        }
+    }
+
+    #[test]
+    fn call_arguments_read_as_the_parser_reads_them() {
+        let samples = [
+            r#"{}"#,
+            r#"{"path":"a.rs"}"#,
+            r#"{"a":1,"b":-2,"c":2.5,"d":1e300,"e":18446744073709551615,"f":null,"g":true}"#,
+            r#"{"nested":{"x":[1,{"y":"z\n\u00e9"},[]],"w":{}},"dup":1,"k":2,"dup":3}"#,
+            r#"[1,"two",{"three":3}]"#,
+            r#""just text""#,
+        ];
+        for args in samples {
+            let line = format!(
+                r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"c","name":"n","arguments":{args}}}]}}"#
+            );
+            let fast = serde_json::from_str::<FastMessage>(&line).unwrap().0;
+            let slow = serde_json::from_str::<AgentMessage>(&line).unwrap();
+            assert_eq!(fast, slow, "{args}");
+            let parsed: Value = serde_json::from_str(args).unwrap();
+            let ContentBlock::ToolCall(call) = &fast.as_assistant().unwrap().content[0] else {
+                panic!("not a call");
+            };
+            assert_eq!(call.arguments, parsed);
+            // Same order of members, too.
+            assert_eq!(call.arguments.to_string(), parsed.to_string());
+        }
+        let line = r#"{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n"}]}"#;
+        let (fast, slow) = both(&serde_json::from_str(line).unwrap());
+        assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn content_lists_hold_no_empty_room() {
+        for n in 1..6 {
+            let blocks = vec![r#"{"type":"text","text":"t"}"#; n].join(",");
+            let line = format!(r#"{{"role":"assistant","content":[{blocks}]}}"#);
+            let message = serde_json::from_str::<FastMessage>(&line).unwrap().0;
+            let content = &message.as_assistant().unwrap().content;
+            assert_eq!((content.len(), content.capacity()), (n, n));
         }
     }
 
