@@ -903,7 +903,8 @@ async fn a_steer_with_an_image_while_idle_starts_a_run_with_both() {
     let server = TestServer::start(vec![tags("qwen3:8b"), text_reply("I see it")]).await;
     let h = home();
     let mut c = Client::start(&server, &h);
-    // No run to steer: the message starts one, marked as steering, the image after its text.
+    // No run to steer: the message starts one as a plain prompt (the steering mark is for what
+    // is injected into a run), the image after its text.
     c.send(
         json!({"id": "1", "type": "steer", "message": "look at this",
                   "images": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]}),
@@ -915,7 +916,7 @@ async fn a_steer_with_an_image_while_idle_starts_a_run_with_both() {
     let r = c.response("2").await;
     let user = &r["data"]["messages"][0];
     assert_eq!(user["role"], "user", "{r}");
-    assert_eq!(user["steering"], true, "{r}");
+    assert_eq!(user.get("steering"), None, "{r}");
     assert_eq!(user["content"][0]["text"], "look at this", "{r}");
     assert_eq!(user["content"][1]["type"], "image", "{r}");
     assert_eq!(user["content"][1]["mimeType"], "image/png", "{r}");

@@ -33,14 +33,8 @@ fn unescape(name: &str) -> String {
 }
 
 /// The message for `text` with `attachments` (`images`: the model takes images; if not, they
-/// are left out and named in [`Built::left_out`]). `steering` marks a message typed while the
-/// agent works.
-pub(crate) fn build(
-    text: &str,
-    attachments: Vec<Attachment>,
-    images: bool,
-    steering: bool,
-) -> Built {
+/// are left out and named in [`Built::left_out`]).
+pub(crate) fn build(text: &str, attachments: Vec<Attachment>, images: bool) -> Built {
     let mut left_out = Vec::new();
     let mut blocks = Vec::new();
     for a in attachments {
@@ -72,7 +66,6 @@ pub(crate) fn build(
     };
     let mut message = UserMessage::new("");
     message.content = content;
-    message.steering = steering;
     Built {
         message: AgentMessage::Llm(Arc::new(Message::User(message))),
         left_out,
@@ -182,7 +175,6 @@ mod tests {
                 image("shot \"1\".png"),
             ],
             true,
-            false,
         );
         assert!(built.left_out.is_empty());
         let c = content(&built);
@@ -208,13 +200,9 @@ mod tests {
 
     #[test]
     fn a_model_without_images_gets_the_text_and_the_caller_the_names() {
-        let built = build("what is this?", vec![image("shot.png")], false, true);
+        let built = build("what is this?", vec![image("shot.png")], false);
         assert_eq!(built.left_out, ["shot.png"]);
         assert_eq!(content(&built), UserContent::Text("what is this?".into()));
-        assert!(matches!(
-            built.message.as_llm(),
-            Some(Message::User(u)) if u.steering
-        ));
     }
 
     #[test]

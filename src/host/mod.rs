@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::engine::facade::Agent;
 use crate::agent::engine::task;
-use crate::agent::protocol::command::{AgentAnswer, AgentError, AgentOp, WhenBusy};
+use crate::agent::protocol::command::{AgentAnswer, AgentError, AgentOp};
 use crate::agent::protocol::events::{AgentEvent, RunEvent, RunId};
 use crate::agent::protocol::paced;
 use crate::agent::protocol::thinking::ThinkingLevel;
@@ -963,7 +963,6 @@ impl Host {
             mentions,
             when_busy,
         } = prompt;
-        let steering = when_busy == WhenBusy::Steer;
         // `/skill:name args` goes as the skill's file; `/name args` naming a prompt template
         // as the template's text.
         let mut command = None;
@@ -1012,11 +1011,9 @@ impl Host {
         }
         let wants_files = !files.is_empty() || (mentions && attach::mentions::any(&text));
         let message = if wants_files {
-            self.with_files(text, files, mentions, steering).await
+            self.with_files(text, files, mentions).await
         } else {
-            let mut m = crate::agent::protocol::types::UserMessage::new(text);
-            m.steering = steering;
-            AgentMessage::from(crate::agent::protocol::types::Message::User(m))
+            AgentMessage::user(text)
         };
         let message = with_images(message, images);
         self.agent_op(
@@ -1036,7 +1033,6 @@ impl Host {
         text: String,
         files: Vec<FileRef>,
         mentions: bool,
-        steering: bool,
     ) -> AgentMessage {
         let cwd = self.cwd.clone();
         let typed = text.clone();
@@ -1068,7 +1064,7 @@ impl Host {
         for p in problems {
             self.tell(HostEvent::Notice(format!("{p}; sent without it")));
         }
-        let built = attach::build(&text, loaded, self.model.images, steering);
+        let built = attach::build(&text, loaded, self.model.images);
         if !built.left_out.is_empty() {
             self.tell(HostEvent::Notice(format!(
                 "{} does not take images, so this was sent without {}",

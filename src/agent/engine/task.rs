@@ -3,9 +3,11 @@
 //! puts what it returns on the front end's event stream; the agent's events come back through
 //! [`Agent::subscribe`].
 
+use std::sync::Arc;
+
 use crate::agent::engine::facade::Agent;
 use crate::agent::protocol::command::{Accepted, AgentAnswer, AgentError, AgentOp, WhenBusy};
-use crate::agent::protocol::types::AgentMessage;
+use crate::agent::protocol::types::{AgentMessage, Message};
 
 /// Carry out one operation; `Some` with its answer for those that have one. Only `Reset` and
 /// `WaitIdle` wait (for the run to end); everything else returns at once, since runs live on
@@ -61,25 +63,43 @@ pub async fn apply(agent: &Agent, op: AgentOp) -> Option<AgentAnswer> {
     Some(answer)
 }
 
-/// Start a run, or queue the messages when one is active and the caller allows it.
+/// Start a run, or queue the messages when one is active and the caller allows it. A user
+/// message is marked as steering only when it goes to the steering queue: "steer when busy"
+/// sent to an idle agent is a plain prompt, and is saved as one.
 fn prompt(
     agent: &Agent,
     messages: Vec<AgentMessage>,
     when_busy: WhenBusy,
 ) -> Result<Accepted, AgentError> {
+    let messages: Vec<AgentMessage> = messages.into_iter().map(|m| marked(m, false)).collect();
     let queued = messages.clone();
     match agent.prompt(messages) {
         Ok(run) => Ok(Accepted::Started(run)),
         Err(AgentError::Busy) if when_busy != WhenBusy::Refuse => {
             for m in queued {
                 match when_busy {
-                    WhenBusy::Steer => agent.steer(m),
+                    WhenBusy::Steer => agent.steer(marked(m, true)),
                     _ => agent.follow_up(m),
                 }
             }
             Ok(Accepted::Queued)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// `message` with its steering mark set to `steering` (user messages only).
+fn marked(message: AgentMessage, steering: bool) -> AgentMessage {
+    match message {
+        AgentMessage::Llm(mut m) => {
+            if matches!(&*m, Message::User(u) if u.steering != steering)
+                && let Message::User(u) = Arc::make_mut(&mut m)
+            {
+                u.steering = steering;
+            }
+            AgentMessage::Llm(m)
+        }
+        other => other,
     }
 }
 
@@ -148,6 +168,47 @@ mod tests {
                 assert_eq!(e.run, Some(run), "{:?}", e.event);
             }
         }
+    }
+
+    fn steering_marks(messages: &[AgentMessage]) -> Vec<bool> {
+        messages
+            .iter()
+            .filter_map(|m| m.as_user().map(|u| u.steering))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn only_a_prompt_that_waits_in_the_steering_queue_is_marked_as_steering() {
+        let p = ScriptedProvider::new([vec![Step::Stall]]);
+        let a = agent(&p);
+        let mut events = a.subscribe();
+        let op = AgentOp::Prompt {
+            messages: vec![AgentMessage::steering("first")],
+            when_busy: WhenBusy::Steer,
+        };
+        assert!(matches!(
+            apply(&a, op).await,
+            Some(AgentAnswer::Prompt(Ok(Accepted::Started(_))))
+        ));
+        let first = loop {
+            if let AgentEvent::MessageEnd { message } = events.recv().await.expect("events").event
+                && message.as_user().is_some()
+            {
+                break message;
+            }
+        };
+        assert_eq!(steering_marks(&[first]), [false]);
+        prompted(&a, "steer", WhenBusy::Steer)
+            .await
+            .expect("queued");
+        assert_eq!(steering_marks(&a.peek_steering_queue()), [true]);
+        let op = AgentOp::Prompt {
+            messages: vec![AgentMessage::steering("later")],
+            when_busy: WhenBusy::FollowUp,
+        };
+        apply(&a, op).await;
+        assert_eq!(steering_marks(&a.peek_follow_up_queue()), [false]);
+        apply(&a, AgentOp::Abort { reason: None }).await;
     }
 
     #[tokio::test]

@@ -270,7 +270,6 @@ fn a_sent_prompt_shows_its_files_as_chips_and_notices_are_shown() {
             text: "fn main() {}".into(),
         }],
         true,
-        false,
     );
     app.handle_agent_event(AgentEvent::MessageStart {
         message: built.message,
