@@ -275,9 +275,10 @@ fn measured_text<'de, D: Deserializer<'de>>(d: D) -> Result<(String, LiteralLen)
     let raw = <&'de RawValue>::deserialize(d)?;
     match json_text::unescape_literal(raw.get()) {
         Some(u) => {
-            let len = match u.as_written {
-                true => LiteralLen::new(&u.text, raw.get().len() as u64),
-                false => LiteralLen::default(),
+            let len = if u.as_written {
+                LiteralLen::new(&u.text, raw.get().len() as u64)
+            } else {
+                LiteralLen::default()
             };
             Ok((u.text, len))
         }

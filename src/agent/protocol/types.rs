@@ -178,26 +178,25 @@ impl ContentBlock {
             _ => None,
         });
         match (texts.next(), texts.next()) {
+            (None, _) => (Cow::Borrowed(""), None),
             (Some(one), None) => (Cow::Borrowed(&one.text), one.literal_len.of(&one.text)),
-            _ => (ContentBlock::joined_text(blocks), None),
+            _ => (
+                Cow::Owned(
+                    blocks
+                        .iter()
+                        .filter_map(ContentBlock::as_text)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                None,
+            ),
         }
     }
 
     /// The text blocks of `blocks` joined by newlines; borrowed when there is only one (a long
     /// tool result need not be copied to be read or sent).
     pub fn joined_text(blocks: &[ContentBlock]) -> Cow<'_, str> {
-        let mut texts = blocks.iter().filter_map(ContentBlock::as_text);
-        match (texts.next(), texts.next()) {
-            (None, _) => Cow::Borrowed(""),
-            (Some(one), None) => Cow::Borrowed(one),
-            _ => Cow::Owned(
-                blocks
-                    .iter()
-                    .filter_map(ContentBlock::as_text)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-        }
+        ContentBlock::joined_text_measured(blocks).0
     }
 }
 
