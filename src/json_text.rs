@@ -11,8 +11,6 @@
 //!
 //! A leaf: it imports nothing from the crate.
 
-use memchr::memchr;
-
 /// What byte `b` becomes inside a string literal: itself (`0`), a short escape (the letter
 /// after the backslash), or `u` for `\u00xx`.
 const fn escape_of(b: u8) -> u8 {
@@ -29,39 +27,46 @@ const fn escape_of(b: u8) -> u8 {
     }
 }
 
-/// True when none of the sixteen bytes needs escaping (written so the compiler can compare
-/// them all at once).
-#[inline]
-fn clean(chunk: &[u8; 16]) -> bool {
-    let mut dirty = false;
-    for &b in chunk {
-        dirty |= (b < 0x20) | (b == b'"') | (b == b'\\');
+/// What [`escape_of`] says for every byte, looked up instead of matched.
+const ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = escape_of(b as u8);
+        b += 1;
     }
-    !dirty
+    table
+};
+
+/// Bytes looked at together when searching a string for the bytes that matter (escapes when
+/// writing, backslashes when reading).
+const LANES: usize = 32;
+
+/// Bit `i` set when byte `i` of `chunk` needs escaping (written so the compiler compares the
+/// bytes all at once and gathers one bit from each).
+#[inline(always)]
+fn dirty_mask(chunk: &[u8; LANES]) -> u32 {
+    let mut mask = 0u32;
+    for (i, &b) in chunk.iter().enumerate() {
+        mask |= u32::from((b < 0x20) | (b == b'"') | (b == b'\\')) << i;
+    }
+    mask
 }
 
-/// The index of the first byte of `bytes[from..]` that needs escaping (`bytes.len()` when
-/// none does).
-#[inline]
-fn next_escape(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 16) {
-        let chunk: &[u8; 16] = match chunk.try_into() {
-            Ok(c) => c,
-            Err(_) => break,
-        };
-        if !clean(chunk) {
-            break;
-        }
-        i += 16;
+/// Bit `i` set when byte `i` of `chunk` is a backslash.
+#[inline(always)]
+fn backslash_mask(chunk: &[u8; LANES]) -> u32 {
+    let mut mask = 0u32;
+    for (i, &b) in chunk.iter().enumerate() {
+        mask |= u32::from(b == b'\\') << i;
     }
-    while let Some(&b) = bytes.get(i) {
-        if escape_of(b) != 0 {
-            return i;
-        }
-        i += 1;
-    }
-    bytes.len()
+    mask
 }
+
+/// Strings shorter than this (roles, ids, names: most of a body's strings by count) are
+/// handled by the code inlined where they are written: a call into the vector code costs more
+/// than it saves on them.
+const SHORT: usize = 2 * LANES;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -77,23 +82,68 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
 /// Append the inside of a string literal for `bytes` (escaped, no quotes). Escaping is byte
 /// by byte, so text may come in any number of pieces.
 pub fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if bytes.len() >= SHORT && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU running this has AVX2, checked just above; the function needs
+        // nothing else.
+        return unsafe { write_escaped_avx2(out, bytes) };
+    }
+    write_escaped_portable(out, bytes);
+}
+
+/// [`write_escaped_portable`] compiled for AVX2 (a 32-byte chunk is then one comparison).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn write_escaped_avx2(out: &mut Vec<u8>, bytes: &[u8]) {
+    write_escaped_portable(out, bytes);
+}
+
+/// [`write_escaped`] for any CPU. Text is looked at [`LANES`] bytes at a time; the clean run
+/// before each byte that needs escaping is copied whole, so the cost goes with the number of
+/// escapes (a newline every forty bytes in source code), not with the text's length.
+#[inline(always)]
+fn write_escaped_portable(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len());
+    // `start`: the first byte not yet copied; `at`: where `rest` starts in `bytes`.
     let mut start = 0;
-    loop {
-        let i = next_escape(bytes, start);
-        out.extend_from_slice(&bytes[start..i]);
-        let Some(&b) = bytes.get(i) else { break };
-        match escape_of(b) {
-            b'u' => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ]),
-            letter => out.extend_from_slice(&[b'\\', letter]),
+    let mut at = 0;
+    let mut rest = bytes;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
+        let mut mask = dirty_mask(chunk);
+        while mask != 0 {
+            let i = at + mask.trailing_zeros() as usize;
+            out.extend_from_slice(&bytes[start..i]);
+            push_escape(out, bytes[i]);
+            start = i + 1;
+            mask &= mask - 1;
         }
-        start = i + 1;
+        at += LANES;
+        rest = tail;
+    }
+    for (k, &b) in rest.iter().enumerate() {
+        if ESCAPES[usize::from(b)] != 0 {
+            let i = at + k;
+            out.extend_from_slice(&bytes[start..i]);
+            push_escape(out, b);
+            start = i + 1;
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
+
+/// Append the escape for `b`, a byte that needs one.
+#[inline(always)]
+fn push_escape(out: &mut Vec<u8>, b: u8) {
+    match ESCAPES[usize::from(b)] {
+        b'u' => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 0xf)],
+        ]),
+        letter => out.extend_from_slice(&[b'\\', letter]),
     }
 }
 
@@ -105,7 +155,7 @@ pub fn string_len(s: &str) -> u64 {
 /// How many bytes [`write_escaped`] would append for `bytes`.
 pub fn escaped_len(bytes: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if bytes.len() >= SHORT && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU running this has AVX2, checked just above; the function needs
         // nothing else.
         return unsafe { escaped_len_avx2(bytes) };
@@ -163,14 +213,42 @@ pub struct Unescaped {
 /// surrogate pairs are best left to the parser).
 pub fn unescape_literal(literal: &str) -> Option<Unescaped> {
     let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU running this has AVX2, checked just above; the function needs
+        // nothing else.
+        return unsafe { unescape_avx2(inner) };
+    }
+    unescape_portable(inner)
+}
+
+/// [`unescape_portable`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn unescape_avx2(inner: &str) -> Option<Unescaped> {
+    unescape_portable(inner)
+}
+
+/// The inside of a string literal, unescaped: backslashes are found [`LANES`] bytes at a
+/// time, and the run before each is copied whole.
+#[inline(always)]
+fn unescape_portable(inner: &str) -> Option<Unescaped> {
     let bytes = inner.as_bytes();
     let mut out = String::with_capacity(inner.len());
     let mut as_written = true;
-    let mut i = 0;
-    while let Some(at) = memchr(b'\\', &bytes[i..]) {
-        // A backslash is ASCII, so both slice ends are character boundaries.
-        out.push_str(inner.get(i..i + at)?);
-        let c = match bytes.get(i + at + 1)? {
+    // `start`: the first byte not yet copied (past the last escape); `at`: where `rest`
+    // starts in `bytes`.
+    let mut start = 0;
+    let mut at = 0;
+    let mut rest = bytes;
+    let mut unescape = |i: usize, out: &mut String| -> Option<()> {
+        // A backslash that `start` has passed is the second half of an escape (`\\`).
+        if i < start {
+            return Some(());
+        }
+        // A backslash is ASCII, so both ends of the run are character boundaries.
+        out.push_str(inner.get(start..i)?);
+        let c = match bytes.get(i + 1)? {
             b'"' => '"',
             b'\\' => '\\',
             b'/' => {
@@ -185,9 +263,24 @@ pub fn unescape_literal(literal: &str) -> Option<Unescaped> {
             _ => return None,
         };
         out.push(c);
-        i += at + 2;
+        start = i + 2;
+        Some(())
+    };
+    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
+        let mut mask = backslash_mask(chunk);
+        while mask != 0 {
+            unescape(at + mask.trailing_zeros() as usize, &mut out)?;
+            mask &= mask - 1;
+        }
+        at += LANES;
+        rest = tail;
     }
-    out.push_str(inner.get(i..)?);
+    for (k, &b) in rest.iter().enumerate() {
+        if b == b'\\' {
+            unescape(at + k, &mut out)?;
+        }
+    }
+    out.push_str(inner.get(start..)?);
     Some(Unescaped {
         text: out,
         as_written,
@@ -198,7 +291,8 @@ pub fn unescape_literal(literal: &str) -> Option<Unescaped> {
 mod tests {
     use super::*;
 
-    /// Strings that exercise every escape, at every offset within a sixteen-byte chunk.
+    /// Strings that exercise every escape, at every offset within a chunk of [`LANES`] bytes
+    /// and across the chunks' seams.
     fn samples() -> Vec<String> {
         let mut out: Vec<String> = vec![
             String::new(),
@@ -239,6 +333,45 @@ mod tests {
             assert_eq!(&out[6..], &expected[..], "{s:?}");
             assert_eq!(string_len(&s), expected.len() as u64, "{s:?}");
         }
+    }
+
+    #[test]
+    fn the_portable_code_writes_and_reads_what_the_vector_code_does() {
+        for s in samples() {
+            let mut vector = Vec::new();
+            write_escaped(&mut vector, s.as_bytes());
+            let mut portable = Vec::new();
+            write_escaped_portable(&mut portable, s.as_bytes());
+            assert_eq!(portable, vector, "{s:?}");
+            let literal = serde_json::to_string(&s).unwrap();
+            let inner = &literal[1..literal.len() - 1];
+            assert_eq!(
+                unescape_portable(inner),
+                unescape_literal(&literal),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn escaped_backslashes_are_read_in_pairs_wherever_the_chunks_end() {
+        for len in 0..3 * LANES {
+            for at in 0..len {
+                // Backslashes from `at` on: each pair is one escaped backslash, and a pair
+                // may straddle a chunk's end.
+                let text: String = (0..len).map(|i| if i < at { 'a' } else { '\\' }).collect();
+                let literal = serde_json::to_string(&text).unwrap();
+                let back = unescape_literal(&literal).unwrap();
+                assert_eq!(back.text, text, "{literal}");
+                assert!(back.as_written);
+            }
+        }
+        // An escape whose backslash ends one chunk and whose letter starts the next.
+        let seam = format!("\"{}a\\n\"", "\\\\".repeat(LANES / 2 - 1));
+        assert_eq!(
+            unescape_literal(&seam).map(|u| u.text),
+            Some(format!("{}a\n", "\\".repeat(LANES / 2 - 1)))
+        );
     }
 
     #[test]
