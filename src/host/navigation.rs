@@ -309,7 +309,7 @@ impl Host {
             let (messages, origins) = (context.messages.clone(), context.origins.clone());
             r.with(move |r| {
                 let _ = r.branch_from(at.as_deref());
-                r.remember(&messages, &origins);
+                r.remember(&messages, origins);
                 if let Some(s) = summary {
                     r.append(EntryKind::BranchSummary(Box::new(s)));
                 }

@@ -78,6 +78,17 @@ impl MessageOrigin {
             MessageOrigin::Placeholder => None,
         }
     }
+
+    /// [`MessageOrigin::entry_id`], taken.
+    pub fn into_entry_id(self) -> Option<String> {
+        match self {
+            MessageOrigin::Message(id)
+            | MessageOrigin::CustomMessage(id)
+            | MessageOrigin::CompactionSummary(id)
+            | MessageOrigin::BranchSummary(id) => Some(id),
+            MessageOrigin::Placeholder => None,
+        }
+    }
 }
 
 /// What an agent needs to resume a session.
@@ -276,26 +287,22 @@ fn step_for(entries: &[SessionEntry], i: usize) -> Option<Step> {
 
 /// The model, thinking level, latest compaction and started tool calls on a branch.
 fn scan(entries: &[SessionEntry], path: &[usize]) -> Scan {
-    let mut model = None;
+    // The latest (provider, model) named, copied once at the end: every assistant message
+    // names one, and a long session has ten thousand of them.
+    let mut model: Option<(&str, &str)> = None;
     let mut thinking_level = None;
     let mut compaction_at = None;
     let mut started = HashSet::new();
     for (pos, &i) in path.iter().enumerate() {
         match &entries[i].kind {
             EntryKind::ModelChange { provider, model_id } => {
-                model = Some(ModelRef {
-                    provider: provider.clone(),
-                    model_id: model_id.clone(),
-                });
+                model = Some((provider, model_id));
             }
             EntryKind::Message(m)
                 if let Some(a) = m.as_assistant()
                     && !a.model.is_empty() =>
             {
-                model = Some(ModelRef {
-                    provider: a.provider.clone(),
-                    model_id: a.model.clone(),
-                });
+                model = Some((&a.provider, &a.model));
             }
             EntryKind::ThinkingLevelChange { thinking_level: t } => {
                 thinking_level = t.parse::<ThinkingLevel>().ok();
@@ -313,7 +320,10 @@ fn scan(entries: &[SessionEntry], path: &[usize]) -> Scan {
         }
     }
     Scan {
-        model,
+        model: model.map(|(provider, model_id)| ModelRef {
+            provider: provider.to_string(),
+            model_id: model_id.to_string(),
+        }),
         thinking_level,
         compaction_at,
         started,

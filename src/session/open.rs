@@ -45,7 +45,8 @@ pub enum StartFrom<'a> {
 #[derive(Debug)]
 pub struct OpenedSession {
     pub recorder: SessionRecorder,
-    /// Empty for a new session.
+    /// Empty for a new session. Its `origins` are given to the recorder (which names the
+    /// entries a later compaction keeps) and are empty here.
     pub context: SessionContext,
     /// Damage found while loading (show them; the session is usable).
     pub warnings: Vec<LoadWarning>,
@@ -95,14 +96,17 @@ fn resumed_from(
         }
         session = Session::load(&copy.path)?;
     }
-    let mut recorder = SessionRecorder::resume(&session)?;
+    let recorded = session.cwd().to_string();
+    let recorded_cwd = (!recorded.is_empty() && Path::new(&recorded) != cwd).then_some(recorded);
+    // The recorder needs the loaded ids and the context takes them; the context finds the
+    // model and level at the leaf, which the recorder starts with.
+    let mut recorder = SessionRecorder::resume_unset(&session)?;
+    let mut context = session.into_context();
+    recorder.resumed_settings(context.model.clone(), context.thinking_level);
     if let Some(lock) = lock {
         recorder.adopt_lock(lock);
     }
-    let recorded = session.cwd().to_string();
-    let recorded_cwd = (!recorded.is_empty() && Path::new(&recorded) != cwd).then_some(recorded);
-    let context = session.into_context();
-    recorder.remember(&context.messages, &context.origins);
+    recorder.remember(&context.messages, std::mem::take(&mut context.origins));
     Ok(OpenedSession {
         recorder,
         context,

@@ -156,12 +156,21 @@ impl SessionRecorder {
     /// Continue a loaded session: new entries are appended to its file as children of its
     /// leaf. The model and thinking level start as the session recorded them.
     pub fn resume(session: &Session) -> Result<Self, SessionError> {
+        let mut recorder = Self::resume_unset(session)?;
+        let (model, thinking) = session.current_settings();
+        recorder.resumed_settings(model, thinking);
+        Ok(recorder)
+    }
+
+    /// [`SessionRecorder::resume`] without the model and thinking level at the leaf, for a
+    /// caller that finds them as it builds the context (finding them walks the whole branch)
+    /// and gives them with [`SessionRecorder::resumed_settings`].
+    pub(crate) fn resume_unset(session: &Session) -> Result<Self, SessionError> {
         let Some(path) = session.path.clone() else {
             return Err(SessionError::NotFound(
                 "a session read from memory has no file to append to".into(),
             ));
         };
-        let (model, thinking) = session.current_settings();
         Ok(SessionRecorder {
             path,
             header: session.header.clone(),
@@ -172,8 +181,8 @@ impl SessionRecorder {
             unsynced: false,
             ids: session.entries.iter().map(|e| e.id.as_str()).collect(),
             leaf: session.leaf_id().map(str::to_string),
-            model,
-            thinking,
+            model: None,
+            thinking: None,
             has_message: true,
             secrets: Secrets::default(),
             reporter: None,
@@ -250,6 +259,16 @@ impl SessionRecorder {
         }
     }
 
+    /// The model and thinking level a resumed session was left with (nothing is written).
+    pub(crate) fn resumed_settings(
+        &mut self,
+        model: Option<ModelRef>,
+        thinking: Option<ThinkingLevel>,
+    ) {
+        self.model = model;
+        self.thinking = thinking;
+    }
+
     /// Record the model in use; writes a `model_change` entry only when it differs from the
     /// current one. Returns the new entry's id.
     pub fn set_model(&mut self, provider: &str, model_id: &str) -> Option<String> {
@@ -298,12 +317,16 @@ impl SessionRecorder {
 
     /// Know which entries `messages` came from (a resumed context and its origins), so a
     /// later compaction can name them.
-    pub(crate) fn remember(&mut self, messages: &[AgentMessage], origins: &[super::MessageOrigin]) {
+    pub(crate) fn remember(
+        &mut self,
+        messages: &[AgentMessage],
+        origins: Vec<super::MessageOrigin>,
+    ) {
         self.entry_of.reserve(messages.len());
         for (m, origin) in messages.iter().zip(origins) {
-            if let (AgentMessage::Llm(m), Some(id)) = (m, origin.entry_id()) {
+            if let (AgentMessage::Llm(m), Some(id)) = (m, origin.into_entry_id()) {
                 self.entry_of
-                    .insert(Arc::as_ptr(m) as usize, (m.clone(), id.to_string()));
+                    .insert(Arc::as_ptr(m) as usize, (m.clone(), id));
             }
         }
     }
