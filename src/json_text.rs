@@ -4,9 +4,9 @@
 //! from the session file once and written into every request. serde_json escapes a string one
 //! byte at a time through a table, and unescapes one into a scratch buffer that grows by
 //! doubling (a fresh one for every line), then copies it out. Here the clean runs between
-//! escapes are found sixteen bytes at a time and copied whole, a string's escaped length is
-//! counted without writing it, and a literal is unescaped straight into a string of the right
-//! size. The bytes are exactly serde_json's: `"`, `\` and the control characters are escaped,
+//! escapes are found 32 bytes at a time (one AVX2 comparison where the CPU has it) and copied
+//! whole, a string's escaped length is counted without writing it, and a literal is unescaped
+//! straight into a string of the right size. The bytes are exactly serde_json's: `"`, `\` and the control characters are escaped,
 //! those with a short form (`\b \t \n \f \r`) by it and the rest as `\u00xx`; nothing else is.
 //!
 //! A leaf: it imports nothing from the crate.
@@ -42,8 +42,7 @@ const ESCAPES: [u8; 256] = {
 /// writing, backslashes when reading).
 const LANES: usize = 32;
 
-/// Bit `i` set when byte `i` of `chunk` needs escaping (written so the compiler compares the
-/// bytes all at once and gathers one bit from each).
+/// Bit `i` set when byte `i` of `chunk` needs escaping.
 #[inline(always)]
 fn dirty_mask(chunk: &[u8; LANES]) -> u32 {
     let mut mask = 0u32;
@@ -61,6 +60,36 @@ fn backslash_mask(chunk: &[u8; LANES]) -> u32 {
         mask |= u32::from(b == b'\\') << i;
     }
     mask
+}
+
+/// [`dirty_mask`] in three AVX2 comparisons (the compiler does not find them in the loop).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dirty_mask_avx2(chunk: &[u8; LANES]) -> u32 {
+    use std::arch::x86_64::{
+        _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
+    };
+    // SAFETY: `chunk` is 32 readable bytes, all an unaligned 32-byte load reads.
+    let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
+    // A byte is a control character when it is its own minimum with 0x1f.
+    let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
+    let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
+    let backslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+    _mm256_movemask_epi8(_mm256_or_si256(control, _mm256_or_si256(quote, backslash)))
+        .cast_unsigned()
+}
+
+/// [`backslash_mask`] in one AVX2 comparison.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn backslash_mask_avx2(chunk: &[u8; LANES]) -> u32 {
+    use std::arch::x86_64::{
+        _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_set1_epi8,
+    };
+    // SAFETY: `chunk` is 32 readable bytes, all an unaligned 32-byte load reads.
+    let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
+    _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))).cast_unsigned()
 }
 
 /// Strings shorter than this (roles, ids, names: most of a body's strings by count) are
@@ -91,44 +120,82 @@ pub fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     write_escaped_portable(out, bytes);
 }
 
-/// [`write_escaped_portable`] compiled for AVX2 (a 32-byte chunk is then one comparison).
+/// [`write_escaped`] with AVX2 comparisons.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn write_escaped_avx2(out: &mut Vec<u8>, bytes: &[u8]) {
-    write_escaped_portable(out, bytes);
-}
-
-/// [`write_escaped`] for any CPU. Text is looked at [`LANES`] bytes at a time; the clean run
-/// before each byte that needs escaping is copied whole, so the cost goes with the number of
-/// escapes (a newline every forty bytes in source code), not with the text's length.
-#[inline(always)]
-fn write_escaped_portable(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(bytes.len());
-    // `start`: the first byte not yet copied; `at`: where `rest` starts in `bytes`.
-    let mut start = 0;
-    let mut at = 0;
+    let mut w = Escaper::new(out, bytes);
     let mut rest = bytes;
     while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
-        let mut mask = dirty_mask(chunk);
-        while mask != 0 {
-            let i = at + mask.trailing_zeros() as usize;
-            out.extend_from_slice(&bytes[start..i]);
-            push_escape(out, bytes[i]);
-            start = i + 1;
-            mask &= mask - 1;
-        }
-        at += LANES;
+        w.chunk(dirty_mask_avx2(chunk));
         rest = tail;
     }
-    for (k, &b) in rest.iter().enumerate() {
-        if ESCAPES[usize::from(b)] != 0 {
-            let i = at + k;
-            out.extend_from_slice(&bytes[start..i]);
-            push_escape(out, b);
-            start = i + 1;
+    w.finish(rest);
+}
+
+/// [`write_escaped`] for any CPU.
+#[inline(always)]
+fn write_escaped_portable(out: &mut Vec<u8>, bytes: &[u8]) {
+    let mut w = Escaper::new(out, bytes);
+    let mut rest = bytes;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
+        w.chunk(dirty_mask(chunk));
+        rest = tail;
+    }
+    w.finish(rest);
+}
+
+/// Escapes text [`LANES`] bytes at a time, given which bytes of each chunk need escaping:
+/// the clean run before each such byte is copied whole, so the cost goes with the number of
+/// escapes (a newline every forty bytes in source code), not with the text's length.
+struct Escaper<'a> {
+    out: &'a mut Vec<u8>,
+    bytes: &'a [u8],
+    /// The first byte not yet copied.
+    start: usize,
+    /// Where the next chunk starts.
+    at: usize,
+}
+
+impl<'a> Escaper<'a> {
+    #[inline(always)]
+    fn new(out: &'a mut Vec<u8>, bytes: &'a [u8]) -> Self {
+        out.reserve(bytes.len());
+        Escaper {
+            out,
+            bytes,
+            start: 0,
+            at: 0,
         }
     }
-    out.extend_from_slice(&bytes[start..]);
+
+    /// The next chunk, with bit `i` of `mask` set when its byte `i` needs escaping.
+    #[inline(always)]
+    fn chunk(&mut self, mut mask: u32) {
+        while mask != 0 {
+            self.escape(self.at + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+        self.at += LANES;
+    }
+
+    /// The bytes after the last whole chunk, then the rest of the text.
+    #[inline(always)]
+    fn finish(mut self, rest: &[u8]) {
+        for (k, &b) in rest.iter().enumerate() {
+            if ESCAPES[usize::from(b)] != 0 {
+                self.escape(self.at + k);
+            }
+        }
+        self.out.extend_from_slice(&self.bytes[self.start..]);
+    }
+
+    #[inline(always)]
+    fn escape(&mut self, i: usize) {
+        self.out.extend_from_slice(&self.bytes[self.start..i]);
+        push_escape(self.out, self.bytes[i]);
+        self.start = i + 1;
+    }
 }
 
 /// Append the escape for `b`, a byte that needs one.
@@ -222,37 +289,96 @@ pub fn unescape_literal(literal: &str) -> Option<Unescaped> {
     unescape_portable(inner)
 }
 
-/// [`unescape_portable`] compiled for AVX2.
+/// [`unescape_literal`] with AVX2 comparisons.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn unescape_avx2(inner: &str) -> Option<Unescaped> {
-    unescape_portable(inner)
+    let mut u = Unescaper::new(inner);
+    let mut rest = inner.as_bytes();
+    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
+        u.chunk(backslash_mask_avx2(chunk))?;
+        rest = tail;
+    }
+    u.finish(rest)
 }
 
-/// The inside of a string literal, unescaped: backslashes are found [`LANES`] bytes at a
-/// time, and the run before each is copied whole.
+/// [`unescape_literal`] for any CPU.
 #[inline(always)]
 fn unescape_portable(inner: &str) -> Option<Unescaped> {
-    let bytes = inner.as_bytes();
-    let mut out = String::with_capacity(inner.len());
-    let mut as_written = true;
-    // `start`: the first byte not yet copied (past the last escape); `at`: where `rest`
-    // starts in `bytes`.
-    let mut start = 0;
-    let mut at = 0;
-    let mut rest = bytes;
-    let mut unescape = |i: usize, out: &mut String| -> Option<()> {
+    let mut u = Unescaper::new(inner);
+    let mut rest = inner.as_bytes();
+    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
+        u.chunk(backslash_mask(chunk))?;
+        rest = tail;
+    }
+    u.finish(rest)
+}
+
+/// Unescapes the inside of a string literal [`LANES`] bytes at a time, given where each
+/// chunk's backslashes are: the run before each escape is copied whole.
+struct Unescaper<'a> {
+    inner: &'a str,
+    out: String,
+    as_written: bool,
+    /// The first byte not yet copied (past the last escape).
+    start: usize,
+    /// Where the next chunk starts.
+    at: usize,
+}
+
+impl<'a> Unescaper<'a> {
+    #[inline(always)]
+    fn new(inner: &'a str) -> Self {
+        Unescaper {
+            inner,
+            out: String::with_capacity(inner.len()),
+            as_written: true,
+            start: 0,
+            at: 0,
+        }
+    }
+
+    /// The next chunk, with bit `i` of `mask` set when its byte `i` is a backslash. `None`
+    /// for an escape this does not decode.
+    #[inline(always)]
+    fn chunk(&mut self, mut mask: u32) -> Option<()> {
+        while mask != 0 {
+            self.unescape(self.at + mask.trailing_zeros() as usize)?;
+            mask &= mask - 1;
+        }
+        self.at += LANES;
+        Some(())
+    }
+
+    /// The bytes after the last whole chunk, then the rest of the text.
+    #[inline(always)]
+    fn finish(mut self, rest: &[u8]) -> Option<Unescaped> {
+        for (k, &b) in rest.iter().enumerate() {
+            if b == b'\\' {
+                self.unescape(self.at + k)?;
+            }
+        }
+        self.out.push_str(self.inner.get(self.start..)?);
+        Some(Unescaped {
+            text: self.out,
+            as_written: self.as_written,
+        })
+    }
+
+    /// The backslash at `i`.
+    #[inline(always)]
+    fn unescape(&mut self, i: usize) -> Option<()> {
         // A backslash that `start` has passed is the second half of an escape (`\\`).
-        if i < start {
+        if i < self.start {
             return Some(());
         }
         // A backslash is ASCII, so both ends of the run are character boundaries.
-        out.push_str(inner.get(start..i)?);
-        let c = match bytes.get(i + 1)? {
+        self.out.push_str(self.inner.get(self.start..i)?);
+        let c = match self.inner.as_bytes().get(i + 1)? {
             b'"' => '"',
             b'\\' => '\\',
             b'/' => {
-                as_written = false;
+                self.as_written = false;
                 '/'
             }
             b'b' => '\u{8}',
@@ -262,29 +388,10 @@ fn unescape_portable(inner: &str) -> Option<Unescaped> {
             b't' => '\t',
             _ => return None,
         };
-        out.push(c);
-        start = i + 2;
+        self.out.push(c);
+        self.start = i + 2;
         Some(())
-    };
-    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
-        let mut mask = backslash_mask(chunk);
-        while mask != 0 {
-            unescape(at + mask.trailing_zeros() as usize, &mut out)?;
-            mask &= mask - 1;
-        }
-        at += LANES;
-        rest = tail;
     }
-    for (k, &b) in rest.iter().enumerate() {
-        if b == b'\\' {
-            unescape(at + k, &mut out)?;
-        }
-    }
-    out.push_str(inner.get(start..)?);
-    Some(Unescaped {
-        text: out,
-        as_written,
-    })
 }
 
 #[cfg(test)]
