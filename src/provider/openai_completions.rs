@@ -23,7 +23,7 @@ use super::sse::SseEvent;
 use super::wire::{HttpRequest, WireApi, WireDecoder, parse_json};
 use crate::agent::protocol::stream::{ProviderRequest, ToolChoice};
 use crate::agent::protocol::thinking::Effort;
-use crate::agent::protocol::types::PARSE_ERROR_KEY;
+use crate::agent::protocol::types::has_parse_error;
 use crate::agent::protocol::types::{
     ContentBlock, Message, STOP_REFUSAL, StopDetails, StopReason, TransientError, UserContent,
 };
@@ -240,7 +240,7 @@ fn message_items<'a>(
                     kind: "function",
                     function: FunctionItem {
                         name: &c.name,
-                        arguments: if c.arguments.get(PARSE_ERROR_KEY).is_some() {
+                        arguments: if has_parse_error(&c.arguments) {
                             Arguments::Unparsed
                         } else {
                             Arguments::Json(&c.arguments)

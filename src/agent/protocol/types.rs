@@ -120,6 +120,15 @@ pub const PARSE_ERROR_KEY: &str = "__parseError";
 /// Key holding the raw, unparsable JSON text next to [`PARSE_ERROR_KEY`].
 pub const RAW_JSON_KEY: &str = "__rawJson";
 
+/// True when a call's `arguments` carry [`PARSE_ERROR_KEY`]. The keys are compared in turn
+/// rather than hashed: a call has a handful, and a request asks this of every call in the
+/// history, twice (measured, then written).
+pub fn has_parse_error(arguments: &Value) -> bool {
+    arguments
+        .as_object()
+        .is_some_and(|map| map.keys().any(|k| k == PARSE_ERROR_KEY))
+}
+
 /// A call the model asked for. `arguments` is the parsed JSON object.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -774,6 +783,19 @@ impl From<CustomMessage> for AgentMessage {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_parse_error_marker_is_found_wherever_it_lies_among_the_keys() {
+        assert!(has_parse_error(
+            &json!({PARSE_ERROR_KEY: "bad", RAW_JSON_KEY: "{"})
+        ));
+        assert!(has_parse_error(
+            &json!({"a": 1, "b": 2, PARSE_ERROR_KEY: "x"})
+        ));
+        assert!(!has_parse_error(&json!({"path": "a", "__parse": 1})));
+        assert!(!has_parse_error(&json!([PARSE_ERROR_KEY])));
+        assert!(!has_parse_error(&json!(PARSE_ERROR_KEY)));
+    }
 
     #[test]
     fn assistant_message_uses_session_field_names() {
