@@ -514,7 +514,14 @@ pub(crate) fn without_bom(line: &[u8]) -> &[u8] {
 /// short reason for the warning.
 pub fn parse_line(line: &[u8]) -> Result<ParsedLine, String> {
     let line = without_bom(line);
-    match serde_json::from_slice::<RawLine>(line) {
+    // The line's UTF-8 is checked once, as a whole and with vector code: serde_json then takes
+    // its strings as they are instead of checking each one (the text of a long session is
+    // most of its bytes). A line that fails is parsed from bytes, to fail as before.
+    let parsed = match simdutf8::basic::from_utf8(line) {
+        Ok(text) => serde_json::from_str::<RawLine>(text),
+        Err(_) => serde_json::from_slice::<RawLine>(line),
+    };
+    match parsed {
         Ok(raw) if raw.line_type.0 == "session" => {
             // Headers are short and rare: read them as a map to keep unknown fields.
             match serde_json::from_slice::<Map<String, Value>>(line) {
