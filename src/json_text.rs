@@ -95,6 +95,7 @@ fn backslash_mask_avx2(chunk: &[u8; LANES]) -> u32 {
 /// Strings shorter than this (roles, ids, names: most of a body's strings by count) are
 /// handled by the code inlined where they are written: a call into the vector code costs more
 /// than it saves on them.
+#[cfg(target_arch = "x86_64")]
 const SHORT: usize = 2 * LANES;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
