@@ -6,8 +6,9 @@
 //! doubling (a fresh one for every line), then copies it out. Here the clean runs between
 //! escapes are found 32 bytes at a time (one AVX2 comparison where the CPU has it) and copied
 //! whole, a string's escaped length is counted without writing it, and a literal is unescaped
-//! straight into a string of the right size. The bytes are exactly serde_json's: `"`, `\` and the control characters are escaped,
-//! those with a short form (`\b \t \n \f \r`) by it and the rest as `\u00xx`; nothing else is.
+//! straight into a string of the right size. The bytes are exactly serde_json's: `"`, `\` and
+//! the control characters are escaped, those with a short form (`\b \t \n \f \r`) by it and
+//! the rest as `\u00xx`; nothing else is.
 //!
 //! A leaf: it imports nothing from the crate.
 
@@ -125,22 +126,22 @@ pub fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn write_escaped_avx2(out: &mut Vec<u8>, bytes: &[u8]) {
-    let mut w = Escaper::new(out, bytes);
-    let mut rest = bytes;
-    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
-        w.chunk(dirty_mask_avx2(chunk));
-        rest = tail;
-    }
-    w.finish(rest);
+    escape_by(out, bytes, |chunk| dirty_mask_avx2(chunk));
 }
 
 /// [`write_escaped`] for any CPU.
 #[inline(always)]
 fn write_escaped_portable(out: &mut Vec<u8>, bytes: &[u8]) {
+    escape_by(out, bytes, dirty_mask);
+}
+
+/// [`write_escaped`], with `mask` saying which bytes of each chunk need escaping.
+#[inline(always)]
+fn escape_by(out: &mut Vec<u8>, bytes: &[u8], mask: impl Fn(&[u8; LANES]) -> u32) {
     let mut w = Escaper::new(out, bytes);
     let mut rest = bytes;
     while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
-        w.chunk(dirty_mask(chunk));
+        w.chunk(mask(chunk));
         rest = tail;
     }
     w.finish(rest);
@@ -294,22 +295,23 @@ pub fn unescape_literal(literal: &str) -> Option<Unescaped> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn unescape_avx2(inner: &str) -> Option<Unescaped> {
-    let mut u = Unescaper::new(inner);
-    let mut rest = inner.as_bytes();
-    while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
-        u.chunk(backslash_mask_avx2(chunk))?;
-        rest = tail;
-    }
-    u.finish(rest)
+    unescape_by(inner, |chunk| backslash_mask_avx2(chunk))
 }
 
 /// [`unescape_literal`] for any CPU.
 #[inline(always)]
 fn unescape_portable(inner: &str) -> Option<Unescaped> {
+    unescape_by(inner, backslash_mask)
+}
+
+/// The inside of a string literal unescaped, with `mask` saying where each chunk's
+/// backslashes are.
+#[inline(always)]
+fn unescape_by(inner: &str, mask: impl Fn(&[u8; LANES]) -> u32) -> Option<Unescaped> {
     let mut u = Unescaper::new(inner);
     let mut rest = inner.as_bytes();
     while let Some((chunk, tail)) = rest.split_first_chunk::<LANES>() {
-        u.chunk(backslash_mask(chunk))?;
+        u.chunk(mask(chunk))?;
         rest = tail;
     }
     u.finish(rest)
