@@ -39,6 +39,11 @@ pub struct FileChange {
     pub before: Option<Version>,
     #[serde(default)]
     pub after: Option<Version>,
+    /// For a file the change created: the outermost folder around it that the same change
+    /// brought into being. Undoing the creation removes it again, with the folders between,
+    /// as far as they are left empty.
+    #[serde(default, rename = "newFolder", skip_serializing_if = "Option::is_none")]
+    pub new_folder: Option<PathBuf>,
 }
 
 /// The changes of one tool call (or one restore).
@@ -125,6 +130,7 @@ mod tests {
                     hash: Some("ab".repeat(32)),
                     mode: Some(0o644),
                 }),
+                new_folder: Some("/w".into()),
             }],
         };
         let mut details = serde_json::json!({"diff": "x"});

@@ -25,6 +25,8 @@ pub struct Step<'a> {
 struct Net {
     expected: Option<Version>,
     wanted: Option<Version>,
+    /// When it is to be deleted as the undoing of its creation: the folder made with it.
+    made_folder: Option<PathBuf>,
 }
 
 /// What a rewind would do to one file.
@@ -41,6 +43,9 @@ pub struct PlannedFile {
     /// What it becomes (`None`: deleted).
     #[serde(skip)]
     pub wanted: Option<Version>,
+    /// A folder made with the file, removed after it as far as it is left empty.
+    #[serde(skip)]
+    pub made_folder: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -107,11 +112,20 @@ fn net(steps: &[Step<'_>]) -> BTreeMap<PathBuf, Net> {
             } else {
                 (&f.before, &f.after)
             };
+            let made_folder = if step.undo && to.is_none() {
+                f.new_folder.clone()
+            } else {
+                None
+            };
             out.entry(f.path.clone())
-                .and_modify(|n| n.wanted = to.clone())
+                .and_modify(|n| {
+                    n.wanted = to.clone();
+                    n.made_folder = made_folder.clone();
+                })
                 .or_insert_with(|| Net {
                     expected: from.clone(),
                     wanted: to.clone(),
+                    made_folder,
                 });
         }
     }
@@ -156,6 +170,7 @@ pub fn plan(steps: &[Step<'_>], store: &BlobStore) -> Plan {
                     state: FileState::ChangedSince,
                     diff: String::new(),
                     wanted: n.wanted,
+                    made_folder: None,
                 });
                 continue;
             }
@@ -197,6 +212,7 @@ pub fn plan(steps: &[Step<'_>], store: &BlobStore) -> Plan {
             state,
             diff,
             wanted: n.wanted,
+            made_folder: n.made_folder,
         });
     }
     Plan { files }
@@ -249,12 +265,18 @@ pub fn apply(plan: &Plan, store: &BlobStore, force: bool) -> Restored {
                 mode: Some(mode),
             });
         match put_back(&f.path, f.wanted.as_ref(), store) {
-            Ok(()) => {
+            Ok(new_folder) => {
+                if f.wanted.is_none()
+                    && let Some(folder) = &f.made_folder
+                {
+                    remove_empty_folders(&f.path, folder);
+                }
                 done.restored.push(f.path.clone());
                 done.record.files.push(FileChange {
                     path: f.path.clone(),
                     before,
                     after: f.wanted.clone(),
+                    new_folder,
                 });
             }
             Err(e) => done.failed.push((f.path.clone(), e.to_string())),
@@ -263,12 +285,18 @@ pub fn apply(plan: &Plan, store: &BlobStore, force: bool) -> Restored {
     done
 }
 
-fn put_back(path: &Path, wanted: Option<&Version>, store: &BlobStore) -> std::io::Result<()> {
+/// Make the file at `path` what `wanted` says (`None`: delete it). Returns the outermost
+/// folder it had to make for the file, if any.
+fn put_back(
+    path: &Path,
+    wanted: Option<&Version>,
+    store: &BlobStore,
+) -> std::io::Result<Option<PathBuf>> {
     use std::os::unix::fs::PermissionsExt;
     let Some(v) = wanted else {
         return match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+            _ => Ok(None),
         };
     };
     let hash = v
@@ -276,14 +304,34 @@ fn put_back(path: &Path, wanted: Option<&Version>, store: &BlobStore) -> std::io
         .as_deref()
         .ok_or_else(|| std::io::Error::other("its earlier content was not saved"))?;
     let bytes = store.get(hash)?;
+    let mut made = None;
     if let Some(parent) = path.parent() {
+        made = parent
+            .ancestors()
+            .take_while(|folder| std::fs::symlink_metadata(folder).is_err())
+            .last()
+            .map(Path::to_path_buf);
         std::fs::create_dir_all(parent)?;
     }
     crate::tools::fsutil::write_atomic(path, &bytes)?;
     if let Some(mode) = v.mode {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
     }
-    Ok(())
+    Ok(made)
+}
+
+/// Remove the folders from `path`'s up to `outermost`, innermost first, while they are empty
+/// (a folder with anything in it — the person's files, another of pi's — stays, and so do
+/// those around it).
+fn remove_empty_folders(path: &Path, outermost: &Path) {
+    for folder in path.ancestors().skip(1) {
+        if !folder.starts_with(outermost) || std::fs::remove_dir(folder).is_err() {
+            return;
+        }
+        if folder == outermost {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -312,11 +360,13 @@ mod tests {
                     path: a.clone(),
                     before: v(&store, "one\n"),
                     after: v(&store, "two\n"),
+                    new_folder: None,
                 },
                 FileChange {
                     path: c.clone(),
                     before: None,
                     after: v(&store, "new\n"),
+                    new_folder: None,
                 },
             ],
         };
@@ -326,11 +376,13 @@ mod tests {
                     path: a.clone(),
                     before: v(&store, "two\n"),
                     after: v(&store, "three\n"),
+                    new_folder: None,
                 },
                 FileChange {
                     path: b.clone(),
                     before: v(&store, "bee\n"),
                     after: v(&store, "bee2\n"),
+                    new_folder: None,
                 },
             ],
         };
@@ -386,5 +438,66 @@ mod tests {
         let p = plan(&steps[..1], &store);
         apply(&p, &store, true);
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "bee\n");
+    }
+
+    #[test]
+    fn undoing_a_creation_removes_the_folders_made_for_it_while_they_are_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path().join("blobs"), 1 << 20);
+        let root = dir.path().join("w");
+        let made = |name: &str, folder: &str| ChangeSet {
+            files: vec![FileChange {
+                path: root.join(name),
+                before: None,
+                after: v(&store, "x\n"),
+                new_folder: Some(root.join(folder)),
+            }],
+        };
+        let first = made("new/deep/a.txt", "new");
+        let second = made("other/deep/b.txt", "other");
+        for name in ["new/deep/a.txt", "other/deep/b.txt"] {
+            std::fs::create_dir_all(root.join(name).parent().unwrap()).unwrap();
+            std::fs::write(root.join(name), "x\n").unwrap();
+        }
+        // The person put a file of their own in `other`.
+        std::fs::write(root.join("other/mine.txt"), "mine").unwrap();
+        let undo = [
+            Step {
+                set: &second,
+                undo: true,
+            },
+            Step {
+                set: &first,
+                undo: true,
+            },
+        ];
+        let done = apply(&plan(&undo, &store), &store, false);
+        assert_eq!(done.restored.len(), 2);
+        assert!(!root.join("new").exists());
+        assert!(!root.join("other/deep").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("other/mine.txt")).unwrap(),
+            "mine"
+        );
+        // Its record names the folder a redo makes again, so undoing that removes it too.
+        let redo = Step {
+            set: &done.record,
+            undo: true,
+        };
+        let again = apply(&plan(&[redo], &store), &store, false);
+        assert!(root.join("new/deep/a.txt").exists());
+        let remade: Vec<_> = again.record.files.iter().map(|f| &f.new_folder).collect();
+        assert_eq!(
+            remade,
+            [&Some(root.join("new")), &Some(root.join("other/deep"))]
+        );
+        let back = Step {
+            set: &again.record,
+            undo: true,
+        };
+        apply(&plan(&[back], &store), &store, false);
+        assert!(!root.join("new").exists());
+        assert!(!root.join("other/deep").exists());
+        assert!(root.join("other/mine.txt").exists());
     }
 }

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use crate::sync::lock;
 
@@ -97,13 +98,22 @@ pub struct Begin {
     known: Arc<HashMap<PathBuf, Known>>,
     /// Where in the log this call's changes start.
     mark: usize,
+    /// When it began (a folder born after this is the call's own).
+    started: SystemTime,
 }
 
 /// The start of a one-file call.
 pub struct FileBegin {
     path: PathBuf,
     before: Option<Known>,
+    /// The outermost folder on the way to the file that did not exist yet.
+    missing: Option<PathBuf>,
 }
+
+/// How much earlier than the clock a new folder's birth time may read: the kernel stamps
+/// files from a clock that is updated once per tick, so a folder made just after a call
+/// began can carry a time from just before.
+const BIRTH_SLACK: Duration = Duration::from_millis(20);
 
 impl Tracker {
     /// A tracker of `root` keeping contents in `dir` (`dir/blobs`, `dir/index`); `notices`
@@ -258,6 +268,7 @@ impl Tracker {
         Some(Begin {
             known: st.known.clone(),
             mark: st.log.len(),
+            started: SystemTime::now(),
         })
     }
 
@@ -286,7 +297,10 @@ impl Tracker {
                 Some(k) if k.meta == m => k.clone(),
                 _ => self.capture(&path, m),
             });
-            if let Some(change) = self.change(&path, before, now.as_ref()) {
+            if let Some(mut change) = self.change(&path, before, now.as_ref()) {
+                if change.before.is_none() {
+                    change.new_folder = self.folder_born_since(&path, begin.started);
+                }
                 files.push(change);
             }
             now_known.push((path, now));
@@ -308,13 +322,17 @@ impl Tracker {
     /// Before a call that changes the file at `path` (as the tool resolved it). `None` when
     /// the file is not tracked.
     pub fn before_file(&self, path: &Path) -> Option<FileBegin> {
-        let path = self.inside(path)?;
+        let (path, missing) = self.inside(path)?;
         let before = match std::fs::symlink_metadata(&path) {
             Ok(md) if md.is_file() => Some(self.capture(&path, Meta::of(&md))),
             Ok(_) => return None,
             Err(_) => None,
         };
-        Some(FileBegin { path, before })
+        Some(FileBegin {
+            path,
+            before,
+            missing,
+        })
     }
 
     /// After that call: its change, if it made one.
@@ -337,7 +355,27 @@ impl Tracker {
                 }
             }
         }
-        self.change(&begin.path, begin.before.as_ref(), now.as_ref())
+        let mut change = self.change(&begin.path, begin.before.as_ref(), now.as_ref())?;
+        if change.before.is_none() {
+            change.new_folder = begin.missing.filter(|folder| folder.is_dir());
+        }
+        Some(change)
+    }
+
+    /// The outermost folder between the root and the file at `path` that was born after
+    /// `started` (`None` when there is none, or the file system keeps no birth times).
+    fn folder_born_since(&self, path: &Path, started: SystemTime) -> Option<PathBuf> {
+        let since = started.checked_sub(BIRTH_SLACK).unwrap_or(started);
+        let rel = path.strip_prefix(&self.root).ok()?.parent()?;
+        let mut folder = self.root.clone();
+        for part in rel.components() {
+            folder.push(part);
+            let born = std::fs::symlink_metadata(&folder).and_then(|md| md.created());
+            if born.is_ok_and(|t| t >= since) {
+                return Some(folder);
+            }
+        }
+        None
     }
 
     /// The change from `before` to `now` (`None`: none that matters), said in a notice when
@@ -370,6 +408,7 @@ impl Tracker {
             path: path.to_path_buf(),
             before: before.map(Known::version),
             after: now.map(Known::version),
+            new_folder: None,
         })
     }
 
@@ -380,13 +419,28 @@ impl Tracker {
             .to_string()
     }
 
-    /// `path` with its folder's symlinks resolved, if that lies under the root.
-    fn inside(&self, path: &Path) -> Option<PathBuf> {
-        let parent = path.parent()?;
+    /// `path` with its folder's symlinks resolved, if that lies under the root, and the
+    /// outermost of its folders that does not exist yet (a write makes them).
+    fn inside(&self, path: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
         let name = path.file_name()?;
-        let parent = std::fs::canonicalize(parent).ok()?;
-        let full = parent.join(name);
-        full.starts_with(&self.root).then_some(full)
+        let mut folder = path.parent()?;
+        let mut missing = Vec::new();
+        let found = loop {
+            match std::fs::canonicalize(folder) {
+                Ok(found) => break found,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // `file_name` is `None` for `..`: such a path is not followed.
+                    missing.push(folder.file_name()?);
+                    folder = folder.parent()?;
+                }
+                Err(_) => return None,
+            }
+        };
+        let outermost = missing.last().map(|m| found.join(m));
+        let mut full = found;
+        full.extend(missing.iter().rev());
+        full.push(name);
+        full.starts_with(&self.root).then_some((full, outermost))
     }
 }
 
@@ -557,6 +611,61 @@ mod tests {
         assert_eq!(t.store().get(&h).unwrap(), b"hi");
         let b = t.before_file(&root.join("new.txt")).unwrap();
         assert!(t.after_file(b).is_none(), "unchanged");
+    }
+
+    #[test]
+    fn a_write_into_folders_not_made_yet_is_tracked_with_the_outermost_of_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("kept")).unwrap();
+        let (t, _) = tracker(&root, store.path(), Limits::default());
+        let file = root.join("kept/new/deep/a.txt");
+        let b = t.before_file(&file).unwrap();
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "hi").unwrap();
+        let change = t.after_file(b).unwrap();
+        assert_eq!(change.path, file);
+        assert_eq!(change.new_folder, Some(root.join("kept/new")));
+        // Into a folder that was there: none is named.
+        let b = t.before_file(&root.join("kept/b.txt")).unwrap();
+        std::fs::write(root.join("kept/b.txt"), "b").unwrap();
+        assert_eq!(t.after_file(b).unwrap().new_folder, None);
+        // A path that climbs out through a folder not made yet is not followed.
+        assert!(t.before_file(&root.join("nope/../../x.txt")).is_none());
+    }
+
+    #[test]
+    fn a_scanned_call_names_the_outermost_folder_born_during_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (t, _) = tracker(&root, store.path(), Limits::default());
+        let file = root.join("x/y/f");
+        let begin = t.begin().unwrap();
+        std::fs::create_dir_all(root.join("x/y")).unwrap();
+        std::fs::write(&file, "f").unwrap();
+        let Ok(born) = std::fs::metadata(root.join("x")).and_then(|m| m.created()) else {
+            // No birth times on this file system: nothing can be named.
+            assert_eq!(t.finish(begin).files[0].new_folder, None);
+            return;
+        };
+        // Folders born after the call began count, the outermost is named; older ones don't.
+        assert_eq!(t.folder_born_since(&file, born), Some(root.join("x")));
+        assert_eq!(
+            t.folder_born_since(&file, born + Duration::from_secs(60)),
+            None
+        );
+        let set = t.finish(begin);
+        assert_eq!(set.files[0].new_folder, Some(root.join("x")));
+        // A file made in a folder that was there before the call: none.
+        std::fs::write(root.join("x/g"), "g").unwrap();
+        let mut begin = t.begin().unwrap();
+        begin.started = born + Duration::from_secs(60);
+        std::fs::write(root.join("x/y/h"), "h").unwrap();
+        let set = t.finish(begin);
+        assert_eq!(names(&set, &root), [("x/y/h".into(), false, true)]);
+        assert_eq!(set.files[0].new_folder, None);
     }
 
     #[test]

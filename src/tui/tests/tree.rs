@@ -289,6 +289,7 @@ fn two_files_changed(target: &str) -> HostEvent {
         state,
         diff: diff.into(),
         wanted: None,
+        made_folder: None,
     };
     HostEvent::RewindPlan(Box::new(crate::host::rewind::RewindPlan {
         target: target.into(),
