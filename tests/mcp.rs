@@ -96,7 +96,7 @@ async fn stdio_tools_are_listed_with_names_and_schemas() {
     ] {
         assert!(names.contains(&n.to_string()), "{names:?}");
     }
-    assert_eq!(names.len(), 13, "{names:?}");
+    assert_eq!(names.len(), 15, "{names:?}");
     for n in &names {
         assert!(n.len() <= 64 && n.starts_with("mcp__t__"), "{n}");
         assert!(
@@ -486,6 +486,101 @@ async fn print_mode_offers_mcp_tools_and_sends_their_results_back() {
             .contains("ping from the model"),
         "{result}"
     );
+}
+
+/// The tool results of the one session saved under `home/agent/sessions`.
+fn saved_tool_results(home: &std::path::Path) -> Vec<Value> {
+    let mut stack = vec![home.join("agent/sessions")];
+    let mut results = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                for line in std::fs::read_to_string(&p).unwrap().lines() {
+                    let v: Value = serde_json::from_str(line).unwrap();
+                    if v["message"]["role"] == "toolResult" {
+                        results.push(v["message"].clone());
+                    }
+                }
+            }
+        }
+    }
+    results
+}
+
+#[tokio::test]
+async fn what_an_mcp_tool_changes_is_recorded_for_rewind_unless_it_is_read_only() {
+    use support::server::{Reply, TestServer, chunk, raw_data, tags, text_reply};
+    let home = scratch("checkpoint");
+    std::fs::create_dir_all(home.join("agent")).unwrap();
+    let made = home.join("made/by/mcp.txt");
+    let calls = Reply::sse(vec![
+        chunk(
+            json!({"tool_calls": [
+                {"index": 0, "id": "call_t", "function": {"name": "mcp__t__touch", "arguments": json!({"path": made}).to_string()}},
+                {"index": 1, "id": "call_s", "function": {"name": "mcp__t__sneak", "arguments": json!({"path": home.join("sneaked.txt")}).to_string()}}
+            ]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        raw_data("[DONE]"),
+    ]);
+    let server = TestServer::start(vec![tags("qwen3:8b"), calls, text_reply("made it")]).await;
+    std::fs::write(
+        home.join("agent/config.toml"),
+        stdio_toml("t", "normal", ""),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", server.url.clone())
+        .current_dir(&home)
+        .args(["-p", "make a file"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "made by mcp");
+    let results = saved_tool_results(&home);
+    let of = |name: &str| {
+        results
+            .iter()
+            .find(|r| r["toolName"] == name)
+            .unwrap_or_else(|| panic!("{results:?}"))
+    };
+    // The file the tool made, with the folders made for it.
+    let files = &of("mcp__t__touch")["details"]["checkpoint"]["files"];
+    let root = std::fs::canonicalize(&home).unwrap();
+    assert_eq!(
+        files[0]["path"].as_str(),
+        Some(root.join("made/by/mcp.txt").to_str().unwrap()),
+        "{files}"
+    );
+    assert_eq!(files[0]["before"], Value::Null, "{files}");
+    if std::fs::metadata(&home).and_then(|m| m.created()).is_ok() {
+        assert_eq!(
+            files[0]["newFolder"].as_str(),
+            Some(root.join("made").to_str().unwrap()),
+            "{files}"
+        );
+    }
+    assert_eq!(files.as_array().map(Vec::len), Some(1), "{files}");
+    // A tool its server marks read-only is not watched (here the server is wrong: its write
+    // is not recorded).
+    assert!(home.join("sneaked.txt").exists());
+    assert_eq!(of("mcp__t__sneak")["details"].get("checkpoint"), None);
 }
 
 #[tokio::test]

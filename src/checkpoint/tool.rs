@@ -1,5 +1,6 @@
-//! The tool wrapper that records checkpoints: around `bash` (and a subagent's `task`) a scan
-//! of the working folder before and after; around `write` and `edit` the one file they name.
+//! The tool wrapper that records checkpoints: around `bash` (and a subagent's `task`, and an
+//! MCP server's tool unless the server marks it read-only) a scan of the working folder before
+//! and after; around `write` and `edit` the one file they name.
 //! Every other tool only starts the tracker's first save of the folder ([`Tracker::warm`]), so
 //! a run that calls no tool (`pi -p "hello"`) never pays for it, and one that does has it done
 //! in the background by the time it first changes something.
@@ -51,6 +52,17 @@ pub fn wrap_all(tools: Vec<Arc<dyn AgentTool>>, tracker: &Arc<Tracker>) -> Vec<A
         .into_iter()
         .map(|t| wrap(t, tracker, &paths))
         .collect()
+}
+
+/// Wrap a tool from outside pi (an MCP server's) that may change any file: scanned around
+/// each call.
+pub fn wrap_scanned(tool: Arc<dyn AgentTool>, tracker: &Arc<Tracker>) -> Arc<dyn AgentTool> {
+    Arc::new(Checkpointed {
+        watch: Watch::Scan,
+        inner: tool,
+        tracker: tracker.clone(),
+        paths: Arc::new(ToolContext::new(tracker.root().to_path_buf())),
+    })
 }
 
 fn wrap(

@@ -65,7 +65,7 @@ pub struct ServerStatus {
 }
 
 /// Called with every MCP tool offered now, whenever that changes.
-pub(crate) type ToolsChanged = Arc<dyn Fn(Vec<Arc<dyn AgentTool>>) + Send + Sync>;
+pub(crate) type ToolsChanged = Arc<dyn Fn(Vec<Arc<McpTool>>) + Send + Sync>;
 
 struct Slot {
     config: ServerConfig,
@@ -257,7 +257,15 @@ impl McpManager {
             return;
         };
         let _order = lock(&self.inner.publishing);
-        on_tools(self.tools());
+        on_tools(self.offered());
+    }
+
+    /// Every MCP tool offered now, as [`McpTool`]s.
+    fn offered(&self) -> Vec<Arc<McpTool>> {
+        lock(&self.inner.slots)
+            .iter()
+            .flat_map(|s| s.tools.iter().cloned())
+            .collect()
     }
 
     /// Every MCP tool offered now, server by server (in name order).

@@ -26,6 +26,8 @@ pub struct McpTool {
     description: String,
     schema: Value,
     lenient: bool,
+    /// The server marks it as changing nothing (`readOnlyHint`).
+    read_only: bool,
     link: Arc<Link>,
 }
 
@@ -49,8 +51,18 @@ impl McpTool {
             description,
             schema,
             lenient,
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false),
             link,
         }
+    }
+
+    /// Whether its server says it changes nothing (a hint: the server may be wrong).
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The tool's name on its server.

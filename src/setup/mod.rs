@@ -663,7 +663,9 @@ fn task_tool(
 
 /// Start the MCP servers in the background (none with `--no-tools`). As each becomes ready
 /// (or stops), the agent's tool set becomes the built-in tools plus every MCP tool offered;
-/// the loop reads it before each model call.
+/// the loop reads it before each model call. With checkpoints on, what an MCP tool changes in
+/// the working folder is recorded like a `bash` call's, unless its server marks it read-only.
+#[allow(clippy::too_many_arguments)]
 fn start_mcp(
     options: &Options,
     agent: &Agent,
@@ -672,16 +674,27 @@ fn start_mcp(
     vars: Vec<(OsString, OsString)>,
     limits: crate::tools::ToolLimits,
     secrets: Secrets,
+    checkpoints: Option<Arc<crate::checkpoint::tracker::Tracker>>,
 ) -> Option<crate::mcp::McpManager> {
     if options.no_tools || servers.is_empty() {
         return None;
     }
     let agent = agent.clone();
     let on_tools: crate::mcp::manager::ToolsChanged = Arc::new(move |extra| {
-        let all = base
-            .iter()
-            .cloned()
-            .chain(guard_all(extra.into_iter().collect(), &secrets));
+        let read_only: Vec<bool> = extra.iter().map(|t| t.read_only()).collect();
+        let guarded = guard_all(
+            extra.into_iter().map(|t| t as Arc<dyn AgentTool>).collect(),
+            &secrets,
+        );
+        let recorded =
+            guarded
+                .into_iter()
+                .zip(read_only)
+                .map(|(tool, read_only)| match &checkpoints {
+                    Some(c) if !read_only => crate::checkpoint::tool::wrap_scanned(tool, c),
+                    _ => tool,
+                });
+        let all = base.iter().cloned().chain(recorded);
         let set = Arc::new(crate::agent::protocol::tool::ToolSet::new(all));
         agent.update_settings(|s| s.tools = set);
     });
@@ -1086,6 +1099,7 @@ pub async fn start(options: Options) -> Result<Started, StartError> {
         mcp_env,
         config.tools.limits(),
         secrets.clone(),
+        checkpoints.clone(),
     );
 
     let mut messages = Vec::new();

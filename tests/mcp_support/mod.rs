@@ -54,7 +54,19 @@ fn tools() -> Vec<Tool> {
             schema(
                 json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
             ),
+        )
+        .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
+        Tool::new(
+            "touch",
+            "Write `made by mcp` to the file at `path`, making its folders.",
+            schema(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
         ),
+        Tool::new(
+            "sneak",
+            "Marked read-only, but writes like `touch`.",
+            schema(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
+        )
+        .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
         Tool::new("image", "A tiny picture.", schema(empty.clone())),
         Tool::new(
             "structured",
@@ -160,6 +172,14 @@ impl ServerHandler for TestHandler {
                     }
                     _ = tokio::time::sleep(Duration::from_secs(30)) => text("done"),
                 }
+            }
+            "touch" | "sneak" => {
+                let path = PathBuf::from(args["path"].as_str().unwrap_or_default());
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).unwrap();
+                }
+                std::fs::write(&path, "made by mcp").unwrap();
+                text("made")
             }
             "draft7" => text(format!("q={}", args["q"].as_str().unwrap_or("?"))),
             "remote_ref" => text(format!("cfg={}", args["cfg"])),
