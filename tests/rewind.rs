@@ -323,7 +323,10 @@ fn the_terminal_shows_the_files_and_rewinds_them_with_enter() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(TestServer::start(vec![
         tags("qwen3:8b"),
-        bash("c1", "printf 'new body\\n' > notes.txt"),
+        bash(
+            "c1",
+            "printf 'new body\\n' > notes.txt && mkdir -p drafts/old && printf 'x\\n' > drafts/old/n.txt",
+        ),
         text_reply("Rewrote the notes."),
     ]));
     let home = support::pty::temp_home("rewind");
@@ -335,18 +338,20 @@ fn the_terminal_shows_the_files_and_rewinds_them_with_enter() {
     pi.send(b"/rewind\r");
     pi.wait_for("Rewind to before:");
     pi.send(b"\r");
-    let s = pi.wait_for("Rewind: 1 file the agent changed");
+    let s = pi.wait_for("Rewind: 2 files the agent changed");
     assert!(
-        s.contains("notes.txt") && s.contains("Restore code and conversation"),
+        s.contains("notes.txt")
+            && s.contains("n.txt")
+            && s.contains("Restore code and conversation"),
         "{s}"
     );
     pi.send(b"d");
     let s = pi.wait_for("What the files become");
     assert!(s.contains("-new body") && s.contains("+old body"), "{s}");
     pi.send(b"d");
-    pi.wait_for("Rewind: 1 file");
+    pi.wait_for("Rewind: 2 files");
     pi.send(b"\r");
-    let s = pi.wait_for("Files put back: 1");
+    let s = pi.wait_for("Files put back: 2");
     assert!(
         s.contains("rewrite the notes"),
         "the prompt is back in the editor: {s}"
@@ -355,6 +360,10 @@ fn the_terminal_shows_the_files_and_rewinds_them_with_enter() {
         std::fs::read_to_string(home.join("notes.txt")).unwrap(),
         "old body\n"
     );
+    // The folders the command made went with its file.
+    if std::fs::metadata(&home).and_then(|m| m.created()).is_ok() {
+        assert!(!home.join("drafts").exists());
+    }
     pi.send(b"\x03"); // Ctrl+C clears the editor
     assert!(pi.quit().success());
 }
