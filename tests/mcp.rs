@@ -421,6 +421,25 @@ async fn streamable_http_servers_get_the_bearer_token_and_headers() {
     m.shutdown();
 }
 
+/// `pi -p PROMPT` run in `home` (its agent folder `home/agent`) against the model server at
+/// `url`, with nothing of this process's environment but PATH; at most 30 s.
+async fn print_mode(home: &std::path::Path, url: &str, prompt: &str) -> std::process::Output {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env("OLLAMA_HOST", url)
+        .current_dir(home)
+        .args(["-p", prompt])
+        .stdin(std::process::Stdio::null())
+        .output();
+    tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn print_mode_offers_mcp_tools_and_sends_their_results_back() {
     use support::server::{Reply, TestServer, chunk, raw_data, tags, text_reply};
@@ -441,20 +460,7 @@ async fn print_mode_offers_mcp_tools_and_sends_their_results_back() {
         stdio_toml("t", "normal", "")
     );
     std::fs::write(home.join("agent/config.toml"), toml).unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(&home)
-        .args(["-p", "use the echo tool"])
-        .stdin(std::process::Stdio::null())
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), out)
-        .await
-        .unwrap()
-        .unwrap();
+    let out = print_mode(&home, &server.url, "use the echo tool").await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "all done\n");
@@ -533,20 +539,7 @@ async fn what_an_mcp_tool_changes_is_recorded_for_rewind_unless_it_is_read_only(
         stdio_toml("t", "normal", ""),
     )
     .unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(&home)
-        .args(["-p", "make a file"])
-        .stdin(std::process::Stdio::null())
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), out)
-        .await
-        .unwrap()
-        .unwrap();
+    let out = print_mode(&home, &server.url, "make a file").await;
     assert!(
         out.status.success(),
         "{}",
@@ -595,20 +588,7 @@ async fn print_mode_waits_for_a_slow_server_no_longer_than_its_startup_timeout()
     )
     .unwrap();
     let t0 = Instant::now();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("OLLAMA_HOST", server.url.clone())
-        .current_dir(&home)
-        .args(["-p", "hello"])
-        .stdin(std::process::Stdio::null())
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), out)
-        .await
-        .unwrap()
-        .unwrap();
+    let out = print_mode(&home, &server.url, "hello").await;
     let took = t0.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");

@@ -43,7 +43,8 @@ pub struct PlannedFile {
     /// What it becomes (`None`: deleted).
     #[serde(skip)]
     pub wanted: Option<Version>,
-    /// A folder made with the file, removed after it as far as it is left empty.
+    /// A folder made with the file, removed after it as far as it is left empty (only for a
+    /// file to delete).
     #[serde(skip)]
     pub made_folder: Option<PathBuf>,
 }
@@ -266,9 +267,7 @@ pub fn apply(plan: &Plan, store: &BlobStore, force: bool) -> Restored {
             });
         match put_back(&f.path, f.wanted.as_ref(), store) {
             Ok(new_folder) => {
-                if f.wanted.is_none()
-                    && let Some(folder) = &f.made_folder
-                {
+                if let Some(folder) = &f.made_folder {
                     remove_empty_folders(&f.path, folder);
                 }
                 done.restored.push(f.path.clone());
@@ -338,6 +337,11 @@ fn remove_empty_folders(path: &Path, outermost: &Path) {
 mod tests {
     use super::*;
 
+    /// Each set taken the same way, in this order.
+    fn steps<'a>(sets: &[&'a ChangeSet], undo: bool) -> Vec<Step<'a>> {
+        sets.iter().map(|&set| Step { set, undo }).collect()
+    }
+
     fn v(store: &BlobStore, text: &str) -> Option<Version> {
         let h = hash_of(text.as_bytes());
         store.put(&h, text.as_bytes()).unwrap();
@@ -389,17 +393,8 @@ mod tests {
         std::fs::write(&a, "three\n").unwrap();
         std::fs::write(&b, "the person's\n").unwrap();
         std::fs::write(&c, "new\n").unwrap();
-        let steps = [
-            Step {
-                set: &second,
-                undo: true,
-            },
-            Step {
-                set: &first,
-                undo: true,
-            },
-        ];
-        let p = plan(&steps, &store);
+        let undo = steps(&[&second, &first], true);
+        let p = plan(&undo, &store);
         let states: Vec<_> = p.files.iter().map(|f| (f.action, f.state)).collect();
         assert_eq!(
             states,
@@ -420,22 +415,12 @@ mod tests {
         assert!(!c.exists());
         assert_eq!(done.kept, std::slice::from_ref(&b));
         // Redoing what was undone brings it all back.
-        let redo = [
-            Step {
-                set: &first,
-                undo: false,
-            },
-            Step {
-                set: &second,
-                undo: false,
-            },
-        ];
-        let p = plan(&redo, &store);
+        let p = plan(&steps(&[&first, &second], false), &store);
         apply(&p, &store, false);
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "three\n");
         assert_eq!(std::fs::read_to_string(&c).unwrap(), "new\n");
         // A forced rewind overwrites the person's change.
-        let p = plan(&steps[..1], &store);
+        let p = plan(&undo[..1], &store);
         apply(&p, &store, true);
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "bee\n");
     }
@@ -461,17 +446,11 @@ mod tests {
         }
         // The person put a file of their own in `other`.
         std::fs::write(root.join("other/mine.txt"), "mine").unwrap();
-        let undo = [
-            Step {
-                set: &second,
-                undo: true,
-            },
-            Step {
-                set: &first,
-                undo: true,
-            },
-        ];
-        let done = apply(&plan(&undo, &store), &store, false);
+        let done = apply(
+            &plan(&steps(&[&second, &first], true), &store),
+            &store,
+            false,
+        );
         assert_eq!(done.restored.len(), 2);
         assert!(!root.join("new").exists());
         assert!(!root.join("other/deep").exists());
@@ -480,22 +459,14 @@ mod tests {
             "mine"
         );
         // Its record names the folder a redo makes again, so undoing that removes it too.
-        let redo = Step {
-            set: &done.record,
-            undo: true,
-        };
-        let again = apply(&plan(&[redo], &store), &store, false);
+        let again = apply(&plan(&steps(&[&done.record], true), &store), &store, false);
         assert!(root.join("new/deep/a.txt").exists());
         let remade: Vec<_> = again.record.files.iter().map(|f| &f.new_folder).collect();
         assert_eq!(
             remade,
             [&Some(root.join("new")), &Some(root.join("other/deep"))]
         );
-        let back = Step {
-            set: &again.record,
-            undo: true,
-        };
-        apply(&plan(&[back], &store), &store, false);
+        apply(&plan(&steps(&[&again.record], true), &store), &store, false);
         assert!(!root.join("new").exists());
         assert!(!root.join("other/deep").exists());
         assert!(root.join("other/mine.txt").exists());

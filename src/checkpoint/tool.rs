@@ -19,22 +19,13 @@ use crate::tools::context::ToolContext;
 use crate::tools::guard::forward_tool_info;
 
 /// How a tool's changes are found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Watch {
     /// Anything under the working folder may change.
     Scan,
-    /// Only the file its `path` argument names.
-    File,
+    /// Only the file its `path` argument names, resolved as the tools resolve it.
+    File(Arc<ToolContext>),
     /// Nothing: it changes no file (the folder's first save starts).
     Nothing,
-}
-
-fn watch_for(name: &str) -> Watch {
-    match name {
-        "bash" | "task" => Watch::Scan,
-        "write" | "edit" => Watch::File,
-        _ => Watch::Nothing,
-    }
 }
 
 /// A tool whose changes to the working folder are recorded.
@@ -42,7 +33,16 @@ struct Checkpointed {
     inner: Arc<dyn AgentTool>,
     tracker: Arc<Tracker>,
     watch: Watch,
-    paths: Arc<ToolContext>,
+}
+
+impl Checkpointed {
+    fn wrap(inner: Arc<dyn AgentTool>, watch: Watch, tracker: &Arc<Tracker>) -> Arc<dyn AgentTool> {
+        Arc::new(Checkpointed {
+            inner,
+            tracker: tracker.clone(),
+            watch,
+        })
+    }
 }
 
 /// Wrap every tool: those that change files are recorded, any starts the first save.
@@ -50,32 +50,21 @@ pub fn wrap_all(tools: Vec<Arc<dyn AgentTool>>, tracker: &Arc<Tracker>) -> Vec<A
     let paths = Arc::new(ToolContext::new(tracker.root().to_path_buf()));
     tools
         .into_iter()
-        .map(|t| wrap(t, tracker, &paths))
+        .map(|t| {
+            let watch = match t.name() {
+                "bash" | "task" => Watch::Scan,
+                "write" | "edit" => Watch::File(paths.clone()),
+                _ => Watch::Nothing,
+            };
+            Checkpointed::wrap(t, watch, tracker)
+        })
         .collect()
 }
 
 /// Wrap a tool from outside pi (an MCP server's) that may change any file: scanned around
 /// each call.
 pub fn wrap_scanned(tool: Arc<dyn AgentTool>, tracker: &Arc<Tracker>) -> Arc<dyn AgentTool> {
-    Arc::new(Checkpointed {
-        watch: Watch::Scan,
-        inner: tool,
-        tracker: tracker.clone(),
-        paths: Arc::new(ToolContext::new(tracker.root().to_path_buf())),
-    })
-}
-
-fn wrap(
-    tool: Arc<dyn AgentTool>,
-    tracker: &Arc<Tracker>,
-    paths: &Arc<ToolContext>,
-) -> Arc<dyn AgentTool> {
-    Arc::new(Checkpointed {
-        watch: watch_for(tool.name()),
-        inner: tool,
-        tracker: tracker.clone(),
-        paths: paths.clone(),
-    })
+    Checkpointed::wrap(tool, Watch::Scan, tracker)
 }
 
 /// Run blocking file work off the async threads.
@@ -89,7 +78,7 @@ impl AgentTool for Checkpointed {
 
     async fn execute(&self, call: ToolInvocation) -> Result<ToolOutput, ToolError> {
         self.tracker.warm();
-        match self.watch {
+        match &self.watch {
             Watch::Nothing => self.inner.execute(call).await,
             Watch::Scan => {
                 let tracker = self.tracker.clone();
@@ -104,12 +93,12 @@ impl AgentTool for Checkpointed {
                     .unwrap_or_default();
                 with_set(result, &set)
             }
-            Watch::File => {
+            Watch::File(paths) => {
                 let path = call
                     .args
                     .get("path")
                     .and_then(Value::as_str)
-                    .and_then(|raw| self.paths.resolve_existing(raw).ok());
+                    .and_then(|raw| paths.resolve_existing(raw).ok());
                 let Some(path) = path else {
                     return self.inner.execute(call).await;
                 };

@@ -270,9 +270,9 @@ impl McpManager {
 
     /// Every MCP tool offered now, server by server (in name order).
     pub fn tools(&self) -> Vec<Arc<dyn AgentTool>> {
-        lock(&self.inner.slots)
-            .iter()
-            .flat_map(|s| s.tools.iter().map(|t| t.clone() as Arc<dyn AgentTool>))
+        self.offered()
+            .into_iter()
+            .map(|t| t as Arc<dyn AgentTool>)
             .collect()
     }
 

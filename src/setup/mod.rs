@@ -681,19 +681,14 @@ fn start_mcp(
     }
     let agent = agent.clone();
     let on_tools: crate::mcp::manager::ToolsChanged = Arc::new(move |extra| {
-        let read_only: Vec<bool> = extra.iter().map(|t| t.read_only()).collect();
-        let guarded = guard_all(
-            extra.into_iter().map(|t| t as Arc<dyn AgentTool>).collect(),
-            &secrets,
-        );
-        let recorded =
-            guarded
-                .into_iter()
-                .zip(read_only)
-                .map(|(tool, read_only)| match &checkpoints {
-                    Some(c) if !read_only => crate::checkpoint::tool::wrap_scanned(tool, c),
-                    _ => tool,
-                });
+        let recorded = extra.into_iter().map(|t| {
+            let read_only = t.read_only();
+            let tool = Guarded::wrap(t, secrets.clone());
+            match &checkpoints {
+                Some(c) if !read_only => crate::checkpoint::tool::wrap_scanned(tool, c),
+                _ => tool,
+            }
+        });
         let all = base.iter().cloned().chain(recorded);
         let set = Arc::new(crate::agent::protocol::tool::ToolSet::new(all));
         agent.update_settings(|s| s.tools = set);
