@@ -246,8 +246,10 @@ async fn a_full_screen_popup_borrows_the_alternate_screen_and_gives_the_conversa
     let mut pi = Pty::spawn(&home, &server, &[]);
     pi.wait_for("qwen3:8b");
     pi.send(b"first\r");
-    pi.wait_for("Kept in place.");
-    let before = pi.contents();
+    // The answer shows before the run ends: wait for its status line to go too.
+    let before = pi.wait_until("the run to end", |s| {
+        s.contains("Kept in place.") && !s.contains("esc to interrupt")
+    });
     pi.send(b"\x0c"); // Ctrl+L: the model picker
     pi.wait_for("Model:");
     assert!(pi.parser.lock().unwrap().screen().alternate_screen());
